@@ -1,0 +1,170 @@
+//! Every command-line argument idem takes, and nothing else.
+//!
+//! These are the "low" arguments, as close to the flags as can be; the
+//! commands turn them into typed settings (`RaceSettings`) before any work.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::db::{ClusterOptions, ConnectOptions};
+use crate::race::{DEFAULT_KEY, DEFAULT_WORK_MS, RaceSettings};
+use crate::strategy::StrategyKind;
+
+/// See why idempotency guards fail under concurrency: real races, real PostgreSQL.
+#[derive(Debug, Parser)]
+#[command(name = "idem", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// When to colour the output.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Race N workers on one key with one strategy and count the rows (lessons 1 and 2).
+    Race(RaceArgs),
+    /// Run every strategy under the same settings and show them side by side.
+    Compare(CompareArgs),
+    /// Show which PostgreSQL idem uses and how long its cluster takes to start and stop.
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when writing to a terminal and NO_COLOR is not set.
+    Auto,
+    Always,
+    Never,
+}
+
+/// Where the tables live.
+#[derive(Debug, Clone, Args)]
+pub struct ConnectArgs {
+    /// A PostgreSQL server to use instead of a disposable cluster. idem works
+    /// in a schema of its own (idem_<run id>) and drops it at the end.
+    #[arg(long, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+
+    /// Directory holding PostgreSQL's `initdb` and `postgres` (found if not given).
+    #[arg(long, env = "IDEM_PG_BIN", value_name = "DIR")]
+    pub pg_bin: Option<PathBuf>,
+
+    /// The user the disposable cluster runs as when idem runs as root [default: postgres].
+    #[arg(long, env = "IDEM_PG_USER", value_name = "NAME")]
+    pub pg_user: Option<String>,
+
+    /// Keep the run's schema on the server (with --database-url) and print its name.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+impl ConnectArgs {
+    pub fn options(&self) -> ConnectOptions {
+        ConnectOptions {
+            database_url: self.database_url.clone().filter(|u| !u.is_empty()),
+            cluster: ClusterOptions {
+                pg_bin: self.pg_bin.clone(),
+                pg_user: self.pg_user.clone(),
+            },
+            keep: self.keep,
+        }
+    }
+}
+
+/// The settings every race takes, for `race` and `compare` alike.
+#[derive(Debug, Clone, Args)]
+pub struct RaceFlags {
+    /// Concurrent workers, each one request with the same key.
+    #[arg(long, short = 'w', default_value_t = 5, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub workers: u32,
+
+    /// Connections in the pool the workers share (the app's connection pool).
+    #[arg(long, short = 'p', default_value_t = 5, value_name = "P",
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub pool_size: u32,
+
+    /// Do not let the runner hold a connection during the race (by default it
+    /// holds one, as the app's main thread does in the course).
+    #[arg(long)]
+    pub no_runner_connection: bool,
+
+    /// How long the work takes, in ms: the service call behind the XP row,
+    /// which keeps the race window open. 0 shows the bare race.
+    #[arg(long, default_value_t = DEFAULT_WORK_MS, value_name = "MS")]
+    pub work_ms: u64,
+
+    /// The idempotency key every worker sends.
+    #[arg(long, short = 'k', default_value = DEFAULT_KEY, value_name = "KEY")]
+    pub key: String,
+
+    /// How long a worker waits for a free connection before giving up (503).
+    #[arg(long, default_value_t = 30_000, value_name = "MS")]
+    pub checkout_timeout_ms: u64,
+
+    /// Repeat the race R times on fresh tables and show the distribution.
+    #[arg(long, short = 'r', default_value_t = 1, value_name = "R",
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub runs: u32,
+
+    /// Draw each worker's steps on a timeline (one race only).
+    #[arg(long)]
+    pub trace: bool,
+
+    /// Print one JSON object per race (JSON Lines) and nothing else on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl RaceFlags {
+    /// The typed settings for one strategy.
+    pub fn settings(&self, strategy: StrategyKind) -> RaceSettings {
+        RaceSettings {
+            strategy,
+            workers: self.workers as usize,
+            pool_size: self.pool_size as usize,
+            runner_holds_connection: !self.no_runner_connection,
+            work: Duration::from_millis(self.work_ms),
+            key: self.key.clone(),
+            checkout_timeout: Duration::from_millis(self.checkout_timeout_ms),
+            ..RaceSettings::default()
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RaceArgs {
+    /// The guard shape every worker runs.
+    #[arg(long, short = 's', value_enum, default_value_t = StrategyKind::CheckThenStore)]
+    pub strategy: StrategyKind,
+
+    #[command(flatten)]
+    pub race: RaceFlags,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub race: RaceFlags,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print the findings as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}

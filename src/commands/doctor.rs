@@ -1,0 +1,123 @@
+//! `idem doctor`: which PostgreSQL idem found and how fast its cluster comes and goes.
+
+use std::fmt::Write;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::db::{Backend, Database};
+use crate::report::style::{dim, strong};
+use crate::report::{emit, emit_json};
+
+/// What the doctor found.
+#[derive(Debug, Serialize)]
+pub struct Findings {
+    /// `disposable` or `server`.
+    pub backend: &'static str,
+    pub server_version: String,
+    pub schema: String,
+    pub free_connections: u64,
+    pub url: Option<String>,
+    pub pg_bin: Option<String>,
+    pub template: Option<String>,
+    pub template_made_now: Option<bool>,
+    pub run_dir: Option<String>,
+    pub start_ms: Option<f64>,
+    pub stop_ms: Option<f64>,
+}
+
+/// Looks around, closes the database (timing the stop), and reports.
+pub async fn execute(db: Database, json: bool) -> Result<()> {
+    let mut findings = Findings {
+        backend: "server",
+        server_version: db.server_version().await?,
+        schema: db.schema.clone(),
+        free_connections: db.free_connections().await?,
+        url: None,
+        pg_bin: None,
+        template: None,
+        template_made_now: None,
+        run_dir: None,
+        start_ms: None,
+        stop_ms: None,
+    };
+    match &db.backend {
+        Backend::Embedded(cluster) => {
+            findings.backend = "disposable";
+            findings.pg_bin = Some(cluster.bins.dir.display().to_string());
+            findings.template = Some(cluster.template.dir.display().to_string());
+            findings.template_made_now = Some(cluster.template.made_now);
+            findings.run_dir = Some(cluster.run_dir.display().to_string());
+            findings.start_ms = Some(cluster.start_time.as_secs_f64() * 1000.0);
+        }
+        Backend::Server { url } => findings.url = Some(url.clone()),
+    }
+    findings.stop_ms = db.close().await?.map(|d| d.as_secs_f64() * 1000.0);
+    if json {
+        emit_json(&findings)
+    } else {
+        emit(&render(&findings))
+    }
+}
+
+fn render(f: &Findings) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", strong("idem doctor"));
+    let mut row = |name: &str, value: String| {
+        let _ = writeln!(out, "  {name:<18} {value}");
+    };
+    row("PostgreSQL", f.server_version.clone());
+    match f.backend {
+        "disposable" => {
+            row(
+                "database",
+                "a disposable cluster (no --database-url given)".into(),
+            );
+            row("binaries", f.pg_bin.clone().unwrap_or_default());
+            let made = if f.template_made_now == Some(true) {
+                "made by this run with initdb"
+            } else {
+                "cached"
+            };
+            row(
+                "template",
+                format!(
+                    "{} {}",
+                    f.template.clone().unwrap_or_default(),
+                    dim(format!("({made})"))
+                ),
+            );
+            row(
+                "run directory",
+                format!(
+                    "{} {}",
+                    f.run_dir.clone().unwrap_or_default(),
+                    dim("(removed)")
+                ),
+            );
+            row(
+                "start",
+                format!(
+                    "{:.0} ms (copy the template, start, accept connections)",
+                    f.start_ms.unwrap_or(0.0)
+                ),
+            );
+            row(
+                "stop",
+                format!(
+                    "{:.0} ms (fast shutdown, remove files)",
+                    f.stop_ms.unwrap_or(0.0)
+                ),
+            );
+        }
+        _ => {
+            row("database", f.url.clone().unwrap_or_default());
+        }
+    }
+    row(
+        "schema",
+        format!("{} {}", f.schema, dim("(this run's own; dropped at exit)")),
+    );
+    row("free connections", f.free_connections.to_string());
+    out
+}

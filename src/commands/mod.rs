@@ -1,0 +1,6 @@
+//! One file per command. Each checks its arguments before any database is
+//! touched, then runs against the database the dispatcher opened.
+
+pub mod compare;
+pub mod doctor;
+pub mod race;

@@ -1,0 +1,70 @@
+//! `idem race`: one strategy, N workers, one key; once, or `--runs` times.
+
+use anyhow::{Result, bail};
+
+use crate::cli::RaceArgs;
+use crate::db::Database;
+use crate::race::{Race, RaceSettings};
+use crate::report::runs::{RunsSummary, render_summary};
+use crate::report::{self, emit, emit_json};
+
+/// What `idem race` will do, checked before the database starts.
+pub struct Plan {
+    pub settings: RaceSettings,
+    pub runs: u32,
+    pub trace: bool,
+    pub json: bool,
+}
+
+pub fn plan(args: &RaceArgs) -> Result<Plan> {
+    let settings = args.race.settings(args.strategy);
+    settings.validate()?;
+    if args.race.trace && args.race.runs > 1 {
+        bail!("--trace draws a single race; drop --runs or --trace");
+    }
+    Ok(Plan {
+        settings,
+        runs: args.race.runs,
+        trace: args.race.trace,
+        json: args.race.json,
+    })
+}
+
+pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
+    let race = Race::prepare(db, plan.settings).await?;
+    if plan.runs == 1 {
+        let result = race.run(1).await?;
+        if plan.json {
+            return emit_json(&result);
+        }
+        emit(&report::race::render(&result))?;
+        if plan.trace {
+            emit(&report::timeline::render(&result))?;
+        }
+        return Ok(());
+    }
+
+    let progress = report::progress::bar(u64::from(plan.runs), plan.json, "races");
+    let mut summary = RunsSummary::default();
+    let mut line = String::new();
+    for run in 1..=plan.runs as usize {
+        let result = race.run(run).await?;
+        if plan.json {
+            emit_json(&result)?;
+        }
+        if line.is_empty() {
+            line = report::race::settings_line(&result);
+        }
+        summary.add(&result);
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    if !plan.json {
+        emit(&render_summary(
+            &summary,
+            &line,
+            race.settings.strategy.name(),
+        ))?;
+    }
+    Ok(())
+}

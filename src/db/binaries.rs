@@ -1,0 +1,123 @@
+//! Finding PostgreSQL's server binaries (`initdb`, `postgres`) on this machine.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+/// The server binaries of one PostgreSQL installation.
+#[derive(Debug, Clone)]
+pub struct PgBinaries {
+    pub dir: PathBuf,
+    /// What `postgres --version` says, e.g. `15.18`.
+    pub version: String,
+}
+
+impl PgBinaries {
+    pub fn initdb(&self) -> PathBuf {
+        self.dir.join("initdb")
+    }
+
+    pub fn postgres(&self) -> PathBuf {
+        self.dir.join("postgres")
+    }
+
+    /// The major version, e.g. `15`: data directories are compatible within it.
+    pub fn major(&self) -> &str {
+        self.version.split('.').next().unwrap_or(&self.version)
+    }
+
+    /// Finds the binaries: an explicit directory if given, else the usual places.
+    pub fn locate(explicit: Option<&Path>) -> Result<Self> {
+        if let Some(dir) = explicit {
+            if !has_server_binaries(dir) {
+                bail!(
+                    "no PostgreSQL server binaries (initdb, postgres) in {}; {}",
+                    dir.display(),
+                    INSTALL_HINT
+                );
+            }
+            return Self::at(dir);
+        }
+        match candidates()
+            .into_iter()
+            .find(|dir| has_server_binaries(dir))
+        {
+            Some(dir) => Self::at(&dir),
+            None => bail!("no PostgreSQL server binaries (initdb, postgres) found; {INSTALL_HINT}"),
+        }
+    }
+
+    fn at(dir: &Path) -> Result<Self> {
+        let dir = dir.to_path_buf();
+        let output = Command::new(dir.join("postgres"))
+            .arg("--version")
+            .output()
+            .with_context(|| format!("could not run {}", dir.join("postgres").display()))?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        // "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)"
+        let version = text
+            .split_whitespace()
+            .nth(2)
+            .filter(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit()))
+            .with_context(|| format!("unexpected `postgres --version` output: {}", text.trim()))?
+            .to_string();
+        Ok(Self { dir, version })
+    }
+}
+
+const INSTALL_HINT: &str = "install PostgreSQL (Debian/Ubuntu: `apt-get install postgresql`, \
+macOS: `brew install postgresql@16`), point --pg-bin (or IDEM_PG_BIN) at its bin directory, \
+or pass --database-url to use a running server";
+
+fn has_server_binaries(dir: &Path) -> bool {
+    dir.join("initdb").is_file() && dir.join("postgres").is_file()
+}
+
+/// Where PostgreSQL's server binaries usually live, most specific first.
+fn candidates() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    // pg_config knows where its own installation keeps them.
+    if let Ok(out) = Command::new("pg_config").arg("--bindir").output()
+        && out.status.success()
+    {
+        dirs.push(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
+    }
+    // On PATH (Homebrew, Postgres.app, custom builds).
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    // Debian and Ubuntu keep each major version apart; prefer the newest.
+    dirs.extend(versioned_dirs(Path::new("/usr/lib/postgresql"), "bin"));
+    dirs.push(PathBuf::from("/usr/local/pgsql/bin"));
+    // Homebrew on Apple silicon and Intel.
+    for prefix in ["/opt/homebrew/opt", "/usr/local/opt"] {
+        dirs.extend(
+            versioned_dirs(Path::new(prefix), "bin")
+                .into_iter()
+                .filter(|d| d.to_string_lossy().contains("postgresql")),
+        );
+    }
+    dirs
+}
+
+/// Subdirectories of `root` sorted by their numeric version, newest first, each joined with `leaf`.
+fn versioned_dirs(root: &Path, leaf: &str) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(u32, PathBuf)> = entries
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let number = name
+                .rsplit(|c: char| !c.is_ascii_digit() && c != '.')
+                .next()
+                .and_then(|v| v.split('.').next()?.parse().ok())
+                .unwrap_or(0);
+            (number, e.path().join(leaf))
+        })
+        .collect();
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    found.into_iter().map(|(_, p)| p).collect()
+}

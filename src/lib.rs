@@ -1,0 +1,76 @@
+//! idem: see why idempotency guards fail under concurrency.
+//!
+//! The crate is laid out as the course is told: [`strategy`] holds the guard
+//! shapes, one file each; [`race`] runs N workers through one of them on a
+//! real connection pool; [`db`] provides the database (a disposable cluster or
+//! a real server); [`report`] prints what happened. [`cli`] and [`commands`]
+//! wire them to the command line.
+
+pub mod cli;
+pub mod commands;
+pub mod db;
+pub mod race;
+pub mod report;
+pub mod signals;
+pub mod strategy;
+
+use anyhow::Result;
+
+use cli::{Cli, Command, ConnectArgs};
+use db::Database;
+use signals::Signals;
+
+/// Runs one command line to the end. Arguments are checked before any
+/// database starts; whatever was started is cleaned up however the run ends.
+pub async fn run(cli: Cli) -> Result<()> {
+    report::style::init(cli.color);
+    let mut signals = Signals::install()?;
+    match cli.command {
+        Command::Race(args) => {
+            let plan = commands::race::plan(&args)?;
+            with_database(&args.connect, &mut signals, async |db| {
+                commands::race::execute(plan, db).await
+            })
+            .await
+        }
+        Command::Compare(args) => {
+            let plan = commands::compare::plan(&args)?;
+            with_database(&args.connect, &mut signals, async |db| {
+                commands::compare::execute(plan, db).await
+            })
+            .await
+        }
+        Command::Doctor(args) => {
+            let db = open(&args.connect, &mut signals).await?;
+            commands::doctor::execute(db, args.json).await
+        }
+    }
+}
+
+/// Opens the database, runs `body` against it, and closes it again, also
+/// when `body` fails or a signal arrives.
+async fn with_database(
+    connect: &ConnectArgs,
+    signals: &mut Signals,
+    body: impl AsyncFnOnce(&Database) -> Result<()>,
+) -> Result<()> {
+    let db = open(connect, signals).await?;
+    let outcome = tokio::select! {
+        biased;
+        signal = signals.received() => Err(signal.into()),
+        outcome = body(&db) => outcome,
+    };
+    let closed = db.close().await;
+    outcome.and(closed.map(drop))
+}
+
+/// Opens the database; a signal during start-up abandons it, and dropping
+/// the half-open database cleans up what was started.
+async fn open(connect: &ConnectArgs, signals: &mut Signals) -> Result<Database> {
+    let options = connect.options();
+    tokio::select! {
+        biased;
+        signal = signals.received() => Err(signal.into()),
+        db = Database::open(&options) => db,
+    }
+}

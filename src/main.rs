@@ -1,0 +1,59 @@
+//! The `idem` binary: parse the command line, run it, print any error on one line.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use clap::error::ErrorKind;
+use colored::Colorize;
+
+use idem::cli::Cli;
+use idem::report::BrokenPipe;
+use idem::signals::Interrupted;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err)
+            if matches!(
+                err.kind(),
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+            ) =>
+        {
+            err.exit()
+        }
+        Err(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => err.exit(),
+        Err(err) => {
+            // clap's first line says what is wrong; the usage it adds is one `--help` away.
+            let text = err.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            eprintln!("{first} (see --help)");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!(
+                "{} could not start the async runtime: {err}",
+                "error:".red().bold()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(idem::run(cli));
+    drop(runtime);
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.is::<BrokenPipe>() => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{} {err:#}", "error:".red().bold());
+            match err.downcast_ref::<Interrupted>() {
+                Some(signal) => ExitCode::from(128 + signal.number as u8),
+                None => ExitCode::FAILURE,
+            }
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! The race: N concurrent workers, one key, one strategy, a real connection pool.
+
+mod outcome;
+mod request;
+mod result;
+mod runner;
+mod settings;
+mod trace;
+
+pub use outcome::{Answer, Outcome, WorkerReport};
+pub use request::Request;
+pub use result::{EXPECTED_XP_ROWS, RaceResult};
+pub use runner::Race;
+pub use settings::{DEFAULT_KEY, DEFAULT_WORK_MS, MAX_KEY_LEN, RaceSettings};
+pub use trace::{StepEvent, Trace};

@@ -1,0 +1,88 @@
+//! How a request ended, as the client would see it.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::trace::StepEvent;
+
+/// A request's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// It did the work, and its XP row is the one the key stands for (201).
+    Created,
+    /// It found a finished result and answered with it (200).
+    Replayed,
+    /// Another request held the key and was still working (409 Conflict).
+    Conflict,
+    /// It made an XP row although another request also made one: the
+    /// duplicate work the course is about. The client still got 201.
+    Duplicate,
+    /// No connection came free before the checkout timeout (503).
+    CheckoutTimeout,
+    /// The database answered with an error (500).
+    Error,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 6] = [
+        Outcome::Created,
+        Outcome::Replayed,
+        Outcome::Conflict,
+        Outcome::Duplicate,
+        Outcome::CheckoutTimeout,
+        Outcome::Error,
+    ];
+
+    /// The name used in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Created => "created",
+            Outcome::Replayed => "replayed",
+            Outcome::Conflict => "conflict",
+            Outcome::Duplicate => "duplicate",
+            Outcome::CheckoutTimeout => "checkout_timeout",
+            Outcome::Error => "error",
+        }
+    }
+
+    /// The HTTP status the client would have received.
+    pub fn status(self) -> u16 {
+        match self {
+            Outcome::Created | Outcome::Duplicate => 201,
+            Outcome::Replayed => 200,
+            Outcome::Conflict => 409,
+            Outcome::CheckoutTimeout => 503,
+            Outcome::Error => 500,
+        }
+    }
+}
+
+/// What a strategy answers for one request.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub outcome: Outcome,
+    /// What the request found when it looked (e.g. "no key", "claim pending").
+    pub saw: String,
+    /// What it did about it (e.g. "made XP #2, stored key").
+    pub did: String,
+    /// The XP row this request itself made, if any.
+    pub made_xp: Option<i64>,
+    /// The response body the client received.
+    pub body: Option<Value>,
+}
+
+/// Everything one worker did in one race.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerReport {
+    pub worker: usize,
+    pub outcome: Outcome,
+    pub status: u16,
+    /// Milliseconds spent waiting for a pooled connection.
+    pub checkout_wait_ms: f64,
+    pub saw: String,
+    pub did: String,
+    pub made_xp: Option<i64>,
+    pub body: Option<Value>,
+    pub steps: Vec<StepEvent>,
+}

@@ -1,0 +1,70 @@
+//! What one race left behind: the figures, per worker and in total. Every report is made from it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::outcome::WorkerReport;
+use super::runner::count_outcomes;
+use super::settings::RaceSettings;
+use crate::db::RowCounts;
+use crate::strategy::StrategyKind;
+
+/// The XP rows a correct guard leaves: one per key.
+pub const EXPECTED_XP_ROWS: u64 = 1;
+
+/// One race's result. Its JSON form is one line of `--json` output.
+#[derive(Debug, Clone, Serialize)]
+pub struct RaceResult {
+    pub run: usize,
+    pub strategy: StrategyKind,
+    pub workers: usize,
+    pub pool_size: usize,
+    pub runner_holds_connection: bool,
+    pub work_ms: u64,
+    pub key: String,
+    pub key_rows: u64,
+    pub xp_rows: u64,
+    pub expected_xp_rows: u64,
+    /// XP rows beyond the one expected.
+    pub duplicates: u64,
+    pub outcomes: BTreeMap<&'static str, u64>,
+    pub elapsed_ms: f64,
+    /// The XP rows the course predicts for these settings (see `RaceSettings::lesson_figure`).
+    pub lesson_figure: u64,
+    pub reports: Vec<WorkerReport>,
+}
+
+impl RaceResult {
+    pub fn new(
+        run: usize,
+        s: &RaceSettings,
+        counts: RowCounts,
+        reports: Vec<WorkerReport>,
+        elapsed: Duration,
+    ) -> Self {
+        Self {
+            run,
+            strategy: s.strategy,
+            workers: s.workers,
+            pool_size: s.pool_size,
+            runner_holds_connection: s.runner_holds_connection,
+            work_ms: s.work_ms(),
+            key: s.key.clone(),
+            key_rows: counts.key_rows,
+            xp_rows: counts.xp_rows,
+            expected_xp_rows: EXPECTED_XP_ROWS,
+            duplicates: counts.xp_rows.saturating_sub(EXPECTED_XP_ROWS),
+            outcomes: count_outcomes(&reports),
+            elapsed_ms: elapsed.as_secs_f64() * 1000.0,
+            lesson_figure: s.lesson_figure(),
+            reports,
+        }
+    }
+
+    /// How many workers ended with `outcome`.
+    pub fn count(&self, outcome: &str) -> u64 {
+        self.outcomes.get(outcome).copied().unwrap_or(0)
+    }
+}

@@ -1,0 +1,202 @@
+//! The race itself: a warm pool, a runner holding one connection, and N workers released together.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use deadpool_postgres::{Pool, PoolError};
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+
+use super::outcome::{Answer, Outcome, WorkerReport};
+use super::request::Request;
+use super::result::RaceResult;
+use super::settings::RaceSettings;
+use super::trace::Trace;
+use crate::db::Database;
+use crate::db::pool::{self, warm_pool};
+use crate::strategy::{Step, Strategy};
+
+/// A race ready to run, as many times as asked, with fresh tables each time.
+pub struct Race<'db> {
+    db: &'db Database,
+    pool: Pool,
+    strategy: Arc<dyn Strategy>,
+    pub settings: RaceSettings,
+}
+
+impl<'db> Race<'db> {
+    /// Checks the settings against the server and opens the workers' pool.
+    pub async fn prepare(db: &'db Database, settings: RaceSettings) -> Result<Self> {
+        settings.validate()?;
+        let free = db.free_connections().await?;
+        if settings.pool_size as u64 > free {
+            bail!(
+                "--pool-size {} is more than the {free} connections the server has free \
+                 (max_connections less those in use)",
+                settings.pool_size
+            );
+        }
+        let pool = warm_pool(db.workers_config(), settings.pool_size).await?;
+        Ok(Self {
+            db,
+            pool,
+            strategy: Arc::from(settings.strategy.build()),
+            settings,
+        })
+    }
+
+    /// Runs one race on fresh tables and counts what it left behind.
+    pub async fn run(&self, run: usize) -> Result<RaceResult> {
+        let s = &self.settings;
+        self.db.reset().await?;
+
+        // The runner's own connection, held for the whole race as the app's
+        // main thread holds one: the pool has one fewer for the workers.
+        let held = match s.runner_holds_connection {
+            true => Some(
+                pool::checkout(&self.pool, s.checkout_timeout)
+                    .await
+                    .map_err(|e| {
+                        anyhow::anyhow!(
+                            "the runner could not get a connection: {}",
+                            pool::describe(&e)
+                        )
+                    })?,
+            ),
+            false => None,
+        };
+
+        let (gate, gate_rx) = watch::channel(None::<Instant>);
+        let ready = Arc::new(Semaphore::new(0));
+        let mut workers = JoinSet::new();
+        for worker in 1..=s.workers {
+            let req = Request {
+                worker,
+                key: s.key.clone(),
+                user_id: s.user_id,
+                amount: s.amount,
+                work: s.work,
+            };
+            workers.spawn(run_worker(
+                req,
+                self.pool.clone(),
+                self.strategy.clone(),
+                gate_rx.clone(),
+                ready.clone(),
+                s.checkout_timeout,
+            ));
+        }
+        // Open the gate only when every worker stands at it.
+        ready
+            .acquire_many(u32::try_from(s.workers).context("too many workers")?)
+            .await?
+            .forget();
+        let started = Instant::now();
+        gate.send_replace(Some(started));
+
+        let mut reports = Vec::with_capacity(s.workers);
+        while let Some(report) = workers.join_next().await {
+            reports.push(report.context("a worker panicked")?);
+        }
+        let elapsed = started.elapsed();
+        drop(held);
+        reports.sort_by_key(|r| r.worker);
+
+        let counts = self.db.counts(&s.key).await?;
+        mark_duplicates(&mut reports, counts.kept_xp);
+        Ok(RaceResult::new(run, s, counts, reports, elapsed))
+    }
+}
+
+/// One worker: wait at the gate, check out a connection, let the strategy
+/// handle the request, give the connection back.
+async fn run_worker(
+    req: Request,
+    pool: Pool,
+    strategy: Arc<dyn Strategy>,
+    mut gate: watch::Receiver<Option<Instant>>,
+    ready: Arc<Semaphore>,
+    checkout_timeout: std::time::Duration,
+) -> WorkerReport {
+    ready.add_permits(1);
+    let opened = match gate.wait_for(Option::is_some).await {
+        Ok(at) => at.unwrap_or_else(Instant::now),
+        Err(_) => Instant::now(),
+    };
+    let mut trace = Trace::new(opened);
+    let checkout = trace
+        .time(Step::Checkout, pool::checkout(&pool, checkout_timeout))
+        .await;
+    let answer = match checkout {
+        Ok(conn) => {
+            trace.note("got a connection");
+            let answer = strategy.handle(&conn, &req, &mut trace).await;
+            drop(conn);
+            answer.unwrap_or_else(|err| failed(db_error(&err)))
+        }
+        Err(PoolError::Timeout(_)) => {
+            trace.note("timed out");
+            Answer {
+                outcome: Outcome::CheckoutTimeout,
+                saw: "no free connection".into(),
+                did: format!("gave up after {} ms", checkout_timeout.as_millis()),
+                made_xp: None,
+                body: None,
+            }
+        }
+        Err(err) => failed(pool::describe(&err)),
+    };
+    let checkout_wait_ms = trace.events.first().map_or(0.0, |e| e.end_ms - e.start_ms);
+    WorkerReport {
+        worker: req.worker,
+        outcome: answer.outcome,
+        status: answer.outcome.status(),
+        checkout_wait_ms,
+        saw: answer.saw,
+        did: answer.did,
+        made_xp: answer.made_xp,
+        body: answer.body,
+        steps: trace.events,
+    }
+}
+
+fn failed(message: String) -> Answer {
+    Answer {
+        outcome: Outcome::Error,
+        saw: "database error".into(),
+        did: message,
+        made_xp: None,
+        body: None,
+    }
+}
+
+/// A database error in one line: the server's message where there is one.
+fn db_error(err: &tokio_postgres::Error) -> String {
+    err.as_db_error()
+        .map_or_else(|| err.to_string(), |db| db.message().to_string())
+}
+
+/// Every XP row but the one the key kept is duplicate work: marks the
+/// workers that made those rows, whatever they believed.
+fn mark_duplicates(reports: &mut [WorkerReport], kept_xp: Option<i64>) {
+    for report in reports {
+        if let Some(xp) = report.made_xp
+            && Some(xp) != kept_xp
+        {
+            report.outcome = Outcome::Duplicate;
+            report.status = Outcome::Duplicate.status();
+        }
+    }
+}
+
+/// Counts outcomes by name, listing every outcome (zero included) so JSON keys are stable.
+pub fn count_outcomes(reports: &[WorkerReport]) -> BTreeMap<&'static str, u64> {
+    let mut counts: BTreeMap<&'static str, u64> =
+        Outcome::ALL.iter().map(|o| (o.name(), 0)).collect();
+    for report in reports {
+        *counts.entry(report.outcome.name()).or_default() += 1;
+    }
+    counts
+}

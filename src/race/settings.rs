@@ -1,0 +1,107 @@
+//! A race's settings, typed and checked once; the runner never looks at raw flags.
+
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use crate::strategy::StrategyKind;
+
+/// The key every worker sends unless `--key` says otherwise.
+pub const DEFAULT_KEY: &str = "award-xp-lesson-1";
+
+/// How long the work takes unless `--work-ms` says otherwise. See the README:
+/// a real award calls services and renders a response; 20 ms is a modest
+/// stand-in that keeps the race window open as it is in an application.
+pub const DEFAULT_WORK_MS: u64 = 20;
+
+/// The longest key accepted, as Stripe allows.
+pub const MAX_KEY_LEN: usize = 255;
+
+/// Everything one race needs to know.
+#[derive(Debug, Clone, Serialize)]
+pub struct RaceSettings {
+    pub strategy: StrategyKind,
+    pub workers: usize,
+    pub pool_size: usize,
+    /// The runner checks out one connection before the race and holds it.
+    pub runner_holds_connection: bool,
+    #[serde(serialize_with = "as_millis")]
+    pub work: Duration,
+    pub key: String,
+    #[serde(serialize_with = "as_millis")]
+    pub checkout_timeout: Duration,
+    pub user_id: i64,
+    pub amount: i32,
+}
+
+impl Default for RaceSettings {
+    fn default() -> Self {
+        Self {
+            strategy: StrategyKind::CheckThenStore,
+            workers: 5,
+            pool_size: 5,
+            runner_holds_connection: true,
+            work: Duration::from_millis(DEFAULT_WORK_MS),
+            key: DEFAULT_KEY.to_string(),
+            checkout_timeout: Duration::from_secs(30),
+            user_id: 42,
+            amount: 10,
+        }
+    }
+}
+
+impl RaceSettings {
+    /// Rejects settings no race can run with, before anything starts.
+    pub fn validate(&self) -> Result<()> {
+        if self.workers == 0 {
+            bail!("--workers must be at least 1");
+        }
+        if self.pool_size == 0 {
+            bail!("--pool-size must be at least 1");
+        }
+        if self.runner_holds_connection && self.pool_size == 1 {
+            bail!(
+                "--pool-size 1 leaves no connection for the workers while the runner holds one; \
+                 use a larger pool or --no-runner-connection"
+            );
+        }
+        if self.key.is_empty() {
+            bail!("--key must not be empty");
+        }
+        if self.key.len() > MAX_KEY_LEN {
+            bail!(
+                "--key is {} characters long; at most {MAX_KEY_LEN} are allowed",
+                self.key.len()
+            );
+        }
+        if self.checkout_timeout.is_zero() {
+            bail!("--checkout-timeout-ms must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// The connections the workers can get: the pool less the runner's.
+    pub fn worker_connections(&self) -> usize {
+        self.pool_size - usize::from(self.runner_holds_connection)
+    }
+
+    /// The XP rows the course predicts for these settings, when the race
+    /// window is wide: the figure a run is compared with.
+    pub fn lesson_figure(&self) -> u64 {
+        let figure = match self.strategy {
+            StrategyKind::None => self.workers,
+            StrategyKind::CheckThenStore => self.workers.min(self.worker_connections()),
+            StrategyKind::ClaimWorkComplete | StrategyKind::InsertUnique => 1,
+        };
+        figure as u64
+    }
+
+    pub fn work_ms(&self) -> u64 {
+        self.work.as_millis() as u64
+    }
+}
+
+fn as_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_millis() as u64)
+}

@@ -1,0 +1,92 @@
+//! One sentence on why a race came out as it did, read off the race's own trace.
+
+use crate::race::{Outcome, RaceResult, WorkerReport};
+use crate::strategy::{Step, StrategyKind};
+
+/// Explains the figure from what the workers did.
+pub fn explain(r: &RaceResult) -> String {
+    let n = |o: Outcome| r.count(o.name());
+    let made = r.reports.iter().filter(|w| w.made_xp.is_some()).count();
+    let mut text = match r.strategy {
+        StrategyKind::None => {
+            format!("With no key, every worker that ran did the work: {made} XP rows.")
+        }
+        StrategyKind::CheckThenStore => check_then_store(r, made),
+        StrategyKind::ClaimWorkComplete => {
+            let losers = r.reports.iter().filter(|w| took(w, Step::Read)).count();
+            format!(
+                "The unique index let one claim in before any work ran; {losers} lost the claim and did no \
+                 work ({} answered 409 while it was pending, {} replayed the completed response).",
+                n(Outcome::Conflict),
+                n(Outcome::Replayed)
+            )
+        }
+        StrategyKind::InsertUnique => format!(
+            "The XP table's unique index decided at the insert itself: {made} row made, {} found it and replayed.",
+            n(Outcome::Replayed)
+        ),
+    };
+    let timeouts = n(Outcome::CheckoutTimeout);
+    if timeouts > 0 {
+        text.push_str(&format!(" {timeouts} gave up waiting for a connection."));
+    }
+    let errors = n(Outcome::Error);
+    if errors > 0 {
+        text.push_str(&format!(" {errors} failed with a database error."));
+    }
+    text
+}
+
+fn check_then_store(r: &RaceResult, made: usize) -> String {
+    let first_store = r
+        .reports
+        .iter()
+        .filter_map(|w| {
+            w.steps
+                .iter()
+                .find(|e| e.step == Step::Store && e.note == "key stored")
+        })
+        .map(|e| e.end_ms)
+        .fold(f64::INFINITY, f64::min);
+    let late: Vec<&WorkerReport> = r
+        .reports
+        .iter()
+        .filter(|w| w.outcome == Outcome::Replayed)
+        .filter(|w| w.steps.first().is_some_and(|c| c.end_ms >= first_store))
+        .collect();
+    let workers = |k: usize| {
+        if k == 1 {
+            "1 worker".to_string()
+        } else {
+            format!("{k} workers")
+        }
+    };
+    let mut text = format!(
+        "{} found no key before any was stored, so {} did the work",
+        workers(made),
+        if made == 1 { "it" } else { "each" }
+    );
+    if late.is_empty() {
+        text.push('.');
+    } else {
+        let longest = late.iter().map(|w| w.checkout_wait_ms).fold(0.0, f64::max);
+        text.push_str(&format!(
+            "; {} waited up to {longest:.1} ms for a connection (pool {}, {} for the workers), \
+             and by then the key existed.",
+            workers(late.len()),
+            r.pool_size,
+            r.pool_size - usize::from(r.runner_holds_connection)
+        ));
+    }
+    if r.duplicates > 0 {
+        text.push_str(&format!(
+            " The unique index kept {} key row, but only after {} XP rows were already made.",
+            r.key_rows, r.xp_rows
+        ));
+    }
+    text
+}
+
+fn took(w: &WorkerReport, step: Step) -> bool {
+    w.steps.iter().any(|e| e.step == step)
+}

@@ -1,0 +1,15 @@
+//! Everything idem prints, kept apart from the logic that produced it.
+//!
+//! Tables, timelines and JSON are all made from the same result structs
+//! (`RaceResult`, `RunsSummary`), so the human and machine views never disagree.
+
+pub mod explain;
+pub mod output;
+pub mod progress;
+pub mod race;
+pub mod runs;
+pub mod style;
+pub mod table;
+pub mod timeline;
+
+pub use output::{BrokenPipe, emit, emit_json};

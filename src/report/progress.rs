@@ -1,0 +1,16 @@
+//! The progress bar on stderr for long work; hidden for `--json` and when stderr is not a terminal.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub fn bar(len: u64, hidden: bool, unit: &str) -> ProgressBar {
+    if hidden {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    let template =
+        format!("{{bar:40.cyan/blue}} {{pos}}/{{len}} {unit} · {{elapsed}} · eta {{eta}}");
+    if let Ok(style) = ProgressStyle::with_template(&template) {
+        bar.set_style(style.progress_chars("█▉▊▋▌▍▎▏ "));
+    }
+    bar
+}

@@ -1,0 +1,103 @@
+//! One race for people: the settings, the row counts up front, why, and every worker.
+
+use std::fmt::Write;
+
+use super::explain::explain;
+use super::style::{bad, dim, good, judged, strong, warn};
+use super::table;
+use crate::race::{Outcome, RaceResult, WorkerReport};
+
+/// The settings line, so that a screenshot explains itself.
+pub fn settings_line(r: &RaceResult) -> String {
+    let runner = if r.runner_holds_connection {
+        "runner holds 1"
+    } else {
+        "runner holds none"
+    };
+    format!(
+        "{} workers · pool {} ({runner}) · work {} ms · key {:?}",
+        r.workers, r.pool_size, r.work_ms, r.key
+    )
+}
+
+/// The full report of one race.
+pub fn render(r: &RaceResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} {}",
+        strong("idem race ·"),
+        strong(r.strategy.name())
+    );
+    let _ = writeln!(out, "{}\n", dim(settings_line(r)));
+    out.push_str(&figures(r));
+    out.push('\n');
+    let _ = writeln!(out, "{}\n", explain(r));
+    out.push_str(&workers_table(&r.reports));
+    out.push('\n');
+    out
+}
+
+/// The three figures the lesson is about, big and first.
+pub fn figures(r: &RaceResult) -> String {
+    let right = r.xp_rows == r.expected_xp_rows;
+    let dup = if r.duplicates == 0 {
+        good("0  none")
+    } else {
+        bad(format!(
+            "{}  ✗ the same work done {} times",
+            r.duplicates, r.xp_rows
+        ))
+    };
+    let key_note = if r.strategy.uses_key_table() {
+        "the unique index allows one".to_string()
+    } else {
+        format!("{} keeps no key table", r.strategy)
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "  idempotency key rows  {}   {}",
+        strong(r.key_rows.to_string()),
+        dim(key_note)
+    );
+    let _ = writeln!(
+        out,
+        "  XP rows               {}   {}",
+        judged(r.xp_rows, right),
+        dim(format!("expected {}", r.expected_xp_rows))
+    );
+    let _ = writeln!(out, "  duplicates            {dup}");
+    out
+}
+
+/// One row per worker: what it waited, saw, did, and how it ended.
+pub fn workers_table(reports: &[WorkerReport]) -> String {
+    let rows = reports
+        .iter()
+        .map(|w| {
+            vec![
+                w.worker.to_string(),
+                format!("{:.1} ms", w.checkout_wait_ms),
+                w.saw.clone(),
+                w.did.clone(),
+                outcome_cell(w.outcome),
+            ]
+        })
+        .collect();
+    table::render(
+        &["worker", "checkout wait", "saw", "did", "outcome"],
+        rows,
+        &[0, 1],
+    )
+}
+
+/// An outcome with its HTTP status, coloured by whether it is a problem.
+pub fn outcome_cell(outcome: Outcome) -> String {
+    let text = format!("{} {}", outcome.status(), outcome.name());
+    match outcome {
+        Outcome::Created | Outcome::Replayed => good(text).to_string(),
+        Outcome::Conflict => warn(text).to_string(),
+        Outcome::Duplicate | Outcome::CheckoutTimeout | Outcome::Error => bad(text).to_string(),
+    }
+}

@@ -1,0 +1,179 @@
+//! Many races at once: the distribution of XP rows over `--runs`, and strategies side by side.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::style::{bad, dim, good, strong};
+use super::table;
+use crate::race::{Outcome, RaceResult};
+
+/// What R races of one strategy came to.
+#[derive(Debug, Clone, Default)]
+pub struct RunsSummary {
+    pub runs: u64,
+    /// XP rows → how many runs left that many.
+    pub xp_histogram: BTreeMap<u64, u64>,
+    pub key_histogram: BTreeMap<u64, u64>,
+    /// Runs whose XP rows were the course's figure for these settings.
+    pub lesson_figure: u64,
+    pub runs_with_figure: u64,
+    pub runs_with_duplicates: u64,
+    pub outcomes: BTreeMap<&'static str, u64>,
+    pub elapsed_ms: f64,
+}
+
+impl RunsSummary {
+    pub fn add(&mut self, r: &RaceResult) {
+        self.runs += 1;
+        *self.xp_histogram.entry(r.xp_rows).or_default() += 1;
+        *self.key_histogram.entry(r.key_rows).or_default() += 1;
+        self.lesson_figure = r.lesson_figure;
+        self.runs_with_figure += u64::from(r.xp_rows == r.lesson_figure);
+        self.runs_with_duplicates += u64::from(r.duplicates > 0);
+        for (name, count) in &r.outcomes {
+            *self.outcomes.entry(name).or_default() += count;
+        }
+        self.elapsed_ms += r.elapsed_ms;
+    }
+
+    /// The share of runs that showed the lesson's figure, from 0 to 1.
+    pub fn figure_rate(&self) -> f64 {
+        self.runs_with_figure as f64 / self.runs.max(1) as f64
+    }
+}
+
+/// `4 ×993, 3 ×7`: the most frequent first.
+pub fn histogram(h: &BTreeMap<u64, u64>) -> String {
+    let mut entries: Vec<(u64, u64)> = h.iter().map(|(k, v)| (*k, *v)).collect();
+    entries.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
+    entries
+        .iter()
+        .map(|(rows, runs)| format!("{rows} ×{runs}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The report after `idem race --runs R`.
+pub fn render_summary(s: &RunsSummary, settings_line: &str, strategy: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} {} {}",
+        strong("idem race ·"),
+        strong(strategy),
+        strong(format!("· {} runs", s.runs))
+    );
+    let _ = writeln!(out, "{}\n", dim(settings_line));
+    let _ = writeln!(
+        out,
+        "  XP rows per run       {}",
+        strong(histogram(&s.xp_histogram))
+    );
+    let _ = writeln!(
+        out,
+        "  key rows per run      {}",
+        histogram(&s.key_histogram)
+    );
+    let share = format!(
+        "{} of {} runs ({:.1}%)",
+        s.runs_with_figure,
+        s.runs,
+        s.figure_rate() * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "  the lesson's figure   {} XP rows in {}",
+        s.lesson_figure,
+        strong(share)
+    );
+    let dup = format!("{} of {} runs", s.runs_with_duplicates, s.runs);
+    let dup = if s.runs_with_duplicates == 0 {
+        good(dup)
+    } else {
+        bad(dup)
+    };
+    let _ = writeln!(out, "  runs with duplicates  {dup}");
+    let _ = writeln!(
+        out,
+        "  outcomes              {}",
+        outcome_totals(&s.outcomes)
+    );
+    let _ = writeln!(
+        out,
+        "  time                  {:.1} ms per race on average",
+        s.elapsed_ms / s.runs.max(1) as f64
+    );
+    out
+}
+
+/// `created 1000, duplicate 3000, replayed 1000`: the non-zero outcomes.
+pub fn outcome_totals(outcomes: &BTreeMap<&'static str, u64>) -> String {
+    Outcome::ALL
+        .iter()
+        .filter_map(|o| {
+            outcomes
+                .get(o.name())
+                .filter(|c| **c > 0)
+                .map(|c| format!("{} {c}", o.name()))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `idem compare`: one row per strategy.
+pub fn render_compare(rows: &[(String, RunsSummary)], settings_line: &str) -> String {
+    let mut out = String::new();
+    let runs = rows.first().map_or(1, |(_, s)| s.runs);
+    let title = if runs == 1 {
+        String::new()
+    } else {
+        format!(" · {runs} runs each")
+    };
+    let _ = writeln!(out, "{}{}", strong("idem compare"), strong(title));
+    let _ = writeln!(out, "{}\n", dim(settings_line));
+    let body = rows
+        .iter()
+        .map(|(name, s)| {
+            let dup_runs = if s.runs_with_duplicates == 0 {
+                good("0").to_string()
+            } else {
+                bad(format!(
+                    "{:.0}%",
+                    100.0 * s.runs_with_duplicates as f64 / s.runs as f64
+                ))
+                .to_string()
+            };
+            let count = |o: Outcome| s.outcomes.get(o.name()).copied().unwrap_or(0).to_string();
+            vec![
+                name.clone(),
+                histogram(&s.key_histogram),
+                histogram(&s.xp_histogram),
+                dup_runs,
+                count(Outcome::Created),
+                count(Outcome::Replayed),
+                count(Outcome::Conflict),
+                count(Outcome::Duplicate),
+                count(Outcome::CheckoutTimeout),
+                format!("{:.1} ms", s.elapsed_ms / s.runs.max(1) as f64),
+            ]
+        })
+        .collect();
+    out.push_str(&table::render(
+        &[
+            "strategy",
+            "key rows",
+            "XP rows",
+            "runs w/ dup",
+            "created",
+            "replayed",
+            "409",
+            "duplicate",
+            "timeout",
+            "time/race",
+        ],
+        body,
+        &[1, 2, 3, 4, 5, 6, 7, 8, 9],
+    ));
+    out.push('\n');
+    out
+}

@@ -1,0 +1,90 @@
+//! `check-then-store`: find the key; if missing, do the work, then store the key (lesson 1).
+//!
+//! The shape that passes every test that calls it once. Under concurrency,
+//! every request that finds nothing before the first store does the work; the
+//! unique index on the key only decides, afterwards, whose key row survives.
+
+use serde_json::Value;
+use tokio_postgres::error::SqlState;
+
+use super::{Handled, OPERATION, Step, Strategy, work};
+use crate::db::pool::Conn;
+use crate::race::{Answer, Outcome, Request, Trace};
+
+/// Check, work, store.
+pub struct CheckThenStore;
+
+impl Strategy for CheckThenStore {
+    fn handle<'a>(&'a self, conn: &'a Conn, req: &'a Request, trace: &'a mut Trace) -> Handled<'a> {
+        Box::pin(async move {
+            // 1. Check: has anyone stored this key yet?
+            let find = conn
+                .prepare_cached(
+                    "SELECT response_body FROM idempotency_keys WHERE key = $1 AND operation = $2",
+                )
+                .await?;
+            let found = trace
+                .time(Step::Find, conn.query_opt(&find, &[&req.key, &OPERATION]))
+                .await?;
+            if let Some(row) = found {
+                let body: Option<Value> = row.get(0);
+                let xp = body.as_ref().and_then(work::xp_id_of);
+                trace.note("key found");
+                return Ok(Answer {
+                    outcome: Outcome::Replayed,
+                    saw: "key found".into(),
+                    did: xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}")),
+                    made_xp: None,
+                    body,
+                });
+            }
+            trace.note("no key");
+
+            // 2. Work: nothing above stops another request doing the same.
+            let xp = trace.time(Step::Work, work::award_xp(conn, req)).await?;
+            trace.note(format!("made XP #{xp}"));
+            let body = work::response_body(req, xp);
+
+            // 3. Store: only now does the unique index get a say.
+            let store = conn
+                .prepare_cached(
+                    "INSERT INTO idempotency_keys
+                        (key, operation, status, response_code, response_body, worker, completed_at)
+                     VALUES ($1, $2, 'completed', 201, $3, $4, now())",
+                )
+                .await?;
+            let stored = trace
+                .time(
+                    Step::Store,
+                    conn.execute(&store, &[&req.key, &OPERATION, &body, &req.worker_id()]),
+                )
+                .await;
+            match stored {
+                Ok(_) => {
+                    trace.note("key stored");
+                    Ok(Answer {
+                        outcome: Outcome::Created,
+                        saw: "no key".into(),
+                        did: format!("made XP #{xp}, stored key"),
+                        made_xp: Some(xp),
+                        body: Some(body),
+                    })
+                }
+                // The rescue the course describes: it catches that this
+                // request lost the key store, and can do nothing about the
+                // XP row it already made.
+                Err(err) if err.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                    trace.note("key store lost");
+                    Ok(Answer {
+                        outcome: Outcome::Duplicate,
+                        saw: "no key".into(),
+                        did: format!("made XP #{xp}, key store lost"),
+                        made_xp: Some(xp),
+                        body: Some(body),
+                    })
+                }
+                Err(err) => Err(err),
+            }
+        })
+    }
+}

@@ -1,0 +1,63 @@
+//! `insert-unique`: the work itself is one `INSERT ... ON CONFLICT DO NOTHING` (the app's real award service).
+//!
+//! No key table at all: the XP row carries the key, and the XP table's unique
+//! index decides at the very moment the work is recorded.
+
+use super::{Handled, Step, Strategy, work};
+use crate::db::pool::Conn;
+use crate::race::{Answer, Outcome, Request, Trace};
+
+/// The single-statement guard.
+pub struct InsertUnique;
+
+impl Strategy for InsertUnique {
+    fn handle<'a>(&'a self, conn: &'a Conn, req: &'a Request, trace: &'a mut Trace) -> Handled<'a> {
+        Box::pin(async move {
+            let insert = conn
+                .prepare_cached(
+                    "INSERT INTO experience_points (user_id, amount, idempotency_key, worker)
+                     VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (idempotency_key) DO NOTHING
+                     RETURNING id",
+                )
+                .await?;
+            let made = trace
+                .time(Step::Work, async {
+                    work::service_call(req).await;
+                    conn.query_opt(
+                        &insert,
+                        &[&req.user_id, &req.amount, &req.key, &req.worker_id()],
+                    )
+                    .await
+                })
+                .await?;
+            if let Some(row) = made {
+                let xp: i64 = row.get(0);
+                trace.note(format!("made XP #{xp}"));
+                return Ok(Answer {
+                    outcome: Outcome::Created,
+                    saw: "no XP row for the key".into(),
+                    did: format!("made XP #{xp}"),
+                    made_xp: Some(xp),
+                    body: Some(work::response_body(req, xp)),
+                });
+            }
+            trace.note("key taken");
+            let find = conn
+                .prepare_cached("SELECT id FROM experience_points WHERE idempotency_key = $1")
+                .await?;
+            let row = trace
+                .time(Step::Read, conn.query_one(&find, &[&req.key]))
+                .await?;
+            let xp: i64 = row.get(0);
+            trace.note(format!("XP #{xp}"));
+            Ok(Answer {
+                outcome: Outcome::Replayed,
+                saw: "XP row exists".into(),
+                did: format!("replayed XP #{xp}"),
+                made_xp: None,
+                body: Some(work::response_body(req, xp)),
+            })
+        })
+    }
+}

@@ -1,0 +1,143 @@
+//! The guard shapes the course compares, one file each behind one trait.
+//!
+//! Every strategy handles one request on one pooled connection and reports
+//! the same step names ([`Step`]), so that their traces line up side by side.
+
+mod check_then_store;
+mod claim_work_complete;
+mod insert_unique;
+mod none;
+mod work;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::Serialize;
+
+use crate::db::pool::Conn;
+use crate::race::{Answer, Request, Trace};
+
+pub use check_then_store::CheckThenStore;
+pub use claim_work_complete::ClaimWorkComplete;
+pub use insert_unique::InsertUnique;
+pub use none::NoGuard;
+
+/// The operation every request performs; stored beside each key.
+pub const OPERATION: &str = "award_xp";
+
+/// What a strategy's `handle` returns: the answer, or a database error.
+pub type Handled<'a> =
+    Pin<Box<dyn Future<Output = Result<Answer, tokio_postgres::Error>> + Send + 'a>>;
+
+/// One guard shape.
+pub trait Strategy: Send + Sync {
+    /// Handles one request on a connection the worker already holds,
+    /// recording each step it takes in `trace`.
+    fn handle<'a>(&'a self, conn: &'a Conn, req: &'a Request, trace: &'a mut Trace) -> Handled<'a>;
+}
+
+/// The strategies by name, as `--strategy` spells them.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum StrategyKind {
+    /// The work with no key at all.
+    None,
+    /// Find the key; if missing, do the work, then store the key (lesson 1).
+    CheckThenStore,
+    /// Claim the key as pending, do the work, complete the claim (lesson 2).
+    ClaimWorkComplete,
+    /// The work is one INSERT ... ON CONFLICT DO NOTHING on the XP table.
+    InsertUnique,
+}
+
+impl StrategyKind {
+    pub const ALL: [StrategyKind; 4] = [
+        StrategyKind::None,
+        StrategyKind::CheckThenStore,
+        StrategyKind::ClaimWorkComplete,
+        StrategyKind::InsertUnique,
+    ];
+
+    /// The name as the flag spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            StrategyKind::None => "none",
+            StrategyKind::CheckThenStore => "check-then-store",
+            StrategyKind::ClaimWorkComplete => "claim-work-complete",
+            StrategyKind::InsertUnique => "insert-unique",
+        }
+    }
+
+    /// The strategy itself.
+    pub fn build(self) -> Box<dyn Strategy> {
+        match self {
+            StrategyKind::None => Box::new(NoGuard),
+            StrategyKind::CheckThenStore => Box::new(CheckThenStore),
+            StrategyKind::ClaimWorkComplete => Box::new(ClaimWorkComplete),
+            StrategyKind::InsertUnique => Box::new(InsertUnique),
+        }
+    }
+
+    /// Whether the strategy keeps its keys in `idempotency_keys`.
+    pub fn uses_key_table(self) -> bool {
+        matches!(
+            self,
+            StrategyKind::CheckThenStore | StrategyKind::ClaimWorkComplete
+        )
+    }
+}
+
+impl std::fmt::Display for StrategyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The steps a request can take. Every strategy uses these names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Step {
+    /// Waiting for, then taking, a connection from the pool.
+    Checkout,
+    /// Looking the key up (check-then-store).
+    Find,
+    /// Inserting the key as a pending claim (claim-work-complete).
+    Claim,
+    /// Reading the claim that another request owns (a loser).
+    Read,
+    /// The work: the service call and the XP row.
+    Work,
+    /// Storing the key after the work (check-then-store).
+    Store,
+    /// Completing the claim with the response (claim-work-complete).
+    Complete,
+}
+
+impl Step {
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::Checkout => "checkout",
+            Step::Find => "find",
+            Step::Claim => "claim",
+            Step::Read => "read",
+            Step::Work => "work",
+            Step::Store => "store",
+            Step::Complete => "complete",
+        }
+    }
+
+    /// One letter for the timeline lanes.
+    pub fn letter(self) -> char {
+        match self {
+            Step::Checkout => '·',
+            Step::Find => 'f',
+            Step::Claim => 'c',
+            Step::Read => 'r',
+            Step::Work => 'w',
+            Step::Store => 's',
+            Step::Complete => 'C',
+        }
+    }
+}
