@@ -81,13 +81,13 @@ impl ConnectArgs {
 pub struct RaceFlags {
     /// Concurrent workers, each one request with the same key.
     #[arg(long, short = 'w', default_value_t = 5, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub workers: u32,
+          allow_negative_numbers = true, value_parser = whole::<1, 100_000>)]
+    pub workers: u64,
 
     /// Connections in the pool the workers share (the app's connection pool).
     #[arg(long, short = 'p', default_value_t = 5, value_name = "P",
-          value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub pool_size: u32,
+          allow_negative_numbers = true, value_parser = whole::<1, 10_000>)]
+    pub pool_size: u64,
 
     /// Do not let the runner hold a connection during the race (by default it
     /// holds one, as the app's main thread does in the course).
@@ -96,7 +96,8 @@ pub struct RaceFlags {
 
     /// How long the work takes, in ms: the service call behind the XP row,
     /// which keeps the race window open. 0 shows the bare race.
-    #[arg(long, default_value_t = DEFAULT_WORK_MS, value_name = "MS")]
+    #[arg(long, default_value_t = DEFAULT_WORK_MS, value_name = "MS",
+          allow_negative_numbers = true, value_parser = whole::<0, 3_600_000>)]
     pub work_ms: u64,
 
     /// The idempotency key every worker sends.
@@ -104,13 +105,14 @@ pub struct RaceFlags {
     pub key: String,
 
     /// How long a worker waits for a free connection before giving up (503).
-    #[arg(long, default_value_t = 30_000, value_name = "MS")]
+    #[arg(long, default_value_t = 30_000, value_name = "MS",
+          allow_negative_numbers = true, value_parser = whole::<1, 3_600_000>)]
     pub checkout_timeout_ms: u64,
 
     /// Repeat the race R times on fresh tables and show the distribution.
     #[arg(long, short = 'r', default_value_t = 1, value_name = "R",
-          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    pub runs: u32,
+          allow_negative_numbers = true, value_parser = whole::<1, 1_000_000>)]
+    pub runs: u64,
 
     /// Draw each worker's steps on a timeline (one race only).
     #[arg(long)]
@@ -134,6 +136,17 @@ impl RaceFlags {
             checkout_timeout: Duration::from_millis(self.checkout_timeout_ms),
             ..RaceSettings::default()
         }
+    }
+}
+
+/// Parses a whole number in `MIN..=MAX`, saying plainly what is wrong.
+fn whole<const MIN: u64, const MAX: u64>(text: &str) -> Result<u64, String> {
+    let range = format!("a whole number from {MIN} to {MAX}");
+    match text.trim().parse::<i128>() {
+        Ok(n) if n < 0 => Err(format!("it is negative; give {range}")),
+        Ok(n) if n < i128::from(MIN) || n > i128::from(MAX) => Err(format!("give {range}")),
+        Ok(n) => Ok(n as u64),
+        Err(_) => Err(format!("not a number; give {range}")),
     }
 }
 

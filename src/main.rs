@@ -26,7 +26,14 @@ fn main() -> ExitCode {
             // clap's first line says what is wrong; the usage it adds is one `--help` away.
             let text = err.to_string();
             let first = text.lines().next().unwrap_or("invalid arguments");
-            eprintln!("{first} (see --help)");
+            let choices = text
+                .lines()
+                .map(str::trim)
+                .find(|l| l.starts_with("[possible values"));
+            match choices {
+                Some(choices) => eprintln!("{first} {choices}"),
+                None => eprintln!("{first} (see --help)"),
+            }
             return ExitCode::from(2);
         }
     };

@@ -11,7 +11,7 @@ use crate::strategy::StrategyKind;
 
 pub struct Plan {
     pub settings: Vec<RaceSettings>,
-    pub runs: u32,
+    pub runs: u64,
     pub json: bool,
 }
 
@@ -34,7 +34,7 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
 }
 
 pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
-    let total = u64::from(plan.runs) * plan.settings.len() as u64;
+    let total = plan.runs * plan.settings.len() as u64;
     let progress = report::progress::bar(total, plan.json, "races");
     let mut rows = Vec::new();
     let mut line = String::new();

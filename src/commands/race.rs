@@ -11,7 +11,7 @@ use crate::report::{self, emit, emit_json};
 /// What `idem race` will do, checked before the database starts.
 pub struct Plan {
     pub settings: RaceSettings,
-    pub runs: u32,
+    pub runs: u64,
     pub trace: bool,
     pub json: bool,
 }
@@ -44,7 +44,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         return Ok(());
     }
 
-    let progress = report::progress::bar(u64::from(plan.runs), plan.json, "races");
+    let progress = report::progress::bar(plan.runs, plan.json, "races");
     let mut summary = RunsSummary::default();
     let mut line = String::new();
     for run in 1..=plan.runs as usize {

@@ -1,0 +1,226 @@
+//! The command line as a user meets it: bad input, JSON, colour, the compare table.
+
+mod common;
+
+use common::Sandbox;
+
+/// Runs idem with `args`, expecting it to refuse them on one line, before
+/// any cluster starts; returns that line.
+fn refused(args: &[&str]) -> String {
+    let sandbox = Sandbox::new("refused");
+    let out = sandbox.idem().args(args).assert().failure();
+    let output = out.get_output();
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "one line for {args:?}, got: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"));
+    assert_eq!(
+        sandbox.leftovers(),
+        Vec::<String>::new(),
+        "nothing started for {args:?}"
+    );
+    stderr.trim().to_string()
+}
+
+#[test]
+fn bad_input_is_refused_on_one_line_before_anything_starts() {
+    let lines: Vec<String> = [
+        &["race", "--workers", "0"][..],
+        &["race", "--pool-size", "0"],
+        &["race", "--workers", "-3"],
+        &["race", "--workers", "many"],
+        &["race", "--work-ms", "-1"],
+        &["race", "--strategy", "hope"],
+        &["race", "--pool-size", "1"],
+        &["race", "--key", ""],
+        &["race", "--checkout-timeout-ms", "0"],
+        &["race", "--trace", "--runs", "3"],
+        &["compare", "--trace"],
+        &["race", "--keep"],
+    ]
+    .iter()
+    .map(|args| format!("{args:?} → {}", refused(args)))
+    .collect();
+    insta::assert_snapshot!(lines.join("\n"));
+}
+
+#[test]
+fn an_overlong_key_is_refused() {
+    let key = "k".repeat(256);
+    let line = refused(&["race", "--key", &key]);
+    assert!(line.contains("at most 255"), "{line}");
+}
+
+#[test]
+fn json_is_one_object_per_race_with_the_documented_fields() {
+    let sandbox = Sandbox::new("json");
+    let out = sandbox
+        .idem()
+        .args(["race", "--json", "--runs", "3", "--work-ms", "5"])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines.len(),
+        3,
+        "one line per race and nothing else: {stdout}"
+    );
+    for race in &lines {
+        assert_eq!(race["strategy"], "check-then-store");
+        assert_eq!(race["workers"], 5);
+        assert_eq!(race["pool_size"], 5);
+        assert_eq!(race["runner_holds_connection"], true);
+        assert_eq!(race["work_ms"], 5);
+        assert_eq!(race["key_rows"], 1);
+        let xp = race["xp_rows"].as_u64().unwrap();
+        assert_eq!(race["duplicates"].as_u64().unwrap(), xp - 1);
+        let outcomes = race["outcomes"].as_object().unwrap();
+        let total: u64 = outcomes.values().map(|v| v.as_u64().unwrap()).sum();
+        assert_eq!(total, 5, "every worker has one outcome");
+        assert!(race["elapsed_ms"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn no_color_and_color_never_print_no_escape_codes_and_always_does() {
+    let sandbox = Sandbox::new("color");
+    let plain = sandbox
+        .idem()
+        .args(["race", "--work-ms", "1"])
+        .assert()
+        .success();
+    assert!(!String::from_utf8_lossy(&plain.get_output().stdout).contains('\x1b'));
+    let never = sandbox
+        .idem()
+        .env_remove("NO_COLOR")
+        .args(["race", "--work-ms", "1", "--color", "never"])
+        .assert()
+        .success();
+    assert!(!String::from_utf8_lossy(&never.get_output().stdout).contains('\x1b'));
+    let always = sandbox
+        .idem()
+        .args(["race", "--work-ms", "1", "--color", "always"])
+        .assert()
+        .success();
+    assert!(String::from_utf8_lossy(&always.get_output().stdout).contains('\x1b'));
+}
+
+#[test]
+fn the_race_report_shows_the_figures_the_settings_and_every_worker() {
+    let sandbox = Sandbox::new("report");
+    let out = sandbox.idem().args(["race", "--trace"]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    for expected in [
+        "idempotency key rows",
+        "XP rows",
+        "duplicates",
+        "5 workers · pool 5 (runner holds 1) · work 20 ms",
+        "checkout wait",
+        "timeline",
+        "worker 5",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn compare_puts_every_strategy_side_by_side() {
+    let sandbox = Sandbox::new("compare");
+    let out = sandbox
+        .idem()
+        .args(["compare", "--runs", "3"])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    for name in [
+        "none",
+        "check-then-store",
+        "claim-work-complete",
+        "insert-unique",
+    ] {
+        let row = stdout
+            .lines()
+            .find(|l| l.contains(&format!(" {name} ")))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        match name {
+            // 5 workers, 4 connections: no guard makes 5 XP rows, check-then-store 4.
+            "none" => assert!(row.contains("5 ×3"), "{row}"),
+            "check-then-store" => assert!(row.contains("4 ×3"), "{row}"),
+            _ => assert!(row.contains("1 ×3"), "{row}"),
+        }
+    }
+    let json = sandbox
+        .idem()
+        .args(["compare", "--json", "--work-ms", "1"])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&json.get_output().stdout).to_string();
+    assert_eq!(stdout.lines().count(), 4, "one line per strategy's race");
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let sandbox = Sandbox::new("pipe");
+    let mut child = sandbox
+        .idem_std()
+        .args(["race", "--json", "--runs", "100000", "--work-ms", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        sandbox.wait_clean(std::time::Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn every_migration_file_is_built_in() {
+    let mut files: Vec<String> = std::fs::read_dir("migrations")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    files.sort();
+    let listed = idem::db::migrations::FILES;
+    assert_eq!(
+        files.len(),
+        listed.len(),
+        "migrations/ and db::migrations::FILES differ"
+    );
+    for (file, (version, _, sql)) in files.iter().zip(listed) {
+        assert!(
+            file.starts_with(&format!("{version:04}_")),
+            "{file} vs version {version}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(format!("migrations/{file}")).unwrap(),
+            *sql
+        );
+    }
+}

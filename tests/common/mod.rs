@@ -1,0 +1,132 @@
+//! Helpers shared by the integration tests: a private temp directory per
+//! test, and checks that a run left nothing behind in it.
+#![allow(dead_code)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+
+/// A private TMPDIR for one test: every cluster idem starts lives below it.
+pub struct Sandbox {
+    pub dir: PathBuf,
+}
+
+impl Sandbox {
+    pub fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("idem-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // Like /tmp: the cluster's own user (postgres, when tests run as root)
+        // must be able to create and remove its run directory here.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        Self { dir }
+    }
+
+    /// The idem binary, isolated in this sandbox, without colour or a database URL.
+    pub fn idem(&self) -> Command {
+        let mut cmd = Command::cargo_bin("idem").unwrap();
+        cmd.env("TMPDIR", &self.dir)
+            .env("NO_COLOR", "1")
+            .env_remove("DATABASE_URL")
+            .env_remove("IDEM_PG_BIN");
+        cmd
+    }
+
+    /// The same, as a std command (for tests that signal the process).
+    pub fn idem_std(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("idem"));
+        cmd.env("TMPDIR", &self.dir)
+            .env("NO_COLOR", "1")
+            .env_remove("DATABASE_URL")
+            .env_remove("IDEM_PG_BIN");
+        cmd
+    }
+
+    /// What idem left in the sandbox: directories and live processes.
+    pub fn leftovers(&self) -> Vec<String> {
+        let mut found: Vec<String> = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .flatten()
+            .map(|e| format!("file {}", e.path().display()))
+            .collect();
+        found.extend(
+            processes_mentioning(&self.dir)
+                .into_iter()
+                .map(|p| format!("process {p}")),
+        );
+        found
+    }
+
+    /// Waits up to `limit` for the sandbox to be empty; returns what is left.
+    pub fn wait_clean(&self, limit: Duration) -> Vec<String> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = self.leftovers();
+            if left.is_empty() || Instant::now() > deadline {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The run directory of a cluster once its server is ready, if one appears within `limit`.
+    pub fn wait_for_ready_cluster(&self, limit: Duration) -> Option<PathBuf> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            for entry in std::fs::read_dir(&self.dir).unwrap().flatten() {
+                let pid_file = entry.path().join("data").join("postmaster.pid");
+                if let Ok(text) = std::fs::read_to_string(pid_file)
+                    && text.lines().nth(7).map(str::trim) == Some("ready")
+                {
+                    return Some(entry.path());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Processes whose command line mentions `path` (a cluster started there).
+pub fn processes_mentioning(path: &Path) -> Vec<String> {
+    let needle = path.to_string_lossy().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let zombie = std::fs::read_to_string(entry.path().join("stat"))
+                .map(|s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
+                .unwrap_or(false);
+            if cmdline.contains(&needle) && !zombie {
+                found.push(format!("{name}: {}", cmdline.trim()));
+            }
+        }
+    }
+    found
+}
+
+/// Sends a signal to a process.
+pub fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid as i32, sig);
+    }
+}
+
+/// Whether this test process runs as root (as CI does).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}

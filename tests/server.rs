@@ -1,0 +1,144 @@
+//! With --database-url: idem works in a schema of its own and touches nothing else.
+//!
+//! The "real server" here is a cluster the test starts itself through idem's
+//! library, so the test needs nothing but PostgreSQL's binaries.
+
+mod common;
+
+use common::Sandbox;
+use idem::db::{Cluster, ClusterOptions};
+use predicates::prelude::*;
+use std::process::Command;
+
+fn server() -> Cluster {
+    Cluster::start(&ClusterOptions::default()).unwrap()
+}
+
+fn url(cluster: &Cluster) -> String {
+    format!(
+        "postgres://postgres@localhost/postgres?host={}",
+        cluster.socket_dir().display()
+    )
+}
+
+/// Everything outside the system schemas: (schema, object) pairs.
+fn objects(cluster: &Cluster) -> Vec<String> {
+    let out = Command::new(cluster.bins.dir.join("psql"))
+        .args(["-X", "-A", "-t", "-h"])
+        .arg(cluster.socket_dir())
+        .args(["-U", "postgres", "-d", "postgres", "-c"])
+        .arg(
+            "SELECT n.nspname || '.' || coalesce(c.relname, '')
+             FROM pg_namespace n LEFT JOIN pg_class c ON c.relnamespace = n.oid
+             WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
+             ORDER BY 1",
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_race_on_a_server_leaves_it_as_it_was() {
+    let cluster = server();
+    let before = objects(&cluster);
+    let sandbox = Sandbox::new("server-race");
+    let out = sandbox
+        .idem()
+        .args(["race", "--json", "--database-url", &url(&cluster)])
+        .assert()
+        .success();
+    let result: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(result["key_rows"], 1);
+    assert_eq!(objects(&cluster), before);
+    // No disposable cluster was started for it.
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn keep_leaves_only_the_runs_own_schema() {
+    let cluster = server();
+    let before = objects(&cluster);
+    let out = Sandbox::new("server-keep")
+        .idem()
+        .args([
+            "race",
+            "--keep",
+            "--work-ms",
+            "1",
+            "--database-url",
+            &url(&cluster),
+        ])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let schema = stderr
+        .trim()
+        .strip_prefix("kept schema ")
+        .expect("the kept schema is named")
+        .to_string();
+    assert!(schema.starts_with("idem_"));
+    let added: Vec<String> = objects(&cluster)
+        .into_iter()
+        .filter(|o| !before.contains(o))
+        .collect();
+    assert!(!added.is_empty());
+    assert!(
+        added.iter().all(|o| o.starts_with(&format!("{schema}."))),
+        "everything idem made is inside {schema}: {added:?}"
+    );
+    assert!(added.contains(&format!("{schema}.idempotency_keys")));
+    assert!(added.contains(&format!("{schema}.experience_points")));
+}
+
+#[test]
+fn database_url_is_read_from_the_environment() {
+    let cluster = server();
+    Sandbox::new("server-env")
+        .idem()
+        .env("DATABASE_URL", url(&cluster))
+        .args(["doctor", "--json"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"backend\":\"server\""));
+}
+
+#[test]
+fn bad_urls_give_one_clear_line_and_a_failure() {
+    let cluster = server();
+    let bad_role = format!(
+        "postgres://nobody@localhost/postgres?host={}",
+        cluster.socket_dir().display()
+    );
+    let cases = [
+        ("not a url", "malformed database URL"),
+        (
+            "postgres://postgres:secret@127.0.0.1:1/idem",
+            "Connection refused",
+        ),
+        (bad_role.as_str(), "role \"nobody\" does not exist"),
+    ];
+    for (url, expected) in cases {
+        let out = Sandbox::new("server-bad")
+            .idem()
+            .args(["race", "--database-url", url])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(expected));
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert_eq!(stderr.lines().count(), 1, "{url}: {stderr}");
+        assert!(
+            !stderr.contains("secret"),
+            "passwords are never printed: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
