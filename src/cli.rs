@@ -32,6 +32,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Show which PostgreSQL idem uses and how long its cluster takes to start and stop.
     Doctor(DoctorArgs),
+    /// Measure cluster start-up, race rate and scale; see BENCHMARKS.md.
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -70,6 +72,7 @@ impl ConnectArgs {
             cluster: ClusterOptions {
                 pg_bin: self.pg_bin.clone(),
                 pg_user: self.pg_user.clone(),
+                template_cache: None,
             },
             keep: self.keep,
         }
@@ -175,6 +178,20 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Print the findings as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// A small run (a few samples, 50 races per strategy) that proves the bench works.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Print the whole report as one JSON object.
     #[arg(long)]
     pub json: bool,
 

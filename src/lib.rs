@@ -40,6 +40,13 @@ pub async fn run(cli: Cli) -> Result<()> {
             })
             .await
         }
+        Command::Bench(args) => {
+            let plan = commands::bench::plan(&args)?;
+            with_database(&args.connect, &mut signals, async |db| {
+                commands::bench::execute(plan, db).await
+            })
+            .await
+        }
         Command::Doctor(args) => {
             let db = open(&args.connect, &mut signals).await?;
             commands::doctor::execute(db, args.json).await

@@ -224,3 +224,21 @@ fn every_migration_file_is_built_in() {
         );
     }
 }
+
+#[test]
+fn bench_quick_runs_and_reports_every_section() {
+    let sandbox = Sandbox::new("bench");
+    let out = sandbox
+        .idem()
+        .args(["bench", "--quick", "--json"])
+        .assert()
+        .success();
+    let bench: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert!(bench["cluster"]["warm_start_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(bench["race_rate"].as_array().unwrap().len(), 4);
+    // Speeds are not asserted; correctness is.
+    for scale in bench["scale"].as_array().unwrap() {
+        assert_eq!(scale["xp_rows"], scale["expected_xp_rows"], "{scale}");
+    }
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}

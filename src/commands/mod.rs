@@ -1,6 +1,7 @@
 //! One file per command. Each checks its arguments before any database is
 //! touched, then runs against the database the dispatcher opened.
 
+pub mod bench;
 pub mod compare;
 pub mod doctor;
 pub mod race;

@@ -48,6 +48,8 @@ pub struct ClusterOptions {
     pub pg_bin: Option<PathBuf>,
     /// `--pg-user`: who runs the server when idem runs as root.
     pub pg_user: Option<String>,
+    /// Where the initdb template is cached; the user's cache directory if `None`.
+    pub template_cache: Option<PathBuf>,
 }
 
 /// A running disposable cluster. Dropping it stops it and removes its files.
@@ -70,10 +72,14 @@ impl Cluster {
     pub fn start(opts: &ClusterOptions) -> Result<Self> {
         let bins = PgBinaries::locate(opts.pg_bin.as_deref())?;
         let user = cluster_user(opts.pg_user.as_deref())?;
-        let template = template::ensure(&bins, user)?;
+        let cache = opts
+            .template_cache
+            .clone()
+            .unwrap_or_else(template::cache_dir);
+        let template = template::ensure(&bins, user, &cache)?;
 
         let began = Instant::now();
-        let run_dir = private_dir(&std::env::temp_dir(), "idem")?;
+        let run_dir = private_dir(&runs_parent(), "idem")?;
         let data = run_dir.join("data");
         let prepared = copy_tree(&template.dir, &data).and_then(|()| match user {
             Some(user) => chown_tree(&run_dir, user),
@@ -237,7 +243,21 @@ fn process_alive(pid: u32) -> bool {
     unsafe { libc::kill(pid, 0) == 0 }
 }
 
-/// Where the cluster's template cache lives (for `idem doctor`).
-pub fn template_cache() -> PathBuf {
-    template::cache_dir()
+/// Where run directories go: `TMPDIR` when the user set it; else
+/// `/dev/shm` where it exists, since a cluster that is thrown away anyway
+/// starts faster in memory (copying the template to ext4 takes 0.2–0.5 s,
+/// to tmpfs 0.05 s); else the system's temporary directory.
+pub fn runs_parent() -> PathBuf {
+    if std::env::var_os("TMPDIR").is_some_and(|t| !t.is_empty()) {
+        return std::env::temp_dir();
+    }
+    let shm = Path::new("/dev/shm");
+    let writable = std::ffi::CString::new("/dev/shm")
+        // SAFETY: the path is a valid NUL-terminated string.
+        .map(|p| unsafe { libc::access(p.as_ptr(), libc::W_OK | libc::X_OK) } == 0)
+        .unwrap_or(false);
+    if shm.is_dir() && writable {
+        return shm.to_path_buf();
+    }
+    std::env::temp_dir()
 }

@@ -3,6 +3,7 @@
 //! Tables, timelines and JSON are all made from the same result structs
 //! (`RaceResult`, `RunsSummary`), so the human and machine views never disagree.
 
+pub mod bench;
 pub mod explain;
 pub mod output;
 pub mod progress;

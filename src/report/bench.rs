@@ -1,0 +1,155 @@
+//! `idem bench` for people: each figure beside its target.
+
+use std::fmt::Write;
+
+use super::runs::histogram;
+use super::style::{bad, dim, good, strong};
+use super::table;
+use crate::commands::bench::BenchReport;
+
+/// Targets from the issues, for a 2-core machine.
+const WARM_START_STOP_MS: f64 = 300.0;
+const COLD_START_MS: f64 = 2500.0;
+const THOUSAND_RACES_S: f64 = 10.0;
+const PEAK_RSS_MB: f64 = 200.0;
+
+pub fn render(b: &BenchReport) -> String {
+    let mut out = String::new();
+    let mode = if b.quick { " (--quick)" } else { "" };
+    let _ = writeln!(out, "{}{}", strong("idem bench"), strong(mode));
+    let _ = writeln!(
+        out,
+        "{}\n",
+        dim(format!("PostgreSQL {} · {} cores", b.postgres, b.cores))
+    );
+
+    if let Some(c) = &b.cluster {
+        let warm = c.warm_start_ms + c.stop_ms;
+        let rows = vec![
+            row(
+                "cold start (initdb + copy + start)",
+                ms(c.cold_start_ms),
+                c.cold_start_ms <= COLD_START_MS,
+                "≤ 2.5 s",
+            ),
+            vec![
+                "warm start (copy + start)".into(),
+                ms(c.warm_start_ms),
+                String::new(),
+                String::new(),
+            ],
+            vec![
+                "stop (fast shutdown + remove)".into(),
+                ms(c.stop_ms),
+                String::new(),
+                String::new(),
+            ],
+            row(
+                "warm start + stop",
+                ms(warm),
+                warm <= WARM_START_STOP_MS,
+                "≤ 300 ms",
+            ),
+        ];
+        let _ = writeln!(
+            out,
+            "{}",
+            strong(format!(
+                "disposable cluster, medians of {} cold and {} warm starts",
+                c.cold_samples, c.warm_samples
+            ))
+        );
+        out.push_str(&table::render(&["", "median", "target", "met"], rows, &[1]));
+        out.push_str("\n\n");
+    }
+
+    let _ = writeln!(
+        out,
+        "{}",
+        strong("race rate: default races back to back, --work-ms 0")
+    );
+    let rows = b
+        .race_rate
+        .iter()
+        .map(|r| {
+            // X ms per race is X s per thousand races.
+            let thousand_s = r.ms_per_race;
+            vec![
+                r.strategy.name().to_string(),
+                r.races.to_string(),
+                format!("{:.0}", r.races_per_s),
+                format!("{:.2} ms", r.ms_per_race),
+                format!("{thousand_s:.1} s"),
+                verdict(thousand_s <= THOUSAND_RACES_S),
+                histogram(&r.xp_rows),
+            ]
+        })
+        .collect();
+    out.push_str(&table::render(
+        &[
+            "strategy",
+            "races",
+            "races/s",
+            "per race",
+            "1000 races",
+            "≤ 10 s",
+            "XP rows",
+        ],
+        rows,
+        &[1, 2, 3, 4],
+    ));
+    out.push_str("\n\n");
+
+    let _ = writeln!(
+        out,
+        "{}",
+        strong("scale: one race, many workers on one key, --work-ms 0")
+    );
+    let rows = b
+        .scale
+        .iter()
+        .map(|s| {
+            vec![
+                s.strategy.name().to_string(),
+                s.workers.to_string(),
+                s.pool_size.to_string(),
+                format!("{:.0} ms", s.wall_ms),
+                format!("{} (expected {})", s.xp_rows, s.expected_xp_rows),
+                verdict(s.xp_rows == s.expected_xp_rows),
+                s.checkout_timeouts.to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&table::render(
+        &[
+            "strategy", "workers", "pool", "wall", "XP rows", "right", "timeouts",
+        ],
+        rows,
+        &[1, 2, 3, 6],
+    ));
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "\npeak memory of the idem process: {:.1} MB  {}",
+        b.peak_rss_mb,
+        verdict(b.peak_rss_mb <= PEAK_RSS_MB)
+    );
+    out
+}
+
+/// A row of (name, median, target, met).
+fn row(name: &str, value: String, met: bool, target: &str) -> Vec<String> {
+    vec![name.to_string(), value, target.to_string(), verdict(met)]
+}
+
+fn ms(v: f64) -> String {
+    format!("{v:.0} ms")
+}
+
+fn verdict(met: bool) -> String {
+    if met {
+        good("yes").to_string()
+    } else {
+        bad("no").to_string()
+    }
+}
