@@ -6,11 +6,17 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::{Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::db::{ClusterOptions, ConnectOptions};
 use crate::race::{DEFAULT_KEY, DEFAULT_WORK_MS, RaceSettings};
-use crate::strategy::StrategyKind;
+use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
+
+/// How often a polling loser re-reads the claim, unless `--poll-ms` says otherwise.
+pub const DEFAULT_POLL_MS: u64 = 5;
+/// How long a polling or blocking loser waits, unless `--wait-timeout-ms` says otherwise.
+pub const DEFAULT_WAIT_TIMEOUT_MS: u64 = 2000;
 
 /// See why idempotency guards fail under concurrency: real races, real PostgreSQL.
 #[derive(Debug, Parser)]
@@ -117,6 +123,19 @@ pub struct RaceFlags {
           allow_negative_numbers = true, value_parser = whole::<1, 1_000_000>)]
     pub runs: u64,
 
+    /// What a request that loses the claim does while the winner works
+    /// (claim-work-complete only) [default: fail-fast].
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub loser: Option<LoserKind>,
+
+    /// With --loser poll: how often a loser re-reads the claim [default: 5].
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = whole::<1, 3_600_000>)]
+    pub poll_ms: Option<u64>,
+
+    /// With --loser poll or block: how long a loser waits for the winner before answering 409 [default: 2000].
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = whole::<1, 3_600_000>)]
+    pub wait_timeout_ms: Option<u64>,
+
     /// Draw each worker's steps on a timeline (one race only).
     #[arg(long)]
     pub trace: bool,
@@ -127,9 +146,43 @@ pub struct RaceFlags {
 }
 
 impl RaceFlags {
+    /// The loser policy the flags describe; `kind` overrides `--loser` (as
+    /// `compare --losers` does for each policy in turn).
+    pub fn loser_policy(&self, kind: Option<LoserKind>) -> Result<LoserPolicy> {
+        if kind.is_none() {
+            let chosen = self.loser.unwrap_or(LoserKind::FailFast);
+            if self.poll_ms.is_some() && chosen != LoserKind::Poll {
+                bail!("--poll-ms applies to --loser poll only");
+            }
+            if self.wait_timeout_ms.is_some() && chosen == LoserKind::FailFast {
+                bail!(
+                    "--wait-timeout-ms applies to --loser poll or block; fail-fast does not wait"
+                );
+            }
+        }
+        let kind = kind.or(self.loser).unwrap_or(LoserKind::FailFast);
+        let every = Duration::from_millis(self.poll_ms.unwrap_or(DEFAULT_POLL_MS));
+        let give_up_after =
+            Duration::from_millis(self.wait_timeout_ms.unwrap_or(DEFAULT_WAIT_TIMEOUT_MS));
+        Ok(match kind {
+            LoserKind::FailFast => LoserPolicy::FailFast,
+            LoserKind::Poll if every > give_up_after => bail!(
+                "--poll-ms {} is longer than the wait ({} ms): a loser would give up before its second read",
+                every.as_millis(),
+                give_up_after.as_millis()
+            ),
+            LoserKind::Poll => LoserPolicy::Poll {
+                every,
+                give_up_after,
+            },
+            LoserKind::Block => LoserPolicy::Block { give_up_after },
+        })
+    }
+
     /// The typed settings for one strategy.
-    pub fn settings(&self, strategy: StrategyKind) -> RaceSettings {
-        RaceSettings {
+    pub fn settings(&self, strategy: StrategyKind) -> Result<RaceSettings> {
+        Ok(RaceSettings {
+            loser: self.loser_policy(None)?,
             strategy,
             workers: self.workers as usize,
             pool_size: self.pool_size as usize,
@@ -138,7 +191,7 @@ impl RaceFlags {
             key: self.key.clone(),
             checkout_timeout: Duration::from_millis(self.checkout_timeout_ms),
             ..RaceSettings::default()
-        }
+        })
     }
 }
 
@@ -168,6 +221,10 @@ pub struct RaceArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
+    /// Compare the loser policies of claim-work-complete instead of the strategies.
+    #[arg(long)]
+    pub losers: bool,
+
     #[command(flatten)]
     pub race: RaceFlags,
 

@@ -41,6 +41,44 @@ fn bad_input_is_refused_on_one_line_before_anything_starts() {
         &["race", "--trace", "--runs", "3"],
         &["compare", "--trace"],
         &["race", "--keep"],
+        &["race", "--strategy", "none", "--loser", "poll"],
+        &[
+            "race",
+            "--strategy",
+            "claim-work-complete",
+            "--loser",
+            "poll",
+            "--poll-ms",
+            "0",
+        ],
+        &[
+            "race",
+            "--strategy",
+            "claim-work-complete",
+            "--loser",
+            "poll",
+            "--poll-ms",
+            "500",
+            "--wait-timeout-ms",
+            "100",
+        ],
+        &[
+            "race",
+            "--strategy",
+            "claim-work-complete",
+            "--loser",
+            "block",
+            "--wait-timeout-ms",
+            "-5",
+        ],
+        &[
+            "race",
+            "--strategy",
+            "claim-work-complete",
+            "--poll-ms",
+            "5",
+        ],
+        &["compare", "--losers", "--loser", "poll"],
     ]
     .iter()
     .map(|args| format!("{args:?} → {}", refused(args)))
@@ -241,4 +279,52 @@ fn bench_quick_runs_and_reports_every_section() {
         assert_eq!(scale["xp_rows"], scale["expected_xp_rows"], "{scale}");
     }
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn compare_losers_puts_the_three_policies_side_by_side() {
+    let sandbox = Sandbox::new("losers");
+    let out = sandbox
+        .idem()
+        .args([
+            "compare",
+            "--losers",
+            "--work-ms",
+            "200",
+            "--pool-size",
+            "6",
+        ])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    let row = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(&format!(" {name} ")))
+            .unwrap_or_else(|| panic!("no {name} row in:\n{stdout}"))
+            .to_string()
+    };
+    // 201 / 200 / 409 for five workers that all claim while the winner works.
+    assert!(
+        row("fail-fast").contains("1 / 0 / 4"),
+        "{}",
+        row("fail-fast")
+    );
+    assert!(row("poll").contains("1 / 4 / 0"), "{}", row("poll"));
+    assert!(row("block").contains("1 / 4 / 0"), "{}", row("block"));
+    let json = sandbox
+        .idem()
+        .args(["compare", "--losers", "--json", "--work-ms", "1"])
+        .assert()
+        .success();
+    let policies: Vec<String> = String::from_utf8_lossy(&json.get_output().stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["loser_policy"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(policies, ["fail-fast", "poll", "block"]);
 }

@@ -1,16 +1,26 @@
-//! `idem compare`: every strategy under the same settings, side by side.
+//! `idem compare`: every strategy, or with `--losers` every loser policy, under the same settings.
 
 use anyhow::{Result, bail};
 
 use crate::cli::CompareArgs;
 use crate::db::Database;
-use crate::race::{Race, RaceSettings};
+use crate::race::{Race, RaceResult, RaceSettings};
+use crate::report::losers::LoserRow;
 use crate::report::runs::{RunsSummary, render_compare};
 use crate::report::{self, emit, emit_json};
-use crate::strategy::StrategyKind;
+use crate::strategy::{LoserKind, StrategyKind};
+
+/// What the table's rows compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compared {
+    Strategies,
+    Losers,
+}
 
 pub struct Plan {
-    pub settings: Vec<RaceSettings>,
+    pub compared: Compared,
+    /// One race setting per row, with the row's label.
+    pub rows: Vec<(String, RaceSettings)>,
     pub runs: u64,
     pub json: bool,
 }
@@ -19,29 +29,45 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
     if args.race.trace {
         bail!("--trace draws a single race; use it with `idem race`");
     }
-    let settings: Vec<RaceSettings> = StrategyKind::ALL
-        .iter()
-        .map(|&s| args.race.settings(s))
-        .collect();
-    for s in &settings {
+    let (compared, rows) = if args.losers {
+        if args.race.loser.is_some() {
+            bail!("--losers runs every loser policy; drop --loser");
+        }
+        let rows = LoserKind::ALL
+            .iter()
+            .map(|&kind| {
+                let mut s = args.race.settings(StrategyKind::ClaimWorkComplete)?;
+                s.loser = args.race.loser_policy(Some(kind))?;
+                Ok((kind.name().to_string(), s))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        (Compared::Losers, rows)
+    } else {
+        let rows = StrategyKind::ALL
+            .iter()
+            .map(|&s| Ok((s.name().to_string(), args.race.settings(s)?)))
+            .collect::<Result<Vec<_>>>()?;
+        (Compared::Strategies, rows)
+    };
+    for (_, s) in &rows {
         s.validate()?;
     }
     Ok(Plan {
-        settings,
+        compared,
+        rows,
         runs: args.race.runs,
         json: args.race.json,
     })
 }
 
 pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
-    let total = plan.runs * plan.settings.len() as u64;
+    let total = plan.runs * plan.rows.len() as u64;
     let progress = report::progress::bar(total, plan.json, "races");
-    let mut rows = Vec::new();
+    let mut results: Vec<(String, Vec<RaceResult>)> = Vec::new();
     let mut line = String::new();
-    for settings in plan.settings {
-        let name = settings.strategy.name().to_string();
+    for (label, settings) in plan.rows {
         let race = Race::prepare(db, settings).await?;
-        let mut summary = RunsSummary::default();
+        let mut row = Vec::new();
         for run in 1..=plan.runs as usize {
             let result = race.run(run).await?;
             if plan.json {
@@ -50,14 +76,34 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
             if line.is_empty() {
                 line = report::race::settings_line(&result);
             }
-            summary.add(&result);
+            // Worker details are only needed for the loser table's latencies.
+            row.push(result);
             progress.inc(1);
         }
-        rows.push((name, summary));
+        results.push((label, row));
     }
     progress.finish_and_clear();
-    if !plan.json {
-        emit(&render_compare(&rows, &line))?;
+    if plan.json {
+        return Ok(());
     }
-    Ok(())
+    match plan.compared {
+        Compared::Strategies => {
+            let rows: Vec<(String, RunsSummary)> = results
+                .iter()
+                .map(|(label, races)| {
+                    let mut summary = RunsSummary::default();
+                    races.iter().for_each(|r| summary.add(r));
+                    (label.clone(), summary)
+                })
+                .collect();
+            emit(&render_compare(&rows, &line))
+        }
+        Compared::Losers => {
+            let rows: Vec<LoserRow> = results
+                .iter()
+                .map(|(label, races)| LoserRow::from_races(label, races))
+                .collect();
+            emit(&report::losers::render(&rows, &line))
+        }
+    }
 }

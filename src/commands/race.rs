@@ -17,8 +17,14 @@ pub struct Plan {
 }
 
 pub fn plan(args: &RaceArgs) -> Result<Plan> {
-    let settings = args.race.settings(args.strategy);
+    let settings = args.race.settings(args.strategy)?;
     settings.validate()?;
+    if args.race.loser.is_some() && !args.strategy.has_losers() {
+        bail!(
+            "--loser applies to claim-work-complete; with {} no request loses a claim",
+            args.strategy
+        );
+    }
     if args.race.trace && args.race.runs > 1 {
         bail!("--trace draws a single race; drop --runs or --trace");
     }

@@ -1,5 +1,7 @@
 //! The race: N concurrent workers, one key, one strategy, a real connection pool.
 
+mod blocking;
+mod lease;
 mod outcome;
 mod request;
 mod result;
@@ -7,6 +9,7 @@ mod runner;
 mod settings;
 mod trace;
 
+pub use lease::{Failure, Lease};
 pub use outcome::{Answer, Outcome, WorkerReport};
 pub use request::Request;
 pub use result::{EXPECTED_XP_ROWS, RaceResult};

@@ -4,6 +4,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::trace::StepEvent;
+use crate::strategy::loser::Waited;
 
 /// A request's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -70,6 +71,8 @@ pub struct Answer {
     pub made_xp: Option<i64>,
     /// The response body the client received.
     pub body: Option<Value>,
+    /// What waiting for another request cost, for a loser that waited.
+    pub waited: Option<Waited>,
 }
 
 /// Everything one worker did in one race.
@@ -84,5 +87,14 @@ pub struct WorkerReport {
     pub did: String,
     pub made_xp: Option<i64>,
     pub body: Option<Value>,
+    /// Milliseconds from the start gate to the answer.
+    pub answer_ms: f64,
+    /// Statements sent and connections checked out for this request.
+    pub queries: u32,
+    pub checkouts: u32,
+    /// What waiting for the winner cost (a loser that waited).
+    pub waited: Option<Waited>,
+    /// The workers whose locks this one waited on, seen with pg_blocking_pids.
+    pub blocked_by: Vec<usize>,
     pub steps: Vec<StepEvent>,
 }

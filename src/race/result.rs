@@ -23,6 +23,8 @@ pub struct RaceResult {
     pub pool_size: usize,
     pub runner_holds_connection: bool,
     pub work_ms: u64,
+    /// What a loser of the claim does; `null` for strategies without losers.
+    pub loser_policy: Option<&'static str>,
     pub key: String,
     pub key_rows: u64,
     pub xp_rows: u64,
@@ -51,6 +53,7 @@ impl RaceResult {
             pool_size: s.pool_size,
             runner_holds_connection: s.runner_holds_connection,
             work_ms: s.work_ms(),
+            loser_policy: s.loser_name(),
             key: s.key.clone(),
             key_rows: counts.key_rows,
             xp_rows: counts.xp_rows,

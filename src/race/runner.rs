@@ -1,6 +1,6 @@
 //! The race itself: a warm pool, a runner holding one connection, and N workers released together.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -9,6 +9,8 @@ use deadpool_postgres::{Pool, PoolError};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
+use super::blocking::BlockWatch;
+use super::lease::{Failure, Lease};
 use super::outcome::{Answer, Outcome, WorkerReport};
 use super::request::Request;
 use super::result::RaceResult;
@@ -16,7 +18,7 @@ use super::settings::RaceSettings;
 use super::trace::Trace;
 use crate::db::Database;
 use crate::db::pool::{self, warm_pool};
-use crate::strategy::{Step, Strategy};
+use crate::strategy::{LoserPolicy, Step, Strategy};
 
 /// A race ready to run, as many times as asked, with fresh tables each time.
 pub struct Race<'db> {
@@ -42,7 +44,7 @@ impl<'db> Race<'db> {
         Ok(Self {
             db,
             pool,
-            strategy: Arc::from(settings.strategy.build()),
+            strategy: Arc::from(settings.strategy.build(settings.loser)),
             settings,
         })
     }
@@ -93,16 +95,27 @@ impl<'db> Race<'db> {
             .acquire_many(u32::try_from(s.workers).context("too many workers")?)
             .await?
             .forget();
+        // Blocking losers wait on locks: watch who waits for whom.
+        let watch = matches!(s.loser, LoserPolicy::Block { .. })
+            .then(|| BlockWatch::start(self.db.meta.clone()));
         let started = Instant::now();
         gate.send_replace(Some(started));
 
         let mut reports = Vec::with_capacity(s.workers);
-        while let Some(report) = workers.join_next().await {
-            reports.push(report.context("a worker panicked")?);
+        let mut pids = Vec::new();
+        while let Some(joined) = workers.join_next().await {
+            let (report, pid) = joined.context("a worker panicked")?;
+            if let Some(pid) = pid {
+                pids.push((report.worker, pid));
+            }
+            reports.push(report);
         }
         let elapsed = started.elapsed();
         drop(held);
         reports.sort_by_key(|r| r.worker);
+        if let Some(watch) = watch {
+            attribute_blocking(&mut reports, &pids, &watch.finish().await);
+        }
 
         let counts = self.db.counts(&s.key).await?;
         mark_duplicates(&mut reports, counts.kept_xp);
@@ -119,24 +132,22 @@ async fn run_worker(
     mut gate: watch::Receiver<Option<Instant>>,
     ready: Arc<Semaphore>,
     checkout_timeout: std::time::Duration,
-) -> WorkerReport {
+) -> (WorkerReport, Option<i32>) {
     ready.add_permits(1);
     let opened = match gate.wait_for(Option::is_some).await {
         Ok(at) => at.unwrap_or_else(Instant::now),
         Err(_) => Instant::now(),
     };
     let mut trace = Trace::new(opened);
-    let checkout = trace
-        .time(Step::Checkout, pool::checkout(&pool, checkout_timeout))
-        .await;
-    let answer = match checkout {
-        Ok(conn) => {
-            trace.note("got a connection");
-            let answer = strategy.handle(&conn, &req, &mut trace).await;
-            drop(conn);
-            answer.unwrap_or_else(|err| failed(db_error(&err)))
-        }
-        Err(PoolError::Timeout(_)) => {
+    let mut lease = Lease::new(pool, checkout_timeout);
+    let handled = match lease.conn(&mut trace).await {
+        Ok(_) => strategy.handle(&mut lease, &req, &mut trace).await,
+        Err(failure) => Err(failure),
+    };
+    lease.release();
+    let answer = match handled {
+        Ok(answer) => answer,
+        Err(Failure::Checkout(PoolError::Timeout(_))) => {
             trace.note("timed out");
             Answer {
                 outcome: Outcome::CheckoutTimeout,
@@ -144,12 +155,18 @@ async fn run_worker(
                 did: format!("gave up after {} ms", checkout_timeout.as_millis()),
                 made_xp: None,
                 body: None,
+                waited: None,
             }
         }
-        Err(err) => failed(pool::describe(&err)),
+        Err(failure) => failed(failure.to_string()),
     };
-    let checkout_wait_ms = trace.events.first().map_or(0.0, |e| e.end_ms - e.start_ms);
-    WorkerReport {
+    let checkout_wait_ms = trace
+        .events
+        .iter()
+        .filter(|e| e.step == Step::Checkout)
+        .map(|e| e.end_ms - e.start_ms)
+        .sum();
+    let report = WorkerReport {
         worker: req.worker,
         outcome: answer.outcome,
         status: answer.outcome.status(),
@@ -158,7 +175,65 @@ async fn run_worker(
         did: answer.did,
         made_xp: answer.made_xp,
         body: answer.body,
+        answer_ms: trace.now_ms(),
+        queries: trace.queries,
+        checkouts: lease.checkouts,
+        waited: answer.waited,
+        blocked_by: Vec::new(),
         steps: trace.events,
+    };
+    (report, trace.backend_pid)
+}
+
+/// Names, for every worker that waited on a lock, the workers that held it.
+/// A server pid may serve several workers in turn; the holder of a lock is
+/// the one of them that won the claim, if any.
+fn attribute_blocking(
+    reports: &mut [WorkerReport],
+    pids: &[(usize, i32)],
+    pairs: &BTreeSet<(i32, i32)>,
+) {
+    let holder = |pid: i32, reports: &[WorkerReport]| -> Option<usize> {
+        let users: Vec<usize> = pids
+            .iter()
+            .filter(|(_, p)| *p == pid)
+            .map(|(w, _)| *w)
+            .collect();
+        users
+            .iter()
+            .copied()
+            .find(|w| {
+                reports
+                    .iter()
+                    .any(|r| r.worker == *w && r.made_xp.is_some())
+            })
+            .or_else(|| users.first().copied())
+    };
+    let waiters: Vec<(usize, usize)> = pairs
+        .iter()
+        .filter_map(|&(waiter, blocker)| {
+            let blocker = holder(blocker, reports)?;
+            let waiters: Vec<usize> = pids
+                .iter()
+                .filter(|(_, p)| *p == waiter)
+                .map(|(w, _)| *w)
+                .collect();
+            // The waiter is the worker on that pid that waited, not the one that won.
+            let waiter = waiters.iter().copied().find(|w| {
+                reports
+                    .iter()
+                    .any(|r| r.worker == *w && r.made_xp.is_none())
+            })?;
+            Some((waiter, blocker))
+        })
+        .collect();
+    for (waiter, blocker) in waiters {
+        if let Some(report) = reports.iter_mut().find(|r| r.worker == waiter)
+            && !report.blocked_by.contains(&blocker)
+            && waiter != blocker
+        {
+            report.blocked_by.push(blocker);
+        }
     }
 }
 
@@ -169,13 +244,8 @@ fn failed(message: String) -> Answer {
         did: message,
         made_xp: None,
         body: None,
+        waited: None,
     }
-}
-
-/// A database error in one line: the server's message where there is one.
-fn db_error(err: &tokio_postgres::Error) -> String {
-    err.as_db_error()
-        .map_or_else(|| err.to_string(), |db| db.message().to_string())
 }
 
 /// Every XP row but the one the key kept is duplicate work: marks the

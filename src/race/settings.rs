@@ -5,7 +5,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use crate::strategy::StrategyKind;
+use crate::strategy::{LoserPolicy, StrategyKind};
 
 /// The key every worker sends unless `--key` says otherwise.
 pub const DEFAULT_KEY: &str = "award-xp-lesson-1";
@@ -33,6 +33,9 @@ pub struct RaceSettings {
     pub checkout_timeout: Duration,
     pub user_id: i64,
     pub amount: i32,
+    /// What a request that loses the claim does (claim-work-complete).
+    #[serde(skip)]
+    pub loser: LoserPolicy,
 }
 
 impl Default for RaceSettings {
@@ -47,6 +50,7 @@ impl Default for RaceSettings {
             checkout_timeout: Duration::from_secs(30),
             user_id: 42,
             amount: 10,
+            loser: LoserPolicy::FailFast,
         }
     }
 }
@@ -99,6 +103,11 @@ impl RaceSettings {
 
     pub fn work_ms(&self) -> u64 {
         self.work.as_millis() as u64
+    }
+
+    /// The loser policy's name, for strategies that have losers.
+    pub fn loser_name(&self) -> Option<&'static str> {
+        self.strategy.has_losers().then(|| self.loser.kind().name())
     }
 }
 

@@ -23,6 +23,11 @@ pub struct StepEvent {
 pub struct Trace {
     gate: Instant,
     pub events: Vec<StepEvent>,
+    /// Statements sent to the database.
+    pub queries: u32,
+    /// The server process of the request's connection, where a strategy
+    /// asked for it (to tell who blocks whom).
+    pub backend_pid: Option<i32>,
 }
 
 impl Trace {
@@ -31,6 +36,8 @@ impl Trace {
         Self {
             gate,
             events: Vec::new(),
+            queries: 0,
+            backend_pid: None,
         }
     }
 
@@ -46,6 +53,17 @@ impl Trace {
             note: String::new(),
         });
         out
+    }
+
+    /// Runs `step`, one statement sent to the database, and records it.
+    pub async fn query<T>(&mut self, step: Step, fut: impl Future<Output = T>) -> T {
+        self.queries += 1;
+        self.time(step, fut).await
+    }
+
+    /// Milliseconds from the gate to now.
+    pub fn now_ms(&self) -> f64 {
+        self.since_gate()
     }
 
     /// Notes what the last step found or did.

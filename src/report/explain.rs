@@ -13,13 +13,39 @@ pub fn explain(r: &RaceResult) -> String {
         }
         StrategyKind::CheckThenStore => check_then_store(r, made),
         StrategyKind::ClaimWorkComplete => {
-            let losers = r.reports.iter().filter(|w| took(w, Step::Read)).count();
-            format!(
+            let losers = r
+                .reports
+                .iter()
+                .filter(|w| took(w, Step::Read) || w.waited.is_some())
+                .count();
+            let mut text = format!(
                 "The unique index let one claim in before any work ran; {losers} lost the claim and did no \
-                 work ({} answered 409 while it was pending, {} replayed the completed response).",
+                 work ({} answered 409, {} replayed the completed response).",
                 n(Outcome::Conflict),
                 n(Outcome::Replayed)
-            )
+            );
+            let held: f64 = r
+                .reports
+                .iter()
+                .filter_map(|w| w.waited.filter(|w| w.held_connection))
+                .map(|w| w.ms)
+                .sum();
+            if held >= 1.0 {
+                text.push_str(&format!(
+                    " Blocked losers held pooled connections for {:.0} ms in all while they waited.",
+                    held
+                ));
+            }
+            let reads: u32 = r
+                .reports
+                .iter()
+                .filter_map(|w| w.waited)
+                .map(|w| w.reads)
+                .sum();
+            if reads > 0 {
+                text.push_str(&format!(" Polling losers read the claim {reads} times, giving their connections back in between."));
+            }
+            text
         }
         StrategyKind::InsertUnique => format!(
             "The XP table's unique index decided at the insert itself: {made} row made, {} found it and replayed.",
@@ -28,7 +54,19 @@ pub fn explain(r: &RaceResult) -> String {
     };
     let timeouts = n(Outcome::CheckoutTimeout);
     if timeouts > 0 {
-        text.push_str(&format!(" {timeouts} gave up waiting for a connection."));
+        text.push_str(&format!(" {timeouts} gave up waiting for a connection"));
+        let blocked = r
+            .reports
+            .iter()
+            .filter(|w| w.waited.is_some_and(|w| w.held_connection))
+            .count();
+        if blocked > 0 {
+            text.push_str(&format!(
+                ": the pool's connections were held by the winner and {blocked} blocked losers."
+            ));
+        } else {
+            text.push('.');
+        }
     }
     let errors = n(Outcome::Error);
     if errors > 0 {

@@ -71,25 +71,64 @@ pub fn figures(r: &RaceResult) -> String {
     out
 }
 
-/// One row per worker: what it waited, saw, did, and how it ended.
+/// One row per worker: what it waited, saw, did, and how it ended. Losers
+/// that waited for the winner get the cost of waiting in extra columns.
 pub fn workers_table(reports: &[WorkerReport]) -> String {
+    let waiting = reports.iter().any(|w| w.waited.is_some());
     let rows = reports
         .iter()
         .map(|w| {
-            vec![
+            let mut row = vec![
                 w.worker.to_string(),
                 format!("{:.1} ms", w.checkout_wait_ms),
                 w.saw.clone(),
                 w.did.clone(),
                 outcome_cell(w.outcome),
-            ]
+                format!("{:.1} ms", w.answer_ms),
+            ];
+            if waiting {
+                row.extend(waiting_cells(w));
+            }
+            row
         })
         .collect();
-    table::render(
-        &["worker", "checkout wait", "saw", "did", "outcome"],
-        rows,
-        &[0, 1],
-    )
+    let mut header = vec![
+        "worker",
+        "checkout wait",
+        "saw",
+        "did",
+        "outcome",
+        "answered at",
+    ];
+    let mut right = vec![0, 1, 5];
+    if waiting {
+        header.extend(["waited", "reads", "conn held", "blocked by"]);
+        right.extend([6, 7]);
+    }
+    table::render(&header, rows, &right)
+}
+
+fn waiting_cells(w: &WorkerReport) -> [String; 4] {
+    let Some(waited) = w.waited else {
+        return Default::default();
+    };
+    let held = if waited.held_connection {
+        warn("yes").to_string()
+    } else {
+        "no".to_string()
+    };
+    let by = w
+        .blocked_by
+        .iter()
+        .map(|b| format!("worker {b}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    [
+        format!("{:.1} ms", waited.ms),
+        waited.reads.to_string(),
+        held,
+        by,
+    ]
 }
 
 /// An outcome with its HTTP status, coloured by whether it is a problem.

@@ -8,15 +8,20 @@ use serde_json::Value;
 use tokio_postgres::error::SqlState;
 
 use super::{Handled, OPERATION, Step, Strategy, work};
-use crate::db::pool::Conn;
-use crate::race::{Answer, Outcome, Request, Trace};
+use crate::race::{Answer, Lease, Outcome, Request, Trace};
 
 /// Check, work, store.
 pub struct CheckThenStore;
 
 impl Strategy for CheckThenStore {
-    fn handle<'a>(&'a self, conn: &'a Conn, req: &'a Request, trace: &'a mut Trace) -> Handled<'a> {
+    fn handle<'a>(
+        &'a self,
+        lease: &'a mut Lease,
+        req: &'a Request,
+        trace: &'a mut Trace,
+    ) -> Handled<'a> {
         Box::pin(async move {
+            let conn = lease.conn(trace).await?;
             // 1. Check: has anyone stored this key yet?
             let find = conn
                 .prepare_cached(
@@ -24,7 +29,7 @@ impl Strategy for CheckThenStore {
                 )
                 .await?;
             let found = trace
-                .time(Step::Find, conn.query_opt(&find, &[&req.key, &OPERATION]))
+                .query(Step::Find, conn.query_opt(&find, &[&req.key, &OPERATION]))
                 .await?;
             if let Some(row) = found {
                 let body: Option<Value> = row.get(0);
@@ -36,12 +41,13 @@ impl Strategy for CheckThenStore {
                     did: xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}")),
                     made_xp: None,
                     body,
+                    waited: None,
                 });
             }
             trace.note("no key");
 
             // 2. Work: nothing above stops another request doing the same.
-            let xp = trace.time(Step::Work, work::award_xp(conn, req)).await?;
+            let xp = trace.query(Step::Work, work::award_xp(conn, req)).await?;
             trace.note(format!("made XP #{xp}"));
             let body = work::response_body(req, xp);
 
@@ -68,6 +74,7 @@ impl Strategy for CheckThenStore {
                         did: format!("made XP #{xp}, stored key"),
                         made_xp: Some(xp),
                         body: Some(body),
+                        waited: None,
                     })
                 }
                 // The rescue the course describes: it catches that this
@@ -81,9 +88,10 @@ impl Strategy for CheckThenStore {
                         did: format!("made XP #{xp}, key store lost"),
                         made_xp: Some(xp),
                         body: Some(body),
+                        waited: None,
                     })
                 }
-                Err(err) => Err(err),
+                Err(err) => Err(err.into()),
             }
         })
     }

@@ -1,110 +1,253 @@
-//! `claim-work-complete`: claim the key as pending, do the work, complete the claim (lesson 2).
+//! `claim-work-complete`: claim the key as pending, do the work, complete the claim (lessons 2 and 3).
 //!
 //! The same three steps as check-then-store in a new order. The claim is an
 //! insert, so the unique index decides who owns the key before any work runs;
-//! a request that loses the claim never reaches the work.
+//! a request that loses the claim never reaches the work. What the loser does
+//! instead is its [`LoserPolicy`]: answer 409 at once, poll, or block.
+
+use std::time::Duration;
 
 use serde_json::Value;
+use tokio_postgres::error::SqlState;
 
+use super::loser::{LoserPolicy, Waited, conflict_body};
 use super::{Handled, OPERATION, Step, Strategy, work};
 use crate::db::pool::Conn;
-use crate::race::{Answer, Outcome, Request, Trace};
+use crate::race::{Answer, Failure, Lease, Outcome, Request, Trace};
 
-/// Claim, work, complete; a loser replays a completed claim or answers 409.
-pub struct ClaimWorkComplete;
+/// Claim, work, complete; a loser follows its policy.
+pub struct ClaimWorkComplete {
+    pub loser: LoserPolicy,
+}
 
 impl Strategy for ClaimWorkComplete {
-    fn handle<'a>(&'a self, conn: &'a Conn, req: &'a Request, trace: &'a mut Trace) -> Handled<'a> {
+    fn handle<'a>(
+        &'a self,
+        lease: &'a mut Lease,
+        req: &'a Request,
+        trace: &'a mut Trace,
+    ) -> Handled<'a> {
         Box::pin(async move {
+            if let LoserPolicy::Block { give_up_after } = self.loser {
+                return claim_blocking(lease, req, trace, give_up_after).await;
+            }
+            let conn = lease.conn(trace).await?;
             // 1. Claim: insert the key as pending; the unique index picks one winner.
-            let claim = conn
-                .prepare_cached(
-                    "INSERT INTO idempotency_keys (key, operation, status, worker, locked_at)
-                     VALUES ($1, $2, 'pending', $3, now())
-                     ON CONFLICT (key) DO NOTHING
-                     RETURNING id",
-                )
-                .await?;
-            let won = trace
-                .time(
-                    Step::Claim,
-                    conn.query_opt(&claim, &[&req.key, &OPERATION, &req.worker_id()]),
-                )
-                .await?;
-
-            let Some(won) = won else {
-                trace.note("claim taken");
-                return lose(conn, req, trace).await;
-            };
-            trace.note("claim won");
-            let claim_id: i64 = won.get(0);
-
-            // 2. Work: only the claim's owner gets here.
-            let xp = trace.time(Step::Work, work::award_xp(conn, req)).await?;
-            trace.note(format!("made XP #{xp}"));
-            let body = work::response_body(req, xp);
-
-            // 3. Complete: store the response for the requests that come later.
-            let complete = conn
-                .prepare_cached(
-                    "UPDATE idempotency_keys
-                     SET status = 'completed', response_code = 201, response_body = $2,
-                         completed_at = now()
-                     WHERE id = $1",
-                )
-                .await?;
-            trace
-                .time(Step::Complete, conn.execute(&complete, &[&claim_id, &body]))
-                .await?;
-            trace.note("completed");
-            Ok(Answer {
-                outcome: Outcome::Created,
-                saw: "claim won".into(),
-                did: format!("made XP #{xp}, completed"),
-                made_xp: Some(xp),
-                body: Some(body),
-            })
+            match claim(conn, req, trace).await? {
+                Some(claim_id) => {
+                    let answer = work_and_complete(conn, req, trace, claim_id).await?;
+                    Ok(answer)
+                }
+                None => lose(lease, req, trace, self.loser).await,
+            }
         })
     }
 }
 
-/// The loser's path: read the claim; replay it if completed, else 409.
-async fn lose(
+/// Inserts the pending claim; `Some(id)` if this request won it.
+async fn claim(conn: &Conn, req: &Request, trace: &mut Trace) -> Result<Option<i64>, Failure> {
+    let claim = conn
+        .prepare_cached(
+            "INSERT INTO idempotency_keys (key, operation, status, worker, locked_at)
+             VALUES ($1, $2, 'pending', $3, now())
+             ON CONFLICT (key) DO NOTHING
+             RETURNING id",
+        )
+        .await?;
+    let won = trace
+        .query(
+            Step::Claim,
+            conn.query_opt(&claim, &[&req.key, &OPERATION, &req.worker_id()]),
+        )
+        .await?;
+    trace.note(if won.is_some() {
+        "claim won"
+    } else {
+        "claim taken"
+    });
+    Ok(won.map(|row| row.get(0)))
+}
+
+/// The winner's path: 2. work, 3. complete with the response for later requests.
+async fn work_and_complete(
     conn: &Conn,
     req: &Request,
     trace: &mut Trace,
-) -> Result<Answer, tokio_postgres::Error> {
+    claim_id: i64,
+) -> Result<Answer, Failure> {
+    let xp = trace.query(Step::Work, work::award_xp(conn, req)).await?;
+    trace.note(format!("made XP #{xp}"));
+    let body = work::response_body(req, xp);
+    let complete = conn
+        .prepare_cached(
+            "UPDATE idempotency_keys
+             SET status = 'completed', response_code = 201, response_body = $2, completed_at = now()
+             WHERE id = $1",
+        )
+        .await?;
+    trace
+        .query(Step::Complete, conn.execute(&complete, &[&claim_id, &body]))
+        .await?;
+    trace.note("completed");
+    Ok(Answer {
+        outcome: Outcome::Created,
+        saw: "claim won".into(),
+        did: format!("made XP #{xp}, completed"),
+        made_xp: Some(xp),
+        body: Some(body),
+        waited: None,
+    })
+}
+
+/// The claim as a loser reads it: its status and stored response.
+async fn read_claim(
+    conn: &Conn,
+    req: &Request,
+    trace: &mut Trace,
+) -> Result<(String, Option<Value>), Failure> {
     let read = conn
         .prepare_cached("SELECT status, response_body FROM idempotency_keys WHERE key = $1")
         .await?;
     let row = trace
-        .time(Step::Read, conn.query_opt(&read, &[&req.key]))
+        .query(Step::Read, conn.query_opt(&read, &[&req.key]))
         .await?;
-    let (status, body): (String, Option<Value>) = match row {
+    let claim = match row {
         Some(row) => (row.get(0), row.get(1)),
-        // The claim vanished between our insert and our read; treat it as in progress.
-        None => ("missing".into(), None),
+        // Gone between our insert and our read: as good as still in progress.
+        None => ("missing".to_string(), None),
     };
-    if status == "completed" {
-        let xp = body.as_ref().and_then(work::xp_id_of);
-        trace.note("completed");
-        return Ok(Answer {
-            outcome: Outcome::Replayed,
-            saw: "claim completed".into(),
-            did: xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}")),
-            made_xp: None,
-            body,
-        });
+    trace.note(claim.0.clone());
+    Ok(claim)
+}
+
+/// The loser's path for fail-fast and poll: read the claim; replay it if
+/// completed; else answer 409 now (fail-fast) or give the connection back,
+/// wait, and read again until it completes or the wait runs out (poll).
+async fn lose(
+    lease: &mut Lease,
+    req: &Request,
+    trace: &mut Trace,
+    policy: LoserPolicy,
+) -> Result<Answer, Failure> {
+    let began = trace.now_ms();
+    let mut reads = 0;
+    loop {
+        let conn = lease.conn(trace).await?;
+        let (status, body) = read_claim(conn, req, trace).await?;
+        reads += 1;
+        let waited = match policy {
+            LoserPolicy::Poll { .. } => Some(Waited {
+                ms: trace.now_ms() - began,
+                reads,
+                held_connection: false,
+            }),
+            _ => None,
+        };
+        if status == "completed" {
+            return Ok(replay(body, "claim completed", waited));
+        }
+        let LoserPolicy::Poll {
+            every,
+            give_up_after,
+        } = policy
+        else {
+            return Ok(conflict(
+                req,
+                "claim pending",
+                "answered 409 at once",
+                waited,
+            ));
+        };
+        if trace.now_ms() - began + every.as_secs_f64() * 1000.0
+            > give_up_after.as_secs_f64() * 1000.0
+        {
+            let did = format!("gave up after {reads} reads, 409");
+            return Ok(conflict(req, "claim pending", &did, waited));
+        }
+        // Waiting costs no connection: it goes back to the pool meanwhile.
+        lease.release();
+        trace.time(Step::Wait, tokio::time::sleep(every)).await;
     }
-    trace.note("pending");
-    Ok(Answer {
-        outcome: Outcome::Conflict,
-        saw: "claim pending".into(),
-        did: "answered 409".into(),
+}
+
+/// The whole request in one transaction, so a loser's claim insert waits on
+/// the winner's uncommitted claim row (the unique index's lock) until the
+/// winner commits, holding its connection all the while. `lock_timeout`
+/// bounds the wait.
+async fn claim_blocking(
+    lease: &mut Lease,
+    req: &Request,
+    trace: &mut Trace,
+    give_up_after: Duration,
+) -> Result<Answer, Failure> {
+    let conn = lease.conn(trace).await?;
+    let pid = conn.query_one("SELECT pg_backend_pid()", &[]).await?;
+    trace.backend_pid = Some(pid.get(0));
+    trace.queries += 2;
+    conn.batch_execute(&format!(
+        "BEGIN; SET LOCAL lock_timeout = '{}ms'",
+        give_up_after.as_millis().max(1)
+    ))
+    .await?;
+    let claimed = claim(conn, req, trace).await;
+    let blocked = trace.events.last().map_or(0.0, |e| e.end_ms - e.start_ms);
+    let waited = Some(Waited {
+        ms: blocked,
+        reads: 0,
+        held_connection: true,
+    });
+    match claimed {
+        Ok(Some(claim_id)) => {
+            let answer = work_and_complete(conn, req, trace, claim_id).await;
+            trace.queries += 1;
+            let finish = if answer.is_ok() { "COMMIT" } else { "ROLLBACK" };
+            conn.batch_execute(finish).await?;
+            answer
+        }
+        Ok(None) => {
+            // The winner committed: its claim is complete.
+            trace.queries += 1;
+            conn.batch_execute("COMMIT").await?;
+            let (status, body) = read_claim(conn, req, trace).await?;
+            if status == "completed" {
+                Ok(replay(body, "claim completed", waited))
+            } else {
+                Ok(conflict(req, "claim pending", "answered 409", waited))
+            }
+        }
+        Err(err) if err.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => {
+            trace.note("gave up waiting");
+            trace.queries += 1;
+            conn.batch_execute("ROLLBACK").await?;
+            let did = format!("blocked {blocked:.0} ms, gave up, 409");
+            Ok(conflict(req, "claim locked", &did, waited))
+        }
+        Err(err) => {
+            let _ = conn.batch_execute("ROLLBACK").await;
+            Err(err)
+        }
+    }
+}
+
+fn replay(body: Option<Value>, saw: &str, waited: Option<Waited>) -> Answer {
+    let xp = body.as_ref().and_then(work::xp_id_of);
+    Answer {
+        outcome: Outcome::Replayed,
+        saw: saw.into(),
+        did: xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}")),
         made_xp: None,
-        body: Some(serde_json::json!({
-            "error": { "code": "idempotency_key_in_use",
-                       "message": "another request with this key is in progress; retry later" }
-        })),
-    })
+        body,
+        waited,
+    }
+}
+
+fn conflict(req: &Request, saw: &str, did: &str, waited: Option<Waited>) -> Answer {
+    Answer {
+        outcome: Outcome::Conflict,
+        saw: saw.into(),
+        did: did.into(),
+        made_xp: None,
+        body: Some(conflict_body(&req.key, req.work.as_millis() as u64)),
+        waited,
+    }
 }

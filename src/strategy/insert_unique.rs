@@ -4,15 +4,20 @@
 //! index decides at the very moment the work is recorded.
 
 use super::{Handled, Step, Strategy, work};
-use crate::db::pool::Conn;
-use crate::race::{Answer, Outcome, Request, Trace};
+use crate::race::{Answer, Lease, Outcome, Request, Trace};
 
 /// The single-statement guard.
 pub struct InsertUnique;
 
 impl Strategy for InsertUnique {
-    fn handle<'a>(&'a self, conn: &'a Conn, req: &'a Request, trace: &'a mut Trace) -> Handled<'a> {
+    fn handle<'a>(
+        &'a self,
+        lease: &'a mut Lease,
+        req: &'a Request,
+        trace: &'a mut Trace,
+    ) -> Handled<'a> {
         Box::pin(async move {
+            let conn = lease.conn(trace).await?;
             let insert = conn
                 .prepare_cached(
                     "INSERT INTO experience_points (user_id, amount, idempotency_key, worker)
@@ -22,7 +27,7 @@ impl Strategy for InsertUnique {
                 )
                 .await?;
             let made = trace
-                .time(Step::Work, async {
+                .query(Step::Work, async {
                     work::service_call(req).await;
                     conn.query_opt(
                         &insert,
@@ -40,6 +45,7 @@ impl Strategy for InsertUnique {
                     did: format!("made XP #{xp}"),
                     made_xp: Some(xp),
                     body: Some(work::response_body(req, xp)),
+                    waited: None,
                 });
             }
             trace.note("key taken");
@@ -47,7 +53,7 @@ impl Strategy for InsertUnique {
                 .prepare_cached("SELECT id FROM experience_points WHERE idempotency_key = $1")
                 .await?;
             let row = trace
-                .time(Step::Read, conn.query_one(&find, &[&req.key]))
+                .query(Step::Read, conn.query_one(&find, &[&req.key]))
                 .await?;
             let xp: i64 = row.get(0);
             trace.note(format!("XP #{xp}"));
@@ -57,6 +63,7 @@ impl Strategy for InsertUnique {
                 did: format!("replayed XP #{xp}"),
                 made_xp: None,
                 body: Some(work::response_body(req, xp)),
+                waited: None,
             })
         })
     }

@@ -6,6 +6,7 @@
 mod check_then_store;
 mod claim_work_complete;
 mod insert_unique;
+pub mod loser;
 mod none;
 mod work;
 
@@ -14,26 +15,31 @@ use std::pin::Pin;
 
 use serde::Serialize;
 
-use crate::db::pool::Conn;
-use crate::race::{Answer, Request, Trace};
+use crate::race::{Answer, Failure, Lease, Request, Trace};
 
 pub use check_then_store::CheckThenStore;
 pub use claim_work_complete::ClaimWorkComplete;
 pub use insert_unique::InsertUnique;
+pub use loser::{LoserKind, LoserPolicy};
 pub use none::NoGuard;
 
 /// The operation every request performs; stored beside each key.
 pub const OPERATION: &str = "award_xp";
 
 /// What a strategy's `handle` returns: the answer, or a database error.
-pub type Handled<'a> =
-    Pin<Box<dyn Future<Output = Result<Answer, tokio_postgres::Error>> + Send + 'a>>;
+pub type Handled<'a> = Pin<Box<dyn Future<Output = Result<Answer, Failure>> + Send + 'a>>;
 
 /// One guard shape.
 pub trait Strategy: Send + Sync {
-    /// Handles one request on a connection the worker already holds,
-    /// recording each step it takes in `trace`.
-    fn handle<'a>(&'a self, conn: &'a Conn, req: &'a Request, trace: &'a mut Trace) -> Handled<'a>;
+    /// Handles one request. The worker already holds a connection in
+    /// `lease`; a strategy may give it back while it waits and take one
+    /// again. Every step it takes is recorded in `trace`.
+    fn handle<'a>(
+        &'a self,
+        lease: &'a mut Lease,
+        req: &'a Request,
+        trace: &'a mut Trace,
+    ) -> Handled<'a>;
 }
 
 /// The strategies by name, as `--strategy` spells them.
@@ -70,14 +76,19 @@ impl StrategyKind {
         }
     }
 
-    /// The strategy itself.
-    pub fn build(self) -> Box<dyn Strategy> {
+    /// The strategy itself; `loser` applies to the strategies that have losers.
+    pub fn build(self, loser: LoserPolicy) -> Box<dyn Strategy> {
         match self {
             StrategyKind::None => Box::new(NoGuard),
             StrategyKind::CheckThenStore => Box::new(CheckThenStore),
-            StrategyKind::ClaimWorkComplete => Box::new(ClaimWorkComplete),
+            StrategyKind::ClaimWorkComplete => Box::new(ClaimWorkComplete { loser }),
             StrategyKind::InsertUnique => Box::new(InsertUnique),
         }
+    }
+
+    /// Whether a request can lose a claim and have to wait for the winner.
+    pub fn has_losers(self) -> bool {
+        matches!(self, StrategyKind::ClaimWorkComplete)
     }
 
     /// Whether the strategy keeps its keys in `idempotency_keys`.
@@ -113,6 +124,8 @@ pub enum Step {
     Store,
     /// Completing the claim with the response (claim-work-complete).
     Complete,
+    /// A loser waiting between two reads of the claim (poll), connection given back.
+    Wait,
 }
 
 impl Step {
@@ -125,6 +138,7 @@ impl Step {
             Step::Work => "work",
             Step::Store => "store",
             Step::Complete => "complete",
+            Step::Wait => "wait",
         }
     }
 
@@ -138,6 +152,7 @@ impl Step {
             Step::Work => 'w',
             Step::Store => 's',
             Step::Complete => 'C',
+            Step::Wait => '~',
         }
     }
 }

@@ -1,16 +1,21 @@
 //! `none`: the work with no key at all, the baseline every guard is measured against.
 
 use super::{Handled, Step, Strategy, work};
-use crate::db::pool::Conn;
-use crate::race::{Answer, Outcome, Request, Trace};
+use crate::race::{Answer, Lease, Outcome, Request, Trace};
 
 /// No guard: every request does the work.
 pub struct NoGuard;
 
 impl Strategy for NoGuard {
-    fn handle<'a>(&'a self, conn: &'a Conn, req: &'a Request, trace: &'a mut Trace) -> Handled<'a> {
+    fn handle<'a>(
+        &'a self,
+        lease: &'a mut Lease,
+        req: &'a Request,
+        trace: &'a mut Trace,
+    ) -> Handled<'a> {
         Box::pin(async move {
-            let xp = trace.time(Step::Work, work::award_xp(conn, req)).await?;
+            let conn = lease.conn(trace).await?;
+            let xp = trace.query(Step::Work, work::award_xp(conn, req)).await?;
             trace.note(format!("made XP #{xp}"));
             Ok(Answer {
                 outcome: Outcome::Created,
@@ -18,6 +23,7 @@ impl Strategy for NoGuard {
                 did: format!("made XP #{xp}"),
                 made_xp: Some(xp),
                 body: Some(work::response_body(req, xp)),
+                waited: None,
             })
         })
     }

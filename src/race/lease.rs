@@ -1,0 +1,82 @@
+//! A worker's hold on a pooled connection: taken, given back while it waits, taken again.
+
+use std::time::Duration;
+
+use deadpool_postgres::{Pool, PoolError};
+
+use super::trace::Trace;
+use crate::db::pool::{self, Conn};
+use crate::strategy::Step;
+
+/// Why a request could not be answered normally.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    #[error("{}", db_message(.0))]
+    Db(#[from] tokio_postgres::Error),
+    #[error("{}", pool::describe(.0))]
+    Checkout(#[from] PoolError),
+}
+
+impl Failure {
+    /// The database error's SQLSTATE, if it is one.
+    pub fn code(&self) -> Option<&tokio_postgres::error::SqlState> {
+        match self {
+            Failure::Db(err) => err.code(),
+            Failure::Checkout(_) => None,
+        }
+    }
+}
+
+/// The connection a worker holds, if any, and the pool it comes from.
+pub struct Lease {
+    pool: Pool,
+    wait: Duration,
+    conn: Option<Conn>,
+    /// How many times this request checked a connection out.
+    pub checkouts: u32,
+}
+
+impl Lease {
+    pub fn new(pool: Pool, wait: Duration) -> Self {
+        Self {
+            pool,
+            wait,
+            conn: None,
+            checkouts: 0,
+        }
+    }
+
+    /// The held connection, checking one out first (a traced `checkout`
+    /// step, waiting up to the checkout timeout) if none is held.
+    pub async fn conn(&mut self, trace: &mut Trace) -> Result<&Conn, Failure> {
+        let conn = match self.conn.take() {
+            Some(conn) => conn,
+            None => {
+                let conn = trace
+                    .time(Step::Checkout, pool::checkout(&self.pool, self.wait))
+                    .await?;
+                trace.note("got a connection");
+                self.checkouts += 1;
+                conn
+            }
+        };
+        Ok(self.conn.insert(conn))
+    }
+
+    /// Gives the connection back to the pool, e.g. while waiting between polls.
+    pub fn release(&mut self) {
+        self.conn = None;
+    }
+
+    /// Ends the lease's connection for good: it is closed, not returned (a crash).
+    pub fn discard(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            let _ = deadpool_postgres::Object::take(conn);
+        }
+    }
+}
+
+fn db_message(err: &tokio_postgres::Error) -> String {
+    err.as_db_error()
+        .map_or_else(|| err.to_string(), |db| db.message().to_string())
+}
