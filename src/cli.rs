@@ -10,6 +10,7 @@ use anyhow::{Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::db::{ClusterOptions, ConnectOptions};
+use crate::keys::{CrashPoint, KeyKind};
 use crate::race::{DEFAULT_KEY, DEFAULT_WORK_MS, RaceSettings};
 use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
 
@@ -36,6 +37,8 @@ pub enum Command {
     Race(RaceArgs),
     /// Run every strategy under the same settings and show them side by side.
     Compare(CompareArgs),
+    /// Clients that crash and retry with random or derived keys (lesson 6).
+    Keys(KeysArgs),
     /// Show which PostgreSQL idem uses and how long its cluster takes to start and stop.
     Doctor(DoctorArgs),
     /// Measure cluster start-up, race rate and scale; see BENCHMARKS.md.
@@ -123,6 +126,16 @@ pub struct RaceFlags {
           allow_negative_numbers = true, value_parser = whole::<1, 1_000_000>)]
     pub runs: u64,
 
+    /// Per-worker XP amounts, all on one key: worker i asks for the i-th (e.g. 10,20,10,30,10).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', allow_negative_numbers = true,
+          value_parser = amount)]
+    pub amounts: Option<Vec<i32>>,
+
+    /// Store no request fingerprint and check none: a reused key silently
+    /// replays the first request's result (the wrong answer of lesson 4).
+    #[arg(long)]
+    pub no_fingerprint: bool,
+
     /// What a request that loses the claim does while the winner works
     /// (claim-work-complete only) [default: fail-fast].
     #[arg(long, value_enum, value_name = "POLICY")]
@@ -190,6 +203,8 @@ impl RaceFlags {
             work: Duration::from_millis(self.work_ms),
             key: self.key.clone(),
             checkout_timeout: Duration::from_millis(self.checkout_timeout_ms),
+            amounts: self.amounts.clone().unwrap_or_default(),
+            fingerprint: !self.no_fingerprint,
             ..RaceSettings::default()
         })
     }
@@ -204,6 +219,11 @@ fn whole<const MIN: u64, const MAX: u64>(text: &str) -> Result<u64, String> {
         Ok(n) => Ok(n as u64),
         Err(_) => Err(format!("not a number; give {range}")),
     }
+}
+
+/// Parses one XP amount: a whole number from 1 to 1,000,000.
+fn amount(text: &str) -> Result<i32, String> {
+    whole::<1, 1_000_000>(text).map(|n| n as i32)
 }
 
 #[derive(Debug, Args)]
@@ -249,6 +269,53 @@ pub struct BenchArgs {
     pub quick: bool,
 
     /// Print the whole report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct KeysArgs {
+    /// How clients make their keys; every kind side by side if not given.
+    #[arg(long, value_enum)]
+    pub kind: Option<KeyKind>,
+
+    /// Run every key kind and print them side by side (the default without --kind).
+    #[arg(long)]
+    pub compare: bool,
+
+    /// Clients, each a different user, running at once.
+    #[arg(long, default_value_t = 1, value_name = "N", allow_negative_numbers = true,
+          value_parser = whole::<1, 1000>)]
+    pub clients: u64,
+
+    /// Distinct awards each client makes (one per lesson). Two or more show
+    /// what a key derived from too few fields does.
+    #[arg(long, default_value_t = 2, value_name = "N", allow_negative_numbers = true,
+          value_parser = whole::<1, 100>)]
+    pub intents: u64,
+
+    /// Retries after the first attempt; every attempt but the last crashes.
+    #[arg(long, default_value_t = 2, value_name = "R", allow_negative_numbers = true,
+          value_parser = whole::<1, 100>)]
+    pub retries: u64,
+
+    /// Where each crashing attempt dies.
+    #[arg(long, value_enum, default_value_t = CrashPoint::AfterWork)]
+    pub crash_at: CrashPoint,
+
+    /// The server checks no fingerprint: a merged intent is silently replayed, not rejected.
+    #[arg(long)]
+    pub no_fingerprint: bool,
+
+    /// How long the server's work takes, in ms.
+    #[arg(long, default_value_t = 1, value_name = "MS", allow_negative_numbers = true,
+          value_parser = whole::<0, 60_000>)]
+    pub work_ms: u64,
+
+    /// Print one JSON object per key kind.
     #[arg(long)]
     pub json: bool,
 

@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod commands;
 pub mod db;
+pub mod keys;
 pub mod race;
 pub mod report;
 pub mod signals;
@@ -37,6 +38,13 @@ pub async fn run(cli: Cli) -> Result<()> {
             let plan = commands::compare::plan(&args)?;
             with_database(&args.connect, &mut signals, async |db| {
                 commands::compare::execute(plan, db).await
+            })
+            .await
+        }
+        Command::Keys(args) => {
+            let plan = commands::keys::plan(&args)?;
+            with_database(&args.connect, &mut signals, async |db| {
+                commands::keys::execute(plan, db).await
             })
             .await
         }

@@ -11,6 +11,21 @@ use idem::report::BrokenPipe;
 use idem::signals::Interrupted;
 
 fn main() -> ExitCode {
+    // A bug must still read as one line, not a backtrace; the run's cleanup
+    // goes on as for any other error.
+    std::panic::set_hook(Box::new(|info| {
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        eprintln!("idem: internal error{place}: {message} (please report it)");
+    }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err)

@@ -79,6 +79,11 @@ fn bad_input_is_refused_on_one_line_before_anything_starts() {
             "5",
         ],
         &["compare", "--losers", "--loser", "poll"],
+        &["race", "--amounts", "10,20,10"],
+        &["race", "--amounts", "10,twenty,10,30,10"],
+        &["keys", "--retries", "0"],
+        &["keys", "--crash-at", "mid-air"],
+        &["keys", "--compare", "--kind", "random"],
     ]
     .iter()
     .map(|args| format!("{args:?} → {}", refused(args)))

@@ -4,4 +4,5 @@
 pub mod bench;
 pub mod compare;
 pub mod doctor;
+pub mod keys;
 pub mod race;

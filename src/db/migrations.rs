@@ -19,6 +19,11 @@ pub const FILES: &[(i64, &str, &str)] = &[
         "experience points",
         include_str!("../../migrations/0002_experience_points.sql"),
     ),
+    (
+        3,
+        "experience points lesson",
+        include_str!("../../migrations/0003_experience_points_lesson.sql"),
+    ),
 ];
 
 /// A migrator over [`FILES`]. It takes no advisory lock: each run migrates its

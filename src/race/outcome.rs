@@ -4,6 +4,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::trace::StepEvent;
+use crate::strategy::fingerprint::Params;
 use crate::strategy::loser::Waited;
 
 /// A request's outcome.
@@ -16,6 +17,8 @@ pub enum Outcome {
     Replayed,
     /// Another request held the key and was still working (409 Conflict).
     Conflict,
+    /// The key was first used with other parameters (422 Unprocessable Content).
+    Mismatch,
     /// It made an XP row although another request also made one: the
     /// duplicate work the course is about. The client still got 201.
     Duplicate,
@@ -26,10 +29,11 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 6] = [
+    pub const ALL: [Outcome; 7] = [
         Outcome::Created,
         Outcome::Replayed,
         Outcome::Conflict,
+        Outcome::Mismatch,
         Outcome::Duplicate,
         Outcome::CheckoutTimeout,
         Outcome::Error,
@@ -41,6 +45,7 @@ impl Outcome {
             Outcome::Created => "created",
             Outcome::Replayed => "replayed",
             Outcome::Conflict => "conflict",
+            Outcome::Mismatch => "mismatch",
             Outcome::Duplicate => "duplicate",
             Outcome::CheckoutTimeout => "checkout_timeout",
             Outcome::Error => "error",
@@ -53,6 +58,7 @@ impl Outcome {
             Outcome::Created | Outcome::Duplicate => 201,
             Outcome::Replayed => 200,
             Outcome::Conflict => 409,
+            Outcome::Mismatch => 422,
             Outcome::CheckoutTimeout => 503,
             Outcome::Error => 500,
         }
@@ -79,6 +85,9 @@ pub struct Answer {
 #[derive(Debug, Clone, Serialize)]
 pub struct WorkerReport {
     pub worker: usize,
+    /// What the request asked for, and its fingerprint (if the guard checks them).
+    pub params: Params,
+    pub fingerprint: Option<String>,
     pub outcome: Outcome,
     pub status: u16,
     /// Milliseconds spent waiting for a pooled connection.
@@ -94,6 +103,9 @@ pub struct WorkerReport {
     pub checkouts: u32,
     /// What waiting for the winner cost (a loser that waited).
     pub waited: Option<Waited>,
+    /// Set when the request got a replay made for other parameters: the
+    /// silent wrong answer of an unchecked key (lesson 4).
+    pub wrong_replay: Option<String>,
     /// The workers whose locks this one waited on, seen with pg_blocking_pids.
     pub blocked_by: Vec<usize>,
     pub steps: Vec<StepEvent>,

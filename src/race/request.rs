@@ -1,8 +1,10 @@
-//! One simulated request: who asks for how much XP, under which key.
+//! One simulated request: what it asks for, under which key, and its fingerprint.
 
 use std::time::Duration;
 
 use serde::Serialize;
+
+use crate::strategy::fingerprint::Params;
 
 /// A request one worker sends.
 #[derive(Debug, Clone, Serialize)]
@@ -11,14 +13,35 @@ pub struct Request {
     pub worker: usize,
     /// The idempotency key the client sent.
     pub key: String,
-    pub user_id: i64,
-    pub amount: i32,
+    /// What it asks for.
+    pub params: Params,
+    /// The fingerprint of `params`; `None` when the guard does not check
+    /// fingerprints (`--no-fingerprint`).
+    pub fingerprint: Option<String>,
     /// How long the work takes (`--work-ms`).
     #[serde(skip)]
     pub work: Duration,
 }
 
 impl Request {
+    /// A request for `params` under `key`, fingerprinted unless `fingerprint` is false.
+    pub fn new(
+        worker: usize,
+        key: String,
+        params: Params,
+        fingerprint: bool,
+        work: Duration,
+    ) -> Self {
+        let fingerprint = fingerprint.then(|| params.fingerprint());
+        Self {
+            worker,
+            key,
+            params,
+            fingerprint,
+            work,
+        }
+    }
+
     /// The worker number as the database stores it.
     pub fn worker_id(&self) -> i32 {
         i32::try_from(self.worker).unwrap_or(i32::MAX)

@@ -32,6 +32,8 @@ pub struct RaceResult {
     /// XP rows beyond the one expected.
     pub duplicates: u64,
     pub outcomes: BTreeMap<&'static str, u64>,
+    /// Replays that answered a request with another request's result (no fingerprint check).
+    pub wrong_replays: u64,
     pub elapsed_ms: f64,
     /// The XP rows the course predicts for these settings (see `RaceSettings::lesson_figure`).
     pub lesson_figure: u64,
@@ -60,6 +62,7 @@ impl RaceResult {
             expected_xp_rows: EXPECTED_XP_ROWS,
             duplicates: counts.xp_rows.saturating_sub(EXPECTED_XP_ROWS),
             outcomes: count_outcomes(&reports),
+            wrong_replays: reports.iter().filter(|r| r.wrong_replay.is_some()).count() as u64,
             elapsed_ms: elapsed.as_secs_f64() * 1000.0,
             lesson_figure: s.lesson_figure(),
             reports,

@@ -18,7 +18,7 @@ use super::settings::RaceSettings;
 use super::trace::Trace;
 use crate::db::Database;
 use crate::db::pool::{self, warm_pool};
-use crate::strategy::{LoserPolicy, Step, Strategy};
+use crate::strategy::{LoserPolicy, Step, Strategy, work};
 
 /// A race ready to run, as many times as asked, with fresh tables each time.
 pub struct Race<'db> {
@@ -74,13 +74,13 @@ impl<'db> Race<'db> {
         let ready = Arc::new(Semaphore::new(0));
         let mut workers = JoinSet::new();
         for worker in 1..=s.workers {
-            let req = Request {
+            let req = Request::new(
                 worker,
-                key: s.key.clone(),
-                user_id: s.user_id,
-                amount: s.amount,
-                work: s.work,
-            };
+                s.key.clone(),
+                s.params(worker),
+                s.fingerprint,
+                s.work,
+            );
             workers.spawn(run_worker(
                 req,
                 self.pool.clone(),
@@ -166,8 +166,14 @@ async fn run_worker(
         .filter(|e| e.step == Step::Checkout)
         .map(|e| e.end_ms - e.start_ms)
         .sum();
+    let wrong_replay = match answer.outcome {
+        Outcome::Replayed => work::wrong_replay(&req, answer.body.as_ref()),
+        _ => None,
+    };
     let report = WorkerReport {
         worker: req.worker,
+        params: req.params,
+        fingerprint: req.fingerprint,
         outcome: answer.outcome,
         status: answer.outcome.status(),
         checkout_wait_ms,
@@ -179,6 +185,7 @@ async fn run_worker(
         queries: trace.queries,
         checkouts: lease.checkouts,
         waited: answer.waited,
+        wrong_replay,
         blocked_by: Vec::new(),
         steps: trace.events,
     };

@@ -5,7 +5,8 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use crate::strategy::{LoserPolicy, StrategyKind};
+use crate::strategy::fingerprint::Params;
+use crate::strategy::{LoserPolicy, OPERATION, StrategyKind};
 
 /// The key every worker sends unless `--key` says otherwise.
 pub const DEFAULT_KEY: &str = "award-xp-lesson-1";
@@ -32,7 +33,15 @@ pub struct RaceSettings {
     #[serde(serialize_with = "as_millis")]
     pub checkout_timeout: Duration,
     pub user_id: i64,
+    /// The XP every worker asks for, unless `amounts` says otherwise.
     pub amount: i32,
+    /// `--amounts`: worker i asks for the i-th amount (all on one key).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub amounts: Vec<i32>,
+    /// The lesson the award is for.
+    pub lesson: i32,
+    /// Whether the guard stores and checks request fingerprints (lesson 4).
+    pub fingerprint: bool,
     /// What a request that loses the claim does (claim-work-complete).
     #[serde(skip)]
     pub loser: LoserPolicy,
@@ -50,6 +59,9 @@ impl Default for RaceSettings {
             checkout_timeout: Duration::from_secs(30),
             user_id: 42,
             amount: 10,
+            amounts: Vec::new(),
+            lesson: 1,
+            fingerprint: true,
             loser: LoserPolicy::FailFast,
         }
     }
@@ -79,10 +91,27 @@ impl RaceSettings {
                 self.key.len()
             );
         }
+        if !self.amounts.is_empty() && self.amounts.len() != self.workers {
+            bail!(
+                "--amounts has {} values for {} workers; give one amount per worker",
+                self.amounts.len(),
+                self.workers
+            );
+        }
         if self.checkout_timeout.is_zero() {
             bail!("--checkout-timeout-ms must be at least 1");
         }
         Ok(())
+    }
+
+    /// What worker `worker` (from 1) asks for.
+    pub fn params(&self, worker: usize) -> Params {
+        Params {
+            operation: OPERATION,
+            user_id: self.user_id,
+            amount: self.amounts.get(worker - 1).copied().unwrap_or(self.amount),
+            lesson: self.lesson,
+        }
     }
 
     /// The connections the workers can get: the pool less the runner's.

@@ -68,6 +68,19 @@ pub fn explain(r: &RaceResult) -> String {
             text.push('.');
         }
     }
+    let mismatched = n(Outcome::Mismatch);
+    if mismatched > 0 {
+        text.push_str(&format!(
+            " {mismatched} sent the key with other parameters than the first request and got 422, with no work done."
+        ));
+    }
+    if r.wrong_replays > 0 {
+        text.push_str(&format!(
+            " {} got the first request's stored result although they asked for something else: \
+             without a fingerprint the guard cannot tell.",
+            r.wrong_replays
+        ));
+    }
     let errors = n(Outcome::Error);
     if errors > 0 {
         text.push_str(&format!(" {errors} failed with a database error."));

@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod explain;
+pub mod keys;
 pub mod losers;
 pub mod output;
 pub mod progress;

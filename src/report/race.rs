@@ -68,13 +68,28 @@ pub fn figures(r: &RaceResult) -> String {
         dim(format!("expected {}", r.expected_xp_rows))
     );
     let _ = writeln!(out, "  duplicates            {dup}");
+    if r.wrong_replays > 0 {
+        let text = format!(
+            "{}  ✗ told \"success\" with another request's result (no fingerprint check)",
+            r.wrong_replays
+        );
+        let _ = writeln!(out, "  wrong replays         {}", bad(text));
+    }
     out
 }
 
 /// One row per worker: what it waited, saw, did, and how it ended. Losers
-/// that waited for the winner get the cost of waiting in extra columns.
+/// that waited for the winner get the cost of waiting in extra columns, and
+/// when the requests differ (or nothing checks what they asked) each one's
+/// parameters and fingerprint are shown.
 pub fn workers_table(reports: &[WorkerReport]) -> String {
     let waiting = reports.iter().any(|w| w.waited.is_some());
+    let asking = reports.iter().any(|w| {
+        w.params != reports[0].params
+            || w.wrong_replay.is_some()
+            || w.outcome == Outcome::Mismatch
+            || w.fingerprint.is_none()
+    });
     let rows = reports
         .iter()
         .map(|w| {
@@ -89,6 +104,9 @@ pub fn workers_table(reports: &[WorkerReport]) -> String {
             if waiting {
                 row.extend(waiting_cells(w));
             }
+            if asking {
+                row.extend(asking_cells(w));
+            }
             row
         })
         .collect();
@@ -102,10 +120,26 @@ pub fn workers_table(reports: &[WorkerReport]) -> String {
     ];
     let mut right = vec![0, 1, 5];
     if waiting {
+        right.extend([header.len(), header.len() + 1]);
         header.extend(["waited", "reads", "conn held", "blocked by"]);
-        right.extend([6, 7]);
+    }
+    if asking {
+        right.push(header.len());
+        header.extend(["asked", "fingerprint", "check"]);
     }
     table::render(&header, rows, &right)
+}
+
+fn asking_cells(w: &WorkerReport) -> [String; 3] {
+    let fingerprint = w
+        .fingerprint
+        .as_deref()
+        .map_or("not checked".to_string(), |f| f[..8].to_string());
+    let check = match &w.wrong_replay {
+        Some(wrong) => bad(format!("✗ {wrong}")).to_string(),
+        None => String::new(),
+    };
+    [format!("{} XP", w.params.amount), fingerprint, check]
 }
 
 fn waiting_cells(w: &WorkerReport) -> [String; 4] {
@@ -136,7 +170,7 @@ pub fn outcome_cell(outcome: Outcome) -> String {
     let text = format!("{} {}", outcome.status(), outcome.name());
     match outcome {
         Outcome::Created | Outcome::Replayed => good(text).to_string(),
-        Outcome::Conflict => warn(text).to_string(),
+        Outcome::Conflict | Outcome::Mismatch => warn(text).to_string(),
         Outcome::Duplicate | Outcome::CheckoutTimeout | Outcome::Error => bad(text).to_string(),
     }
 }

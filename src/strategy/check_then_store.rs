@@ -7,6 +7,7 @@
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 
+use super::fingerprint::{self, mismatch_body};
 use super::{Handled, OPERATION, Step, Strategy, work};
 use crate::race::{Answer, Lease, Outcome, Request, Trace};
 
@@ -25,7 +26,8 @@ impl Strategy for CheckThenStore {
             // 1. Check: has anyone stored this key yet?
             let find = conn
                 .prepare_cached(
-                    "SELECT response_body FROM idempotency_keys WHERE key = $1 AND operation = $2",
+                    "SELECT response_body, request_fingerprint FROM idempotency_keys
+                     WHERE key = $1 AND operation = $2",
                 )
                 .await?;
             let found = trace
@@ -33,6 +35,11 @@ impl Strategy for CheckThenStore {
                 .await?;
             if let Some(row) = found {
                 let body: Option<Value> = row.get(0);
+                let stored: Option<String> = row.get(1);
+                if fingerprint::differs(req.fingerprint.as_deref(), stored.as_deref()) {
+                    trace.note("key found, other parameters");
+                    return Ok(mismatch(req));
+                }
                 let xp = body.as_ref().and_then(work::xp_id_of);
                 trace.note("key found");
                 return Ok(Answer {
@@ -49,20 +56,29 @@ impl Strategy for CheckThenStore {
             // 2. Work: nothing above stops another request doing the same.
             let xp = trace.query(Step::Work, work::award_xp(conn, req)).await?;
             trace.note(format!("made XP #{xp}"));
-            let body = work::response_body(req, xp);
+            let body = work::response_body(xp, &req.params);
 
             // 3. Store: only now does the unique index get a say.
             let store = conn
                 .prepare_cached(
-                    "INSERT INTO idempotency_keys
-                        (key, operation, status, response_code, response_body, worker, completed_at)
-                     VALUES ($1, $2, 'completed', 201, $3, $4, now())",
+                    "INSERT INTO idempotency_keys (key, operation, status, request_fingerprint,
+                                                   response_code, response_body, worker, completed_at)
+                     VALUES ($1, $2, 'completed', $3, 201, $4, $5, now())",
                 )
                 .await?;
             let stored = trace
-                .time(
+                .query(
                     Step::Store,
-                    conn.execute(&store, &[&req.key, &OPERATION, &body, &req.worker_id()]),
+                    conn.execute(
+                        &store,
+                        &[
+                            &req.key,
+                            &OPERATION,
+                            &req.fingerprint,
+                            &body,
+                            &req.worker_id(),
+                        ],
+                    ),
                 )
                 .await;
             match stored {
@@ -94,5 +110,17 @@ impl Strategy for CheckThenStore {
                 Err(err) => Err(err.into()),
             }
         })
+    }
+}
+
+/// The answer to a key reused with other parameters: 422, and no work.
+pub(crate) fn mismatch(req: &Request) -> Answer {
+    Answer {
+        outcome: Outcome::Mismatch,
+        saw: "key used for other parameters".into(),
+        did: "answered 422, no work".into(),
+        made_xp: None,
+        body: Some(mismatch_body(&req.key)),
+        waited: None,
     }
 }

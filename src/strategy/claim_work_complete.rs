@@ -10,6 +10,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 
+use super::check_then_store::mismatch;
+use super::fingerprint;
 use super::loser::{LoserPolicy, Waited, conflict_body};
 use super::{Handled, OPERATION, Step, Strategy, work};
 use crate::db::pool::Conn;
@@ -48,8 +50,8 @@ impl Strategy for ClaimWorkComplete {
 async fn claim(conn: &Conn, req: &Request, trace: &mut Trace) -> Result<Option<i64>, Failure> {
     let claim = conn
         .prepare_cached(
-            "INSERT INTO idempotency_keys (key, operation, status, worker, locked_at)
-             VALUES ($1, $2, 'pending', $3, now())
+            "INSERT INTO idempotency_keys (key, operation, status, request_fingerprint, worker, locked_at)
+             VALUES ($1, $2, 'pending', $3, $4, now())
              ON CONFLICT (key) DO NOTHING
              RETURNING id",
         )
@@ -57,7 +59,10 @@ async fn claim(conn: &Conn, req: &Request, trace: &mut Trace) -> Result<Option<i
     let won = trace
         .query(
             Step::Claim,
-            conn.query_opt(&claim, &[&req.key, &OPERATION, &req.worker_id()]),
+            conn.query_opt(
+                &claim,
+                &[&req.key, &OPERATION, &req.fingerprint, &req.worker_id()],
+            ),
         )
         .await?;
     trace.note(if won.is_some() {
@@ -77,7 +82,7 @@ async fn work_and_complete(
 ) -> Result<Answer, Failure> {
     let xp = trace.query(Step::Work, work::award_xp(conn, req)).await?;
     trace.note(format!("made XP #{xp}"));
-    let body = work::response_body(req, xp);
+    let body = work::response_body(xp, &req.params);
     let complete = conn
         .prepare_cached(
             "UPDATE idempotency_keys
@@ -99,25 +104,47 @@ async fn work_and_complete(
     })
 }
 
-/// The claim as a loser reads it: its status and stored response.
-async fn read_claim(
-    conn: &Conn,
-    req: &Request,
-    trace: &mut Trace,
-) -> Result<(String, Option<Value>), Failure> {
+/// The claim as a loser reads it.
+struct Claim {
+    status: String,
+    body: Option<Value>,
+    fingerprint: Option<String>,
+}
+
+/// Reads the claim another request owns.
+async fn read_claim(conn: &Conn, req: &Request, trace: &mut Trace) -> Result<Claim, Failure> {
     let read = conn
-        .prepare_cached("SELECT status, response_body FROM idempotency_keys WHERE key = $1")
+        .prepare_cached(
+            "SELECT status, response_body, request_fingerprint FROM idempotency_keys WHERE key = $1",
+        )
         .await?;
     let row = trace
         .query(Step::Read, conn.query_opt(&read, &[&req.key]))
         .await?;
     let claim = match row {
-        Some(row) => (row.get(0), row.get(1)),
+        Some(row) => Claim {
+            status: row.get(0),
+            body: row.get(1),
+            fingerprint: row.get(2),
+        },
         // Gone between our insert and our read: as good as still in progress.
-        None => ("missing".to_string(), None),
+        None => Claim {
+            status: "missing".into(),
+            body: None,
+            fingerprint: None,
+        },
     };
-    trace.note(claim.0.clone());
+    trace.note(claim.status.clone());
     Ok(claim)
+}
+
+/// True when the claim was made for other parameters than `req` asks.
+fn other_parameters(req: &Request, claim: &Claim, trace: &mut Trace) -> bool {
+    let differs = fingerprint::differs(req.fingerprint.as_deref(), claim.fingerprint.as_deref());
+    if differs {
+        trace.note(format!("{}, other parameters", claim.status));
+    }
+    differs
 }
 
 /// The loser's path for fail-fast and poll: read the claim; replay it if
@@ -133,8 +160,12 @@ async fn lose(
     let mut reads = 0;
     loop {
         let conn = lease.conn(trace).await?;
-        let (status, body) = read_claim(conn, req, trace).await?;
+        let claim = read_claim(conn, req, trace).await?;
         reads += 1;
+        // The key means the request: other parameters get 422 whatever the claim's state.
+        if other_parameters(req, &claim, trace) {
+            return Ok(mismatch(req));
+        }
         let waited = match policy {
             LoserPolicy::Poll { .. } => Some(Waited {
                 ms: trace.now_ms() - began,
@@ -143,8 +174,8 @@ async fn lose(
             }),
             _ => None,
         };
-        if status == "completed" {
-            return Ok(replay(body, "claim completed", waited));
+        if claim.status == "completed" {
+            return Ok(replay(claim.body, "claim completed", waited));
         }
         let LoserPolicy::Poll {
             every,
@@ -208,9 +239,11 @@ async fn claim_blocking(
             // The winner committed: its claim is complete.
             trace.queries += 1;
             conn.batch_execute("COMMIT").await?;
-            let (status, body) = read_claim(conn, req, trace).await?;
-            if status == "completed" {
-                Ok(replay(body, "claim completed", waited))
+            let claim = read_claim(conn, req, trace).await?;
+            if other_parameters(req, &claim, trace) {
+                Ok(mismatch(req))
+            } else if claim.status == "completed" {
+                Ok(replay(claim.body, "claim completed", waited))
             } else {
                 Ok(conflict(req, "claim pending", "answered 409", waited))
             }

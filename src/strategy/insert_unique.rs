@@ -3,6 +3,7 @@
 //! No key table at all: the XP row carries the key, and the XP table's unique
 //! index decides at the very moment the work is recorded.
 
+use super::fingerprint::Params;
 use super::{Handled, Step, Strategy, work};
 use crate::race::{Answer, Lease, Outcome, Request, Trace};
 
@@ -20,8 +21,8 @@ impl Strategy for InsertUnique {
             let conn = lease.conn(trace).await?;
             let insert = conn
                 .prepare_cached(
-                    "INSERT INTO experience_points (user_id, amount, idempotency_key, worker)
-                     VALUES ($1, $2, $3, $4)
+                    "INSERT INTO experience_points (user_id, amount, lesson, idempotency_key, worker)
+                     VALUES ($1, $2, $3, $4, $5)
                      ON CONFLICT (idempotency_key) DO NOTHING
                      RETURNING id",
                 )
@@ -31,7 +32,13 @@ impl Strategy for InsertUnique {
                     work::service_call(req).await;
                     conn.query_opt(
                         &insert,
-                        &[&req.user_id, &req.amount, &req.key, &req.worker_id()],
+                        &[
+                            &req.params.user_id,
+                            &req.params.amount,
+                            &req.params.lesson,
+                            &req.key,
+                            &req.worker_id(),
+                        ],
                     )
                     .await
                 })
@@ -44,25 +51,33 @@ impl Strategy for InsertUnique {
                     saw: "no XP row for the key".into(),
                     did: format!("made XP #{xp}"),
                     made_xp: Some(xp),
-                    body: Some(work::response_body(req, xp)),
+                    body: Some(work::response_body(xp, &req.params)),
                     waited: None,
                 });
             }
             trace.note("key taken");
             let find = conn
-                .prepare_cached("SELECT id FROM experience_points WHERE idempotency_key = $1")
+                .prepare_cached(
+                    "SELECT id, amount, lesson FROM experience_points WHERE idempotency_key = $1",
+                )
                 .await?;
             let row = trace
                 .query(Step::Read, conn.query_one(&find, &[&req.key]))
                 .await?;
             let xp: i64 = row.get(0);
             trace.note(format!("XP #{xp}"));
+            // The response is rebuilt from the row that was made, not from this request.
+            let made = Params {
+                amount: row.get(1),
+                lesson: row.get::<_, Option<i32>>(2).unwrap_or(req.params.lesson),
+                ..req.params.clone()
+            };
             Ok(Answer {
                 outcome: Outcome::Replayed,
                 saw: "XP row exists".into(),
                 did: format!("replayed XP #{xp}"),
                 made_xp: None,
-                body: Some(work::response_body(req, xp)),
+                body: Some(work::response_body(xp, &made)),
                 waited: None,
             })
         })

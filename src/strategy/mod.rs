@@ -5,10 +5,11 @@
 
 mod check_then_store;
 mod claim_work_complete;
+pub mod fingerprint;
 mod insert_unique;
 pub mod loser;
 mod none;
-mod work;
+pub mod work;
 
 use std::future::Future;
 use std::pin::Pin;

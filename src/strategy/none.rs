@@ -22,7 +22,7 @@ impl Strategy for NoGuard {
                 saw: "no guard".into(),
                 did: format!("made XP #{xp}"),
                 made_xp: Some(xp),
-                body: Some(work::response_body(req, xp)),
+                body: Some(work::response_body(xp, &req.params)),
                 waited: None,
             })
         })

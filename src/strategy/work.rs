@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use super::fingerprint::Params;
 use crate::db::pool::Conn;
 use crate::race::Request;
 
@@ -11,11 +12,20 @@ pub async fn award_xp(conn: &Conn, req: &Request) -> Result<i64, tokio_postgres:
     service_call(req).await;
     let insert = conn
         .prepare_cached(
-            "INSERT INTO experience_points (user_id, amount, worker) VALUES ($1, $2, $3) RETURNING id",
+            "INSERT INTO experience_points (user_id, amount, lesson, worker)
+             VALUES ($1, $2, $3, $4) RETURNING id",
         )
         .await?;
     let row = conn
-        .query_one(&insert, &[&req.user_id, &req.amount, &req.worker_id()])
+        .query_one(
+            &insert,
+            &[
+                &req.params.user_id,
+                &req.params.amount,
+                &req.params.lesson,
+                &req.worker_id(),
+            ],
+        )
         .await?;
     Ok(row.get(0))
 }
@@ -29,11 +39,29 @@ pub async fn service_call(req: &Request) {
 }
 
 /// The response a successful award answers with, and the one a replay repeats.
-pub fn response_body(req: &Request, xp_id: i64) -> Value {
-    json!({ "xp_id": xp_id, "user_id": req.user_id, "amount": req.amount })
+pub fn response_body(xp_id: i64, p: &Params) -> Value {
+    json!({ "xp_id": xp_id, "user_id": p.user_id, "amount": p.amount, "lesson": p.lesson })
 }
 
 /// The XP row id inside a stored response body, if there is one.
 pub fn xp_id_of(body: &Value) -> Option<i64> {
     body.get("xp_id").and_then(Value::as_i64)
+}
+
+/// When a replayed response was made for other parameters than `req` asked
+/// for, says how: the silent wrong answer lesson 4 warns about.
+pub fn wrong_replay(req: &Request, body: Option<&Value>) -> Option<String> {
+    let body = body?;
+    let amount = body.get("amount").and_then(Value::as_i64)?;
+    let lesson = body
+        .get("lesson")
+        .and_then(Value::as_i64)
+        .unwrap_or(i64::from(req.params.lesson));
+    let asked = (i64::from(req.params.amount), i64::from(req.params.lesson));
+    (asked != (amount, lesson)).then(|| {
+        format!(
+            "asked for {}, told it succeeded, but {amount} XP for lesson {lesson} were awarded",
+            req.params.describe()
+        )
+    })
 }

@@ -1,0 +1,274 @@
+//! Designing the key itself (lesson 6): clients that crash and retry, with random or derived keys.
+//!
+//! A client sends an award, the server does the work, and the response never
+//! arrives: the client crashed, the page reloaded, the network dropped. The
+//! client sends again. Whether the retry is recognised depends only on
+//! whether it carries the same key: a random UUID made when the client starts
+//! is lost with the crash; a key derived from the intent's stable fields is
+//! made again, identical. Derived from too few fields, it also matches a
+//! genuinely different intent.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use deadpool_postgres::Pool;
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::db::Database;
+use crate::db::pool::warm_pool;
+use crate::race::{Lease, Outcome, Request, Trace};
+use crate::strategy::fingerprint::Params;
+use crate::strategy::{LoserPolicy, OPERATION, Strategy, StrategyKind, work};
+
+/// The namespace of idem's derived keys (UUIDv5).
+const NAMESPACE: Uuid = Uuid::from_u128(0x6964_656d_2d6b_6579_732d_6c65_7373_6f6e);
+
+/// How a client makes its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyKind {
+    /// A new UUIDv4 each time the client starts: lost with every crash.
+    Random,
+    /// UUIDv5 of the operation, the user and the lesson: the same on every retry.
+    Derived,
+    /// UUIDv5 of the operation and the user only: too few fields, so two
+    /// different awards for the same user share a key.
+    DerivedCoarse,
+}
+
+impl KeyKind {
+    pub const ALL: [KeyKind; 3] = [KeyKind::Random, KeyKind::Derived, KeyKind::DerivedCoarse];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyKind::Random => "random",
+            KeyKind::Derived => "derived",
+            KeyKind::DerivedCoarse => "derived-coarse",
+        }
+    }
+
+    /// The key a client sends for `params` on one attempt.
+    pub fn key(self, params: &Params) -> String {
+        match self {
+            KeyKind::Random => Uuid::new_v4().to_string(),
+            KeyKind::Derived => {
+                let name = format!(
+                    "{}/user={}/lesson={}",
+                    params.operation, params.user_id, params.lesson
+                );
+                Uuid::new_v5(&NAMESPACE, name.as_bytes()).to_string()
+            }
+            KeyKind::DerivedCoarse => {
+                let name = format!("{}/user={}", params.operation, params.user_id);
+                Uuid::new_v5(&NAMESPACE, name.as_bytes()).to_string()
+            }
+        }
+    }
+}
+
+/// Where a client's attempt dies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CrashPoint {
+    /// Before the request leaves: the server never sees it.
+    BeforeSend,
+    /// After the server did the work, before the response arrives.
+    AfterWork,
+    /// After the response arrived, before the client recorded it (a reload).
+    AfterResponse,
+}
+
+impl CrashPoint {
+    pub fn name(self) -> &'static str {
+        match self {
+            CrashPoint::BeforeSend => "before-send",
+            CrashPoint::AfterWork => "after-work",
+            CrashPoint::AfterResponse => "after-response",
+        }
+    }
+}
+
+/// One `idem keys` simulation.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeysSettings {
+    pub kind: KeyKind,
+    pub clients: usize,
+    /// Distinct awards each client makes (one per lesson).
+    pub intents: usize,
+    /// Retries after the first attempt; every attempt but the last crashes.
+    pub retries: usize,
+    pub crash_at: CrashPoint,
+    pub fingerprint: bool,
+    #[serde(skip)]
+    pub work: Duration,
+}
+
+impl KeysSettings {
+    pub fn validate(&self) -> Result<()> {
+        if self.clients == 0 || self.intents == 0 {
+            bail!("--clients and --intents must be at least 1");
+        }
+        if self.retries == 0 {
+            bail!(
+                "--retries must be at least 1: with no retry there is nothing for a key to recognise"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// One attempt a client made.
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    pub client: usize,
+    pub lesson: i32,
+    pub attempt: usize,
+    pub key: String,
+    /// Where this attempt crashed, if it did.
+    pub crashed: Option<CrashPoint>,
+    /// The server's answer, if the request was sent.
+    pub status: Option<u16>,
+    pub outcome: Option<Outcome>,
+    pub did: String,
+}
+
+/// What a simulation left behind.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeysResult {
+    pub kind: KeyKind,
+    pub clients: usize,
+    pub intents: usize,
+    pub retries: usize,
+    pub crash_at: CrashPoint,
+    /// Requests that reached the server.
+    pub attempts_sent: usize,
+    pub keys_used: usize,
+    pub xp_rows: u64,
+    /// One XP row per intent.
+    pub expected_xp_rows: u64,
+    /// XP rows beyond one per intent.
+    pub duplicates: u64,
+    /// Intents that got no XP row of their own: their key matched another
+    /// intent's, so they were replayed or rejected instead of awarded.
+    pub merged_intents: u64,
+    pub elapsed_ms: f64,
+    pub attempts: Vec<Attempt>,
+}
+
+/// Runs the clients on fresh tables and counts what they left.
+pub async fn simulate(db: &Database, s: &KeysSettings) -> Result<KeysResult> {
+    s.validate()?;
+    db.reset().await?;
+    let pool = warm_pool(db.workers_config(), s.clients.min(50)).await?;
+    let strategy: Arc<dyn Strategy> =
+        Arc::from(StrategyKind::ClaimWorkComplete.build(LoserPolicy::FailFast));
+    let began = Instant::now();
+    let mut clients = tokio::task::JoinSet::new();
+    for client in 1..=s.clients {
+        clients.spawn(run_client(
+            client,
+            s.clone(),
+            pool.clone(),
+            strategy.clone(),
+        ));
+    }
+    let mut attempts = Vec::new();
+    while let Some(done) = clients.join_next().await {
+        attempts.extend(done.context("a client panicked")??);
+    }
+    let elapsed = began.elapsed();
+    attempts.sort_by_key(|a| (a.client, a.lesson, a.attempt));
+
+    let per_intent: Vec<(i64, i32, i64)> = sqlx::query_as(
+        "SELECT user_id, lesson, count(*) FROM experience_points GROUP BY user_id, lesson",
+    )
+    .fetch_all(&db.meta)
+    .await?;
+    let xp_rows: i64 = per_intent.iter().map(|(_, _, n)| n).sum();
+    let duplicates: i64 = per_intent.iter().map(|(_, _, n)| n - 1).sum();
+    let expected = (s.clients * s.intents) as u64;
+    let mut keys: Vec<&str> = attempts
+        .iter()
+        .filter(|a| a.status.is_some())
+        .map(|a| a.key.as_str())
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    Ok(KeysResult {
+        kind: s.kind,
+        clients: s.clients,
+        intents: s.intents,
+        retries: s.retries,
+        crash_at: s.crash_at,
+        attempts_sent: attempts.iter().filter(|a| a.status.is_some()).count(),
+        keys_used: keys.len(),
+        xp_rows: xp_rows as u64,
+        expected_xp_rows: expected,
+        duplicates: duplicates as u64,
+        merged_intents: expected - per_intent.len() as u64,
+        elapsed_ms: elapsed.as_secs_f64() * 1000.0,
+        attempts,
+    })
+}
+
+/// One client: each of its intents in turn, each retried until an attempt
+/// survives.
+async fn run_client(
+    client: usize,
+    s: KeysSettings,
+    pool: Pool,
+    strategy: Arc<dyn Strategy>,
+) -> Result<Vec<Attempt>> {
+    let mut attempts = Vec::new();
+    for intent in 1..=s.intents {
+        let params = Params {
+            operation: OPERATION,
+            user_id: 1000 + client as i64,
+            amount: 10,
+            lesson: intent as i32,
+        };
+        for attempt in 1..=s.retries + 1 {
+            // The key is made when the client (re)starts, as a real client would.
+            let key = s.kind.key(&params);
+            let crashes = attempt <= s.retries;
+            let crashed = crashes.then_some(s.crash_at);
+            if crashed == Some(CrashPoint::BeforeSend) {
+                attempts.push(Attempt {
+                    client,
+                    lesson: params.lesson,
+                    attempt,
+                    key,
+                    crashed,
+                    status: None,
+                    outcome: None,
+                    did: "never sent".into(),
+                });
+                continue;
+            }
+            let req = Request::new(client, key.clone(), params.clone(), s.fingerprint, s.work);
+            let mut trace = Trace::new(Instant::now());
+            let mut lease = Lease::new(pool.clone(), Duration::from_secs(30));
+            let answer = strategy.handle(&mut lease, &req, &mut trace).await?;
+            lease.release();
+            let mut did = answer.did.clone();
+            if answer.outcome == Outcome::Replayed
+                && let Some(wrong) = work::wrong_replay(&req, answer.body.as_ref())
+            {
+                did = format!("{did}: {wrong}");
+            }
+            attempts.push(Attempt {
+                client,
+                lesson: params.lesson,
+                attempt,
+                key,
+                crashed,
+                status: Some(answer.outcome.status()),
+                outcome: Some(answer.outcome),
+                did,
+            });
+        }
+    }
+    Ok(attempts)
+}

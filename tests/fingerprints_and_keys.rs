@@ -1,0 +1,208 @@
+//! Lesson 4 (the key means the request: fingerprints and 422) and lesson 6 (random versus derived keys).
+
+use std::time::Duration;
+
+use idem::db::{ConnectOptions, Database};
+use idem::keys::{CrashPoint, KeyKind, KeysSettings, simulate};
+use idem::race::{Race, RaceResult, RaceSettings};
+use idem::strategy::{LoserPolicy, StrategyKind};
+
+const AMOUNTS: [i32; 5] = [10, 20, 10, 30, 10];
+
+async fn race(db: &Database, s: RaceSettings) -> RaceResult {
+    Race::prepare(db, s).await.unwrap().run(1).await.unwrap()
+}
+
+fn winner_amount(r: &RaceResult) -> i32 {
+    r.reports
+        .iter()
+        .find(|w| w.status == 201)
+        .expect("one winner")
+        .params
+        .amount
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_reused_with_other_amounts_gets_422_and_no_work() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    for strategy in [
+        StrategyKind::ClaimWorkComplete,
+        StrategyKind::CheckThenStore,
+    ] {
+        // claim-work-complete: a wide window, every loser sees the pending claim.
+        // check-then-store: one worker at a time (pool 2), so it cannot duplicate.
+        let s = RaceSettings {
+            strategy,
+            amounts: AMOUNTS.to_vec(),
+            work: Duration::from_millis(200),
+            pool_size: if strategy == StrategyKind::CheckThenStore {
+                2
+            } else {
+                5
+            },
+            ..RaceSettings::default()
+        };
+        let r = race(&db, s).await;
+        assert_eq!(r.xp_rows, 1, "{strategy}");
+        let winner = winner_amount(&r);
+        for w in &r.reports {
+            if w.params.amount != winner {
+                assert_eq!(
+                    w.status, 422,
+                    "{strategy}: worker {} asked {}",
+                    w.worker, w.params.amount
+                );
+                assert_eq!(
+                    w.body.as_ref().unwrap()["error"]["code"],
+                    "idempotency_key_reused"
+                );
+                assert!(w.made_xp.is_none());
+            } else {
+                assert!(
+                    [201, 200, 409].contains(&w.status),
+                    "{strategy}: {}",
+                    w.status
+                );
+            }
+        }
+        assert_eq!(r.wrong_replays, 0);
+    }
+    db.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_fingerprints_a_reused_key_silently_replays_the_wrong_result() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let s = RaceSettings {
+        strategy: StrategyKind::ClaimWorkComplete,
+        amounts: AMOUNTS.to_vec(),
+        fingerprint: false,
+        work: Duration::from_millis(200),
+        loser: LoserPolicy::Poll {
+            every: Duration::from_millis(5),
+            give_up_after: Duration::from_secs(5),
+        },
+        ..RaceSettings::default()
+    };
+    let r = race(&db, s).await;
+    db.close().await.unwrap();
+    assert_eq!(r.xp_rows, 1);
+    assert_eq!(r.count("mismatch"), 0, "nothing checks the parameters");
+    let winner = winner_amount(&r);
+    let differing = r
+        .reports
+        .iter()
+        .filter(|w| w.params.amount != winner)
+        .count() as u64;
+    assert!(
+        differing >= 2,
+        "the amounts differ from any winner's for at least two workers"
+    );
+    assert_eq!(r.wrong_replays, differing);
+    for w in r.reports.iter().filter(|w| w.params.amount != winner) {
+        assert_eq!(w.status, 200, "told it succeeded");
+        assert_eq!(
+            w.body.as_ref().unwrap()["amount"],
+            winner,
+            "with the winner's amount"
+        );
+        assert!(
+            w.wrong_replay
+                .as_ref()
+                .unwrap()
+                .contains(&format!("asked for {} XP", w.params.amount))
+        );
+    }
+}
+
+fn keys(kind: KeyKind, intents: usize, fingerprint: bool) -> KeysSettings {
+    KeysSettings {
+        kind,
+        clients: 1,
+        intents,
+        retries: 2,
+        crash_at: CrashPoint::AfterWork,
+        fingerprint,
+        work: Duration::from_millis(1),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_attempts_after_crashes_make_three_rows_with_random_keys_and_one_with_derived() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let random = simulate(&db, &keys(KeyKind::Random, 1, true))
+        .await
+        .unwrap();
+    let derived = simulate(&db, &keys(KeyKind::Derived, 1, true))
+        .await
+        .unwrap();
+    db.close().await.unwrap();
+    assert_eq!(
+        (random.attempts_sent, random.keys_used, random.xp_rows),
+        (3, 3, 3)
+    );
+    assert_eq!(random.duplicates, 2);
+    assert_eq!(
+        (derived.attempts_sent, derived.keys_used, derived.xp_rows),
+        (3, 1, 1)
+    );
+    assert_eq!(derived.duplicates, 0);
+    let statuses: Vec<_> = derived.attempts.iter().map(|a| a.status.unwrap()).collect();
+    assert_eq!(statuses, [201, 200, 200]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_derived_from_too_few_fields_merges_two_intents() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let derived = simulate(&db, &keys(KeyKind::Derived, 2, true))
+        .await
+        .unwrap();
+    let checked = simulate(&db, &keys(KeyKind::DerivedCoarse, 2, true))
+        .await
+        .unwrap();
+    let unchecked = simulate(&db, &keys(KeyKind::DerivedCoarse, 2, false))
+        .await
+        .unwrap();
+    let crashed_before_send = simulate(
+        &db,
+        &KeysSettings {
+            crash_at: CrashPoint::BeforeSend,
+            ..keys(KeyKind::Random, 1, true)
+        },
+    )
+    .await
+    .unwrap();
+    db.close().await.unwrap();
+
+    assert_eq!((derived.xp_rows, derived.merged_intents), (2, 0));
+    // One key for two awards: the second award is never made.
+    assert_eq!(
+        (checked.keys_used, checked.xp_rows, checked.merged_intents),
+        (1, 1, 1)
+    );
+    // With fingerprints the second award is rejected (422), loudly...
+    assert!(
+        checked
+            .attempts
+            .iter()
+            .filter(|a| a.lesson == 2)
+            .all(|a| a.status == Some(422))
+    );
+    // ...without them it is told it succeeded, with the first award's result.
+    assert_eq!((unchecked.xp_rows, unchecked.merged_intents), (1, 1));
+    assert!(
+        unchecked
+            .attempts
+            .iter()
+            .filter(|a| a.lesson == 2)
+            .all(|a| a.status == Some(200))
+    );
+    // A crash before sending reaches no server: one request, one row.
+    assert_eq!(
+        (
+            crashed_before_send.attempts_sent,
+            crashed_before_send.xp_rows
+        ),
+        (1, 1)
+    );
+}
