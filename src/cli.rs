@@ -12,6 +12,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::db::{ClusterOptions, ConnectOptions};
 use crate::keys::{CrashPoint, KeyKind};
 use crate::race::{DEFAULT_KEY, DEFAULT_WORK_MS, RaceSettings};
+use crate::store::StoreKind;
+use crate::store::cache::CacheLimits;
 use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
 
 /// How often a polling loser re-reads the claim, unless `--poll-ms` says otherwise.
@@ -37,6 +39,12 @@ pub enum Command {
     Race(RaceArgs),
     /// Run every strategy under the same settings and show them side by side.
     Compare(CompareArgs),
+    /// The key table and the Solid-Cache-like store, measured side by side (lesson 5).
+    Stores(StoresArgs),
+    /// What each store still knows about a key in a kept schema (lesson 5).
+    Audit(AuditArgs),
+    /// Delete completed keys past their retention (lesson 5).
+    Reap(ReapArgs),
     /// Clients that crash and retry with random or derived keys (lesson 6).
     Keys(KeysArgs),
     /// Show which PostgreSQL idem uses and how long its cluster takes to start and stop.
@@ -74,6 +82,14 @@ pub struct ConnectArgs {
     pub keep: bool,
 }
 
+/// A schema an earlier run kept (`audit`, `reap`).
+#[derive(Debug, Clone, Args)]
+pub struct KeptSchemaArgs {
+    /// A schema kept by an earlier run with --keep (needs --database-url).
+    #[arg(long, value_name = "SCHEMA")]
+    pub schema: Option<String>,
+}
+
 impl ConnectArgs {
     pub fn options(&self) -> ConnectOptions {
         ConnectOptions {
@@ -84,6 +100,7 @@ impl ConnectArgs {
                 template_cache: None,
             },
             keep: self.keep,
+            schema: None,
         }
     }
 }
@@ -149,6 +166,30 @@ pub struct RaceFlags {
     #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = whole::<1, 3_600_000>)]
     pub wait_timeout_ms: Option<u64>,
 
+    /// Where claim-work-complete keeps its claims: the key table, or a
+    /// Solid-Cache-like store (lesson 5).
+    #[arg(long, value_enum, default_value_t = StoreKind::Table)]
+    pub store: StoreKind,
+
+    /// The cache store's entry limit; past it the oldest entries are evicted.
+    #[arg(long, default_value_t = 1000, value_name = "N", allow_negative_numbers = true,
+          value_parser = whole::<1, 100_000_000>)]
+    pub cache_max_entries: u64,
+
+    /// The cache store's age limit (e.g. 90s, 24h, 2w) [default: 2w].
+    #[arg(long, value_name = "DURATION", value_parser = duration, allow_hyphen_values = true)]
+    pub cache_max_age: Option<Duration>,
+
+    /// After the race, write N other keys to the cache, then retry the same
+    /// request: does its claim survive eviction?
+    #[arg(long, default_value_t = 0, value_name = "N", allow_negative_numbers = true,
+          value_parser = whole::<0, 1_000_000>)]
+    pub cache_pressure: u64,
+
+    /// After the race, show what each store can still tell about the key.
+    #[arg(long)]
+    pub audit: bool,
+
     /// Draw each worker's steps on a timeline (one race only).
     #[arg(long)]
     pub trace: bool,
@@ -204,6 +245,12 @@ impl RaceFlags {
             key: self.key.clone(),
             checkout_timeout: Duration::from_millis(self.checkout_timeout_ms),
             amounts: self.amounts.clone().unwrap_or_default(),
+            store: self.store,
+            cache: CacheLimits {
+                max_entries: self.cache_max_entries,
+                max_age: self.cache_max_age.unwrap_or(CacheLimits::default().max_age),
+            },
+            cache_pressure: self.cache_pressure,
             fingerprint: !self.no_fingerprint,
             ..RaceSettings::default()
         })
@@ -219,6 +266,38 @@ fn whole<const MIN: u64, const MAX: u64>(text: &str) -> Result<u64, String> {
         Ok(n) => Ok(n as u64),
         Err(_) => Err(format!("not a number; give {range}")),
     }
+}
+
+/// Parses a duration: a whole number and a unit, ms, s, m, h, d or w (e.g. 90s, 24h, 2w).
+pub fn duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if text.starts_with('-') {
+        return Err("a duration cannot be negative".into());
+    }
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration; write e.g. 90s, 15m, 24h or 2w"))?;
+    let secs = match unit {
+        "ms" => return Ok(Duration::from_millis(number)),
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => {
+            return Err(format!(
+                "{text:?} has no known unit; use ms, s, m, h, d or w"
+            ));
+        }
+    };
+    number
+        .checked_mul(secs)
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("{text:?} is too long"))
 }
 
 /// Parses one XP amount: a whole number from 1 to 1,000,000.
@@ -316,6 +395,72 @@ pub struct KeysArgs {
     pub work_ms: u64,
 
     /// Print one JSON object per key kind.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StoresArgs {
+    /// Races per store for the claim race.
+    #[arg(long, short = 'r', default_value_t = 20, value_name = "R", allow_negative_numbers = true,
+          value_parser = whole::<1, 100_000>)]
+    pub runs: u64,
+
+    /// Concurrent workers in the claim race.
+    #[arg(long, short = 'w', default_value_t = 5, value_name = "N", allow_negative_numbers = true,
+          value_parser = whole::<2, 1000>)]
+    pub workers: u64,
+
+    /// How long the work takes, in ms.
+    #[arg(long, default_value_t = DEFAULT_WORK_MS, value_name = "MS", allow_negative_numbers = true,
+          value_parser = whole::<0, 60_000>)]
+    pub work_ms: u64,
+
+    /// The cache store's entry limit; the eviction test writes a tenth more.
+    #[arg(long, default_value_t = 100, value_name = "N", allow_negative_numbers = true,
+          value_parser = whole::<1, 1_000_000>)]
+    pub cache_max_entries: u64,
+
+    /// One JSON object per store.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The key to look up.
+    #[arg(long, short = 'k', default_value = DEFAULT_KEY, value_name = "KEY")]
+    pub key: String,
+
+    #[command(flatten)]
+    pub kept: KeptSchemaArgs,
+
+    /// Print the audit as JSON.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReapArgs {
+    /// Delete completed keys older than this (e.g. 24h, 72h, 3d).
+    #[arg(long, value_name = "DURATION", value_parser = duration, allow_hyphen_values = true)]
+    pub older_than: Duration,
+
+    /// Reap a kept schema; without it, idem seeds a fresh one with keys of
+    /// several ages to show what the reaper takes.
+    #[command(flatten)]
+    pub kept: KeptSchemaArgs,
+
+    /// Print what was reaped as JSON.
     #[arg(long)]
     pub json: bool,
 

@@ -13,12 +13,13 @@ pub mod keys;
 pub mod race;
 pub mod report;
 pub mod signals;
+pub mod store;
 pub mod strategy;
 
 use anyhow::Result;
 
 use cli::{Cli, Command, ConnectArgs};
-use db::Database;
+use db::{ConnectOptions, Database};
 use signals::Signals;
 
 /// Runs one command line to the end. Arguments are checked before any
@@ -41,6 +42,27 @@ pub async fn run(cli: Cli) -> Result<()> {
             })
             .await
         }
+        Command::Stores(args) => {
+            let plan = commands::stores::plan(&args)?;
+            with_database(&args.connect, &mut signals, async |db| {
+                commands::stores::execute(plan, db).await
+            })
+            .await
+        }
+        Command::Audit(args) => {
+            let connect = commands::audit::connect(&args)?;
+            with_options(connect, &mut signals, async |db| {
+                commands::audit::execute(&args, db).await
+            })
+            .await
+        }
+        Command::Reap(args) => {
+            let connect = commands::reap::connect(&args);
+            with_options(connect, &mut signals, async |db| {
+                commands::reap::execute(&args, db).await
+            })
+            .await
+        }
         Command::Keys(args) => {
             let plan = commands::keys::plan(&args)?;
             with_database(&args.connect, &mut signals, async |db| {
@@ -56,7 +78,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             .await
         }
         Command::Doctor(args) => {
-            let db = open(&args.connect, &mut signals).await?;
+            let db = open(args.connect.options(), &mut signals).await?;
             commands::doctor::execute(db, args.json).await
         }
     }
@@ -69,7 +91,16 @@ async fn with_database(
     signals: &mut Signals,
     body: impl AsyncFnOnce(&Database) -> Result<()>,
 ) -> Result<()> {
-    let db = open(connect, signals).await?;
+    with_options(connect.options(), signals, body).await
+}
+
+/// [`with_database`] for connect options a command has adjusted.
+async fn with_options(
+    options: ConnectOptions,
+    signals: &mut Signals,
+    body: impl AsyncFnOnce(&Database) -> Result<()>,
+) -> Result<()> {
+    let db = open(options, signals).await?;
     let outcome = tokio::select! {
         biased;
         signal = signals.received() => Err(signal.into()),
@@ -81,8 +112,7 @@ async fn with_database(
 
 /// Opens the database; a signal during start-up abandons it, and dropping
 /// the half-open database cleans up what was started.
-async fn open(connect: &ConnectArgs, signals: &mut Signals) -> Result<Database> {
-    let options = connect.options();
+async fn open(options: ConnectOptions, signals: &mut Signals) -> Result<Database> {
     tokio::select! {
         biased;
         signal = signals.received() => Err(signal.into()),

@@ -84,6 +84,29 @@ fn bad_input_is_refused_on_one_line_before_anything_starts() {
         &["keys", "--retries", "0"],
         &["keys", "--crash-at", "mid-air"],
         &["keys", "--compare", "--kind", "random"],
+        &[
+            "race",
+            "--strategy",
+            "claim-work-complete",
+            "--store",
+            "disk",
+        ],
+        &["race", "--strategy", "check-then-store", "--store", "cache"],
+        &[
+            "race",
+            "--strategy",
+            "claim-work-complete",
+            "--store",
+            "cache",
+            "--loser",
+            "block",
+        ],
+        &["race", "--cache-max-entries", "0"],
+        &["race", "--cache-max-age", "-3h"],
+        &["race", "--cache-max-age", "soon"],
+        &["reap", "--older-than", "3 fortnights"],
+        &["reap", "--older-than", "24h", "--schema", "idem_0123abcd"],
+        &["audit"],
     ]
     .iter()
     .map(|args| format!("{args:?} → {}", refused(args)))
@@ -194,7 +217,7 @@ fn compare_puts_every_strategy_side_by_side() {
     ] {
         let row = stdout
             .lines()
-            .find(|l| l.contains(&format!(" {name} ")))
+            .find(|l| l.starts_with('│') && l.contains(&format!(" {name} ")))
             .unwrap_or_else(|| panic!("{stdout}"));
         match name {
             // 5 workers, 4 connections: no guard makes 5 XP rows, check-then-store 4.
@@ -305,7 +328,7 @@ fn compare_losers_puts_the_three_policies_side_by_side() {
     let row = |name: &str| {
         stdout
             .lines()
-            .find(|l| l.contains(&format!(" {name} ")))
+            .find(|l| l.starts_with('│') && l.contains(&format!(" {name} ")))
             .unwrap_or_else(|| panic!("no {name} row in:\n{stdout}"))
             .to_string()
     };

@@ -142,3 +142,111 @@ fn bad_urls_give_one_clear_line_and_a_failure() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+#[test]
+fn audit_and_reap_work_on_a_kept_schema_and_leave_it_in_place() {
+    let cluster = server();
+    let sandbox = Sandbox::new("server-audit");
+    let out = sandbox
+        .idem()
+        .args([
+            "race",
+            "-s",
+            "claim-work-complete",
+            "--keep",
+            "--work-ms",
+            "5",
+            "--database-url",
+            &url(&cluster),
+        ])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let schema = stderr
+        .trim()
+        .strip_prefix("kept schema ")
+        .unwrap()
+        .to_string();
+    let before = objects(&cluster);
+
+    let out = sandbox
+        .idem()
+        .args([
+            "audit",
+            "--json",
+            "--schema",
+            &schema,
+            "--database-url",
+            &url(&cluster),
+        ])
+        .assert()
+        .success();
+    let audit: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(audit["table"]["status"], "completed");
+    assert!(
+        audit["table"]["worker"].as_i64().is_some(),
+        "who claimed it"
+    );
+
+    let out = sandbox
+        .idem()
+        .args([
+            "reap",
+            "--json",
+            "--older-than",
+            "0s",
+            "--schema",
+            &schema,
+            "--database-url",
+            &url(&cluster),
+        ])
+        .assert()
+        .success();
+    let reaped: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(
+        reaped["removed_hours"].as_array().unwrap().len(),
+        1,
+        "the one completed key"
+    );
+    // Neither command created or dropped anything: the schema is as it was.
+    assert_eq!(objects(&cluster), before);
+
+    sandbox
+        .idem()
+        .args([
+            "audit",
+            "--schema",
+            "idem_ffffffff",
+            "--database-url",
+            &url(&cluster),
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("does not exist"));
+}
+
+#[test]
+fn stores_measures_both_stores() {
+    let out = Sandbox::new("stores")
+        .idem()
+        .args([
+            "stores",
+            "--json",
+            "--runs",
+            "5",
+            "--cache-max-entries",
+            "20",
+        ])
+        .assert()
+        .success();
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.get_output().stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0]["store"], "table");
+    assert_eq!(rows[0]["runs_with_duplicates"], 0);
+    assert_eq!(rows[0]["survives_eviction"], true);
+    assert_eq!(rows[1]["store"], "cache");
+    assert_eq!(rows[1]["survives_eviction"], false);
+    assert_eq!(rows[1]["xp_rows_after_retry"], 2);
+}

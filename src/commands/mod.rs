@@ -1,8 +1,11 @@
 //! One file per command. Each checks its arguments before any database is
 //! touched, then runs against the database the dispatcher opened.
 
+pub mod audit;
 pub mod bench;
 pub mod compare;
 pub mod doctor;
 pub mod keys;
 pub mod race;
+pub mod reap;
+pub mod stores;

@@ -13,6 +13,7 @@ pub struct Plan {
     pub settings: RaceSettings,
     pub runs: u64,
     pub trace: bool,
+    pub audit: bool,
     pub json: bool,
 }
 
@@ -25,13 +26,14 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
             args.strategy
         );
     }
-    if args.race.trace && args.race.runs > 1 {
-        bail!("--trace draws a single race; drop --runs or --trace");
+    if (args.race.trace || args.race.audit) && args.race.runs > 1 {
+        bail!("--trace and --audit show a single race; drop --runs");
     }
     Ok(Plan {
         settings,
         runs: args.race.runs,
         trace: args.race.trace,
+        audit: args.race.audit,
         json: args.race.json,
     })
 }
@@ -46,6 +48,10 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         emit(&report::race::render(&result))?;
         if plan.trace {
             emit(&report::timeline::render(&result))?;
+        }
+        if plan.audit {
+            let audit = crate::store::audit::audit(db, &result.key).await?;
+            emit(&report::stores::render_audit(&audit))?;
         }
         return Ok(());
     }

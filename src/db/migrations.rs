@@ -24,6 +24,11 @@ pub const FILES: &[(i64, &str, &str)] = &[
         "experience points lesson",
         include_str!("../../migrations/0003_experience_points_lesson.sql"),
     ),
+    (
+        4,
+        "cache entries",
+        include_str!("../../migrations/0004_cache_entries.sql"),
+    ),
 ];
 
 /// A migrator over [`FILES`]. It takes no advisory lock: each run migrates its

@@ -33,6 +33,9 @@ pub struct ConnectOptions {
     pub cluster: ClusterOptions,
     /// `--keep`: leave the run's schema on the server and print its name.
     pub keep: bool,
+    /// `--schema`: work in a schema an earlier run kept, instead of a new one.
+    /// It is neither migrated nor dropped.
+    pub schema: Option<String>,
 }
 
 /// Where the run's tables live.
@@ -55,13 +58,31 @@ pub struct Database {
     /// The workers' connection settings (search_path pinned to the schema).
     workers_config: tokio_postgres::Config,
     keep: bool,
+    /// The schema came from `--schema`: an earlier run's, left as it was found.
+    existing: bool,
 }
 
 impl Database {
     /// Opens the database: starts a disposable cluster or connects to the
     /// server, creates the run's schema and applies the migrations.
     pub async fn open(opts: &ConnectOptions) -> Result<Self> {
-        let schema = format!("idem_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+        let existing = opts.schema.clone();
+        if let Some(schema) = &existing {
+            if opts.database_url.is_none() {
+                bail!("--schema needs --database-url: a disposable cluster has no kept schemas");
+            }
+            let valid = schema.len() == 13
+                && schema.starts_with("idem_")
+                && schema[5..]
+                    .chars()
+                    .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase());
+            if !valid {
+                bail!("--schema {schema:?} is not an idem schema (idem_ and 8 hex digits)");
+            }
+        }
+        let schema = existing
+            .clone()
+            .unwrap_or_else(|| format!("idem_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]));
         let (backend, sqlx_opts, pg_config) = match &opts.database_url {
             Some(url) => {
                 let sqlx_opts = PgConnectOptions::from_str(url)
@@ -128,7 +149,21 @@ impl Database {
             meta,
             workers_config,
             keep: opts.keep,
+            existing: existing.is_some(),
         };
+        if existing.is_some() {
+            let found: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = current_schema())",
+            )
+            .fetch_one(&db.meta)
+            .await?;
+            if !found {
+                let name = db.schema.clone();
+                let _ = db.close().await;
+                bail!("schema {name} does not exist on that server");
+            }
+            return Ok(db);
+        }
         sqlx::query(&format!("CREATE SCHEMA {}", db.schema))
             .execute(&db.meta)
             .await
@@ -147,8 +182,10 @@ impl Database {
         sqlx::raw_sql(
             "DELETE FROM idempotency_keys;
              DELETE FROM experience_points;
+             DELETE FROM cache_entries;
              ALTER SEQUENCE idempotency_keys_id_seq RESTART;
-             ALTER SEQUENCE experience_points_id_seq RESTART;",
+             ALTER SEQUENCE experience_points_id_seq RESTART;
+             ALTER SEQUENCE cache_entries_id_seq RESTART;",
         )
         .execute(&self.meta)
         .await
@@ -211,9 +248,11 @@ impl Database {
             schema,
             meta,
             keep,
+            existing,
             ..
         } = self;
         let dropped = match &backend {
+            Backend::Server { .. } if existing => Ok(()),
             Backend::Server { .. } if keep => {
                 eprintln!("kept schema {schema}");
                 Ok(())

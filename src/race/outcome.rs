@@ -106,6 +106,9 @@ pub struct WorkerReport {
     /// Set when the request got a replay made for other parameters: the
     /// silent wrong answer of an unchecked key (lesson 4).
     pub wrong_replay: Option<String>,
+    /// The client's retry after the race (the eviction demonstration).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub retry: bool,
     /// The workers whose locks this one waited on, seen with pg_blocking_pids.
     pub blocked_by: Vec<usize>,
     pub steps: Vec<StepEvent>,

@@ -25,6 +25,9 @@ pub struct RaceResult {
     pub work_ms: u64,
     /// What a loser of the claim does; `null` for strategies without losers.
     pub loser_policy: Option<&'static str>,
+    /// Where the claims lived: `table` or `cache`.
+    pub store: &'static str,
+    pub cache_pressure: u64,
     pub key: String,
     pub key_rows: u64,
     pub xp_rows: u64,
@@ -56,6 +59,8 @@ impl RaceResult {
             runner_holds_connection: s.runner_holds_connection,
             work_ms: s.work_ms(),
             loser_policy: s.loser_name(),
+            store: s.store.name(),
+            cache_pressure: s.cache_pressure,
             key: s.key.clone(),
             key_rows: counts.key_rows,
             xp_rows: counts.xp_rows,

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use deadpool_postgres::{Pool, PoolError};
@@ -18,6 +18,7 @@ use super::settings::RaceSettings;
 use super::trace::Trace;
 use crate::db::Database;
 use crate::db::pool::{self, warm_pool};
+use crate::store::cache;
 use crate::strategy::{LoserPolicy, Step, Strategy, work};
 
 /// A race ready to run, as many times as asked, with fresh tables each time.
@@ -44,7 +45,7 @@ impl<'db> Race<'db> {
         Ok(Self {
             db,
             pool,
-            strategy: Arc::from(settings.strategy.build(settings.loser)),
+            strategy: Arc::from(settings.build_strategy()),
             settings,
         })
     }
@@ -117,9 +118,56 @@ impl<'db> Race<'db> {
             attribute_blocking(&mut reports, &pids, &watch.finish().await);
         }
 
+        // Lesson 5's eviction: other traffic fills the cache, then the
+        // client whose response was lost sends the same request again.
+        if s.cache_pressure > 0 {
+            self.press_cache().await?;
+            let retry = Request::new(
+                s.workers + 1,
+                s.key.clone(),
+                s.params(1),
+                s.fingerprint,
+                s.work,
+            );
+            let (mut report, _) = run_worker(
+                retry,
+                self.pool.clone(),
+                self.strategy.clone(),
+                gate_rx.clone(),
+                ready.clone(),
+                s.checkout_timeout,
+            )
+            .await;
+            report.retry = true;
+            reports.push(report);
+        }
+
         let counts = self.db.counts(&s.key).await?;
         mark_duplicates(&mut reports, counts.kept_xp);
         Ok(RaceResult::new(run, s, counts, reports, elapsed))
+    }
+}
+
+impl Race<'_> {
+    /// Writes `cache_pressure` entries of other keys through the cache, as
+    /// the rest of the application's cache traffic would, evicting as it goes.
+    async fn press_cache(&self) -> Result<()> {
+        let s = &self.settings;
+        let conn = pool::checkout(&self.pool, s.checkout_timeout)
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "could not get a connection for cache traffic: {}",
+                    pool::describe(&e)
+                )
+            })?;
+        let entry = cache::Entry::new("completed", None, None, Duration::from_secs(3600));
+        for i in 0..s.cache_pressure {
+            cache::write(&conn, &format!("other-traffic-{i}"), &entry, s.cache)
+                .await
+                .context("cache traffic failed")?;
+        }
+        Ok(())
     }
 }
 
@@ -186,6 +234,7 @@ async fn run_worker(
         checkouts: lease.checkouts,
         waited: answer.waited,
         wrong_replay,
+        retry: false,
         blocked_by: Vec::new(),
         steps: trace.events,
     };

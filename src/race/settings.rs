@@ -5,6 +5,8 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
+use crate::store::StoreKind;
+use crate::store::cache::CacheLimits;
 use crate::strategy::fingerprint::Params;
 use crate::strategy::{LoserPolicy, OPERATION, StrategyKind};
 
@@ -45,6 +47,13 @@ pub struct RaceSettings {
     /// What a request that loses the claim does (claim-work-complete).
     #[serde(skip)]
     pub loser: LoserPolicy,
+    /// Where claim-work-complete keeps its claims (lesson 5).
+    pub store: StoreKind,
+    /// The cache store's limits.
+    pub cache: CacheLimits,
+    /// After the race: this many writes of other keys to the cache, then
+    /// one retry of the same request (lesson 5's eviction demonstration).
+    pub cache_pressure: u64,
 }
 
 impl Default for RaceSettings {
@@ -63,6 +72,9 @@ impl Default for RaceSettings {
             lesson: 1,
             fingerprint: true,
             loser: LoserPolicy::FailFast,
+            store: StoreKind::Table,
+            cache: CacheLimits::default(),
+            cache_pressure: 0,
         }
     }
 }
@@ -98,6 +110,22 @@ impl RaceSettings {
                 self.workers
             );
         }
+        if self.store == StoreKind::Cache {
+            if self.strategy != StrategyKind::ClaimWorkComplete {
+                bail!(
+                    "--store applies to claim-work-complete; {} keeps no claims",
+                    self.strategy
+                );
+            }
+            if self.loser != LoserPolicy::FailFast {
+                bail!(
+                    "--store cache answers losers with 409 only (fail-fast): it has no lock to wait on"
+                );
+            }
+        }
+        if self.cache.max_entries == 0 {
+            bail!("--cache-max-entries must be at least 1");
+        }
         if self.checkout_timeout.is_zero() {
             bail!("--checkout-timeout-ms must be at least 1");
         }
@@ -132,6 +160,18 @@ impl RaceSettings {
 
     pub fn work_ms(&self) -> u64 {
         self.work.as_millis() as u64
+    }
+
+    /// The strategy itself, with its claims in the chosen store.
+    pub fn build_strategy(&self) -> Box<dyn crate::strategy::Strategy> {
+        match self.store {
+            StoreKind::Cache => Box::new(crate::strategy::ClaimInCache {
+                limits: self.cache,
+                claim_ttl: Duration::from_secs(60),
+                keep_for: Duration::from_secs(24 * 3600),
+            }),
+            StoreKind::Table => self.strategy.build(self.loser),
+        }
     }
 
     /// The loser policy's name, for strategies that have losers.

@@ -12,6 +12,21 @@ pub fn explain(r: &RaceResult) -> String {
             format!("With no key, every worker that ran did the work: {made} XP rows.")
         }
         StrategyKind::CheckThenStore => check_then_store(r, made),
+        StrategyKind::ClaimWorkComplete if r.store == "cache" => {
+            let racers = r
+                .reports
+                .iter()
+                .filter(|w| !w.retry && w.made_xp.is_some())
+                .count();
+            if racers > 1 {
+                format!(
+                    "write(unless_exist) found no entry to lock: {racers} workers each saw it missing, each \
+                     wrote it and was told it won, so {racers} did the work."
+                )
+            } else {
+                "One worker wrote the cache entry first; the others found it.".to_string()
+            }
+        }
         StrategyKind::ClaimWorkComplete => {
             let losers = r
                 .reports
@@ -52,6 +67,24 @@ pub fn explain(r: &RaceResult) -> String {
             n(Outcome::Replayed)
         ),
     };
+    if let Some(retry) = r.reports.iter().find(|w| w.retry) {
+        text.push_str(&match (retry.made_xp.is_some(), r.store) {
+            (true, _) => format!(
+                " Then {} other cache writes evicted the completed entry, and the client's retry found \
+                 nothing and did the work again.",
+                r.cache_pressure
+            ),
+            (false, "cache") => format!(
+                " Then {} other cache writes did not reach the entry, and the retry replayed it.",
+                r.cache_pressure
+            ),
+            (false, _) => format!(
+                " Then {} other cache writes went by, and the retry found the completed claim in the key \
+                 table, which nothing evicts, and replayed it.",
+                r.cache_pressure
+            ),
+        });
+    }
     let timeouts = n(Outcome::CheckoutTimeout);
     if timeouts > 0 {
         text.push_str(&format!(" {timeouts} gave up waiting for a connection"));

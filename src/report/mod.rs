@@ -11,6 +11,7 @@ pub mod output;
 pub mod progress;
 pub mod race;
 pub mod runs;
+pub mod stores;
 pub mod style;
 pub mod table;
 pub mod timeline;

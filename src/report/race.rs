@@ -9,14 +9,27 @@ use crate::race::{Outcome, RaceResult, WorkerReport};
 
 /// The settings line, so that a screenshot explains itself.
 pub fn settings_line(r: &RaceResult) -> String {
-    let runner = if r.runner_holds_connection {
-        "runner holds 1"
-    } else {
-        "runner holds none"
+    let workers = match r.workers {
+        1 => "1 worker".to_string(),
+        n => format!("{n} workers"),
+    };
+    let runner = match r.runner_holds_connection {
+        true => "runner holds 1",
+        false => "runner holds none",
+    };
+    let loser = r
+        .loser_policy
+        .map(|l| format!(" · loser {l}"))
+        .unwrap_or_default();
+    let store = match (r.store, r.cache_pressure) {
+        ("cache", 0) => " · claims in the cache".to_string(),
+        ("cache", n) => format!(" · claims in the cache · {n} other writes, then a retry"),
+        (_, 0) => String::new(),
+        (_, n) => format!(" · {n} other cache writes, then a retry"),
     };
     format!(
-        "{} workers · pool {} ({runner}) · work {} ms · key {:?}",
-        r.workers, r.pool_size, r.work_ms, r.key
+        "{workers} · pool {} ({runner}) · work {} ms{loser}{store} · key {:?}",
+        r.pool_size, r.work_ms, r.key
     )
 }
 
@@ -49,7 +62,9 @@ pub fn figures(r: &RaceResult) -> String {
             r.duplicates, r.xp_rows
         ))
     };
-    let key_note = if r.strategy.uses_key_table() {
+    let key_note = if r.store == "cache" {
+        "the claims live in the cache store".to_string()
+    } else if r.strategy.uses_key_table() {
         "the unique index allows one".to_string()
     } else {
         format!("{} keeps no key table", r.strategy)
@@ -94,7 +109,11 @@ pub fn workers_table(reports: &[WorkerReport]) -> String {
         .iter()
         .map(|w| {
             let mut row = vec![
-                w.worker.to_string(),
+                if w.retry {
+                    format!("{} retry", w.worker)
+                } else {
+                    w.worker.to_string()
+                },
                 format!("{:.1} ms", w.checkout_wait_ms),
                 w.saw.clone(),
                 w.did.clone(),

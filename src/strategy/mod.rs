@@ -4,6 +4,7 @@
 //! the same step names ([`Step`]), so that their traces line up side by side.
 
 mod check_then_store;
+mod claim_in_cache;
 mod claim_work_complete;
 pub mod fingerprint;
 mod insert_unique;
@@ -19,6 +20,7 @@ use serde::Serialize;
 use crate::race::{Answer, Failure, Lease, Request, Trace};
 
 pub use check_then_store::CheckThenStore;
+pub use claim_in_cache::ClaimInCache;
 pub use claim_work_complete::ClaimWorkComplete;
 pub use insert_unique::InsertUnique;
 pub use loser::{LoserKind, LoserPolicy};

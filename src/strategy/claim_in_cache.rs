@@ -1,0 +1,111 @@
+//! `claim-work-complete` with the claim kept in the Solid-Cache-like store instead of the key table (lesson 5).
+//!
+//! The steps are the same; only where the reservation lives changes. The
+//! claim is `write(unless_exist: true)`, which cannot lock a row that does
+//! not exist yet, so concurrent first claims can all succeed.
+
+use std::time::Duration;
+
+use super::check_then_store::mismatch;
+use super::fingerprint;
+use super::loser::conflict_body;
+use super::{Handled, Step, Strategy, work};
+use crate::race::{Answer, Lease, Outcome, Request, Trace};
+use crate::store::cache::{self, CacheLimits, Entry};
+
+/// Claim, work, complete, in the cache; a loser replays or answers 409.
+pub struct ClaimInCache {
+    pub limits: CacheLimits,
+    /// How long a pending claim lives in the cache.
+    pub claim_ttl: Duration,
+    /// How long a completed response is kept (`expires_in`).
+    pub keep_for: Duration,
+}
+
+impl Strategy for ClaimInCache {
+    fn handle<'a>(
+        &'a self,
+        lease: &'a mut Lease,
+        req: &'a Request,
+        trace: &'a mut Trace,
+    ) -> Handled<'a> {
+        Box::pin(async move {
+            let conn = lease.conn(trace).await?;
+            // 1. Claim: write the pending entry unless one exists.
+            let pending = Entry::new("pending", req.fingerprint.clone(), None, self.claim_ttl);
+            let won = trace
+                .query(
+                    Step::Claim,
+                    cache::write_unless_exist(conn, &req.key, &pending, self.limits),
+                )
+                .await?;
+            // BEGIN, SELECT ... FOR UPDATE, upsert, COMMIT, eviction.
+            trace.queries += 4;
+            if !won {
+                trace.note("entry exists");
+                let entry = trace.query(Step::Read, cache::read(conn, &req.key)).await?;
+                let Some(entry) = entry else {
+                    trace.note("gone");
+                    return Ok(conflict(req, "entry vanished"));
+                };
+                trace.note(entry.status.clone());
+                if fingerprint::differs(req.fingerprint.as_deref(), entry.fingerprint.as_deref()) {
+                    return Ok(mismatch(req));
+                }
+                if entry.status == "completed" {
+                    let xp = entry.response.as_ref().and_then(work::xp_id_of);
+                    return Ok(Answer {
+                        outcome: Outcome::Replayed,
+                        saw: "entry completed".into(),
+                        did: xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}")),
+                        made_xp: None,
+                        body: entry.response,
+                        waited: None,
+                    });
+                }
+                return Ok(conflict(req, "entry pending"));
+            }
+            trace.note("written: claim won");
+
+            // 2. Work.
+            let xp = trace.query(Step::Work, work::award_xp(conn, req)).await?;
+            trace.note(format!("made XP #{xp}"));
+            let body = work::response_body(xp, &req.params);
+
+            // 3. Complete: overwrite the entry with the response.
+            let completed = Entry::new(
+                "completed",
+                req.fingerprint.clone(),
+                Some(body.clone()),
+                self.keep_for,
+            );
+            trace
+                .query(
+                    Step::Complete,
+                    cache::write(conn, &req.key, &completed, self.limits),
+                )
+                .await?;
+            trace.queries += 1;
+            trace.note("completed");
+            Ok(Answer {
+                outcome: Outcome::Created,
+                saw: "no live entry".into(),
+                did: format!("made XP #{xp}, completed"),
+                made_xp: Some(xp),
+                body: Some(body),
+                waited: None,
+            })
+        })
+    }
+}
+
+fn conflict(req: &Request, saw: &str) -> Answer {
+    Answer {
+        outcome: Outcome::Conflict,
+        saw: saw.into(),
+        did: "answered 409".into(),
+        made_xp: None,
+        body: Some(conflict_body(&req.key, req.work.as_millis() as u64)),
+        waited: None,
+    }
+}
