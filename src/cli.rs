@@ -10,8 +10,10 @@ use anyhow::{Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::db::{ClusterOptions, ConnectOptions};
+use crate::guard::OnFailure;
 use crate::keys::{CrashPoint, KeyKind};
-use crate::race::{DEFAULT_KEY, DEFAULT_WORK_MS, RaceSettings};
+use crate::race::fault::FaultPoint;
+use crate::race::{CrashPlan, DEFAULT_KEY, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_WORK_MS, RaceSettings};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
 use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
@@ -47,6 +49,9 @@ pub enum Command {
     Reap(ReapArgs),
     /// Clients that crash and retry with random or derived keys (lesson 6).
     Keys(KeysArgs),
+    /// Judge idem's own guard with the challenge's races (lesson 7); yours:
+    /// `cargo run --example challenge`.
+    Challenge(ChallengeArgs),
     /// Show which PostgreSQL idem uses and how long its cluster takes to start and stop.
     Doctor(DoctorArgs),
     /// Measure cluster start-up, race rate and scale; see BENCHMARKS.md.
@@ -186,6 +191,37 @@ pub struct RaceFlags {
           value_parser = whole::<0, 1_000_000>)]
     pub cache_pressure: u64,
 
+    /// Crash on purpose: the connection of the first worker to reach POINT
+    /// (or of worker N only) dies, and the worker with it; after the lock
+    /// timeout its request is retried. POINT: after-claim, during-work,
+    /// before-complete. E.g. --crash after-claim, --crash worker=2,at=during-work.
+    #[arg(long, value_name = "[worker=N,]at=POINT", value_parser = crash_plan)]
+    pub crash: Option<CrashPlan>,
+
+    /// Have another session terminate the connection of the first worker to
+    /// start its work, halfway through it; the worker itself lives on.
+    #[arg(long)]
+    pub kill_connection: bool,
+
+    /// The guard takes over a pending claim older than this, in ms.
+    #[arg(long, default_value_t = DEFAULT_LOCK_TIMEOUT_MS, value_name = "MS", allow_negative_numbers = true,
+          value_parser = whole::<1, 3_600_000>)]
+    pub lock_timeout_ms: u64,
+
+    /// What the guard does when the work fails: store the 500 and replay it
+    /// (Stripe), or release the claim so a retry runs again (Powertools).
+    #[arg(long, value_enum, default_value_t = OnFailure::Store)]
+    pub on_failure: OnFailure,
+
+    /// Make worker N's work fail (the award service errors), then retry it.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole::<1, 100_000>)]
+    pub fail_work: Option<u64>,
+
+    /// How many retries of a crashed or failed request are sent at once.
+    #[arg(long, default_value_t = 1, value_name = "N", allow_negative_numbers = true,
+          value_parser = whole::<1, 100>)]
+    pub recovery_retries: u64,
+
     /// After the race, show what each store can still tell about the key.
     #[arg(long)]
     pub audit: bool,
@@ -251,6 +287,12 @@ impl RaceFlags {
                 max_age: self.cache_max_age.unwrap_or(CacheLimits::default().max_age),
             },
             cache_pressure: self.cache_pressure,
+            crash: self.crash,
+            kill_connection: self.kill_connection,
+            lock_timeout: Duration::from_millis(self.lock_timeout_ms),
+            on_failure: self.on_failure,
+            fail_work: self.fail_work.map(|w| w as usize),
+            recovery_retries: self.recovery_retries as usize,
             fingerprint: !self.no_fingerprint,
             ..RaceSettings::default()
         })
@@ -298,6 +340,29 @@ pub fn duration(text: &str) -> Result<Duration, String> {
         .checked_mul(secs)
         .map(Duration::from_secs)
         .ok_or_else(|| format!("{text:?} is too long"))
+}
+
+/// Parses `worker=N,at=POINT`.
+fn crash_plan(text: &str) -> Result<CrashPlan, String> {
+    let (mut worker, mut at) = (None, None);
+    for part in text.split(',') {
+        match part.trim().split_once('=') {
+            Some(("worker", n)) => worker = Some(whole::<1, 100_000>(n)? as usize),
+            None if FaultPoint::from_str(part.trim(), true).is_ok() => {
+                at = FaultPoint::from_str(part.trim(), true).ok();
+            }
+            Some(("at", point)) => at = Some(FaultPoint::from_str(point, true).map_err(|_| {
+                format!(
+                    "unknown crash point {point:?}; use after-claim, during-work or before-complete"
+                )
+            })?),
+            _ => return Err(format!("{part:?} is not worker=N or at=POINT")),
+        }
+    }
+    match at {
+        Some(at) => Ok(CrashPlan { worker, at }),
+        None => Err("say where, e.g. at=after-claim or worker=2,at=during-work".into()),
+    }
 }
 
 /// Parses one XP amount: a whole number from 1 to 1,000,000.
@@ -461,6 +526,16 @@ pub struct ReapArgs {
     pub kept: KeptSchemaArgs,
 
     /// Print what was reaped as JSON.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ChallengeArgs {
+    /// One JSON object per case.
     #[arg(long)]
     pub json: bool,
 

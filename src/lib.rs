@@ -6,9 +6,11 @@
 //! a real server); [`report`] prints what happened. [`cli`] and [`commands`]
 //! wire them to the command line.
 
+pub mod challenge;
 pub mod cli;
 pub mod commands;
 pub mod db;
+pub mod guard;
 pub mod keys;
 pub mod race;
 pub mod report;
@@ -60,6 +62,12 @@ pub async fn run(cli: Cli) -> Result<()> {
             let connect = commands::reap::connect(&args);
             with_options(connect, &mut signals, async |db| {
                 commands::reap::execute(&args, db).await
+            })
+            .await
+        }
+        Command::Challenge(args) => {
+            with_database(&args.connect, &mut signals, async |db| {
+                commands::challenge::execute(db, args.json).await
             })
             .await
         }

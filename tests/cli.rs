@@ -214,6 +214,7 @@ fn compare_puts_every_strategy_side_by_side() {
         "check-then-store",
         "claim-work-complete",
         "insert-unique",
+        "guard",
     ] {
         let row = stdout
             .lines()
@@ -232,7 +233,7 @@ fn compare_puts_every_strategy_side_by_side() {
         .assert()
         .success();
     let stdout = String::from_utf8_lossy(&json.get_output().stdout).to_string();
-    assert_eq!(stdout.lines().count(), 4, "one line per strategy's race");
+    assert_eq!(stdout.lines().count(), 5, "one line per strategy's race");
 }
 
 #[test]
@@ -301,7 +302,7 @@ fn bench_quick_runs_and_reports_every_section() {
         .success();
     let bench: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert!(bench["cluster"]["warm_start_ms"].as_f64().unwrap() > 0.0);
-    assert_eq!(bench["race_rate"].as_array().unwrap().len(), 4);
+    assert_eq!(bench["race_rate"].as_array().unwrap().len(), 5);
     // Speeds are not asserted; correctness is.
     for scale in bench["scale"].as_array().unwrap() {
         assert_eq!(scale["xp_rows"], scale["expected_xp_rows"], "{scale}");

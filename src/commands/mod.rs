@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod bench;
+pub mod challenge;
 pub mod compare;
 pub mod doctor;
 pub mod keys;

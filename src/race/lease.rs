@@ -15,6 +15,9 @@ pub enum Failure {
     Db(#[from] tokio_postgres::Error),
     #[error("{}", pool::describe(.0))]
     Checkout(#[from] PoolError),
+    /// The worker crashed on purpose (a fault): it answers nothing more.
+    #[error("the worker crashed")]
+    Crashed,
 }
 
 impl Failure {
@@ -22,7 +25,27 @@ impl Failure {
     pub fn code(&self) -> Option<&tokio_postgres::error::SqlState> {
         match self {
             Failure::Db(err) => err.code(),
-            Failure::Checkout(_) => None,
+            Failure::Checkout(_) | Failure::Crashed => None,
+        }
+    }
+
+    /// Whether a retry with the same key may succeed: a serialization
+    /// failure, a deadlock, or a lost connection. Anything else surfaces.
+    pub fn is_transient(&self) -> bool {
+        use tokio_postgres::error::SqlState;
+        match self {
+            Failure::Db(err) => {
+                err.is_closed()
+                    || matches!(
+                        err.code(),
+                        Some(&SqlState::T_R_SERIALIZATION_FAILURE)
+                            | Some(&SqlState::T_R_DEADLOCK_DETECTED)
+                            | Some(&SqlState::ADMIN_SHUTDOWN)
+                    )
+                    || err.as_db_error().is_none()
+            }
+            Failure::Checkout(PoolError::Backend(_)) => true,
+            Failure::Checkout(_) | Failure::Crashed => false,
         }
     }
 }
@@ -49,6 +72,10 @@ impl Lease {
     /// The held connection, checking one out first (a traced `checkout`
     /// step, waiting up to the checkout timeout) if none is held.
     pub async fn conn(&mut self, trace: &mut Trace) -> Result<&Conn, Failure> {
+        if trace.crashed() {
+            // A crashed worker checks nothing out any more.
+            return Err(Failure::Crashed);
+        }
         let conn = match self.conn.take() {
             Some(conn) => conn,
             None => {
@@ -57,6 +84,12 @@ impl Lease {
                     .await?;
                 trace.note("got a connection");
                 self.checkouts += 1;
+                // A planned fault needs to know which server process to end.
+                if trace.fault.is_some() && trace.faulted.is_none() {
+                    let row = conn.query_one("SELECT pg_backend_pid()", &[]).await?;
+                    trace.backend_pid = Some(row.get(0));
+                    trace.queries += 1;
+                }
                 conn
             }
         };

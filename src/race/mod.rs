@@ -1,6 +1,7 @@
 //! The race: N concurrent workers, one key, one strategy, a real connection pool.
 
 mod blocking;
+pub mod fault;
 mod lease;
 mod outcome;
 mod request;
@@ -14,5 +15,7 @@ pub use outcome::{Answer, Outcome, WorkerReport};
 pub use request::Request;
 pub use result::{EXPECTED_XP_ROWS, RaceResult};
 pub use runner::Race;
-pub use settings::{DEFAULT_KEY, DEFAULT_WORK_MS, MAX_KEY_LEN, RaceSettings};
+pub use settings::{
+    CrashPlan, DEFAULT_KEY, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_WORK_MS, MAX_KEY_LEN, RaceSettings,
+};
 pub use trace::{StepEvent, Trace};

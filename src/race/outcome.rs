@@ -22,6 +22,10 @@ pub enum Outcome {
     /// It made an XP row although another request also made one: the
     /// duplicate work the course is about. The client still got 201.
     Duplicate,
+    /// The work failed and the client got 500, now or replayed.
+    Failed,
+    /// The worker crashed on purpose (a fault) and answered nothing.
+    Crashed,
     /// No connection came free before the checkout timeout (503).
     CheckoutTimeout,
     /// The database answered with an error (500).
@@ -29,12 +33,14 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 7] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Created,
         Outcome::Replayed,
         Outcome::Conflict,
         Outcome::Mismatch,
         Outcome::Duplicate,
+        Outcome::Failed,
+        Outcome::Crashed,
         Outcome::CheckoutTimeout,
         Outcome::Error,
     ];
@@ -47,6 +53,8 @@ impl Outcome {
             Outcome::Conflict => "conflict",
             Outcome::Mismatch => "mismatch",
             Outcome::Duplicate => "duplicate",
+            Outcome::Failed => "failed",
+            Outcome::Crashed => "crashed",
             Outcome::CheckoutTimeout => "checkout_timeout",
             Outcome::Error => "error",
         }
@@ -59,6 +67,9 @@ impl Outcome {
             Outcome::Replayed => 200,
             Outcome::Conflict => 409,
             Outcome::Mismatch => 422,
+            Outcome::Failed => 500,
+            // No answer at all.
+            Outcome::Crashed => 0,
             Outcome::CheckoutTimeout => 503,
             Outcome::Error => 500,
         }

@@ -21,6 +21,8 @@ pub struct Request {
     /// How long the work takes (`--work-ms`).
     #[serde(skip)]
     pub work: Duration,
+    /// The work fails (the service errors) for this request (`--fail-work`).
+    pub work_fails: bool,
 }
 
 impl Request {
@@ -39,6 +41,7 @@ impl Request {
             params,
             fingerprint,
             work,
+            work_fails: false,
         }
     }
 

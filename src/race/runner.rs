@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -10,6 +11,7 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
 use super::blocking::BlockWatch;
+use super::fault::{Fault, FaultKind, FaultPoint};
 use super::lease::{Failure, Lease};
 use super::outcome::{Answer, Outcome, WorkerReport};
 use super::request::Request;
@@ -32,6 +34,17 @@ pub struct Race<'db> {
 impl<'db> Race<'db> {
     /// Checks the settings against the server and opens the workers' pool.
     pub async fn prepare(db: &'db Database, settings: RaceSettings) -> Result<Self> {
+        let strategy = Arc::from(settings.build_strategy());
+        Self::prepare_with(db, settings, strategy).await
+    }
+
+    /// The same with a strategy of the caller's own, such as a learner's
+    /// guard (`idem::challenge`); `settings.strategy` then only names it.
+    pub async fn prepare_with(
+        db: &'db Database,
+        settings: RaceSettings,
+        strategy: Arc<dyn Strategy>,
+    ) -> Result<Self> {
         settings.validate()?;
         let free = db.free_connections().await?;
         if settings.pool_size as u64 > free {
@@ -45,7 +58,7 @@ impl<'db> Race<'db> {
         Ok(Self {
             db,
             pool,
-            strategy: Arc::from(settings.build_strategy()),
+            strategy,
             settings,
         })
     }
@@ -72,27 +85,46 @@ impl<'db> Race<'db> {
         };
 
         let (gate, gate_rx) = watch::channel(None::<Instant>);
-        let ready = Arc::new(Semaphore::new(0));
+        let crew = Crew {
+            pool: self.pool.clone(),
+            strategy: self.strategy.clone(),
+            gate: gate_rx,
+            ready: Arc::new(Semaphore::new(0)),
+            checkout_timeout: s.checkout_timeout,
+            strike_delay: s.work / 2,
+        };
+        let fired = Arc::new(AtomicBool::new(false));
         let mut workers = JoinSet::new();
         for worker in 1..=s.workers {
-            let req = Request::new(
+            let mut req = Request::new(
                 worker,
                 s.key.clone(),
                 s.params(worker),
                 s.fingerprint,
                 s.work,
             );
-            workers.spawn(run_worker(
-                req,
-                self.pool.clone(),
-                self.strategy.clone(),
-                gate_rx.clone(),
-                ready.clone(),
-                s.checkout_timeout,
-            ));
+            req.work_fails = s.fail_work == Some(worker);
+            // A fault fires once, for the first worker that reaches its point
+            // (or only for the named worker).
+            let fault = match (s.crash, s.kill_connection) {
+                (Some(crash), _) if crash.worker.is_none_or(|w| w == worker) => Some(Fault::new(
+                    crash.at,
+                    FaultKind::Crash,
+                    self.db.meta.clone(),
+                    fired.clone(),
+                )),
+                (_, true) => Some(Fault::new(
+                    FaultPoint::DuringWork,
+                    FaultKind::Kill,
+                    self.db.meta.clone(),
+                    fired.clone(),
+                )),
+                _ => None,
+            };
+            workers.spawn(run_worker(crew.clone(), req, fault.map(Arc::new)));
         }
         // Open the gate only when every worker stands at it.
-        ready
+        crew.ready
             .acquire_many(u32::try_from(s.workers).context("too many workers")?)
             .await?
             .forget();
@@ -122,29 +154,50 @@ impl<'db> Race<'db> {
         // client whose response was lost sends the same request again.
         if s.cache_pressure > 0 {
             self.press_cache().await?;
-            let retry = Request::new(
-                s.workers + 1,
-                s.key.clone(),
-                s.params(1),
-                s.fingerprint,
-                s.work,
-            );
-            let (mut report, _) = run_worker(
-                retry,
-                self.pool.clone(),
-                self.strategy.clone(),
-                gate_rx.clone(),
-                ready.clone(),
-                s.checkout_timeout,
-            )
-            .await;
-            report.retry = true;
-            reports.push(report);
+            reports.extend(self.retries(&crew, 1, 1).await?);
+        }
+        // Lesson 7's recovery: after a crash, the client retries once the
+        // claim's lock has timed out; after a failure, at once.
+        let crashed = reports
+            .iter()
+            .find(|w| w.outcome == Outcome::Crashed)
+            .map(|w| (w.worker, w.answer_ms));
+        if let Some((worker, crashed_at)) = crashed {
+            let due = started + Duration::from_secs_f64(crashed_at / 1000.0) + s.lock_timeout;
+            tokio::time::sleep_until(due.into()).await;
+            reports.extend(self.retries(&crew, worker, s.recovery_retries).await?);
+        } else if let Some(worker) = s.fail_work {
+            reports.extend(self.retries(&crew, worker, s.recovery_retries).await?);
         }
 
         let counts = self.db.counts(&s.key).await?;
         mark_duplicates(&mut reports, counts.kept_xp);
         Ok(RaceResult::new(run, s, counts, reports, elapsed))
+    }
+
+    /// Sends `count` retries of worker `of`'s request at once, as new
+    /// workers numbered after the race's, and returns their reports.
+    async fn retries(&self, crew: &Crew, of: usize, count: usize) -> Result<Vec<WorkerReport>> {
+        let s = &self.settings;
+        let mut retries = JoinSet::new();
+        for i in 1..=count {
+            let req = Request::new(
+                s.workers + i,
+                s.key.clone(),
+                s.params(of),
+                s.fingerprint,
+                s.work,
+            );
+            retries.spawn(run_worker(crew.clone(), req, None));
+        }
+        let mut reports = Vec::new();
+        while let Some(joined) = retries.join_next().await {
+            let (mut report, _) = joined.context("a retry panicked")?;
+            report.retry = true;
+            reports.push(report);
+        }
+        reports.sort_by_key(|r| r.worker);
+        Ok(reports)
     }
 }
 
@@ -171,29 +224,66 @@ impl Race<'_> {
     }
 }
 
-/// One worker: wait at the gate, check out a connection, let the strategy
-/// handle the request, give the connection back.
-async fn run_worker(
-    req: Request,
+/// What every worker of one race shares.
+#[derive(Clone)]
+struct Crew {
     pool: Pool,
     strategy: Arc<dyn Strategy>,
-    mut gate: watch::Receiver<Option<Instant>>,
+    gate: watch::Receiver<Option<Instant>>,
     ready: Arc<Semaphore>,
-    checkout_timeout: std::time::Duration,
+    checkout_timeout: Duration,
+    /// How far into its work a worker's connection is killed (`--kill-connection`).
+    strike_delay: Duration,
+}
+
+/// One worker: wait at the gate, check out a connection, let the strategy
+/// handle the request, give the connection back. A planned fault rides along
+/// in its trace.
+async fn run_worker(
+    crew: Crew,
+    req: Request,
+    fault: Option<Arc<Fault>>,
 ) -> (WorkerReport, Option<i32>) {
+    let Crew {
+        pool,
+        strategy,
+        mut gate,
+        ready,
+        checkout_timeout,
+        strike_delay,
+    } = crew;
     ready.add_permits(1);
     let opened = match gate.wait_for(Option::is_some).await {
         Ok(at) => at.unwrap_or_else(Instant::now),
         Err(_) => Instant::now(),
     };
     let mut trace = Trace::new(opened);
+    trace.fault = fault;
+    trace.strike_delay = strike_delay;
     let mut lease = Lease::new(pool, checkout_timeout);
     let handled = match lease.conn(&mut trace).await {
         Ok(_) => strategy.handle(&mut lease, &req, &mut trace).await,
         Err(failure) => Err(failure),
     };
-    lease.release();
+    if trace.crashed() {
+        lease.discard();
+    } else {
+        lease.release();
+    }
     let answer = match handled {
+        // A crashed worker answers nothing, whatever its code went on to do.
+        _ if trace.crashed() => Answer {
+            outcome: Outcome::Crashed,
+            saw: trace
+                .events
+                .iter()
+                .find(|e| e.step == Step::Fault)
+                .map_or(String::new(), |e| e.note.clone()),
+            did: "crashed; no answer".into(),
+            made_xp: None,
+            body: None,
+            waited: None,
+        },
         Ok(answer) => answer,
         Err(Failure::Checkout(PoolError::Timeout(_))) => {
             trace.note("timed out");

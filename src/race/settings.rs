@@ -5,6 +5,8 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
+use super::fault::FaultPoint;
+use crate::guard::{Guard, OnFailure};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
 use crate::strategy::fingerprint::Params;
@@ -17,6 +19,10 @@ pub const DEFAULT_KEY: &str = "award-xp-lesson-1";
 /// a real award calls services and renders a response; 20 ms is a modest
 /// stand-in that keeps the race window open as it is in an application.
 pub const DEFAULT_WORK_MS: u64 = 20;
+
+/// The guard's stale-claim timeout unless `--lock-timeout-ms` says otherwise:
+/// short, so a demonstration does not wait for Stripe-like 90 seconds.
+pub const DEFAULT_LOCK_TIMEOUT_MS: u64 = 1000;
 
 /// The longest key accepted, as Stripe allows.
 pub const MAX_KEY_LEN: usize = 255;
@@ -54,6 +60,29 @@ pub struct RaceSettings {
     /// After the race: this many writes of other keys to the cache, then
     /// one retry of the same request (lesson 5's eviction demonstration).
     pub cache_pressure: u64,
+    /// The guard's stale-claim timeout.
+    #[serde(serialize_with = "as_millis")]
+    pub lock_timeout: Duration,
+    /// What the guard does when the work fails.
+    pub on_failure: OnFailure,
+    /// `--fail-work N`: worker N's work fails.
+    pub fail_work: Option<usize>,
+    /// `--crash [worker=N,]at=POINT`: a worker's connection dies at POINT,
+    /// and the worker with it; after the lock timeout its request is retried.
+    pub crash: Option<CrashPlan>,
+    /// `--kill-connection`: another session terminates the connection of
+    /// the first worker to start its work; the worker lives on.
+    pub kill_connection: bool,
+    /// How many retries of a crashed (or failed) request are sent at once.
+    pub recovery_retries: usize,
+}
+
+/// A crash planned for one worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CrashPlan {
+    /// The worker to crash; `None`: whichever reaches the point first.
+    pub worker: Option<usize>,
+    pub at: FaultPoint,
 }
 
 impl Default for RaceSettings {
@@ -75,6 +104,12 @@ impl Default for RaceSettings {
             store: StoreKind::Table,
             cache: CacheLimits::default(),
             cache_pressure: 0,
+            lock_timeout: Duration::from_millis(DEFAULT_LOCK_TIMEOUT_MS),
+            on_failure: OnFailure::Store,
+            fail_work: None,
+            crash: None,
+            kill_connection: false,
+            recovery_retries: 1,
         }
     }
 }
@@ -123,6 +158,36 @@ impl RaceSettings {
                 );
             }
         }
+        if let Some(worker) = self.crash.and_then(|c| c.worker)
+            && !(1..=self.workers).contains(&worker)
+        {
+            bail!(
+                "--crash worker={worker} is not one of the {} workers",
+                self.workers
+            );
+        }
+        if let Some(worker) = self.fail_work {
+            if !(1..=self.workers).contains(&worker) {
+                bail!(
+                    "--fail-work {worker} is not one of the {} workers",
+                    self.workers
+                );
+            }
+            if self.strategy != StrategyKind::Guard {
+                bail!(
+                    "--fail-work needs --strategy guard: only the whole guard rescues failed work"
+                );
+            }
+        }
+        if self.crash.is_some() && self.kill_connection {
+            bail!("--crash and --kill-connection are two demonstrations; choose one");
+        }
+        if (self.crash.is_some() || self.kill_connection) && self.store == StoreKind::Cache {
+            bail!("faults are shown on the key table; drop --store cache");
+        }
+        if self.lock_timeout.is_zero() {
+            bail!("--lock-timeout-ms must be at least 1");
+        }
         if self.cache.max_entries == 0 {
             bail!("--cache-max-entries must be at least 1");
         }
@@ -153,7 +218,7 @@ impl RaceSettings {
         let figure = match self.strategy {
             StrategyKind::None => self.workers,
             StrategyKind::CheckThenStore => self.workers.min(self.worker_connections()),
-            StrategyKind::ClaimWorkComplete | StrategyKind::InsertUnique => 1,
+            StrategyKind::ClaimWorkComplete | StrategyKind::InsertUnique | StrategyKind::Guard => 1,
         };
         figure as u64
     }
@@ -169,6 +234,11 @@ impl RaceSettings {
                 limits: self.cache,
                 claim_ttl: Duration::from_secs(60),
                 keep_for: Duration::from_secs(24 * 3600),
+            }),
+            StoreKind::Table if self.strategy == StrategyKind::Guard => Box::new(Guard {
+                lock_timeout: self.lock_timeout,
+                on_failure: self.on_failure,
+                ..Guard::default()
             }),
             StoreKind::Table => self.strategy.build(self.loser),
         }

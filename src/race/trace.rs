@@ -1,10 +1,12 @@
 //! The timeline of one request: which step ran when, in milliseconds from the start gate.
 
 use std::future::Future;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::fault::{Fault, FaultKind};
 use crate::strategy::Step;
 
 /// One step one worker took.
@@ -26,8 +28,14 @@ pub struct Trace {
     /// Statements sent to the database.
     pub queries: u32,
     /// The server process of the request's connection, where a strategy
-    /// asked for it (to tell who blocks whom).
+    /// asked for it (to tell who blocks whom), or where a fault needs it.
     pub backend_pid: Option<i32>,
+    /// A fault planned for this request, if any.
+    pub fault: Option<Arc<Fault>>,
+    /// Set once a fault has fired: what it did to the request.
+    pub faulted: Option<FaultKind>,
+    /// How far into a step a fault planned "during" it strikes.
+    pub strike_delay: Duration,
 }
 
 impl Trace {
@@ -38,6 +46,9 @@ impl Trace {
             events: Vec::new(),
             queries: 0,
             backend_pid: None,
+            fault: None,
+            faulted: None,
+            strike_delay: Duration::ZERO,
         }
     }
 
@@ -56,9 +67,52 @@ impl Trace {
     }
 
     /// Runs `step`, one statement sent to the database, and records it.
+    /// This is also where a planned fault strikes: before, during or after
+    /// the step, the connection's server process is terminated.
     pub async fn query<T>(&mut self, step: Step, fut: impl Future<Output = T>) -> T {
         self.queries += 1;
+        let fault = self.fault.clone().filter(|_| self.faulted.is_none());
+        let pid = self.backend_pid;
+        if let (Some(fault), Some(pid)) = (&fault, pid) {
+            if fault.before(step) && fault.arm() {
+                self.strike(fault, pid, Duration::ZERO).await;
+            } else if fault.during(step) && fault.arm() {
+                // Strike halfway through the work, while it is still running.
+                self.faulted = Some(fault.kind);
+                let note = fault_note(fault.kind, fault.at);
+                let (fault, delay) = (fault.clone(), self.strike_delay);
+                let killer = tokio::spawn(async move { fault.fire(pid, delay).await });
+                let out = self.time(step, fut).await;
+                let _ = killer.await;
+                let at = self.since_gate();
+                self.events.push(StepEvent {
+                    step: Step::Fault,
+                    start_ms: at,
+                    end_ms: at,
+                    note,
+                });
+                return out;
+            }
+        }
         self.time(step, fut).await
+    }
+
+    async fn strike(&mut self, fault: &Fault, pid: i32, delay: Duration) {
+        let start = self.since_gate();
+        fault.fire(pid, delay).await;
+        self.faulted = Some(fault.kind);
+        let end = self.since_gate();
+        self.events.push(StepEvent {
+            step: Step::Fault,
+            start_ms: start,
+            end_ms: end,
+            note: fault_note(fault.kind, fault.at),
+        });
+    }
+
+    /// Whether the request's worker died (a crash, not a killed connection).
+    pub fn crashed(&self) -> bool {
+        self.faulted == Some(FaultKind::Crash)
     }
 
     /// Milliseconds from the gate to now.
@@ -68,7 +122,8 @@ impl Trace {
 
     /// Notes what the last step found or did.
     pub fn note(&mut self, note: impl Into<String>) {
-        if let Some(last) = self.events.last_mut() {
+        // A fault's own note stays as the fault wrote it.
+        if let Some(last) = self.events.iter_mut().rev().find(|e| e.step != Step::Fault) {
             last.note = note.into();
         }
     }
@@ -84,5 +139,12 @@ impl Trace {
 
     fn since_gate(&self) -> f64 {
         self.gate.elapsed().as_secs_f64() * 1000.0
+    }
+}
+
+fn fault_note(kind: FaultKind, at: super::fault::FaultPoint) -> String {
+    match kind {
+        FaultKind::Crash => format!("crashed {}", at.name()),
+        FaultKind::Kill => format!("connection killed {}", at.name()),
     }
 }

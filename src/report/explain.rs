@@ -62,12 +62,18 @@ pub fn explain(r: &RaceResult) -> String {
             }
             text
         }
+        StrategyKind::Guard => guard(r),
         StrategyKind::InsertUnique => format!(
             "The XP table's unique index decided at the insert itself: {made} row made, {} found it and replayed.",
             n(Outcome::Replayed)
         ),
     };
-    if let Some(retry) = r.reports.iter().find(|w| w.retry) {
+    if let Some(retry) = r
+        .reports
+        .iter()
+        .find(|w| w.retry)
+        .filter(|_| r.cache_pressure > 0)
+    {
         text.push_str(&match (retry.made_xp.is_some(), r.store) {
             (true, _) => format!(
                 " Then {} other cache writes evicted the completed entry, and the client's retry found \
@@ -84,6 +90,9 @@ pub fn explain(r: &RaceResult) -> String {
                 r.cache_pressure
             ),
         });
+    }
+    if r.strategy != StrategyKind::Guard {
+        text.push_str(&crash_consequence(r));
     }
     let timeouts = n(Outcome::CheckoutTimeout);
     if timeouts > 0 {
@@ -173,4 +182,95 @@ fn check_then_store(r: &RaceResult, made: usize) -> String {
 
 fn took(w: &WorkerReport, step: Step) -> bool {
     w.steps.iter().any(|e| e.step == step)
+}
+
+fn guard(r: &RaceResult) -> String {
+    let n = |o: Outcome| r.count(o.name());
+    let mut text = format!(
+        "The unique index let one claim in; the work and the completion committed together ({} created, {} \
+         replayed, {} answered 409).",
+        n(Outcome::Created),
+        n(Outcome::Replayed),
+        n(Outcome::Conflict)
+    );
+    let note = |w: &WorkerReport, needle: &str| w.steps.iter().any(|e| e.note.contains(needle));
+    if let Some(w) = r.reports.iter().find(|w| w.outcome == Outcome::Crashed) {
+        text.push_str(&format!(
+            " Worker {} crashed and answered nothing; its transaction rolled back and its claim stayed pending.",
+            w.worker
+        ));
+    }
+    let retries: Vec<&WorkerReport> = r.reports.iter().filter(|w| w.retry).collect();
+    if let Some(first) = retries.first()
+        && !retries.iter().any(|w| note(w, "took over a stale claim"))
+    {
+        text.push_str(&format!(
+            " The retry answered {} {}.",
+            first.status,
+            first.outcome.name()
+        ));
+    }
+    if let Some(w) = r
+        .reports
+        .iter()
+        .find(|w| note(w, "took over a stale claim"))
+    {
+        text.push_str(&format!(
+            " After the lock timeout a retry (worker {}) took the stale claim over and finished the work.",
+            w.worker
+        ));
+    }
+    if let Some(w) = r
+        .reports
+        .iter()
+        .find(|w| w.outcome == Outcome::Failed && !w.retry)
+    {
+        let retry = r.reports.iter().find(|w| w.retry);
+        text.push_str(&format!(" Worker {}'s work failed; ", w.worker));
+        text.push_str(match (w.did.contains("released"), retry.map(|r| r.outcome)) {
+            (false, Some(Outcome::Failed)) => "the guard stored the 500, and the retry got the same 500 replayed (Stripe's choice).",
+            (true, Some(Outcome::Created)) => "the guard released the claim, and the retry ran the work again (Powertools' choice).",
+            (false, _) => "the guard stored the 500.",
+            (true, _) => "the guard released the claim.",
+        });
+    }
+    if let Some(w) = r.reports.iter().find(|w| note(w, "connection killed")) {
+        let resumed = note(w, "resumed own claim");
+        text.push_str(&format!(
+            " Worker {}'s connection was killed mid-work; the transaction rolled back{}.",
+            w.worker,
+            if resumed {
+                ", and it retried with the same key, resumed its own claim and completed it"
+            } else {
+                ""
+            }
+        ));
+    }
+    text
+}
+
+/// For the shapes without recovery: what a crash left behind.
+fn crash_consequence(r: &RaceResult) -> String {
+    let Some(crashed) = r.reports.iter().find(|w| w.outcome == Outcome::Crashed) else {
+        return String::new();
+    };
+    let point = crashed.saw.trim_start_matches("crashed ");
+    let mut text = format!(
+        " Worker {} crashed {point} and answered nothing.",
+        crashed.worker
+    );
+    let retried_409 = r
+        .reports
+        .iter()
+        .any(|w| w.retry && w.outcome == Outcome::Conflict);
+    match r.strategy {
+        StrategyKind::CheckThenStore if r.duplicates > 0 => text.push_str(
+            " Its XP row stayed, but its key was never stored, so a later request found no key and did the work again.",
+        ),
+        StrategyKind::ClaimWorkComplete if retried_409 => text.push_str(
+            " Its claim stays pending for good: nothing may take it over, so every retry answers 409.",
+        ),
+        _ => {}
+    }
+    text
 }

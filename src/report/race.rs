@@ -186,10 +186,18 @@ fn waiting_cells(w: &WorkerReport) -> [String; 4] {
 
 /// An outcome with its HTTP status, coloured by whether it is a problem.
 pub fn outcome_cell(outcome: Outcome) -> String {
-    let text = format!("{} {}", outcome.status(), outcome.name());
+    let status = match outcome.status() {
+        0 => "—".to_string(),
+        code => code.to_string(),
+    };
+    let text = format!("{status} {}", outcome.name());
     match outcome {
         Outcome::Created | Outcome::Replayed => good(text).to_string(),
         Outcome::Conflict | Outcome::Mismatch => warn(text).to_string(),
-        Outcome::Duplicate | Outcome::CheckoutTimeout | Outcome::Error => bad(text).to_string(),
+        Outcome::Duplicate
+        | Outcome::CheckoutTimeout
+        | Outcome::Error
+        | Outcome::Failed
+        | Outcome::Crashed => bad(text).to_string(),
     }
 }

@@ -28,6 +28,8 @@ pub fn render(r: &RaceResult) -> String {
         Step::Work,
         Step::Store,
         Step::Complete,
+        Step::Wait,
+        Step::Fault,
     ]
     .into_iter()
     .filter(|s| {
@@ -58,7 +60,13 @@ pub fn render(r: &RaceResult) -> String {
             }
         }
         let lane: String = lane.into_iter().collect();
-        let _ = writeln!(out, "  worker {:<2}│{lane}│ {}", w.worker, w.outcome.name());
+        let retry = if w.retry { " (retry)" } else { "" };
+        let _ = writeln!(
+            out,
+            "  worker {:<2}│{lane}│ {}{retry}",
+            w.worker,
+            w.outcome.name()
+        );
     }
 
     let _ = writeln!(out, "\n{}", dim("the same steps in the order they ended"));

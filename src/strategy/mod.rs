@@ -3,7 +3,7 @@
 //! Every strategy handles one request on one pooled connection and reports
 //! the same step names ([`Step`]), so that their traces line up side by side.
 
-mod check_then_store;
+pub mod check_then_store;
 mod claim_in_cache;
 mod claim_work_complete;
 pub mod fingerprint;
@@ -59,14 +59,18 @@ pub enum StrategyKind {
     ClaimWorkComplete,
     /// The work is one INSERT ... ON CONFLICT DO NOTHING on the XP table.
     InsertUnique,
+    /// The whole guard: claim-work-complete with stale-claim takeover,
+    /// rescue of failed work and retry of transient failures (lesson 7).
+    Guard,
 }
 
 impl StrategyKind {
-    pub const ALL: [StrategyKind; 4] = [
+    pub const ALL: [StrategyKind; 5] = [
         StrategyKind::None,
         StrategyKind::CheckThenStore,
         StrategyKind::ClaimWorkComplete,
         StrategyKind::InsertUnique,
+        StrategyKind::Guard,
     ];
 
     /// The name as the flag spells it.
@@ -76,6 +80,7 @@ impl StrategyKind {
             StrategyKind::CheckThenStore => "check-then-store",
             StrategyKind::ClaimWorkComplete => "claim-work-complete",
             StrategyKind::InsertUnique => "insert-unique",
+            StrategyKind::Guard => "guard",
         }
     }
 
@@ -86,6 +91,7 @@ impl StrategyKind {
             StrategyKind::CheckThenStore => Box::new(CheckThenStore),
             StrategyKind::ClaimWorkComplete => Box::new(ClaimWorkComplete { loser }),
             StrategyKind::InsertUnique => Box::new(InsertUnique),
+            StrategyKind::Guard => Box::new(crate::guard::Guard::default()),
         }
     }
 
@@ -98,7 +104,7 @@ impl StrategyKind {
     pub fn uses_key_table(self) -> bool {
         matches!(
             self,
-            StrategyKind::CheckThenStore | StrategyKind::ClaimWorkComplete
+            StrategyKind::CheckThenStore | StrategyKind::ClaimWorkComplete | StrategyKind::Guard
         )
     }
 }
@@ -129,6 +135,8 @@ pub enum Step {
     Complete,
     /// A loser waiting between two reads of the claim (poll), connection given back.
     Wait,
+    /// A fault on purpose: the connection was terminated here.
+    Fault,
 }
 
 impl Step {
@@ -142,6 +150,7 @@ impl Step {
             Step::Store => "store",
             Step::Complete => "complete",
             Step::Wait => "wait",
+            Step::Fault => "fault",
         }
     }
 
@@ -156,6 +165,7 @@ impl Step {
             Step::Store => 's',
             Step::Complete => 'C',
             Step::Wait => '~',
+            Step::Fault => '✗',
         }
     }
 }

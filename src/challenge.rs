@@ -1,0 +1,151 @@
+//! The build-it-yourself challenge of lesson 7: judge any guard with the course's races.
+//!
+//! A guard is anything that implements [`Strategy`]. [`judge`] puts it
+//! through four cases against the real database and says, for each, whether
+//! it held and with what figures. `examples/challenge.rs` is a learner's
+//! starting point; `idem challenge` judges idem's own [`Guard`](crate::guard::Guard).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::db::Database;
+use crate::race::fault::FaultPoint;
+use crate::race::{CrashPlan, Outcome, Race, RaceResult, RaceSettings};
+use crate::strategy::{Strategy, StrategyKind};
+
+/// The lock timeout the crash cases wait out before retrying: a guard that
+/// takes over stale claims should use this one.
+pub const LOCK_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// One case's verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    pub case: &'static str,
+    /// What the case demands.
+    pub demands: &'static str,
+    pub passed: bool,
+    /// The figures it saw, in a few words.
+    pub saw: String,
+}
+
+/// Runs the four cases against `guard`.
+pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<CaseResult>> {
+    let base = RaceSettings {
+        strategy: StrategyKind::Guard,
+        lock_timeout: LOCK_TIMEOUT,
+        ..RaceSettings::default()
+    };
+    let run = async |settings: RaceSettings| -> Result<RaceResult> {
+        Race::prepare_with(db, settings, guard.clone())
+            .await?
+            .run(1)
+            .await
+    };
+    let statuses = |r: &RaceResult| crate::report::runs::outcome_totals(&r.outcomes);
+    let mut cases = Vec::new();
+
+    // 1. Lesson 1's race: five workers, one key, four connections.
+    let r = run(base.clone()).await?;
+    cases.push(CaseResult {
+        case: "five-worker race",
+        demands: "exactly 1 XP row when five requests with one key arrive at once",
+        passed: r.xp_rows == 1,
+        saw: format!("{} XP rows; {}", r.xp_rows, statuses(&r)),
+    });
+
+    // 2. Lesson 4: the same key with other amounts.
+    let r = run(RaceSettings {
+        amounts: vec![10, 20, 10, 30, 10],
+        pool_size: 6,
+        ..base.clone()
+    })
+    .await?;
+    let winner = r
+        .reports
+        .iter()
+        .find(|w| w.outcome == Outcome::Created)
+        .map(|w| w.params.amount);
+    let others_rejected = r
+        .reports
+        .iter()
+        .filter(|w| Some(w.params.amount) != winner)
+        .all(|w| w.status == 422);
+    cases.push(CaseResult {
+        case: "fingerprint",
+        demands: "1 XP row, and 422 for every request whose amount differs from the first",
+        passed: r.xp_rows == 1 && winner.is_some() && others_rejected && r.wrong_replays == 0,
+        saw: format!("{} XP rows; {}", r.xp_rows, statuses(&r)),
+    });
+
+    // 3. Lesson 7: the winner crashes after claiming; a retry comes after the lock timeout.
+    let crash = RaceSettings {
+        crash: Some(CrashPlan {
+            worker: None,
+            at: FaultPoint::AfterClaim,
+        }),
+        pool_size: 6,
+        ..base.clone()
+    };
+    let r = run(crash.clone()).await?;
+    let retry = r.reports.iter().find(|w| w.retry).map(|w| w.status);
+    cases.push(CaseResult {
+        case: "crash after claim",
+        demands: "after the lock timeout, the retry answers 201 (or 200) and there is exactly 1 XP row",
+        passed: r.xp_rows == 1 && matches!(retry, Some(201 | 200)),
+        saw: format!(
+            "{} XP rows; the retry answered {}",
+            r.xp_rows,
+            retry.map_or("nothing".into(), |s| s.to_string())
+        ),
+    });
+
+    // 4. Two retries race for the same stale claim.
+    let r = run(RaceSettings {
+        recovery_retries: 2,
+        ..crash
+    })
+    .await?;
+    let retries: Vec<u16> = r
+        .reports
+        .iter()
+        .filter(|w| w.retry)
+        .map(|w| w.status)
+        .collect();
+    cases.push(CaseResult {
+        case: "stale claim, two takers",
+        demands: "two retries after the lock timeout: still exactly 1 XP row, and one of them does the work",
+        passed: r.xp_rows == 1 && retries.iter().filter(|s| **s == 201).count() == 1,
+        saw: format!("{} XP rows; the retries answered {retries:?}", r.xp_rows),
+    });
+    Ok(cases)
+}
+
+/// The verdicts as a table, with a last line counting the passes.
+pub fn render(name: &str, cases: &[CaseResult]) -> String {
+    use crate::report::style::{bad, good, strong};
+    let rows = cases
+        .iter()
+        .map(|c| {
+            vec![
+                c.case.to_string(),
+                c.demands.to_string(),
+                c.saw.clone(),
+                if c.passed {
+                    good("PASS").to_string()
+                } else {
+                    bad("FAIL").to_string()
+                },
+            ]
+        })
+        .collect();
+    let passed = cases.iter().filter(|c| c.passed).count();
+    format!(
+        "{}\n\n{}\n\n{passed} of {} cases hold\n",
+        strong(format!("idem challenge · {name}")),
+        crate::report::table::render(&["case", "demands", "saw", ""], rows, &[]),
+        cases.len()
+    )
+}

@@ -1,0 +1,29 @@
+//! `idem challenge`: idem's own guard through the challenge's four cases (the learner's is `cargo run --example challenge`).
+
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+
+use crate::challenge::{LOCK_TIMEOUT, judge, render};
+use crate::db::Database;
+use crate::guard::Guard;
+use crate::report::{emit, emit_json};
+
+pub async fn execute(db: &Database, json: bool) -> Result<()> {
+    let guard = Guard {
+        lock_timeout: LOCK_TIMEOUT,
+        ..Guard::default()
+    };
+    let cases = judge(db, Arc::new(guard)).await?;
+    if json {
+        for case in &cases {
+            emit_json(case)?;
+        }
+    } else {
+        emit(&render("idem's guard (src/guard/mod.rs)", &cases))?;
+    }
+    if cases.iter().any(|c| !c.passed) {
+        bail!("the guard failed a case");
+    }
+    Ok(())
+}

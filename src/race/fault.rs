@@ -1,0 +1,105 @@
+//! Faults on purpose (lesson 7): a worker's connection dies at a chosen step.
+//!
+//! The fault is fired from outside the strategy, as a real crash would be:
+//! another session runs `pg_terminate_backend` on the worker's server process
+//! and waits until it is gone. Strategies only record their steps through
+//! [`Trace::query`](super::Trace::query); that is where the fault hooks in, so
+//! a learner's own guard meets the same faults.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+use sqlx::PgPool;
+
+use crate::strategy::Step;
+
+/// Where in a request the connection dies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultPoint {
+    /// After the claim (or the find), as the work is about to start.
+    AfterClaim,
+    /// Halfway through the work, before its XP row is written.
+    DuringWork,
+    /// After the work, as the claim is about to be completed (or the key stored).
+    BeforeComplete,
+}
+
+impl FaultPoint {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultPoint::AfterClaim => "after-claim",
+            FaultPoint::DuringWork => "during-work",
+            FaultPoint::BeforeComplete => "before-complete",
+        }
+    }
+}
+
+/// What the fault does to the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// The worker dies with its connection: it answers nothing, ever.
+    Crash,
+    /// Only the connection dies: the worker lives on and may retry.
+    Kill,
+}
+
+/// A fault planned for one request.
+#[derive(Debug)]
+pub struct Fault {
+    pub at: FaultPoint,
+    pub kind: FaultKind,
+    meta: PgPool,
+    fired: Arc<AtomicBool>,
+}
+
+impl Fault {
+    /// A fault that fires once; `fired` may be shared so that one fault
+    /// among several armed workers fires only for the first to get there.
+    pub fn new(at: FaultPoint, kind: FaultKind, meta: PgPool, fired: Arc<AtomicBool>) -> Self {
+        Self {
+            at,
+            kind,
+            meta,
+            fired,
+        }
+    }
+
+    /// Whether this fault should fire before `step` starts. Both points are
+    /// only reached by a request that does the work, so a loser is never hit.
+    pub fn before(&self, step: Step) -> bool {
+        match self.at {
+            FaultPoint::AfterClaim => step == Step::Work,
+            FaultPoint::BeforeComplete => matches!(step, Step::Complete | Step::Store),
+            FaultPoint::DuringWork => false,
+        }
+    }
+
+    /// Whether it fires while `step` runs.
+    pub fn during(&self, step: Step) -> bool {
+        self.at == FaultPoint::DuringWork && step == Step::Work
+    }
+
+    /// Claims the right to fire; false if it already fired.
+    pub fn arm(&self) -> bool {
+        !self.fired.swap(true, Ordering::SeqCst)
+    }
+
+    /// Terminates `pid` and waits (up to 5 s) until it is gone.
+    pub async fn fire(&self, pid: i32, delay: Duration) {
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        let _ = sqlx::query("SELECT pg_terminate_backend($1, 5000)")
+            .bind(pid)
+            .execute(&self.meta)
+            .await;
+    }
+
+    pub fn pool(&self) -> PgPool {
+        self.meta.clone()
+    }
+}
