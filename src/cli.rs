@@ -49,6 +49,16 @@ pub enum Command {
     Reap(ReapArgs),
     /// Clients that crash and retry with random or derived keys (lesson 6).
     Keys(KeysArgs),
+    /// Drive the interleaving step by step, by hand or with --schedule.
+    Step(StepArgs),
+    /// List or run the scenario files, each checked against its expected figures.
+    Scenario(ScenarioArgs),
+    /// The seven lessons, one line each.
+    Lessons,
+    /// Tell one lesson and run its demonstrations live.
+    Lesson(LessonArgs),
+    /// All seven lessons in order.
+    Tour(TourArgs),
     /// Judge idem's own guard with the challenge's races (lesson 7); yours:
     /// `cargo run --example challenge`.
     Challenge(ChallengeArgs),
@@ -538,6 +548,71 @@ pub struct ChallengeArgs {
     /// One JSON object per case.
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StepArgs {
+    /// The guard shape every worker runs.
+    #[arg(long, short = 's', value_enum, default_value_t = StrategyKind::CheckThenStore)]
+    pub strategy: StrategyKind,
+
+    /// The order of steps, one worker number per step (e.g. 1,2,1,2):
+    /// replays an interleaving without asking.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = whole::<1, 5>)]
+    pub schedule: Option<Vec<u64>>,
+
+    #[command(flatten)]
+    pub race: RaceFlags,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ScenarioArgs {
+    #[command(subcommand)]
+    pub command: ScenarioCommand,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScenarioCommand {
+    /// List the scenarios (the built-in ones, or those in the files and folders named).
+    List { paths: Vec<PathBuf> },
+    /// Run scenarios and compare each with its expectations; exits 1 if any differs.
+    Run {
+        /// Scenario files or folders; the built-in ones if none.
+        paths: Vec<PathBuf>,
+        /// One JSON object per scenario.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct LessonArgs {
+    /// The lesson, 1 to 7.
+    #[arg(value_parser = whole::<1, 7>)]
+    pub number: u64,
+
+    /// Do not wait for Enter between screens (also when stdin is not a terminal).
+    #[arg(long)]
+    pub no_pause: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TourArgs {
+    /// Do not wait for Enter between screens (also when stdin is not a terminal).
+    #[arg(long)]
+    pub no_pause: bool,
 
     #[command(flatten)]
     pub connect: ConnectArgs,

@@ -12,8 +12,10 @@ pub mod commands;
 pub mod db;
 pub mod guard;
 pub mod keys;
+pub mod lesson;
 pub mod race;
 pub mod report;
+pub mod scenario;
 pub mod signals;
 pub mod store;
 pub mod strategy;
@@ -62,6 +64,40 @@ pub async fn run(cli: Cli) -> Result<()> {
             let connect = commands::reap::connect(&args);
             with_options(connect, &mut signals, async |db| {
                 commands::reap::execute(&args, db).await
+            })
+            .await
+        }
+        Command::Scenario(args) => {
+            let scenarios = commands::scenario::plan(&args)?;
+            match args.command {
+                cli::ScenarioCommand::List { .. } => commands::scenario::list(&scenarios),
+                cli::ScenarioCommand::Run { json, .. } => {
+                    with_database(&args.connect, &mut signals, async |db| {
+                        commands::scenario::run(scenarios, json, db).await
+                    })
+                    .await
+                }
+            }
+        }
+        Command::Lessons => commands::lesson::list(),
+        Command::Lesson(args) => {
+            let lessons = commands::lesson::plan(&[args.number as u8])?;
+            with_database(&args.connect, &mut signals, async |db| {
+                commands::lesson::tell(&lessons, args.no_pause, db).await
+            })
+            .await
+        }
+        Command::Tour(args) => {
+            let lessons = commands::lesson::plan(&[1, 2, 3, 4, 5, 6, 7])?;
+            with_database(&args.connect, &mut signals, async |db| {
+                commands::lesson::tell(&lessons, args.no_pause, db).await
+            })
+            .await
+        }
+        Command::Step(args) => {
+            let plan = commands::step::plan(&args)?;
+            with_database(&args.connect, &mut signals, async |db| {
+                commands::step::execute(plan, db).await
             })
             .await
         }

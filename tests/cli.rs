@@ -107,11 +107,30 @@ fn bad_input_is_refused_on_one_line_before_anything_starts() {
         &["reap", "--older-than", "3 fortnights"],
         &["reap", "--older-than", "24h", "--schema", "idem_0123abcd"],
         &["audit"],
-        &["race", "--strategy", "guard", "--crash", "worker=9,at=after-claim"],
+        &[
+            "race",
+            "--strategy",
+            "guard",
+            "--crash",
+            "worker=9,at=after-claim",
+        ],
         &["race", "--strategy", "guard", "--crash", "at=mid-air"],
         &["race", "--strategy", "guard", "--crash", "worker=2"],
-        &["race", "--strategy", "claim-work-complete", "--fail-work", "1"],
-        &["race", "--strategy", "guard", "--crash", "after-claim", "--kill-connection"],
+        &[
+            "race",
+            "--strategy",
+            "claim-work-complete",
+            "--fail-work",
+            "1",
+        ],
+        &[
+            "race",
+            "--strategy",
+            "guard",
+            "--crash",
+            "after-claim",
+            "--kill-connection",
+        ],
         &["race", "--strategy", "guard", "--lock-timeout-ms", "0"],
     ]
     .iter()

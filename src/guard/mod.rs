@@ -33,7 +33,7 @@ use crate::strategy::loser::conflict_body;
 use crate::strategy::{Handled, OPERATION, Step, Strategy, fingerprint, work};
 
 /// What the guard does when the work itself fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OnFailure {
     /// Complete the claim with the 500 and replay it to retries (Stripe).

@@ -85,10 +85,15 @@ impl Lease {
                 trace.note("got a connection");
                 self.checkouts += 1;
                 // A planned fault needs to know which server process to end.
-                if trace.fault.is_some() && trace.faulted.is_none() {
+                // So does the step-by-step controller, to see lock waits.
+                if (trace.fault.is_some() && trace.faulted.is_none()) || trace.stepper.is_some() {
                     let row = conn.query_one("SELECT pg_backend_pid()", &[]).await?;
-                    trace.backend_pid = Some(row.get(0));
+                    let pid: i32 = row.get(0);
+                    trace.backend_pid = Some(pid);
                     trace.queries += 1;
+                    if let Some(hook) = &trace.stepper {
+                        hook.pid(pid);
+                    }
                 }
                 conn
             }

@@ -8,6 +8,7 @@ mod request;
 mod result;
 mod runner;
 mod settings;
+pub mod stepper;
 mod trace;
 
 pub use lease::{Failure, Lease};

@@ -17,6 +17,7 @@ use super::outcome::{Answer, Outcome, WorkerReport};
 use super::request::Request;
 use super::result::RaceResult;
 use super::settings::RaceSettings;
+use super::stepper::{Controller, StepHook};
 use super::trace::Trace;
 use crate::db::Database;
 use crate::db::pool::{self, warm_pool};
@@ -65,6 +66,27 @@ impl<'db> Race<'db> {
 
     /// Runs one race on fresh tables and counts what it left behind.
     pub async fn run(&self, run: usize) -> Result<RaceResult> {
+        let started = self.start(None).await?;
+        self.finish(run, started).await
+    }
+
+    /// Runs one race step by step: every worker pauses before each step
+    /// until `drive` lets it move (see [`Controller`]).
+    pub async fn run_stepped(
+        &self,
+        drive: impl AsyncFnOnce(&mut Controller) -> Result<()>,
+    ) -> Result<RaceResult> {
+        let (mut controller, hooks) = Controller::new(self.settings.workers, self.db.meta.clone());
+        let started = self.start(Some(hooks)).await?;
+        let driven = drive(&mut controller).await;
+        // Whatever the driver did, let the rest run to the end.
+        controller.run_free().await;
+        let result = self.finish(1, started).await;
+        driven.and(result)
+    }
+
+    /// Resets the tables, takes the runner's connection, and releases the workers.
+    async fn start(&self, hooks: Option<Vec<StepHook>>) -> Result<Started> {
         let s = &self.settings;
         self.db.reset().await?;
 
@@ -94,6 +116,11 @@ impl<'db> Race<'db> {
             strike_delay: s.work / 2,
         };
         let fired = Arc::new(AtomicBool::new(false));
+        // Hooks are handed out by worker number: worker 1's is last, popped first.
+        let mut hooks = hooks.map(|mut h| {
+            h.sort_by_key(|h| std::cmp::Reverse(h.worker));
+            h
+        });
         let mut workers = JoinSet::new();
         for worker in 1..=s.workers {
             let mut req = Request::new(
@@ -121,7 +148,10 @@ impl<'db> Race<'db> {
                 )),
                 _ => None,
             };
-            workers.spawn(run_worker(crew.clone(), req, fault.map(Arc::new)));
+            let hook = hooks
+                .as_mut()
+                .and_then(|h| h.pop_if(|h| h.worker == worker));
+            workers.spawn(run_worker(crew.clone(), req, fault.map(Arc::new), hook));
         }
         // Open the gate only when every worker stands at it.
         crew.ready
@@ -133,7 +163,25 @@ impl<'db> Race<'db> {
             .then(|| BlockWatch::start(self.db.meta.clone()));
         let started = Instant::now();
         gate.send_replace(Some(started));
+        Ok(Started {
+            held,
+            crew,
+            workers,
+            watch,
+            started,
+        })
+    }
 
+    /// Waits for the workers, sends any retries, and counts the rows.
+    async fn finish(&self, run: usize, st: Started) -> Result<RaceResult> {
+        let s = &self.settings;
+        let Started {
+            held,
+            crew,
+            mut workers,
+            watch,
+            started,
+        } = st;
         let mut reports = Vec::with_capacity(s.workers);
         let mut pids = Vec::new();
         while let Some(joined) = workers.join_next().await {
@@ -188,7 +236,7 @@ impl<'db> Race<'db> {
                 s.fingerprint,
                 s.work,
             );
-            retries.spawn(run_worker(crew.clone(), req, None));
+            retries.spawn(run_worker(crew.clone(), req, None, None));
         }
         let mut reports = Vec::new();
         while let Some(joined) = retries.join_next().await {
@@ -224,6 +272,15 @@ impl Race<'_> {
     }
 }
 
+/// A race whose workers are on their way.
+struct Started {
+    held: Option<pool::Conn>,
+    crew: Crew,
+    workers: JoinSet<(WorkerReport, Option<i32>)>,
+    watch: Option<BlockWatch>,
+    started: Instant,
+}
+
 /// What every worker of one race shares.
 #[derive(Clone)]
 struct Crew {
@@ -243,6 +300,7 @@ async fn run_worker(
     crew: Crew,
     req: Request,
     fault: Option<Arc<Fault>>,
+    stepper: Option<StepHook>,
 ) -> (WorkerReport, Option<i32>) {
     let Crew {
         pool,
@@ -260,6 +318,7 @@ async fn run_worker(
     let mut trace = Trace::new(opened);
     trace.fault = fault;
     trace.strike_delay = strike_delay;
+    trace.stepper = stepper;
     let mut lease = Lease::new(pool, checkout_timeout);
     let handled = match lease.conn(&mut trace).await {
         Ok(_) => strategy.handle(&mut lease, &req, &mut trace).await,
@@ -304,6 +363,9 @@ async fn run_worker(
         .filter(|e| e.step == Step::Checkout)
         .map(|e| e.end_ms - e.start_ms)
         .sum();
+    if let Some(hook) = trace.stepper.take() {
+        hook.finished();
+    }
     let wrong_replay = match answer.outcome {
         Outcome::Replayed => work::wrong_replay(&req, answer.body.as_ref()),
         _ => None,

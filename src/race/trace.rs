@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::fault::{Fault, FaultKind};
+use super::stepper::StepHook;
 use crate::strategy::Step;
 
 /// One step one worker took.
@@ -36,6 +37,8 @@ pub struct Trace {
     pub faulted: Option<FaultKind>,
     /// How far into a step a fault planned "during" it strikes.
     pub strike_delay: Duration,
+    /// Step by step (`idem step`): the worker's end of the controller.
+    pub stepper: Option<StepHook>,
 }
 
 impl Trace {
@@ -49,11 +52,16 @@ impl Trace {
             fault: None,
             faulted: None,
             strike_delay: Duration::ZERO,
+            stepper: None,
         }
     }
 
     /// Runs `step` and records when it started and ended.
     pub async fn time<T>(&mut self, step: Step, fut: impl Future<Output = T>) -> T {
+        // Step by step: wait for this worker's turn first.
+        if let Some(hook) = self.stepper.as_mut() {
+            hook.pause(step).await;
+        }
         let start = self.since_gate();
         let out = fut.await;
         let end = self.since_gate();

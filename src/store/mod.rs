@@ -7,7 +7,7 @@ pub mod reap;
 use serde::Serialize;
 
 /// The stores a claim can live in, as `--store` spells them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StoreKind {
     /// The `idempotency_keys` table with its unique index.

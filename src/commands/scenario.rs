@@ -1,0 +1,100 @@
+//! `idem scenario list|run`: the demonstrations as files, checked against their expected figures.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::cli::{ScenarioArgs, ScenarioCommand};
+use crate::db::Database;
+use crate::report::style::{bad, dim, good, strong};
+use crate::report::{emit, emit_json, table};
+use crate::scenario::{self, Scenario, builtin};
+
+/// Loads the scenarios named (files or folders), or the built-in ones.
+pub fn load(paths: &[PathBuf]) -> Result<Vec<Scenario>> {
+    if paths.is_empty() {
+        return builtin::all();
+    }
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let mut inside: Vec<PathBuf> = std::fs::read_dir(path)
+                .with_context(|| format!("could not read {}", path.display()))?
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+                .collect();
+            inside.sort();
+            files.extend(inside);
+        } else {
+            files.push(path.clone());
+        }
+    }
+    files.iter().map(|f| read(f)).collect()
+}
+
+fn read(path: &Path) -> Result<Scenario> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("could not read {}", path.display()))?;
+    scenario::parse(path, &text)
+}
+
+/// Checks the files before any database starts.
+pub fn plan(args: &ScenarioArgs) -> Result<Vec<Scenario>> {
+    let paths = match &args.command {
+        ScenarioCommand::List { paths } | ScenarioCommand::Run { paths, .. } => paths,
+    };
+    load(paths)
+}
+
+pub fn list(scenarios: &[Scenario]) -> Result<()> {
+    let rows = scenarios
+        .iter()
+        .map(|s| vec![s.lesson.to_string(), s.title.clone(), s.source.clone()])
+        .collect();
+    emit(&format!(
+        "{}\n",
+        table::render(&["lesson", "title", "file"], rows, &[0])
+    ))
+}
+
+pub async fn run(scenarios: Vec<Scenario>, json: bool, db: &Database) -> Result<()> {
+    let mut failed = Vec::new();
+    for s in &scenarios {
+        let verdict = scenario::run(db, s).await?;
+        if json {
+            emit_json(&verdict)?;
+        } else {
+            emit(&scenario::render_verdict(&verdict))?;
+        }
+        if !verdict.passed() {
+            failed.push(s.source.clone());
+        }
+    }
+    if !json {
+        let passed = scenarios.len() - failed.len();
+        let line = format!(
+            "{passed} of {} scenarios show their expected figures",
+            scenarios.len()
+        );
+        let line = if failed.is_empty() {
+            good(line)
+        } else {
+            bad(line)
+        };
+        emit(&format!("\n{}\n", strong(line.to_string())))?;
+        if !failed.is_empty() {
+            emit(&format!(
+                "{}\n",
+                dim(format!("differing: {}", failed.join(", ")))
+            ))?;
+        }
+    }
+    if !failed.is_empty() {
+        bail!(
+            "{} scenario(s) differ from their expected figures",
+            failed.len()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,314 @@
+//! Step-by-step interleavings: every worker pauses before each step and waits for its turn.
+//!
+//! Like PostgreSQL's isolation tester, one step runs at a time, and the next
+//! is chosen only when it finished or is seen blocked on another worker's
+//! lock. The choice comes from a person at the terminal or from a schedule
+//! (`--schedule 1,1,2,2,...`), so any interleaving can be replayed exactly.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use sqlx::PgPool;
+use tokio::sync::mpsc;
+
+use crate::strategy::Step;
+
+/// What a worker tells the controller.
+#[derive(Debug)]
+pub enum TurnEvent {
+    /// About to take `step`; waiting for its turn.
+    Paused { worker: usize, step: Step },
+    /// Its server process, once it has a connection.
+    Pid { worker: usize, pid: i32 },
+    /// Done: it has answered.
+    Finished { worker: usize },
+}
+
+/// The worker's end: pause before a step until the controller says go.
+#[derive(Debug)]
+pub struct StepHook {
+    pub worker: usize,
+    events: mpsc::UnboundedSender<TurnEvent>,
+    go: mpsc::UnboundedReceiver<()>,
+}
+
+impl StepHook {
+    /// Announces `step` and waits for the turn.
+    pub async fn pause(&mut self, step: Step) {
+        let _ = self.events.send(TurnEvent::Paused {
+            worker: self.worker,
+            step,
+        });
+        let _ = self.go.recv().await;
+    }
+
+    pub fn pid(&self, pid: i32) {
+        let _ = self.events.send(TurnEvent::Pid {
+            worker: self.worker,
+            pid,
+        });
+    }
+
+    pub fn finished(&self) {
+        let _ = self.events.send(TurnEvent::Finished {
+            worker: self.worker,
+        });
+    }
+}
+
+/// Where a worker stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// Paused before this step.
+    Before(Step),
+    /// Running a step; not paused yet.
+    Running(Step),
+    /// Waiting on a lock held by these workers (`<waiting ...>`).
+    Blocked(Step, Vec<usize>),
+    Finished,
+}
+
+/// The controller's end.
+pub struct Controller {
+    events: mpsc::UnboundedReceiver<TurnEvent>,
+    go: BTreeMap<usize, mpsc::UnboundedSender<()>>,
+    pids: BTreeMap<usize, i32>,
+    pub standing: BTreeMap<usize, Standing>,
+    meta: PgPool,
+    free_running: bool,
+}
+
+/// How long a step may run before the controller looks for a lock wait.
+const SETTLE: Duration = Duration::from_millis(150);
+
+impl Controller {
+    /// A controller and one hook per worker.
+    pub fn new(workers: usize, meta: PgPool) -> (Self, Vec<StepHook>) {
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let mut go = BTreeMap::new();
+        let mut hooks = Vec::new();
+        for worker in 1..=workers {
+            let (tx, rx) = mpsc::unbounded_channel();
+            go.insert(worker, tx);
+            hooks.push(StepHook {
+                worker,
+                events: events_tx.clone(),
+                go: rx,
+            });
+        }
+        let standing = (1..=workers)
+            .map(|w| (w, Standing::Running(Step::Checkout)))
+            .collect();
+        let controller = Self {
+            events,
+            go,
+            pids: BTreeMap::new(),
+            standing,
+            meta,
+            free_running: false,
+        };
+        (controller, hooks)
+    }
+
+    /// Waits until every worker is paused or finished.
+    pub async fn settle_all(&mut self) {
+        while self
+            .standing
+            .values()
+            .any(|s| matches!(s, Standing::Running(_)))
+        {
+            match tokio::time::timeout(SETTLE, self.events.recv()).await {
+                Ok(Some(event)) => self.apply(event),
+                Ok(None) => break,
+                Err(_) => self.look_for_waits().await,
+            }
+        }
+    }
+
+    /// Lets `worker` take its next step and waits until that step ended or
+    /// is seen blocked. Returns what happened, for the screen.
+    pub async fn advance(&mut self, worker: usize) -> Result<String, String> {
+        self.refresh().await;
+        match self.standing.get(&worker).cloned() {
+            None => return Err(format!("there is no worker {worker}")),
+            Some(Standing::Finished) => {
+                return Ok(format!("worker {worker} has finished; skipped"));
+            }
+            Some(Standing::Blocked(step, by)) => {
+                return Err(format!(
+                    "worker {worker} is blocked in its {} step, waiting for {}: it cannot move until they do",
+                    step.name(),
+                    names(&by)
+                ));
+            }
+            Some(Standing::Running(step)) => {
+                return Err(format!(
+                    "worker {worker} is still running its {} step",
+                    step.name()
+                ));
+            }
+            Some(Standing::Before(step)) => {
+                self.standing.insert(worker, Standing::Running(step));
+                if let Some(go) = self.go.get(&worker) {
+                    let _ = go.send(());
+                }
+            }
+        }
+        let began = Instant::now();
+        loop {
+            // Another blocked worker may move on too, when this step frees its lock.
+            let running = matches!(self.standing.get(&worker), Some(Standing::Running(_)));
+            if !running
+                && !self
+                    .standing
+                    .values()
+                    .any(|s| matches!(s, Standing::Running(_)))
+            {
+                break;
+            }
+            match tokio::time::timeout(SETTLE, self.events.recv()).await {
+                Ok(Some(event)) => self.apply(event),
+                Ok(None) => break,
+                Err(_) => {
+                    self.look_for_waits().await;
+                    let still = self
+                        .standing
+                        .values()
+                        .any(|s| matches!(s, Standing::Running(_)));
+                    if still && began.elapsed() > Duration::from_secs(30) {
+                        return Err("a step has run for 30 s without finishing or blocking".into());
+                    }
+                }
+            }
+        }
+        Ok(match self.standing.get(&worker) {
+            Some(Standing::Blocked(step, by)) => {
+                format!(
+                    "worker {worker}: {} <waiting for {}>",
+                    step.name(),
+                    names(by)
+                )
+            }
+            Some(Standing::Finished) => format!("worker {worker} finished"),
+            Some(Standing::Before(next)) => format!("worker {worker} done; next: {}", next.name()),
+            _ => format!("worker {worker} moved"),
+        })
+    }
+
+    /// Lets every worker run to the end without pausing.
+    pub async fn run_free(&mut self) {
+        self.free_running = true;
+        for (worker, standing) in self.standing.iter_mut() {
+            if let Standing::Before(step) = standing {
+                *standing = Standing::Running(*step);
+                if let Some(go) = self.go.get(worker) {
+                    let _ = go.send(());
+                }
+            }
+        }
+        while !self.standing.values().all(|s| *s == Standing::Finished) {
+            match self.events.recv().await {
+                Some(event) => self.apply(event),
+                None => break,
+            }
+        }
+    }
+
+    /// Takes in what the workers said meanwhile, and forgets lock waits that ended.
+    pub async fn refresh(&mut self) {
+        for standing in self.standing.values_mut() {
+            if let Standing::Blocked(step, by) = standing
+                && !by.is_empty()
+            {
+                *standing = Standing::Running(*step);
+            }
+        }
+        while let Ok(event) = self.events.try_recv() {
+            self.apply(event);
+        }
+        if self
+            .standing
+            .values()
+            .any(|s| matches!(s, Standing::Running(_)))
+        {
+            self.settle_all().await;
+        }
+    }
+
+    pub fn all_finished(&self) -> bool {
+        self.standing.values().all(|s| *s == Standing::Finished)
+    }
+
+    fn apply(&mut self, event: TurnEvent) {
+        match event {
+            TurnEvent::Paused { worker, step } => {
+                if self.free_running {
+                    self.standing.insert(worker, Standing::Running(step));
+                    if let Some(go) = self.go.get(&worker) {
+                        let _ = go.send(());
+                    }
+                } else {
+                    self.standing.insert(worker, Standing::Before(step));
+                }
+            }
+            TurnEvent::Pid { worker, pid } => {
+                self.pids.insert(worker, pid);
+            }
+            TurnEvent::Finished { worker } => {
+                self.standing.insert(worker, Standing::Finished);
+            }
+        }
+    }
+
+    /// Marks running workers that wait on another's lock, as pg_blocking_pids sees it.
+    async fn look_for_waits(&mut self) {
+        let running: Vec<(usize, Step, i32)> = self
+            .standing
+            .iter()
+            .filter_map(|(w, s)| match s {
+                Standing::Running(step) | Standing::Blocked(step, _) => {
+                    Some((*w, *step, *self.pids.get(w)?))
+                }
+                _ => None,
+            })
+            .collect();
+        // No connection yet and still in its checkout: waiting for the pool.
+        let pool_waits: Vec<usize> = self
+            .standing
+            .iter()
+            .filter(|(w, s)| **s == Standing::Running(Step::Checkout) && !self.pids.contains_key(w))
+            .map(|(w, _)| *w)
+            .collect();
+        for worker in pool_waits {
+            self.standing
+                .insert(worker, Standing::Blocked(Step::Checkout, Vec::new()));
+        }
+        for (worker, step, pid) in running {
+            let blockers: Vec<i32> = sqlx::query_scalar("SELECT unnest(pg_blocking_pids($1))")
+                .bind(pid)
+                .fetch_all(&self.meta)
+                .await
+                .unwrap_or_default();
+            let by: Vec<usize> = self
+                .pids
+                .iter()
+                .filter(|(w, p)| blockers.contains(p) && **w != worker)
+                .map(|(w, _)| *w)
+                .collect();
+            if !by.is_empty() {
+                self.standing.insert(worker, Standing::Blocked(step, by));
+            }
+        }
+    }
+}
+
+fn names(workers: &[usize]) -> String {
+    if workers.is_empty() {
+        return "a free connection".into();
+    }
+    workers
+        .iter()
+        .map(|w| format!("worker {w}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,117 @@
+//! The scenario files in `scenarios/`, built into the binary so that
+//! `idem lesson` works from anywhere; a test checks this list against the folder.
+
+/// (file name, contents) of every scenario, in lesson order.
+pub const SCENARIOS: &[(&str, &str)] = &[
+    (
+        "1-check-then-store.toml",
+        include_str!("../../scenarios/1-check-then-store.toml"),
+    ),
+    (
+        "1-insert-unique.toml",
+        include_str!("../../scenarios/1-insert-unique.toml"),
+    ),
+    (
+        "1-no-runner-connection.toml",
+        include_str!("../../scenarios/1-no-runner-connection.toml"),
+    ),
+    (
+        "1-pool-of-six.toml",
+        include_str!("../../scenarios/1-pool-of-six.toml"),
+    ),
+    (
+        "2-claim-work-complete.toml",
+        include_str!("../../scenarios/2-claim-work-complete.toml"),
+    ),
+    (
+        "2-schedule-claim-work-complete.toml",
+        include_str!("../../scenarios/2-schedule-claim-work-complete.toml"),
+    ),
+    (
+        "2-schedule-finds-before-stores.toml",
+        include_str!("../../scenarios/2-schedule-finds-before-stores.toml"),
+    ),
+    (
+        "2-schedule-store-before-find.toml",
+        include_str!("../../scenarios/2-schedule-store-before-find.toml"),
+    ),
+    (
+        "3-block-starves-the-pool.toml",
+        include_str!("../../scenarios/3-block-starves-the-pool.toml"),
+    ),
+    ("3-block.toml", include_str!("../../scenarios/3-block.toml")),
+    (
+        "3-fail-fast.toml",
+        include_str!("../../scenarios/3-fail-fast.toml"),
+    ),
+    ("3-poll.toml", include_str!("../../scenarios/3-poll.toml")),
+    (
+        "4-fingerprint.toml",
+        include_str!("../../scenarios/4-fingerprint.toml"),
+    ),
+    (
+        "4-no-fingerprint.toml",
+        include_str!("../../scenarios/4-no-fingerprint.toml"),
+    ),
+    (
+        "5-cache-claims-duplicate.toml",
+        include_str!("../../scenarios/5-cache-claims-duplicate.toml"),
+    ),
+    (
+        "5-cache-eviction.toml",
+        include_str!("../../scenarios/5-cache-eviction.toml"),
+    ),
+    (
+        "5-table-survives-eviction.toml",
+        include_str!("../../scenarios/5-table-survives-eviction.toml"),
+    ),
+    (
+        "6-coarse-keys.toml",
+        include_str!("../../scenarios/6-coarse-keys.toml"),
+    ),
+    (
+        "6-derived-keys.toml",
+        include_str!("../../scenarios/6-derived-keys.toml"),
+    ),
+    (
+        "6-random-keys.toml",
+        include_str!("../../scenarios/6-random-keys.toml"),
+    ),
+    (
+        "7-check-then-store-crash.toml",
+        include_str!("../../scenarios/7-check-then-store-crash.toml"),
+    ),
+    (
+        "7-guard-crash-after-claim.toml",
+        include_str!("../../scenarios/7-guard-crash-after-claim.toml"),
+    ),
+    (
+        "7-guard-failure-released.toml",
+        include_str!("../../scenarios/7-guard-failure-released.toml"),
+    ),
+    (
+        "7-guard-kill-connection.toml",
+        include_str!("../../scenarios/7-guard-kill-connection.toml"),
+    ),
+    (
+        "7-guard-two-takers.toml",
+        include_str!("../../scenarios/7-guard-two-takers.toml"),
+    ),
+];
+
+use anyhow::Result;
+
+use super::file::{Scenario, parse};
+
+/// Every built-in scenario, parsed.
+pub fn all() -> Result<Vec<Scenario>> {
+    SCENARIOS
+        .iter()
+        .map(|(name, text)| parse(std::path::Path::new(&format!("scenarios/{name}")), text))
+        .collect()
+}
+
+/// The built-in scenarios of one lesson.
+pub fn for_lesson(lesson: u8) -> Result<Vec<Scenario>> {
+    Ok(all()?.into_iter().filter(|s| s.lesson == lesson).collect())
+}

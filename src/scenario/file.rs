@@ -1,0 +1,213 @@
+//! The TOML shape of a scenario file, parsed strictly: an unknown key is an error.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use serde::Deserialize;
+
+use crate::guard::OnFailure;
+use crate::keys::{CrashPoint, KeyKind, KeysSettings};
+use crate::race::fault::FaultPoint;
+use crate::race::{CrashPlan, RaceSettings};
+use crate::store::StoreKind;
+use crate::store::cache::CacheLimits;
+use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
+
+/// One demonstration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub title: String,
+    pub lesson: u8,
+    /// What it shows, in a few sentences.
+    pub explain: String,
+    /// A race (most lessons)...
+    pub race: Option<RaceSpec>,
+    /// ...or clients with a key design (lesson 6).
+    pub keys: Option<KeysSpec>,
+    pub expect: Expect,
+    /// The file it came from, for messages.
+    #[serde(skip)]
+    pub source: String,
+}
+
+/// A race's settings; anything left out takes `idem race`'s default.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RaceSpec {
+    pub strategy: Option<StrategyKind>,
+    pub workers: Option<usize>,
+    pub pool_size: Option<usize>,
+    pub runner_holds_connection: Option<bool>,
+    pub work_ms: Option<u64>,
+    pub key: Option<String>,
+    pub checkout_timeout_ms: Option<u64>,
+    pub loser: Option<LoserKind>,
+    pub poll_ms: Option<u64>,
+    pub wait_timeout_ms: Option<u64>,
+    pub store: Option<StoreKind>,
+    pub cache_max_entries: Option<u64>,
+    pub cache_pressure: Option<u64>,
+    pub amounts: Option<Vec<i32>>,
+    pub fingerprint: Option<bool>,
+    pub crash: Option<CrashSpec>,
+    pub kill_connection: Option<bool>,
+    pub lock_timeout_ms: Option<u64>,
+    pub on_failure: Option<OnFailure>,
+    pub fail_work: Option<usize>,
+    pub recovery_retries: Option<usize>,
+    /// Run step by step in this order (worker numbers), as `idem step --schedule`.
+    pub schedule: Option<Vec<usize>>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrashSpec {
+    pub worker: Option<usize>,
+    pub at: FaultPoint,
+}
+
+/// A key-design simulation's settings (`idem keys`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeysSpec {
+    pub kind: KeyKind,
+    pub clients: Option<usize>,
+    pub intents: Option<usize>,
+    pub retries: Option<usize>,
+    pub crash_at: Option<CrashPoint>,
+    pub fingerprint: Option<bool>,
+}
+
+/// What the scenario must show.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// How many times to run it (default 1).
+    pub runs: Option<u64>,
+    pub key_rows: Option<u64>,
+    pub xp_rows: Option<u64>,
+    /// For a probabilistic figure: the least share of runs whose XP rows
+    /// must equal `xp_rows`. Without it, every run must.
+    pub min_rate: Option<f64>,
+    /// For a figure that a broken guard shows only sometimes: the most
+    /// share of runs whose XP rows may equal `xp_rows`.
+    pub max_rate: Option<f64>,
+    pub duplicates: Option<u64>,
+    /// Outcome name → count, e.g. { created = 1, conflict = 4 }.
+    pub outcomes: Option<BTreeMap<String, u64>>,
+    pub wrong_replays: Option<u64>,
+    /// Key-design simulations.
+    pub keys_used: Option<usize>,
+    pub merged_intents: Option<u64>,
+}
+
+/// Reads and checks one scenario file. Errors name the file, and for bad
+/// TOML or an unknown key the line and column.
+pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
+    let name = path.display().to_string();
+    let mut scenario: Scenario = toml::from_str(text).map_err(|err| {
+        let place = err.span().map(|span| {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!(":{line}:{column}")
+        });
+        anyhow::anyhow!(
+            "{name}{}: {}",
+            place.unwrap_or_default(),
+            err.message().trim().replace('\n', " ")
+        )
+    })?;
+    scenario.source = name.clone();
+    match (&scenario.race, &scenario.keys) {
+        (Some(_), Some(_)) => bail!("{name}: a scenario has [race] or [keys], not both"),
+        (None, None) => bail!("{name}: a scenario needs a [race] or a [keys] section"),
+        _ => {}
+    }
+    if !(1..=7).contains(&scenario.lesson) {
+        bail!("{name}: lesson must be 1 to 7, not {}", scenario.lesson);
+    }
+    for rate in [scenario.expect.min_rate, scenario.expect.max_rate]
+        .into_iter()
+        .flatten()
+    {
+        if !(0.0..=1.0).contains(&rate) {
+            bail!("{name}: expect.min_rate and expect.max_rate must be between 0 and 1");
+        }
+    }
+    if let Some(race) = &scenario.race {
+        race.settings()
+            .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    }
+    Ok(scenario)
+}
+
+impl RaceSpec {
+    /// The race settings, checked as `idem race` checks its flags.
+    pub fn settings(&self) -> Result<RaceSettings> {
+        let d = RaceSettings::default();
+        let ms = Duration::from_millis;
+        let loser = match self.loser.unwrap_or(LoserKind::FailFast) {
+            LoserKind::FailFast => LoserPolicy::FailFast,
+            LoserKind::Poll => LoserPolicy::Poll {
+                every: ms(self.poll_ms.unwrap_or(5)),
+                give_up_after: ms(self.wait_timeout_ms.unwrap_or(2000)),
+            },
+            LoserKind::Block => LoserPolicy::Block {
+                give_up_after: ms(self.wait_timeout_ms.unwrap_or(2000)),
+            },
+        };
+        let settings = RaceSettings {
+            strategy: self.strategy.unwrap_or(d.strategy),
+            workers: self.workers.unwrap_or(d.workers),
+            pool_size: self.pool_size.unwrap_or(d.pool_size),
+            runner_holds_connection: self.runner_holds_connection.unwrap_or(true),
+            work: self.work_ms.map_or(d.work, ms),
+            key: self.key.clone().unwrap_or(d.key.clone()),
+            checkout_timeout: self.checkout_timeout_ms.map_or(d.checkout_timeout, ms),
+            loser,
+            store: self.store.unwrap_or(StoreKind::Table),
+            cache: CacheLimits {
+                max_entries: self.cache_max_entries.unwrap_or(d.cache.max_entries),
+                ..d.cache
+            },
+            cache_pressure: self.cache_pressure.unwrap_or(0),
+            amounts: self.amounts.clone().unwrap_or_default(),
+            fingerprint: self.fingerprint.unwrap_or(true),
+            crash: self.crash.map(|c| CrashPlan {
+                worker: c.worker,
+                at: c.at,
+            }),
+            kill_connection: self.kill_connection.unwrap_or(false),
+            lock_timeout: self.lock_timeout_ms.map_or(d.lock_timeout, ms),
+            on_failure: self.on_failure.unwrap_or(OnFailure::Store),
+            fail_work: self.fail_work,
+            recovery_retries: self.recovery_retries.unwrap_or(1),
+            ..d
+        };
+        settings.validate()?;
+        if let Some(schedule) = &self.schedule
+            && schedule.iter().any(|w| !(1..=settings.workers).contains(w))
+        {
+            bail!("schedule names a worker that does not exist");
+        }
+        Ok(settings)
+    }
+}
+
+impl KeysSpec {
+    pub fn settings(&self) -> KeysSettings {
+        KeysSettings {
+            kind: self.kind,
+            clients: self.clients.unwrap_or(1),
+            intents: self.intents.unwrap_or(1),
+            retries: self.retries.unwrap_or(2),
+            crash_at: self.crash_at.unwrap_or(CrashPoint::AfterWork),
+            fingerprint: self.fingerprint.unwrap_or(true),
+            work: Duration::from_millis(1),
+        }
+    }
+}
