@@ -6,6 +6,7 @@
 //! a real server); [`report`] prints what happened. [`cli`] and [`commands`]
 //! wire them to the command line.
 
+pub mod bench;
 pub mod challenge;
 pub mod cli;
 pub mod commands;

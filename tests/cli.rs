@@ -328,9 +328,17 @@ fn bench_quick_runs_and_reports_every_section() {
     let bench: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert!(bench["cluster"]["warm_start_ms"].as_f64().unwrap() > 0.0);
     assert_eq!(bench["race_rate"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        bench["throughput"].as_array().unwrap().len(),
+        8,
+        "raw and three guards, two pool sizes"
+    );
     // Speeds are not asserted; correctness is.
     for scale in bench["scale"].as_array().unwrap() {
         assert_eq!(scale["xp_rows"], scale["expected_xp_rows"], "{scale}");
+    }
+    for hot in bench["hot_key"].as_array().unwrap() {
+        assert_eq!(hot["xp_rows"], 1, "{hot}");
     }
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
 }

@@ -1,15 +1,17 @@
-//! `idem bench`: what the disposable cluster and the races cost, as figures to rerun, not timed tests.
+//! `idem bench`: what the cluster, the races and the guards cost, against the database's own floor.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use serde::Serialize;
 
+use crate::bench::throughput::{self, Handler};
+use crate::bench::{self as measure, BenchReport, HotKey, RaceRate, ScaleFigure, peak_rss_mb};
 use crate::cli::BenchArgs;
-use crate::db::template::private_dir;
-use crate::db::{Cluster, ClusterOptions, Database};
+use crate::db::{ClusterOptions, Database};
 use crate::race::{Race, RaceSettings};
+use crate::report::losers::percentile;
 use crate::report::{self, emit, emit_json};
 use crate::strategy::StrategyKind;
 
@@ -21,20 +23,29 @@ pub struct Plan {
     pub cold_samples: usize,
     pub warm_samples: usize,
     pub races: usize,
+    /// (workers, pool size) pairs for the throughput section.
+    pub throughput: Vec<(usize, usize)>,
+    pub requests: usize,
+    pub hot_key_requests: usize,
+    pub pgbench_seconds: u64,
     /// (workers, pool size) for the scale section.
     pub scale: Vec<(usize, usize)>,
 }
 
 pub fn plan(args: &BenchArgs) -> Result<Plan> {
-    let connect = args.connect.options();
+    let quick = args.quick;
     Ok(Plan {
         json: args.json,
-        quick: args.quick,
-        cluster: connect.cluster,
-        cold_samples: if args.quick { 1 } else { 3 },
-        warm_samples: if args.quick { 3 } else { 10 },
-        races: if args.quick { 50 } else { 1000 },
-        scale: if args.quick {
+        quick,
+        cluster: args.connect.options().cluster,
+        cold_samples: if quick { 1 } else { 3 },
+        warm_samples: if quick { 3 } else { 10 },
+        races: if quick { 50 } else { 1000 },
+        throughput: vec![(5, 5), (50, 50)],
+        requests: if quick { 1000 } else { 20_000 },
+        hot_key_requests: if quick { 200 } else { 1000 },
+        pgbench_seconds: if quick { 1 } else { 5 },
+        scale: if quick {
             vec![(1000, 50)]
         } else {
             vec![(1000, 50), (10_000, 90)]
@@ -42,68 +53,32 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
     })
 }
 
-/// Every figure one `idem bench` run measured.
-#[derive(Debug, Serialize)]
-pub struct BenchReport {
-    pub quick: bool,
-    pub cores: usize,
-    pub postgres: String,
-    pub cluster: Option<ClusterFigures>,
-    pub race_rate: Vec<RaceRate>,
-    pub scale: Vec<ScaleFigure>,
-    /// The idem process's peak resident memory over the whole benchmark.
-    pub peak_rss_mb: f64,
-}
-
-/// Start and stop of a disposable cluster, medians in ms.
-#[derive(Debug, Serialize)]
-pub struct ClusterFigures {
-    /// A start with no template: initdb, copy, start, ready.
-    pub cold_start_ms: f64,
-    /// A start from the cached template: copy, start, ready.
-    pub warm_start_ms: f64,
-    pub stop_ms: f64,
-    pub cold_samples: usize,
-    pub warm_samples: usize,
-}
-
-/// Default races, back to back, with `--work-ms 0`.
-#[derive(Debug, Serialize)]
-pub struct RaceRate {
-    pub strategy: StrategyKind,
-    pub races: usize,
-    pub total_s: f64,
-    pub races_per_s: f64,
-    /// Including the table reset and the counts.
-    pub ms_per_race: f64,
-    pub xp_rows: BTreeMap<u64, u64>,
-}
-
-/// Many workers on one key.
-#[derive(Debug, Serialize)]
-pub struct ScaleFigure {
-    pub strategy: StrategyKind,
-    pub workers: usize,
-    pub pool_size: usize,
-    pub wall_ms: f64,
-    pub xp_rows: u64,
-    pub expected_xp_rows: u64,
-    pub checkout_timeouts: u64,
-}
+/// The strategies whose cost per request is measured.
+const GUARDS: [StrategyKind; 3] = [
+    StrategyKind::InsertUnique,
+    StrategyKind::ClaimWorkComplete,
+    StrategyKind::Guard,
+];
 
 pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     let steps = (plan.cold_samples + plan.warm_samples) as u64
-        + 4 * plan.races as u64
+        + (StrategyKind::ALL.len() * plan.races) as u64
+        + (plan.throughput.len() * (GUARDS.len() + 1)) as u64
+        + GUARDS.len() as u64
         + 3 * plan.scale.len() as u64;
     let progress = report::progress::bar(steps, plan.json, "steps");
 
+    // 1. The disposable cluster.
     let cluster = {
         let opts = plan.cluster.clone();
         let (cold, warm, bar) = (plan.cold_samples, plan.warm_samples, progress.clone());
-        tokio::task::spawn_blocking(move || cluster_figures(&opts, cold, warm, || bar.inc(1)))
-            .await??
+        tokio::task::spawn_blocking(move || {
+            measure::cluster::measure(&opts, cold, warm, || bar.inc(1))
+        })
+        .await??
     };
 
+    // 2. Default races back to back.
     let mut race_rate = Vec::new();
     for strategy in StrategyKind::ALL {
         let settings = RaceSettings {
@@ -115,8 +90,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         let mut xp_rows = BTreeMap::new();
         let began = Instant::now();
         for run in 1..=plan.races {
-            let result = race.run(run).await?;
-            *xp_rows.entry(result.xp_rows).or_default() += 1;
+            *xp_rows.entry(race.run(run).await?.xp_rows).or_default() += 1;
             progress.inc(1);
         }
         let total = began.elapsed().as_secs_f64();
@@ -130,6 +104,56 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         });
     }
 
+    // 3. Throughput on distinct keys, each against the raw floor on the same pool.
+    let mut throughput = Vec::new();
+    for &(workers, pool) in &plan.throughput {
+        let raw =
+            throughput::measure(db, "raw", Handler::Raw, workers, pool, plan.requests).await?;
+        progress.inc(1);
+        for strategy in GUARDS {
+            let settings = RaceSettings {
+                strategy,
+                ..RaceSettings::default()
+            };
+            let handler = Handler::Strategy(
+                Arc::from(settings.build_strategy()),
+                strategy.uses_key_table(),
+            );
+            let mut figure =
+                throughput::measure(db, strategy.name(), handler, workers, pool, plan.requests)
+                    .await?;
+            figure.ratio_to_raw = Some(figure.per_second / raw.per_second);
+            throughput.push(figure);
+            progress.inc(1);
+        }
+        throughput.insert(throughput.len() - GUARDS.len(), raw);
+    }
+    let pgbench = measure::pgbench::measure(db, 5, plan.pgbench_seconds).await?;
+
+    // 4. Hot key: every request on one key.
+    let mut hot_key = Vec::new();
+    for strategy in GUARDS {
+        let settings = RaceSettings {
+            strategy,
+            workers: plan.hot_key_requests,
+            pool_size: 50,
+            work: Duration::ZERO,
+            ..RaceSettings::default()
+        };
+        let result = Race::prepare(db, settings).await?.run(1).await?;
+        let mut latencies: Vec<f64> = result.reports.iter().map(|w| w.answer_ms).collect();
+        hot_key.push(HotKey {
+            strategy,
+            requests: plan.hot_key_requests,
+            pool_size: 50,
+            p50_ms: percentile(&mut latencies, 0.5),
+            p99_ms: percentile(&mut latencies, 0.99),
+            xp_rows: result.xp_rows,
+        });
+        progress.inc(1);
+    }
+
+    // 5. Scale: thousands of workers on one key.
     let mut scale = Vec::new();
     for &(workers, pool_size) in &plan.scale {
         for strategy in [
@@ -167,6 +191,9 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         postgres: db.server_version().await?,
         cluster,
         race_rate,
+        throughput,
+        pgbench,
+        hot_key,
         scale,
         peak_rss_mb: peak_rss_mb(),
     };
@@ -175,69 +202,4 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     } else {
         emit(&report::bench::render(&bench))
     }
-}
-
-/// Starts and stops clusters: cold ones from an empty template cache, warm
-/// ones from the cached template. `None` when there are no server binaries.
-fn cluster_figures(
-    opts: &ClusterOptions,
-    cold_samples: usize,
-    warm_samples: usize,
-    tick: impl Fn(),
-) -> Result<Option<ClusterFigures>> {
-    if crate::db::binaries::PgBinaries::locate(opts.pg_bin.as_deref()).is_err() {
-        return Ok(None);
-    }
-    let scratch = private_dir(&std::env::temp_dir(), "idem-bench")?;
-    let measured = (|| -> Result<ClusterFigures> {
-        let mut cold = Vec::new();
-        let mut stops = Vec::new();
-        for sample in 0..cold_samples {
-            let opts = ClusterOptions {
-                template_cache: Some(scratch.join(format!("cache-{sample}"))),
-                ..opts.clone()
-            };
-            let began = Instant::now();
-            let cluster = Cluster::start(&opts)?;
-            cold.push(began.elapsed());
-            stops.push(cluster.stop()?);
-            tick();
-        }
-        let mut warm = Vec::new();
-        for _ in 0..warm_samples {
-            let began = Instant::now();
-            let cluster = Cluster::start(opts)?;
-            warm.push(began.elapsed());
-            stops.push(cluster.stop()?);
-            tick();
-        }
-        Ok(ClusterFigures {
-            cold_start_ms: median_ms(&mut cold),
-            warm_start_ms: median_ms(&mut warm),
-            stop_ms: median_ms(&mut stops),
-            cold_samples,
-            warm_samples,
-        })
-    })();
-    let _ = std::fs::remove_dir_all(&scratch);
-    measured.map(Some)
-}
-
-fn median_ms(samples: &mut [Duration]) -> f64 {
-    samples.sort();
-    samples
-        .get(samples.len() / 2)
-        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
-}
-
-/// The process's peak resident set size so far, in MB.
-fn peak_rss_mb() -> f64 {
-    // SAFETY: an all-zero rusage is valid for getrusage to fill in.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a valid, writable rusage.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return 0.0;
-    }
-    // Linux reports kilobytes.
-    usage.ru_maxrss as f64 / 1024.0
 }

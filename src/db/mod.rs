@@ -193,6 +193,17 @@ impl Database {
         Ok(())
     }
 
+    /// Empties the tables with TRUNCATE: slower than [`reset`](Self::reset)
+    /// for a few rows, but it leaves no dead rows behind, so a benchmark
+    /// after thousands of inserts starts from clean tables and indexes.
+    pub async fn truncate(&self) -> Result<()> {
+        sqlx::query("TRUNCATE idempotency_keys, experience_points, cache_entries RESTART IDENTITY")
+            .execute(&self.meta)
+            .await
+            .context("could not truncate the tables")?;
+        Ok(())
+    }
+
     /// Counts the rows the course talks about, and finds the XP row the key
     /// stands for: the one in the key's stored response, else the one
     /// carrying the key, else the first one made.

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::runs::histogram;
 use super::style::{bad, dim, good, strong};
 use super::table;
-use crate::commands::bench::BenchReport;
+use crate::bench::BenchReport;
 
 /// Targets from the issues, for a 2-core machine.
 const WARM_START_STOP_MS: f64 = 300.0;
@@ -95,6 +95,92 @@ pub fn render(b: &BenchReport) -> String {
             "≤ 10 s",
             "XP rows",
         ],
+        rows,
+        &[1, 2, 3, 4],
+    ));
+    out.push_str("\n\n");
+
+    let _ = writeln!(
+        out,
+        "{}",
+        strong(
+            "throughput: distinct keys, --work-ms 0, against the raw INSERT ... ON CONFLICT DO NOTHING"
+        )
+    );
+    let rows = b
+        .throughput
+        .iter()
+        .map(|t| {
+            let (ratio, target) = match (t.ratio_to_raw, t.what.as_str()) {
+                (None, _) => ("1.00".to_string(), String::new()),
+                (Some(r), "insert-unique") => {
+                    (format!("{r:.2}"), format!("≥ 0.7 {}", verdict(r >= 0.7)))
+                }
+                (Some(r), "claim-work-complete") => {
+                    (format!("{r:.2}"), format!("≥ 0.3 {}", verdict(r >= 0.3)))
+                }
+                (Some(r), _) => (format!("{r:.2}"), String::new()),
+            };
+            vec![
+                format!("{}/{}", t.workers, t.pool_size),
+                t.what.clone(),
+                t.requests.to_string(),
+                format!("{:.0}", t.per_second),
+                ratio,
+                target,
+            ]
+        })
+        .collect();
+    out.push_str(&table::render(
+        &[
+            "workers/pool",
+            "requests as",
+            "requests",
+            "per second",
+            "× raw",
+            "target",
+        ],
+        rows,
+        &[2, 3, 4],
+    ));
+    out.push('\n');
+    let raw = b.pgbench.iter().find(|p| p.script == "raw").map(|p| p.tps);
+    for p in &b.pgbench {
+        let ratio = raw
+            .map(|r| format!(", {:.2} × its raw", p.tps / r))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{}",
+            dim(format!(
+                "pgbench on the same cluster, {} clients for {} s, {}'s statements: {:.0} requests/s{ratio}",
+                p.clients, p.seconds, p.script, p.tps
+            ))
+        );
+    }
+    out.push('\n');
+
+    let _ = writeln!(
+        out,
+        "{}",
+        strong("hot key: every request on one key at once, pool 50, --work-ms 0")
+    );
+    let rows = b
+        .hot_key
+        .iter()
+        .map(|h| {
+            vec![
+                h.strategy.name().to_string(),
+                h.requests.to_string(),
+                format!("{:.1} ms", h.p50_ms),
+                format!("{:.1} ms", h.p99_ms),
+                h.xp_rows.to_string(),
+                verdict(h.xp_rows == 1),
+            ]
+        })
+        .collect();
+    out.push_str(&table::render(
+        &["strategy", "requests", "p50", "p99", "XP rows", "= 1"],
         rows,
         &[1, 2, 3, 4],
     ));

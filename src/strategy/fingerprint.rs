@@ -21,10 +21,14 @@ impl Params {
 
     /// SHA-256 of the canonical encoding, in hex.
     pub fn fingerprint(&self) -> String {
-        Sha256::digest(self.canonical().as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let digest = Sha256::digest(self.canonical().as_bytes());
+        let mut hex = String::with_capacity(64);
+        for byte in digest {
+            hex.push(char::from(HEX[usize::from(byte >> 4)]));
+            hex.push(char::from(HEX[usize::from(byte & 0xf)]));
+        }
+        hex
     }
 
     /// "10 XP for lesson 1", for messages.

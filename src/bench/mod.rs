@@ -1,0 +1,88 @@
+//! The measurements behind `idem bench`: rerunnable figures, never timed tests.
+
+pub mod cluster;
+pub mod pgbench;
+pub mod throughput;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::strategy::StrategyKind;
+
+pub use cluster::ClusterFigures;
+pub use pgbench::PgbenchFigure;
+pub use throughput::Throughput;
+
+/// Every figure one `idem bench` run measured.
+#[derive(Debug, Serialize)]
+pub struct BenchReport {
+    pub quick: bool,
+    pub cores: usize,
+    pub postgres: String,
+    pub cluster: Option<ClusterFigures>,
+    pub race_rate: Vec<RaceRate>,
+    pub throughput: Vec<Throughput>,
+    /// PostgreSQL's own client on the same statements, for reference.
+    pub pgbench: Vec<PgbenchFigure>,
+    pub hot_key: Vec<HotKey>,
+    pub scale: Vec<ScaleFigure>,
+    /// The idem process's peak resident memory over the whole benchmark.
+    pub peak_rss_mb: f64,
+}
+
+/// Default races, back to back, with `--work-ms 0`.
+#[derive(Debug, Serialize)]
+pub struct RaceRate {
+    pub strategy: StrategyKind,
+    pub races: usize,
+    pub total_s: f64,
+    pub races_per_s: f64,
+    /// Including the table reset and the counts.
+    pub ms_per_race: f64,
+    pub xp_rows: BTreeMap<u64, u64>,
+}
+
+/// All requests on one key at once.
+#[derive(Debug, Serialize)]
+pub struct HotKey {
+    pub strategy: StrategyKind,
+    pub requests: usize,
+    pub pool_size: usize,
+    /// From arrival to answer, including the wait for a connection.
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub xp_rows: u64,
+}
+
+/// Many workers on one key, one race.
+#[derive(Debug, Serialize)]
+pub struct ScaleFigure {
+    pub strategy: StrategyKind,
+    pub workers: usize,
+    pub pool_size: usize,
+    pub wall_ms: f64,
+    pub xp_rows: u64,
+    pub expected_xp_rows: u64,
+    pub checkout_timeouts: u64,
+}
+
+pub(crate) fn median_ms(samples: &mut [Duration]) -> f64 {
+    samples.sort();
+    samples
+        .get(samples.len() / 2)
+        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
+/// The process's peak resident set size so far, in MB.
+pub fn peak_rss_mb() -> f64 {
+    // SAFETY: an all-zero rusage is valid for getrusage to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    // Linux reports kilobytes.
+    usage.ru_maxrss as f64 / 1024.0
+}

@@ -1,0 +1,124 @@
+//! Guard throughput: many distinct keys through a pool, against the raw single-statement floor.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use deadpool_postgres::Pool;
+use serde::Serialize;
+
+use crate::db::Database;
+use crate::db::pool::{checkout, warm_pool};
+use crate::race::{Lease, Request, Trace};
+use crate::strategy::fingerprint::Params;
+use crate::strategy::{OPERATION, Strategy};
+
+/// The floor: the very statement insert-unique sends, one prepared
+/// statement per request with nothing of idem's around it.
+pub const RAW_INSERT: &str =
+    "INSERT INTO experience_points (user_id, amount, lesson, idempotency_key, worker)
+     VALUES ($1, 10, 1, $2, $3) ON CONFLICT (idempotency_key) DO NOTHING";
+
+/// Requests per second for one way of handling requests.
+#[derive(Debug, Clone, Serialize)]
+pub struct Throughput {
+    /// `raw` for the floor, else the strategy's name.
+    pub what: String,
+    pub workers: usize,
+    pub pool_size: usize,
+    pub requests: usize,
+    pub per_second: f64,
+    /// `per_second` over the raw floor's on the same pool.
+    pub ratio_to_raw: Option<f64>,
+}
+
+/// What one request does.
+pub enum Handler {
+    /// The floor: one `INSERT ... ON CONFLICT DO NOTHING`.
+    Raw,
+    /// A strategy, and whether its requests carry fingerprints.
+    Strategy(Arc<dyn Strategy>, bool),
+}
+
+/// Sends `requests` requests with distinct keys through `workers` tasks
+/// sharing a pool of `pool_size`, and measures requests per second.
+pub async fn measure(
+    db: &Database,
+    what: &str,
+    handler: Handler,
+    workers: usize,
+    pool_size: usize,
+    requests: usize,
+) -> Result<Throughput> {
+    db.truncate().await?;
+    let pool = warm_pool(db.workers_config(), pool_size).await?;
+    let handler = Arc::new(handler);
+    let next = Arc::new(AtomicUsize::new(0));
+    let began = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for worker in 1..=workers {
+        tasks.spawn(run(
+            worker,
+            pool.clone(),
+            handler.clone(),
+            next.clone(),
+            requests,
+        ));
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.context("a bench worker panicked")??;
+    }
+    let elapsed = began.elapsed().as_secs_f64();
+    Ok(Throughput {
+        what: what.to_string(),
+        workers,
+        pool_size,
+        requests,
+        per_second: requests as f64 / elapsed,
+        ratio_to_raw: None,
+    })
+}
+
+async fn run(
+    worker: usize,
+    pool: Pool,
+    handler: Arc<Handler>,
+    next: Arc<AtomicUsize>,
+    total: usize,
+) -> Result<()> {
+    loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= total {
+            return Ok(());
+        }
+        match handler.as_ref() {
+            Handler::Raw => {
+                let conn = checkout(&pool, Duration::from_secs(30)).await?;
+                let insert = conn.prepare_cached(RAW_INSERT).await?;
+                conn.execute(&insert, &[&(i as i64), &format!("k{i}"), &(worker as i32)])
+                    .await?;
+            }
+            Handler::Strategy(strategy, fingerprint) => {
+                let params = Params {
+                    operation: OPERATION,
+                    user_id: i as i64,
+                    amount: 10,
+                    lesson: 1,
+                };
+                // Only the strategies that keep a key table check fingerprints.
+                let req = Request::new(
+                    worker,
+                    format!("k{i}"),
+                    params,
+                    *fingerprint,
+                    Duration::ZERO,
+                );
+                let mut trace = Trace::new(Instant::now());
+                let mut lease = Lease::new(pool.clone(), Duration::from_secs(30));
+                lease.conn(&mut trace).await?;
+                strategy.handle(&mut lease, &req, &mut trace).await?;
+            }
+        }
+    }
+}
