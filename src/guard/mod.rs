@@ -28,9 +28,8 @@ use serde_json::{Value, json};
 
 use crate::db::pool::Conn;
 use crate::race::{Answer, Failure, Lease, Outcome, Request, Trace};
-use crate::strategy::check_then_store::mismatch;
-use crate::strategy::loser::conflict_body;
-use crate::strategy::{Handled, OPERATION, Step, Strategy, fingerprint, work};
+use crate::strategy::answers::{self, mismatch};
+use crate::strategy::{Handled, Step, Strategy, claim, fingerprint, work};
 
 /// What the guard does when the work itself fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
@@ -111,7 +110,7 @@ impl Guard {
     ) -> Result<Answer, Failure> {
         let conn = lease.conn(trace).await?;
         // 1. Claim.
-        let claim_id = match self.claim(conn, req, trace).await? {
+        let claim_id = match claim(conn, req, trace).await? {
             Some(id) => id,
             None => match self.lost(conn, req, trace).await? {
                 Ok(id) => id,
@@ -120,37 +119,6 @@ impl Guard {
         };
         // 2 and 3. Work and complete, together.
         self.work_and_complete(conn, req, trace, claim_id).await
-    }
-
-    async fn claim(
-        &self,
-        conn: &Conn,
-        req: &Request,
-        trace: &mut Trace,
-    ) -> Result<Option<i64>, Failure> {
-        let claim = conn
-            .prepare_cached(
-                "INSERT INTO idempotency_keys (key, operation, status, request_fingerprint, worker, locked_at)
-                 VALUES ($1, $2, 'pending', $3, $4, now())
-                 ON CONFLICT (key) DO NOTHING
-                 RETURNING id",
-            )
-            .await?;
-        let won = trace
-            .query(
-                Step::Claim,
-                conn.query_opt(
-                    &claim,
-                    &[&req.key, &OPERATION, &req.fingerprint, &req.worker_id()],
-                ),
-            )
-            .await?;
-        trace.note(if won.is_some() {
-            "claim won"
-        } else {
-            "claim taken"
-        });
-        Ok(won.map(|row| row.get(0)))
     }
 
     /// The loser's path. `Ok(id)` when this request may go on with the claim
@@ -174,7 +142,12 @@ impl Guard {
             .await?
         else {
             trace.note("gone");
-            return Ok(Err(conflict(req, "claim gone", "answered 409")));
+            return Ok(Err(answers::conflict(
+                req,
+                "claim gone",
+                "answered 409",
+                None,
+            )));
         };
         let claim = Claim {
             id: row.get(0),
@@ -194,7 +167,12 @@ impl Guard {
         }
         let ours = claim.owner == Some(req.worker_id());
         if !ours && !claim.stale {
-            return Ok(Err(conflict(req, "claim pending", "answered 409")));
+            return Ok(Err(answers::conflict(
+                req,
+                "claim pending",
+                "answered 409",
+                None,
+            )));
         }
         // Resume our own claim, or take over a stale one. The condition is
         // checked again under the row's lock, so of two requests arriving
@@ -225,10 +203,11 @@ impl Guard {
             }
             None => {
                 trace.note("another request took it first");
-                Ok(Err(conflict(
+                Ok(Err(answers::conflict(
                     req,
                     "stale claim taken by another",
                     "answered 409",
+                    None,
                 )))
             }
         }
@@ -283,10 +262,11 @@ impl Guard {
                 trace.queries += 1;
                 conn.batch_execute("ROLLBACK").await?;
                 trace.note("claim lost to a takeover; rolled back");
-                Ok(conflict(
+                Ok(answers::conflict(
                     req,
                     "claim taken over",
                     "rolled back its work, 409",
+                    None,
                 ))
             }
             Ok(None) => {
@@ -350,15 +330,7 @@ fn replay(claim: Claim) -> Answer {
             waited: None,
         };
     }
-    let xp = claim.body.as_ref().and_then(work::xp_id_of);
-    Answer {
-        outcome: Outcome::Replayed,
-        saw: "claim completed".into(),
-        did: xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}")),
-        made_xp: None,
-        body: claim.body,
-        waited: None,
-    }
+    answers::replay(claim.body, "claim completed", None)
 }
 
 fn failed(body: Value, did: &str) -> Answer {
@@ -368,17 +340,6 @@ fn failed(body: Value, did: &str) -> Answer {
         did: did.into(),
         made_xp: None,
         body: Some(body),
-        waited: None,
-    }
-}
-
-fn conflict(req: &Request, saw: &str, did: &str) -> Answer {
-    Answer {
-        outcome: Outcome::Conflict,
-        saw: saw.into(),
-        did: did.into(),
-        made_xp: None,
-        body: Some(conflict_body(&req.key, req.work.as_millis() as u64)),
         waited: None,
     }
 }

@@ -7,7 +7,8 @@
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 
-use super::fingerprint::{self, mismatch_body};
+use super::answers::mismatch;
+use super::fingerprint;
 use super::{Handled, OPERATION, Step, Strategy, work};
 use crate::race::{Answer, Lease, Outcome, Request, Trace};
 
@@ -110,17 +111,5 @@ impl Strategy for CheckThenStore {
                 Err(err) => Err(err.into()),
             }
         })
-    }
-}
-
-/// The answer to a key reused with other parameters: 422, and no work.
-pub(crate) fn mismatch(req: &Request) -> Answer {
-    Answer {
-        outcome: Outcome::Mismatch,
-        saw: "key used for other parameters".into(),
-        did: "answered 422, no work".into(),
-        made_xp: None,
-        body: Some(mismatch_body(&req.key)),
-        waited: None,
     }
 }

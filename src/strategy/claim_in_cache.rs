@@ -6,9 +6,8 @@
 
 use std::time::Duration;
 
-use super::check_then_store::mismatch;
+use super::answers::{conflict, mismatch, replay};
 use super::fingerprint;
-use super::loser::conflict_body;
 use super::{Handled, Step, Strategy, work};
 use crate::race::{Answer, Lease, Outcome, Request, Trace};
 use crate::store::cache::{self, CacheLimits, Entry};
@@ -46,24 +45,16 @@ impl Strategy for ClaimInCache {
                 let entry = trace.query(Step::Read, cache::read(conn, &req.key)).await?;
                 let Some(entry) = entry else {
                     trace.note("gone");
-                    return Ok(conflict(req, "entry vanished"));
+                    return Ok(conflict(req, "entry vanished", "answered 409", None));
                 };
                 trace.note(entry.status.clone());
                 if fingerprint::differs(req.fingerprint.as_deref(), entry.fingerprint.as_deref()) {
                     return Ok(mismatch(req));
                 }
                 if entry.status == "completed" {
-                    let xp = entry.response.as_ref().and_then(work::xp_id_of);
-                    return Ok(Answer {
-                        outcome: Outcome::Replayed,
-                        saw: "entry completed".into(),
-                        did: xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}")),
-                        made_xp: None,
-                        body: entry.response,
-                        waited: None,
-                    });
+                    return Ok(replay(entry.response, "entry completed", None));
                 }
-                return Ok(conflict(req, "entry pending"));
+                return Ok(conflict(req, "entry pending", "answered 409", None));
             }
             trace.note("written: claim won");
 
@@ -96,16 +87,5 @@ impl Strategy for ClaimInCache {
                 waited: None,
             })
         })
-    }
-}
-
-fn conflict(req: &Request, saw: &str) -> Answer {
-    Answer {
-        outcome: Outcome::Conflict,
-        saw: saw.into(),
-        did: "answered 409".into(),
-        made_xp: None,
-        body: Some(conflict_body(&req.key, req.work.as_millis() as u64)),
-        waited: None,
     }
 }

@@ -10,9 +10,9 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 
-use super::check_then_store::mismatch;
+use super::answers::{conflict, mismatch, replay};
 use super::fingerprint;
-use super::loser::{LoserPolicy, Waited, conflict_body};
+use super::loser::{LoserPolicy, Waited};
 use super::{Handled, OPERATION, Step, Strategy, work};
 use crate::db::pool::Conn;
 use crate::race::{Answer, Failure, Lease, Outcome, Request, Trace};
@@ -46,8 +46,13 @@ impl Strategy for ClaimWorkComplete {
     }
 }
 
-/// Inserts the pending claim; `Some(id)` if this request won it.
-async fn claim(conn: &Conn, req: &Request, trace: &mut Trace) -> Result<Option<i64>, Failure> {
+/// Inserts the pending claim, with the fingerprint; `Some(id)` if this
+/// request won it. The whole guard claims the same way.
+pub(crate) async fn claim(
+    conn: &Conn,
+    req: &Request,
+    trace: &mut Trace,
+) -> Result<Option<i64>, Failure> {
     let claim = conn
         .prepare_cached(
             "INSERT INTO idempotency_keys (key, operation, status, request_fingerprint, worker, locked_at)
@@ -259,28 +264,5 @@ async fn claim_blocking(
             let _ = conn.batch_execute("ROLLBACK").await;
             Err(err)
         }
-    }
-}
-
-fn replay(body: Option<Value>, saw: &str, waited: Option<Waited>) -> Answer {
-    let xp = body.as_ref().and_then(work::xp_id_of);
-    Answer {
-        outcome: Outcome::Replayed,
-        saw: saw.into(),
-        did: xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}")),
-        made_xp: None,
-        body,
-        waited,
-    }
-}
-
-fn conflict(req: &Request, saw: &str, did: &str, waited: Option<Waited>) -> Answer {
-    Answer {
-        outcome: Outcome::Conflict,
-        saw: saw.into(),
-        did: did.into(),
-        made_xp: None,
-        body: Some(conflict_body(&req.key, req.work.as_millis() as u64)),
-        waited,
     }
 }

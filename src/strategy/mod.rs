@@ -3,7 +3,8 @@
 //! Every strategy handles one request on one pooled connection and reports
 //! the same step names ([`Step`]), so that their traces line up side by side.
 
-pub mod check_then_store;
+pub mod answers;
+mod check_then_store;
 mod claim_in_cache;
 mod claim_work_complete;
 pub mod fingerprint;
@@ -22,6 +23,7 @@ use crate::race::{Answer, Failure, Lease, Request, Trace};
 pub use check_then_store::CheckThenStore;
 pub use claim_in_cache::ClaimInCache;
 pub use claim_work_complete::ClaimWorkComplete;
+pub(crate) use claim_work_complete::claim;
 pub use insert_unique::InsertUnique;
 pub use loser::{LoserKind, LoserPolicy};
 pub use none::NoGuard;

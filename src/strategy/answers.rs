@@ -1,0 +1,45 @@
+//! The answers a guard gives besides "created": replay, 409, 422. One place, so every strategy words them alike.
+
+use serde_json::Value;
+
+use super::fingerprint::mismatch_body;
+use super::loser::{Waited, conflict_body};
+use super::work;
+use crate::race::{Answer, Outcome, Request};
+
+/// 200: the stored response of the request that did the work.
+pub fn replay(body: Option<Value>, saw: &str, waited: Option<Waited>) -> Answer {
+    let xp = body.as_ref().and_then(work::xp_id_of);
+    Answer {
+        outcome: Outcome::Replayed,
+        saw: saw.into(),
+        did: xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}")),
+        made_xp: None,
+        body,
+        waited,
+    }
+}
+
+/// 409: another request holds the key and has not finished.
+pub fn conflict(req: &Request, saw: &str, did: &str, waited: Option<Waited>) -> Answer {
+    Answer {
+        outcome: Outcome::Conflict,
+        saw: saw.into(),
+        did: did.into(),
+        made_xp: None,
+        body: Some(conflict_body(&req.key, req.work.as_millis() as u64)),
+        waited,
+    }
+}
+
+/// 422: the key was first used with other parameters; no work is done.
+pub fn mismatch(req: &Request) -> Answer {
+    Answer {
+        outcome: Outcome::Mismatch,
+        saw: "key used for other parameters".into(),
+        did: "answered 422, no work".into(),
+        made_xp: None,
+        body: Some(mismatch_body(&req.key)),
+        waited: None,
+    }
+}
