@@ -37,34 +37,34 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Race N workers on one key with one strategy and count the rows (lessons 1 and 2).
-    Race(RaceArgs),
-    /// Run every strategy under the same settings and show them side by side.
-    Compare(CompareArgs),
-    /// The key table and the Solid-Cache-like store, measured side by side (lesson 5).
-    Stores(StoresArgs),
-    /// What each store still knows about a key in a kept schema (lesson 5).
-    Audit(AuditArgs),
-    /// Delete completed keys past their retention (lesson 5).
-    Reap(ReapArgs),
-    /// Clients that crash and retry with random or derived keys (lesson 6).
-    Keys(KeysArgs),
-    /// Drive the interleaving step by step, by hand or with --schedule.
-    Step(StepArgs),
-    /// List or run the scenario files, each checked against its expected figures.
-    Scenario(ScenarioArgs),
     /// The seven lessons, one line each.
     Lessons,
     /// Tell one lesson and run its demonstrations live.
     Lesson(LessonArgs),
     /// All seven lessons in order.
     Tour(TourArgs),
+    /// Race N workers on one key with one strategy and count the rows (lessons 1 and 2).
+    Race(RaceArgs),
+    /// Run every strategy under the same settings and show them side by side.
+    Compare(CompareArgs),
+    /// Drive the interleaving step by step, by hand or with --schedule.
+    Step(StepArgs),
+    /// List or run the scenario files, each checked against its expected figures.
+    Scenario(ScenarioArgs),
+    /// Clients that crash and retry with random or derived keys (lesson 6).
+    Keys(KeysArgs),
+    /// The key table and the Solid-Cache-like store, measured side by side (lesson 5).
+    Stores(StoresArgs),
+    /// What each store still knows about a key in a kept schema (lesson 5).
+    Audit(AuditArgs),
+    /// Delete completed keys past their retention (lesson 5).
+    Reap(ReapArgs),
     /// Judge idem's own guard with the challenge's races (lesson 7); yours:
     /// `cargo run --example challenge`.
     Challenge(ChallengeArgs),
     /// Show which PostgreSQL idem uses and how long its cluster takes to start and stop.
     Doctor(DoctorArgs),
-    /// Measure cluster start-up, race rate and scale; see BENCHMARKS.md.
+    /// Measure cluster start-up, race rate, guard throughput, hot key and scale (BENCHMARKS.md).
     Bench(BenchArgs),
 }
 
@@ -78,6 +78,7 @@ pub enum ColorChoice {
 
 /// Where the tables live.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Database")]
 pub struct ConnectArgs {
     /// A PostgreSQL server to use instead of a disposable cluster. idem works
     /// in a schema of its own (idem_<run id>) and drops it at the end.
@@ -159,44 +160,53 @@ pub struct RaceFlags {
     pub runs: u64,
 
     /// Per-worker XP amounts, all on one key: worker i asks for the i-th (e.g. 10,20,10,30,10).
+    #[arg(help_heading = "Lesson 4: fingerprints")]
     #[arg(long, value_name = "LIST", value_delimiter = ',', allow_negative_numbers = true,
           value_parser = amount)]
     pub amounts: Option<Vec<i32>>,
 
     /// Store no request fingerprint and check none: a reused key silently
     /// replays the first request's result (the wrong answer of lesson 4).
+    #[arg(help_heading = "Lesson 4: fingerprints")]
     #[arg(long)]
     pub no_fingerprint: bool,
 
     /// What a request that loses the claim does while the winner works
     /// (claim-work-complete only) [default: fail-fast].
+    #[arg(help_heading = "Lesson 3: the loser")]
     #[arg(long, value_enum, value_name = "POLICY")]
     pub loser: Option<LoserKind>,
 
     /// With --loser poll: how often a loser re-reads the claim [default: 5].
+    #[arg(help_heading = "Lesson 3: the loser")]
     #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = whole::<1, 3_600_000>)]
     pub poll_ms: Option<u64>,
 
     /// With --loser poll or block: how long a loser waits for the winner before answering 409 [default: 2000].
+    #[arg(help_heading = "Lesson 3: the loser")]
     #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = whole::<1, 3_600_000>)]
     pub wait_timeout_ms: Option<u64>,
 
     /// Where claim-work-complete keeps its claims: the key table, or a
     /// Solid-Cache-like store (lesson 5).
+    #[arg(help_heading = "Lesson 5: where claims live")]
     #[arg(long, value_enum, default_value_t = StoreKind::Table)]
     pub store: StoreKind,
 
     /// The cache store's entry limit; past it the oldest entries are evicted.
+    #[arg(help_heading = "Lesson 5: where claims live")]
     #[arg(long, default_value_t = 1000, value_name = "N", allow_negative_numbers = true,
           value_parser = whole::<1, 100_000_000>)]
     pub cache_max_entries: u64,
 
     /// The cache store's age limit (e.g. 90s, 24h, 2w) [default: 2w].
+    #[arg(help_heading = "Lesson 5: where claims live")]
     #[arg(long, value_name = "DURATION", value_parser = duration, allow_hyphen_values = true)]
     pub cache_max_age: Option<Duration>,
 
     /// After the race, write N other keys to the cache, then retry the same
     /// request: does its claim survive eviction?
+    #[arg(help_heading = "Lesson 5: where claims live")]
     #[arg(long, default_value_t = 0, value_name = "N", allow_negative_numbers = true,
           value_parser = whole::<0, 1_000_000>)]
     pub cache_pressure: u64,
@@ -205,34 +215,41 @@ pub struct RaceFlags {
     /// (or of worker N only) dies, and the worker with it; after the lock
     /// timeout its request is retried. POINT: after-claim, during-work,
     /// before-complete. E.g. --crash after-claim, --crash worker=2,at=during-work.
+    #[arg(help_heading = "Lesson 7: faults and recovery")]
     #[arg(long, value_name = "[worker=N,]at=POINT", value_parser = crash_plan)]
     pub crash: Option<CrashPlan>,
 
     /// Have another session terminate the connection of the first worker to
     /// start its work, halfway through it; the worker itself lives on.
+    #[arg(help_heading = "Lesson 7: faults and recovery")]
     #[arg(long)]
     pub kill_connection: bool,
 
     /// The guard takes over a pending claim older than this, in ms.
+    #[arg(help_heading = "Lesson 7: faults and recovery")]
     #[arg(long, default_value_t = DEFAULT_LOCK_TIMEOUT_MS, value_name = "MS", allow_negative_numbers = true,
           value_parser = whole::<1, 3_600_000>)]
     pub lock_timeout_ms: u64,
 
     /// What the guard does when the work fails: store the 500 and replay it
     /// (Stripe), or release the claim so a retry runs again (Powertools).
+    #[arg(help_heading = "Lesson 7: faults and recovery")]
     #[arg(long, value_enum, default_value_t = OnFailure::Store)]
     pub on_failure: OnFailure,
 
     /// Make worker N's work fail (the award service errors), then retry it.
+    #[arg(help_heading = "Lesson 7: faults and recovery")]
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole::<1, 100_000>)]
     pub fail_work: Option<u64>,
 
     /// How many retries of a crashed or failed request are sent at once.
+    #[arg(help_heading = "Lesson 7: faults and recovery")]
     #[arg(long, default_value_t = 1, value_name = "N", allow_negative_numbers = true,
           value_parser = whole::<1, 100>)]
     pub recovery_retries: u64,
 
     /// After the race, show what each store can still tell about the key.
+    #[arg(help_heading = "Lesson 5: where claims live")]
     #[arg(long)]
     pub audit: bool,
 
