@@ -250,3 +250,78 @@ fn stores_measures_both_stores() {
     assert_eq!(rows[1]["survives_eviction"], false);
     assert_eq!(rows[1]["xp_rows_after_retry"], 2);
 }
+
+#[test]
+fn a_killed_runs_schema_is_dropped_by_the_next_run_and_kept_schemas_stay() {
+    let cluster = server();
+    let before = objects(&cluster);
+    let sandbox = Sandbox::new("server-killed");
+    // A schema kept on purpose must survive the sweep.
+    let out = sandbox
+        .idem()
+        .args([
+            "race",
+            "--keep",
+            "--work-ms",
+            "1",
+            "--database-url",
+            &url(&cluster),
+        ])
+        .assert()
+        .success();
+    let kept = String::from_utf8_lossy(&out.get_output().stderr)
+        .trim()
+        .trim_start_matches("kept schema ")
+        .to_string();
+
+    let mut child = sandbox
+        .idem_std()
+        .args([
+            "race",
+            "--runs",
+            "100000",
+            "--work-ms",
+            "1",
+            "--json",
+            "--database-url",
+            &url(&cluster),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert!(first.contains("xp_rows"), "a race ran before the kill");
+    common::signal(child.id(), libc::SIGKILL);
+    child.wait().unwrap();
+    let left: Vec<String> = objects(&cluster)
+        .into_iter()
+        .filter(|o| !before.contains(o))
+        .collect();
+    assert!(
+        left.iter().any(|o| !o.starts_with(&format!("{kept}."))),
+        "the killed run left its schema: {left:?}"
+    );
+
+    sandbox
+        .idem()
+        .args(["doctor", "--database-url", &url(&cluster)])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "left by an idem run that was killed",
+        ));
+    let left: Vec<String> = objects(&cluster)
+        .into_iter()
+        .filter(|o| !before.contains(o))
+        .collect();
+    assert!(
+        !left.is_empty() && left.iter().all(|o| o.starts_with(&format!("{kept}."))),
+        "only the kept schema remains: {left:?}"
+    );
+}

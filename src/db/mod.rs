@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod migrations;
 pub mod os_user;
 pub mod pool;
+pub mod sweep;
 pub mod template;
 
 use std::str::FromStr;
@@ -60,6 +61,9 @@ pub struct Database {
     keep: bool,
     /// The schema came from `--schema`: an earlier run's, left as it was found.
     existing: bool,
+    /// On a server: the connection holding the lock that marks this run's
+    /// schema as alive (see [`sweep`]).
+    holder: Option<PgConnection>,
 }
 
 impl Database {
@@ -114,6 +118,7 @@ impl Database {
             }
         };
 
+        let holder_options = sqlx_opts.clone();
         let sqlx_opts = sqlx_opts.options([("search_path", schema.as_str())]);
         // One connection first, so a refused or rejected connection is
         // reported as what it is rather than as a pool timing out.
@@ -150,7 +155,9 @@ impl Database {
             workers_config,
             keep: opts.keep,
             existing: existing.is_some(),
+            holder: None,
         };
+        let mut db = db;
         if existing.is_some() {
             let found: bool = sqlx::query_scalar(
                 "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = current_schema())",
@@ -163,6 +170,16 @@ impl Database {
                 bail!("schema {name} does not exist on that server");
             }
             return Ok(db);
+        }
+        if let Backend::Server { .. } = db.backend {
+            // Mark this run alive before its schema exists, then clear away
+            // the schemas of runs that were killed.
+            let mut holder = PgConnection::connect_with(&holder_options).await?;
+            sweep::hold(&mut holder, &db.schema).await?;
+            db.holder = Some(holder);
+            for schema in sweep::sweep(&db.meta).await? {
+                eprintln!("dropped schema {schema}, left by an idem run that was killed");
+            }
         }
         sqlx::query(&format!("CREATE SCHEMA {}", db.schema))
             .execute(&db.meta)
@@ -260,13 +277,18 @@ impl Database {
             meta,
             keep,
             existing,
+            holder,
             ..
         } = self;
         let dropped = match &backend {
             Backend::Server { .. } if existing => Ok(()),
             Backend::Server { .. } if keep => {
                 eprintln!("kept schema {schema}");
-                Ok(())
+                sqlx::query(&format!("COMMENT ON SCHEMA {schema} IS '{}'", sweep::KEPT))
+                    .execute(&meta)
+                    .await
+                    .map(drop)
+                    .with_context(|| format!("could not mark schema {schema} as kept"))
             }
             Backend::Server { .. } => {
                 sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
@@ -279,6 +301,9 @@ impl Database {
             Backend::Embedded(_) => Ok(()),
         };
         meta.close().await;
+        if let Some(holder) = holder {
+            let _ = holder.close().await;
+        }
         let stopped = match backend {
             Backend::Embedded(cluster) => {
                 Some(tokio::task::spawn_blocking(move || cluster.stop()).await??)
