@@ -46,6 +46,17 @@ fn objects(cluster: &Cluster) -> Vec<String> {
         .collect()
 }
 
+/// The schema a `--keep` run names on stderr.
+fn kept_schema(stderr: &[u8]) -> String {
+    let stderr = String::from_utf8_lossy(stderr);
+    let schema = stderr
+        .trim()
+        .strip_prefix("kept schema ")
+        .expect("the kept schema is named");
+    assert!(schema.starts_with("idem_"), "{schema}");
+    schema.to_string()
+}
+
 #[test]
 fn a_race_on_a_server_leaves_it_as_it_was() {
     let cluster = server();
@@ -79,12 +90,7 @@ fn keep_leaves_only_the_runs_own_schema() {
         ])
         .assert()
         .success();
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
-    let schema = stderr
-        .trim()
-        .strip_prefix("kept schema ")
-        .expect("the kept schema is named")
-        .to_string();
+    let schema = kept_schema(&out.get_output().stderr);
     assert!(schema.starts_with("idem_"));
     let added: Vec<String> = objects(&cluster)
         .into_iter()
@@ -161,12 +167,7 @@ fn audit_and_reap_work_on_a_kept_schema_and_leave_it_in_place() {
         ])
         .assert()
         .success();
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
-    let schema = stderr
-        .trim()
-        .strip_prefix("kept schema ")
-        .unwrap()
-        .to_string();
+    let schema = kept_schema(&out.get_output().stderr);
     let before = objects(&cluster);
 
     let out = sandbox
@@ -269,10 +270,7 @@ fn a_killed_runs_schema_is_dropped_by_the_next_run_and_kept_schemas_stay() {
         ])
         .assert()
         .success();
-    let kept = String::from_utf8_lossy(&out.get_output().stderr)
-        .trim()
-        .trim_start_matches("kept schema ")
-        .to_string();
+    let kept = kept_schema(&out.get_output().stderr);
 
     let mut child = sandbox
         .idem_std()

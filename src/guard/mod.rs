@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use crate::db::pool::Conn;
 use crate::race::{Answer, Failure, Lease, Outcome, Request, Trace};
 use crate::strategy::answers::{self, mismatch};
-use crate::strategy::{Handled, Step, Strategy, claim, fingerprint, work};
+use crate::strategy::{Handled, Step, Strategy, claim, complete, fingerprint, work};
 
 /// What the guard does when the work itself fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
@@ -292,16 +292,7 @@ impl Guard {
             json!({ "error": { "type": "api_error", "message": "the award service failed" } });
         match self.on_failure {
             OnFailure::Store => {
-                let store = conn
-                    .prepare_cached(
-                        "UPDATE idempotency_keys
-                         SET status = 'completed', response_code = 500, response_body = $2, completed_at = now()
-                         WHERE id = $1",
-                    )
-                    .await?;
-                trace
-                    .query(Step::Complete, conn.execute(&store, &[&claim_id, &body]))
-                    .await?;
+                complete(conn, trace, claim_id, 500, &body).await?;
                 trace.note("stored the 500");
                 Ok(failed(body, "work failed, stored the 500"))
             }

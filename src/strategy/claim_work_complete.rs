@@ -88,16 +88,7 @@ async fn work_and_complete(
     let xp = trace.query(Step::Work, work::award_xp(conn, req)).await?;
     trace.note(format!("made XP #{xp}"));
     let body = work::response_body(xp, &req.params);
-    let complete = conn
-        .prepare_cached(
-            "UPDATE idempotency_keys
-             SET status = 'completed', response_code = 201, response_body = $2, completed_at = now()
-             WHERE id = $1",
-        )
-        .await?;
-    trace
-        .query(Step::Complete, conn.execute(&complete, &[&claim_id, &body]))
-        .await?;
+    complete(conn, trace, claim_id, 201, &body).await?;
     trace.note("completed");
     Ok(Answer {
         outcome: Outcome::Created,
@@ -107,6 +98,30 @@ async fn work_and_complete(
         body: Some(body),
         waited: None,
     })
+}
+
+/// Completes the claim with the response later requests will replay.
+pub(crate) async fn complete(
+    conn: &Conn,
+    trace: &mut Trace,
+    claim_id: i64,
+    code: i32,
+    body: &Value,
+) -> Result<(), Failure> {
+    let complete = conn
+        .prepare_cached(
+            "UPDATE idempotency_keys
+             SET status = 'completed', response_code = $2, response_body = $3, completed_at = now()
+             WHERE id = $1",
+        )
+        .await?;
+    trace
+        .query(
+            Step::Complete,
+            conn.execute(&complete, &[&claim_id, &code, body]),
+        )
+        .await?;
+    Ok(())
 }
 
 /// The claim as a loser reads it.

@@ -23,7 +23,7 @@ use crate::race::{Answer, Failure, Lease, Request, Trace};
 pub use check_then_store::CheckThenStore;
 pub use claim_in_cache::ClaimInCache;
 pub use claim_work_complete::ClaimWorkComplete;
-pub(crate) use claim_work_complete::claim;
+pub(crate) use claim_work_complete::{claim, complete};
 pub use insert_unique::InsertUnique;
 pub use loser::{LoserKind, LoserPolicy};
 pub use none::NoGuard;
