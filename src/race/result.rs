@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::outcome::WorkerReport;
 use super::runner::count_outcomes;
-use super::settings::RaceSettings;
+use super::settings::{CrashPlan, RaceSettings};
 use crate::db::RowCounts;
 use crate::strategy::StrategyKind;
 
@@ -28,6 +28,8 @@ pub struct RaceResult {
     /// Where the claims lived: `table` or `cache`.
     pub store: &'static str,
     pub cache_pressure: u64,
+    /// The crash planned for this race, if any (lesson 7).
+    pub crash: Option<CrashPlan>,
     pub key: String,
     pub key_rows: u64,
     pub xp_rows: u64,
@@ -61,6 +63,7 @@ impl RaceResult {
             loser_policy: s.loser_name(),
             store: s.store.name(),
             cache_pressure: s.cache_pressure,
+            crash: s.crash,
             key: s.key.clone(),
             key_rows: counts.key_rows,
             xp_rows: counts.xp_rows,

@@ -94,6 +94,18 @@ pub fn explain(r: &RaceResult) -> String {
     if r.strategy != StrategyKind::Guard {
         text.push_str(&crash_consequence(r));
     }
+    if let Some(plan) = r.crash
+        && n(Outcome::Crashed) == 0
+    {
+        let who = plan
+            .worker
+            .map_or("any worker".to_string(), |w| format!("worker {w}"));
+        text.push_str(&format!(
+            " The crash planned for {who} {} never struck: it only strikes a request that does the work, \
+             and {who} did none. Leave out worker= to crash whichever request works.",
+            plan.at.name()
+        ));
+    }
     let timeouts = n(Outcome::CheckoutTimeout);
     if timeouts > 0 {
         text.push_str(&format!(" {timeouts} gave up waiting for a connection"));
