@@ -186,3 +186,15 @@ fn as_root_the_cluster_runs_as_an_unprivileged_user() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn directories_of_killed_runs_are_swept_by_the_next_run() {
+    let sandbox = Sandbox::new("sweep");
+    // As a first run killed during initdb, or a run whose supervisor died, leaves them.
+    let dead = ["idem-999999-0a1b2c3d", "idem-initdb-999999-0a1b2c3d"];
+    for name in dead {
+        std::fs::create_dir_all(sandbox.dir.join(name).join("data")).unwrap();
+    }
+    sandbox.idem().arg("doctor").assert().success();
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::binaries::PgBinaries;
+use super::leftovers::{self, alive};
 use super::os_user::{chown_tree, cluster_user};
 use super::template::{self, Template, copy_tree, private_dir};
 
@@ -76,10 +77,14 @@ impl Cluster {
             .template_cache
             .clone()
             .unwrap_or_else(template::cache_dir);
+        // What killed runs left: initdb staging, then below, run directories.
+        leftovers::sweep(&std::env::temp_dir(), "idem-initdb");
         let template = template::ensure(&bins, user, &cache)?;
 
         let began = Instant::now();
-        let run_dir = private_dir(&runs_parent(), "idem")?;
+        let parent = runs_parent();
+        leftovers::sweep(&parent, "idem");
+        let run_dir = private_dir(&parent, "idem")?;
         let data = run_dir.join("data");
         let prepared = copy_tree(&template.dir, &data).and_then(|()| match user {
             Some(user) => chown_tree(&run_dir, user),
@@ -169,7 +174,7 @@ impl Cluster {
             {
                 return Ok(());
             }
-            if !process_alive(self.pid) {
+            if !alive(self.pid) {
                 bail!("PostgreSQL did not start: {}", self.log_tail());
             }
             if Instant::now() > deadline {
@@ -225,22 +230,6 @@ fn server_settings() -> Vec<String> {
     .into_iter()
     .flat_map(|setting| ["-c".to_string(), setting])
     .collect()
-}
-
-/// True while the process runs. A server that died stays a zombie until the
-/// supervisor reaps it, so on Linux its state is read from `/proc` as well.
-fn process_alive(pid: u32) -> bool {
-    if let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) {
-        let state = stat
-            .rsplit_once(") ")
-            .and_then(|(_, rest)| rest.chars().next());
-        return !matches!(state, Some('Z' | 'X'));
-    }
-    let Ok(pid) = i32::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid, 0) == 0 }
 }
 
 /// Where run directories go: `TMPDIR` when the user set it; else

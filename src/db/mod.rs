@@ -7,6 +7,7 @@
 
 pub mod binaries;
 pub mod cluster;
+pub mod leftovers;
 pub mod migrations;
 pub mod os_user;
 pub mod pool;

@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 
 use super::binaries::PgBinaries;
+use super::leftovers;
 use super::os_user::{OsUser, chown_tree};
 
 /// Bumped whenever the initdb flags change, so an old template is not reused.
@@ -42,9 +43,10 @@ pub fn ensure(bins: &PgBinaries, user: Option<OsUser>, cache: &Path) -> Result<T
 
     // initdb writes into a directory its own user owns, away from the cache
     // (as root, the cache lives in root's home, which that user cannot enter).
+    leftovers::sweep(cache, ".incoming");
     let staging = private_dir(&std::env::temp_dir(), "idem-initdb")?;
     let result = run_initdb(bins, user, &staging).and_then(|data| {
-        let incoming = cache.join(format!(".incoming-{}", short_id()));
+        let incoming = cache.join(format!(".incoming-{}-{}", std::process::id(), short_id()));
         copy_tree(&data, &incoming)?;
         match fs::rename(&incoming, &dir) {
             Ok(()) => Ok(true),
