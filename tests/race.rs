@@ -9,8 +9,8 @@ use idem::db::{ConnectOptions, Database};
 use idem::race::{Race, RaceResult, RaceSettings};
 use idem::strategy::StrategyKind;
 
-/// Races whose figures depend on timing run one at a time, so that another
-/// test's cluster does not steal the CPU from the race window.
+/// The races here run one at a time: those whose figures depend on timing
+/// must not lose the CPU to another test's thousand-worker race.
 static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn settings(strategy: StrategyKind) -> RaceSettings {
@@ -103,6 +103,7 @@ async fn check_then_store_duplicates_as_many_times_as_the_workers_have_connectio
 /// whatever the number of workers and the pool size.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claim_work_complete_and_insert_unique_make_exactly_one_xp_row() {
+    let _serial = TIMING.lock().await;
     let db = open().await;
     let cases = [
         (1, 2),
@@ -196,6 +197,7 @@ async fn claim_losers_answer_409_while_pending_and_replay_when_completed() {
 /// Without a key, every worker does the work.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_guard_xp_rows_equal_workers() {
+    let _serial = TIMING.lock().await;
     let db = open().await;
     for (workers, pool_size) in [(1, 2), (5, 5), (30, 4)] {
         let s = RaceSettings {
@@ -243,6 +245,7 @@ async fn with_no_work_time_check_then_store_reports_its_distribution() {
 /// A checkout that times out is an outcome, not a crash.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_checkout_timeout_is_reported_as_an_outcome() {
+    let _serial = TIMING.lock().await;
     let db = open().await;
     let s = RaceSettings {
         strategy: StrategyKind::ClaimWorkComplete,
