@@ -198,3 +198,76 @@ fn directories_of_killed_runs_are_swept_by_the_next_run() {
     sandbox.idem().arg("doctor").assert().success();
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
 }
+
+/// Run by an ordinary user, idem runs initdb and postgres as that user.
+/// (Exercised from root through runuser, as CI runs as root.)
+#[test]
+fn as_an_ordinary_user_the_cluster_runs_as_that_user() {
+    if !is_root() || !std::path::Path::new("/usr/sbin/runuser").exists() {
+        eprintln!("needs root and runuser to switch to an ordinary user; nothing to check here");
+        return;
+    }
+    // The checkout may live where that user cannot reach (under /root, say).
+    let idem = assert_cmd::cargo::cargo_bin("idem");
+    let reachable = std::process::Command::new("/usr/sbin/runuser")
+        .args(["-u", "postgres", "--", "test", "-x"])
+        .arg(&idem)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !reachable {
+        eprintln!(
+            "the postgres user cannot run {}; nothing to check here",
+            idem.display()
+        );
+        return;
+    }
+    let sandbox = Sandbox::new("ordinary-user");
+    let cache = sandbox.dir.join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    common::chown_to_postgres(&cache);
+    let out = std::process::Command::new("/usr/sbin/runuser")
+        .args(["-u", "postgres", "--", "env"])
+        .arg(format!("TMPDIR={}", sandbox.dir.display()))
+        .arg(format!("IDEM_CACHE_DIR={}", cache.display()))
+        .arg("NO_COLOR=1")
+        .arg(&idem)
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let findings: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(findings["backend"], "disposable");
+    assert_eq!(
+        findings["template_made_now"], true,
+        "initdb ran as the ordinary user"
+    );
+    std::fs::remove_dir_all(&cache).unwrap();
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn root_is_refused_as_the_clusters_user() {
+    if !is_root() {
+        return;
+    }
+    let sandbox = Sandbox::new("pg-user-root");
+    sandbox
+        .idem()
+        .args(["doctor", "--pg-user", "root"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "PostgreSQL refuses to run as root",
+        ));
+    sandbox
+        .idem()
+        .args(["doctor", "--pg-user", "no-such-user-here"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no such user"));
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}

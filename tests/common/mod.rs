@@ -130,3 +130,13 @@ pub fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// Hands a directory to the `postgres` user (tests that switch to it).
+pub fn chown_to_postgres(path: &Path) {
+    let status = std::process::Command::new("chown")
+        .args(["postgres:"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
