@@ -46,6 +46,25 @@ fn objects(cluster: &Cluster) -> Vec<String> {
         .collect()
 }
 
+/// Runs a short race with --keep (and `extra` flags) on `cluster`, and
+/// returns the kept schema.
+fn race_and_keep(sandbox: &Sandbox, cluster: &Cluster, extra: &[&str]) -> String {
+    let out = sandbox
+        .idem()
+        .args([
+            "race",
+            "--keep",
+            "--work-ms",
+            "1",
+            "--database-url",
+            &url(cluster),
+        ])
+        .args(extra)
+        .assert()
+        .success();
+    kept_schema(&out.get_output().stderr)
+}
+
 /// The schema a `--keep` run names on stderr.
 fn kept_schema(stderr: &[u8]) -> String {
     let stderr = String::from_utf8_lossy(stderr);
@@ -78,19 +97,7 @@ fn a_race_on_a_server_leaves_it_as_it_was() {
 fn keep_leaves_only_the_runs_own_schema() {
     let cluster = server();
     let before = objects(&cluster);
-    let out = Sandbox::new("server-keep")
-        .idem()
-        .args([
-            "race",
-            "--keep",
-            "--work-ms",
-            "1",
-            "--database-url",
-            &url(&cluster),
-        ])
-        .assert()
-        .success();
-    let schema = kept_schema(&out.get_output().stderr);
+    let schema = race_and_keep(&Sandbox::new("server-keep"), &cluster, &[]);
     assert!(schema.starts_with("idem_"));
     let added: Vec<String> = objects(&cluster)
         .into_iter()
@@ -153,21 +160,7 @@ fn bad_urls_give_one_clear_line_and_a_failure() {
 fn audit_and_reap_work_on_a_kept_schema_and_leave_it_in_place() {
     let cluster = server();
     let sandbox = Sandbox::new("server-audit");
-    let out = sandbox
-        .idem()
-        .args([
-            "race",
-            "-s",
-            "claim-work-complete",
-            "--keep",
-            "--work-ms",
-            "5",
-            "--database-url",
-            &url(&cluster),
-        ])
-        .assert()
-        .success();
-    let schema = kept_schema(&out.get_output().stderr);
+    let schema = race_and_keep(&sandbox, &cluster, &["-s", "claim-work-complete"]);
     let before = objects(&cluster);
 
     let out = sandbox
@@ -258,19 +251,7 @@ fn a_killed_runs_schema_is_dropped_by_the_next_run_and_kept_schemas_stay() {
     let before = objects(&cluster);
     let sandbox = Sandbox::new("server-killed");
     // A schema kept on purpose must survive the sweep.
-    let out = sandbox
-        .idem()
-        .args([
-            "race",
-            "--keep",
-            "--work-ms",
-            "1",
-            "--database-url",
-            &url(&cluster),
-        ])
-        .assert()
-        .success();
-    let kept = kept_schema(&out.get_output().stderr);
+    let kept = race_and_keep(&sandbox, &cluster, &[]);
 
     let mut child = sandbox
         .idem_std()

@@ -64,7 +64,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         .run_stepped(async |controller: &mut Controller| {
             controller.settle_all().await;
             match schedule {
-                Some(schedule) => scripted(controller, db, &schedule, quiet).await,
+                Some(schedule) => scripted(controller, &schedule, quiet).await,
                 None => interactive(controller, db).await,
             }
         })
@@ -76,31 +76,20 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     emit(&report::timeline::render(&result))
 }
 
-/// Follows the schedule, one step per entry; stops with an error if a
-/// chosen worker cannot move.
-async fn scripted(
-    controller: &mut Controller,
-    db: &Database,
-    schedule: &[usize],
-    quiet: bool,
-) -> Result<()> {
-    for (turn, &worker) in schedule.iter().enumerate() {
-        match controller.advance(worker).await {
-            Ok(line) if !quiet => emit(&format!("{:>3}. {line}\n", turn + 1))?,
-            Ok(_) => {}
-            Err(why) => bail!(
-                "the schedule cannot proceed at step {} (worker {worker}): {why}",
-                turn + 1
-            ),
-        }
-    }
+/// Follows the schedule, printing each step unless `quiet`.
+async fn scripted(controller: &mut Controller, schedule: &[usize], quiet: bool) -> Result<()> {
+    controller
+        .follow(schedule, |turn, line| match quiet {
+            true => Ok(()),
+            false => emit(&format!("{turn:>3}. {line}\n")),
+        })
+        .await?;
     if !quiet && !controller.all_finished() {
         emit(&format!(
             "{}\n",
             dim("end of the schedule: the rest run to the end")
         ))?;
     }
-    let _ = db;
     Ok(())
 }
 

@@ -195,6 +195,26 @@ impl Controller {
         })
     }
 
+    /// Follows a schedule, one step per entry, handing each step's line to
+    /// `each`; fails naming the first step that cannot proceed.
+    pub async fn follow(
+        &mut self,
+        schedule: &[usize],
+        mut each: impl FnMut(usize, &str) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        self.settle_all().await;
+        for (turn, &worker) in schedule.iter().enumerate() {
+            match self.advance(worker).await {
+                Ok(line) => each(turn + 1, &line)?,
+                Err(why) => anyhow::bail!(
+                    "the schedule cannot proceed at step {} (worker {worker}): {why}",
+                    turn + 1
+                ),
+            }
+        }
+        Ok(())
+    }
+
     /// Lets every worker run to the end without pausing.
     pub async fn run_free(&mut self) {
         self.free_running = true;

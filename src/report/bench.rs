@@ -51,23 +51,20 @@ pub fn render(b: &BenchReport) -> String {
                 "≤ 300 ms",
             ),
         ];
-        let _ = writeln!(
-            out,
-            "{}",
-            strong(format!(
-                "disposable cluster, medians of {} cold and {} warm starts",
-                c.cold_samples, c.warm_samples
-            ))
+        let title = format!(
+            "disposable cluster, medians of {} cold and {} warm starts",
+            c.cold_samples, c.warm_samples
         );
-        out.push_str(&table::render(&["", "median", "target", "met"], rows, &[1]));
+        section(
+            &mut out,
+            &title,
+            &["", "median", "target", "met"],
+            rows,
+            &[1],
+        );
         out.push_str("\n\n");
     }
 
-    let _ = writeln!(
-        out,
-        "{}",
-        strong("race rate: default races back to back, --work-ms 0")
-    );
     let rows = b
         .race_rate
         .iter()
@@ -85,7 +82,9 @@ pub fn render(b: &BenchReport) -> String {
             ]
         })
         .collect();
-    out.push_str(&table::render(
+    section(
+        &mut out,
+        "race rate: default races back to back, --work-ms 0",
         &[
             "strategy",
             "races",
@@ -97,16 +96,9 @@ pub fn render(b: &BenchReport) -> String {
         ],
         rows,
         &[1, 2, 3, 4],
-    ));
+    );
     out.push_str("\n\n");
 
-    let _ = writeln!(
-        out,
-        "{}",
-        strong(
-            "throughput: distinct keys, --work-ms 0, against the raw INSERT ... ON CONFLICT DO NOTHING"
-        )
-    );
     let rows = b
         .throughput
         .iter()
@@ -131,7 +123,9 @@ pub fn render(b: &BenchReport) -> String {
             ]
         })
         .collect();
-    out.push_str(&table::render(
+    section(
+        &mut out,
+        "throughput: distinct keys, --work-ms 0, against the raw INSERT ... ON CONFLICT DO NOTHING",
         &[
             "workers/pool",
             "requests as",
@@ -142,7 +136,7 @@ pub fn render(b: &BenchReport) -> String {
         ],
         rows,
         &[2, 3, 4],
-    ));
+    );
     out.push('\n');
     let raw = b.pgbench.iter().find(|p| p.script == "raw").map(|p| p.tps);
     for p in &b.pgbench {
@@ -160,11 +154,6 @@ pub fn render(b: &BenchReport) -> String {
     }
     out.push('\n');
 
-    let _ = writeln!(
-        out,
-        "{}",
-        strong("hot key: every request on one key at once, pool 50, --work-ms 0")
-    );
     let rows = b
         .hot_key
         .iter()
@@ -179,18 +168,15 @@ pub fn render(b: &BenchReport) -> String {
             ]
         })
         .collect();
-    out.push_str(&table::render(
+    section(
+        &mut out,
+        "hot key: every request on one key at once, pool 50, --work-ms 0",
         &["strategy", "requests", "p50", "p99", "XP rows", "= 1"],
         rows,
         &[1, 2, 3, 4],
-    ));
+    );
     out.push_str("\n\n");
 
-    let _ = writeln!(
-        out,
-        "{}",
-        strong("scale: one race, many workers on one key, --work-ms 0")
-    );
     let rows = b
         .scale
         .iter()
@@ -206,13 +192,15 @@ pub fn render(b: &BenchReport) -> String {
             ]
         })
         .collect();
-    out.push_str(&table::render(
+    section(
+        &mut out,
+        "scale: one race, many workers on one key, --work-ms 0",
         &[
             "strategy", "workers", "pool", "wall", "XP rows", "right", "timeouts",
         ],
         rows,
         &[1, 2, 3, 6],
-    ));
+    );
     out.push('\n');
     let _ = writeln!(
         out,
@@ -238,4 +226,16 @@ fn verdict(met: bool) -> String {
     } else {
         bad("no").to_string()
     }
+}
+
+/// A section: its title in bold, then its table.
+fn section(
+    out: &mut String,
+    title: &str,
+    header: &[&str],
+    rows: Vec<Vec<String>>,
+    right: &[usize],
+) {
+    let _ = writeln!(out, "{}", strong(title));
+    out.push_str(&table::render(header, rows, right));
 }

@@ -88,13 +88,7 @@ pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
             let result = match &spec.schedule {
                 Some(schedule) => {
                     race.run_stepped(async |c: &mut Controller| {
-                        c.settle_all().await;
-                        for &worker in schedule {
-                            c.advance(worker)
-                                .await
-                                .map_err(|why| anyhow::anyhow!(why))?;
-                        }
-                        Ok(())
+                        c.follow(schedule, |_, _| Ok(())).await
                     })
                     .await?
                 }
