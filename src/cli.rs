@@ -13,6 +13,7 @@ use crate::db::{ClusterOptions, ConnectOptions};
 use crate::guard::OnFailure;
 use crate::keys::{CrashPoint, KeyKind};
 use crate::race::fault::FaultPoint;
+use crate::race::limits;
 use crate::race::{CrashPlan, DEFAULT_KEY, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_WORK_MS, RaceSettings};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
@@ -109,7 +110,7 @@ pub struct KeptSchemaArgs {
 impl ConnectArgs {
     pub fn options(&self) -> ConnectOptions {
         ConnectOptions {
-            database_url: self.database_url.clone().filter(|u| !u.is_empty()),
+            database_url: self.database_url.clone(),
             cluster: ClusterOptions {
                 pg_bin: self.pg_bin.clone(),
                 pg_user: self.pg_user.clone(),
@@ -126,12 +127,12 @@ impl ConnectArgs {
 pub struct RaceFlags {
     /// Concurrent workers, each one request with the same key.
     #[arg(long, short = 'w', default_value_t = 5, value_name = "N",
-          allow_negative_numbers = true, value_parser = whole::<1, 100_000>)]
+          allow_negative_numbers = true, value_parser = whole::<{ limits::WORKERS.min }, { limits::WORKERS.max }>)]
     pub workers: u64,
 
     /// Connections in the pool the workers share (the app's connection pool).
     #[arg(long, short = 'p', default_value_t = 5, value_name = "P",
-          allow_negative_numbers = true, value_parser = whole::<1, 10_000>)]
+          allow_negative_numbers = true, value_parser = whole::<{ limits::POOL_SIZE.min }, { limits::POOL_SIZE.max }>)]
     pub pool_size: u64,
 
     /// Do not let the runner hold a connection during the race (by default it
@@ -142,7 +143,7 @@ pub struct RaceFlags {
     /// How long the work takes, in ms: the service call behind the XP row,
     /// which keeps the race window open. 0 shows the bare race.
     #[arg(long, default_value_t = DEFAULT_WORK_MS, value_name = "MS",
-          allow_negative_numbers = true, value_parser = whole::<0, 3_600_000>)]
+          allow_negative_numbers = true, value_parser = whole::<{ limits::WORK_MS.min }, { limits::WORK_MS.max }>)]
     pub work_ms: u64,
 
     /// The idempotency key every worker sends.
@@ -151,12 +152,12 @@ pub struct RaceFlags {
 
     /// How long a worker waits for a free connection before giving up (503).
     #[arg(long, default_value_t = 30_000, value_name = "MS",
-          allow_negative_numbers = true, value_parser = whole::<1, 3_600_000>)]
+          allow_negative_numbers = true, value_parser = whole::<{ limits::CHECKOUT_TIMEOUT_MS.min }, { limits::CHECKOUT_TIMEOUT_MS.max }>)]
     pub checkout_timeout_ms: u64,
 
     /// Repeat the race R times on fresh tables and show the distribution.
     #[arg(long, short = 'r', default_value_t = 1, value_name = "R",
-          allow_negative_numbers = true, value_parser = whole::<1, 1_000_000>)]
+          allow_negative_numbers = true, value_parser = whole::<{ limits::RUNS.min }, { limits::RUNS.max }>)]
     pub runs: u64,
 
     /// Per-worker XP amounts, all on one key: worker i asks for the i-th (e.g. 10,20,10,30,10).
@@ -179,12 +180,12 @@ pub struct RaceFlags {
 
     /// With --loser poll: how often a loser re-reads the claim [default: 5].
     #[arg(help_heading = "Lesson 3: the loser")]
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = whole::<1, 3_600_000>)]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = whole::<{ limits::POLL_MS.min }, { limits::POLL_MS.max }>)]
     pub poll_ms: Option<u64>,
 
     /// With --loser poll or block: how long a loser waits for the winner before answering 409 [default: 2000].
     #[arg(help_heading = "Lesson 3: the loser")]
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = whole::<1, 3_600_000>)]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = whole::<{ limits::WAIT_TIMEOUT_MS.min }, { limits::WAIT_TIMEOUT_MS.max }>)]
     pub wait_timeout_ms: Option<u64>,
 
     /// Where claim-work-complete keeps its claims: the key table, or a
@@ -196,7 +197,7 @@ pub struct RaceFlags {
     /// The cache store's entry limit; past it the oldest entries are evicted.
     #[arg(help_heading = "Lesson 5: where claims live")]
     #[arg(long, default_value_t = 1000, value_name = "N", allow_negative_numbers = true,
-          value_parser = whole::<1, 100_000_000>)]
+          value_parser = whole::<{ limits::CACHE_MAX_ENTRIES.min }, { limits::CACHE_MAX_ENTRIES.max }>)]
     pub cache_max_entries: u64,
 
     /// The cache store's age limit (e.g. 90s, 24h, 2w) [default: 2w].
@@ -208,7 +209,7 @@ pub struct RaceFlags {
     /// request: does its claim survive eviction?
     #[arg(help_heading = "Lesson 5: where claims live")]
     #[arg(long, default_value_t = 0, value_name = "N", allow_negative_numbers = true,
-          value_parser = whole::<0, 1_000_000>)]
+          value_parser = whole::<{ limits::CACHE_PRESSURE.min }, { limits::CACHE_PRESSURE.max }>)]
     pub cache_pressure: u64,
 
     /// Crash on purpose: the connection of the first worker to reach POINT
@@ -228,7 +229,7 @@ pub struct RaceFlags {
     /// The guard takes over a pending claim older than this, in ms.
     #[arg(help_heading = "Lesson 7: faults and recovery")]
     #[arg(long, default_value_t = DEFAULT_LOCK_TIMEOUT_MS, value_name = "MS", allow_negative_numbers = true,
-          value_parser = whole::<1, 3_600_000>)]
+          value_parser = whole::<{ limits::LOCK_TIMEOUT_MS.min }, { limits::LOCK_TIMEOUT_MS.max }>)]
     pub lock_timeout_ms: u64,
 
     /// What the guard does when the work fails: store the 500 and replay it
@@ -239,13 +240,13 @@ pub struct RaceFlags {
 
     /// Make worker N's work fail (the award service errors), then retry it.
     #[arg(help_heading = "Lesson 7: faults and recovery")]
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole::<1, 100_000>)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole::<{ limits::FAIL_WORK.min }, { limits::FAIL_WORK.max }>)]
     pub fail_work: Option<u64>,
 
     /// How many retries of a crashed or failed request are sent at once.
     #[arg(help_heading = "Lesson 7: faults and recovery")]
     #[arg(long, default_value_t = 1, value_name = "N", allow_negative_numbers = true,
-          value_parser = whole::<1, 100>)]
+          value_parser = whole::<{ limits::RECOVERY_RETRIES.min }, { limits::RECOVERY_RETRIES.max }>)]
     pub recovery_retries: u64,
 
     /// After the race, show what each store can still tell about the key.
@@ -371,18 +372,28 @@ pub fn duration(text: &str) -> Result<Duration, String> {
 
 /// Parses `worker=N,at=POINT`.
 fn crash_plan(text: &str) -> Result<CrashPlan, String> {
+    let point = |name: &str| {
+        FaultPoint::from_str(name.trim(), true).map_err(|_| {
+            format!("unknown crash point {name:?}; use after-claim, during-work or before-complete")
+        })
+    };
     let (mut worker, mut at) = (None, None);
     for part in text.split(',') {
         match part.trim().split_once('=') {
-            Some(("worker", n)) => worker = Some(whole::<1, 100_000>(n)? as usize),
-            None if FaultPoint::from_str(part.trim(), true).is_ok() => {
-                at = FaultPoint::from_str(part.trim(), true).ok();
+            Some(("worker", _)) if worker.is_some() => {
+                return Err("worker= is given twice; name one worker".into());
             }
-            Some(("at", point)) => at = Some(FaultPoint::from_str(point, true).map_err(|_| {
-                format!(
-                    "unknown crash point {point:?}; use after-claim, during-work or before-complete"
-                )
-            })?),
+            Some(("worker", n)) => {
+                worker = Some(whole::<{ limits::CRASH_WORKER.min }, { limits::CRASH_WORKER.max }>(n)? as usize)
+            }
+            Some(("at", _)) if at.is_some() => {
+                return Err("the crash point is given twice; name one".into());
+            }
+            None if at.is_some() && point(part).is_ok() => {
+                return Err("the crash point is given twice; name one".into());
+            }
+            Some(("at", name)) => at = Some(point(name)?),
+            None if point(part).is_ok() => at = Some(point(part)?),
             _ => return Err(format!("{part:?} is not worker=N or at=POINT")),
         }
     }
@@ -394,7 +405,7 @@ fn crash_plan(text: &str) -> Result<CrashPlan, String> {
 
 /// Parses one XP amount: a whole number from 1 to 1,000,000.
 fn amount(text: &str) -> Result<i32, String> {
-    whole::<1, 1_000_000>(text).map(|n| n as i32)
+    whole::<{ limits::AMOUNT.min }, { limits::AMOUNT.max }>(text).map(|n| n as i32)
 }
 
 #[derive(Debug, Args)]
@@ -459,18 +470,18 @@ pub struct KeysArgs {
 
     /// Clients, each a different user, running at once.
     #[arg(long, default_value_t = 1, value_name = "N", allow_negative_numbers = true,
-          value_parser = whole::<1, 1000>)]
+          value_parser = whole::<{ limits::CLIENTS.min }, { limits::CLIENTS.max }>)]
     pub clients: u64,
 
     /// Distinct awards each client makes (one per lesson). Two or more show
     /// what a key derived from too few fields does.
     #[arg(long, default_value_t = 2, value_name = "N", allow_negative_numbers = true,
-          value_parser = whole::<1, 100>)]
+          value_parser = whole::<{ limits::INTENTS.min }, { limits::INTENTS.max }>)]
     pub intents: u64,
 
     /// Retries after the first attempt; every attempt but the last crashes.
     #[arg(long, default_value_t = 2, value_name = "R", allow_negative_numbers = true,
-          value_parser = whole::<1, 100>)]
+          value_parser = whole::<{ limits::RETRIES.min }, { limits::RETRIES.max }>)]
     pub retries: u64,
 
     /// Where each crashing attempt dies.

@@ -7,6 +7,7 @@ use clap::error::ErrorKind;
 use colored::Colorize;
 
 use idem::cli::Cli;
+use idem::db::secret::scrub;
 use idem::report::BrokenPipe;
 use idem::signals::Interrupted;
 
@@ -24,6 +25,7 @@ fn main() -> ExitCode {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
+        let message = scrub(&message);
         eprintln!("idem: internal error{place}: {message} (please report it)");
     }));
     let cli = match Cli::try_parse() {
@@ -71,11 +73,29 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if err.is::<BrokenPipe>() => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("{} {err:#}", "error:".red().bold());
+            eprintln!("{} {}", "error:".red().bold(), scrub(&said_once(&err)));
             match err.downcast_ref::<Interrupted>() {
                 Some(signal) => ExitCode::from(128 + signal.number as u8),
                 None => ExitCode::FAILURE,
             }
         }
     }
+}
+
+/// The error and its causes joined as anyhow's `{:#}` does, but each said
+/// once: drivers often repeat their cause's text in their own message
+/// ("timestamp out of range: timestamp out of range").
+fn said_once(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let said = cause.to_string();
+        if text.contains(&said) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&said);
+    }
+    text
 }

@@ -29,11 +29,14 @@ impl Signals {
         })
     }
 
-    /// Resolves when either signal arrives.
+    /// Resolves when either signal arrives, after asking any blocking
+    /// start-up work (a child process, a wait for the server) to stop.
     pub async fn received(&mut self) -> Interrupted {
-        tokio::select! {
+        let signal = tokio::select! {
             _ = self.interrupt.recv() => Interrupted { name: "SIGINT", number: libc::SIGINT },
             _ = self.terminate.recv() => Interrupted { name: "SIGTERM", number: libc::SIGTERM },
-        }
+        };
+        crate::db::child::request_stop();
+        signal
     }
 }

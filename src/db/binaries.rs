@@ -3,7 +3,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use std::time::Duration;
+
 use anyhow::{Context, Result, bail};
+
+use super::MIN_SERVER_VERSION;
+use super::child;
+
+/// How long a program may take to say its version.
+const ASK_LIMIT: Duration = Duration::from_secs(10);
 
 /// The server binaries of one PostgreSQL installation.
 #[derive(Debug, Clone)]
@@ -50,19 +58,32 @@ impl PgBinaries {
 
     fn at(dir: &Path) -> Result<Self> {
         let dir = dir.to_path_buf();
-        let output = Command::new(dir.join("postgres"))
-            .arg("--version")
-            .output()
-            .with_context(|| format!("could not run {}", dir.join("postgres").display()))?;
+        let postgres = dir.join("postgres").display().to_string();
+        let output = child::output(
+            Command::new(&postgres).arg("--version"),
+            &format!("{postgres} --version"),
+            ASK_LIMIT,
+        )?;
         let text = String::from_utf8_lossy(&output.stdout);
         // "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)"
         let version = text
             .split_whitespace()
             .nth(2)
             .filter(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit()))
-            .with_context(|| format!("unexpected `postgres --version` output: {}", text.trim()))?
+            .with_context(|| {
+                format!("unexpected `{postgres} --version` output: {:?}", text.trim())
+            })?
             .to_string();
-        Ok(Self { dir, version })
+        let bins = Self { dir, version };
+        let major: u32 = bins.major().parse().unwrap_or(0);
+        if major < MIN_SERVER_VERSION {
+            bail!(
+                "{postgres} is PostgreSQL {}; idem needs {MIN_SERVER_VERSION} or newer \
+                 (point --pg-bin at a newer installation)",
+                bins.version
+            );
+        }
+        Ok(bins)
     }
 }
 
@@ -78,8 +99,11 @@ fn has_server_binaries(dir: &Path) -> bool {
 fn candidates() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     // pg_config knows where its own installation keeps them.
-    if let Ok(out) = Command::new("pg_config").arg("--bindir").output()
-        && out.status.success()
+    if let Ok(out) = child::output(
+        Command::new("pg_config").arg("--bindir"),
+        "pg_config --bindir",
+        ASK_LIMIT,
+    ) && out.status.success()
     {
         dirs.push(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
     }

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::binaries::PgBinaries;
+use super::child::check_stop;
 use super::leftovers::{self, alive};
 use super::os_user::{chown_tree, cluster_user};
 use super::template::{self, Template, copy_tree, private_dir};
@@ -31,14 +32,24 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// standard input to close, stops postgres with SIGINT (a fast shutdown) and
 /// removes the run directory. `$1` is the postgres binary, `$2` the run
 /// directory, the rest postgres's own arguments.
+///
+/// Two traps of `sh` are closed here. A reader that is gone (idem killed
+/// before it read the pid) must not kill the supervisor with SIGPIPE, so
+/// SIGPIPE is ignored. And a background job starts with SIGINT ignored until
+/// postgres installs its own handler, so a stop sent in its first
+/// milliseconds would be lost: SIGINT is repeated until postgres is gone.
 const SUPERVISOR: &str = r#"
+trap '' PIPE
 pg=$1; run=$2; shift 2
 "$pg" "$@" >"$run/postgres.log" 2>&1 </dev/null &
-echo $!
-exec >/dev/null
+server=$!
+echo $server
+exec >/dev/null 2>&1
 cat >/dev/null
-kill -INT $! 2>/dev/null
-wait
+( while kill -INT "$server"; do sleep 0.05; done ) &
+repeater=$!
+wait "$server"
+kill "$repeater"
 rm -rf "$run"
 "#;
 
@@ -73,12 +84,14 @@ impl Cluster {
     pub fn start(opts: &ClusterOptions) -> Result<Self> {
         let bins = PgBinaries::locate(opts.pg_bin.as_deref())?;
         let user = cluster_user(opts.pg_user.as_deref())?;
-        let cache = opts
-            .template_cache
-            .clone()
-            .unwrap_or_else(template::cache_dir);
-        // What killed runs left: initdb staging, then below, run directories.
+        let cache = match opts.template_cache.clone() {
+            Some(cache) => cache,
+            None => template::cache_dir()?,
+        };
+        // What killed runs left: initdb staging and benchmark scratch
+        // directories, then below, run directories.
         leftovers::sweep(&std::env::temp_dir(), "idem-initdb");
+        leftovers::sweep(&std::env::temp_dir(), "idem-bench");
         let template = template::ensure(&bins, user, &cache)?;
 
         let began = Instant::now();
@@ -169,6 +182,7 @@ impl Cluster {
         let pid_file = self.run_dir.join("data").join("postmaster.pid");
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
+            check_stop()?;
             if let Ok(text) = fs::read_to_string(&pid_file)
                 && text.lines().nth(7).map(str::trim) == Some("ready")
             {

@@ -6,12 +6,15 @@
 //! connection pool (see [`pool`]).
 
 pub mod binaries;
+pub mod child;
 pub mod cluster;
 pub mod leftovers;
+pub mod liveness;
 pub mod migrations;
 pub mod os_user;
 pub mod pool;
-pub mod sweep;
+pub mod run_schema;
+pub mod secret;
 pub mod template;
 
 use std::str::FromStr;
@@ -22,6 +25,14 @@ use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
 pub use cluster::{Cluster, ClusterOptions};
+pub use secret::redact;
+
+use liveness::Lifeline;
+use run_schema::Dropped;
+
+/// The oldest PostgreSQL idem runs on: `pg_terminate_backend(pid, timeout)`,
+/// which the fault demonstrations use, came with 14.
+pub const MIN_SERVER_VERSION: u32 = 14;
 
 /// How long a connection attempt may take before idem gives up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -62,9 +73,9 @@ pub struct Database {
     keep: bool,
     /// The schema came from `--schema`: an earlier run's, left as it was found.
     existing: bool,
-    /// On a server: the connection holding the lock that marks this run's
-    /// schema as alive (see [`sweep`]).
-    holder: Option<PgConnection>,
+    /// On a server: the heartbeat and lock that say this run's schema is
+    /// alive (see [`liveness`]).
+    lifeline: Option<Lifeline>,
 }
 
 impl Database {
@@ -76,26 +87,34 @@ impl Database {
             if opts.database_url.is_none() {
                 bail!("--schema needs --database-url: a disposable cluster has no kept schemas");
             }
-            let valid = schema.len() == 13
-                && schema.starts_with("idem_")
-                && schema[5..]
-                    .chars()
-                    .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase());
-            if !valid {
+            if !run_schema::looks_like_run_schema(schema) {
                 bail!("--schema {schema:?} is not an idem schema (idem_ and 8 hex digits)");
             }
         }
-        let schema = existing
-            .clone()
-            .unwrap_or_else(|| format!("idem_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]));
+        let (run_id, schema) = match &existing {
+            Some(schema) => (uuid::Uuid::nil(), schema.clone()),
+            None => run_schema::new_run(),
+        };
         let (backend, sqlx_opts, pg_config) = match &opts.database_url {
             Some(url) => {
+                let shown = redact(url);
+                if url.trim().is_empty() {
+                    bail!(
+                        "the database URL (--database-url or DATABASE_URL) is empty: give one, \
+                         or leave it unset for a disposable cluster"
+                    );
+                }
                 let sqlx_opts = PgConnectOptions::from_str(url)
-                    .map_err(|e| anyhow::anyhow!("malformed database URL: {}", first_line(&e)))?;
-                let pg_config = tokio_postgres::Config::from_str(url)
-                    .map_err(|e| anyhow::anyhow!("malformed database URL: {e}"))?;
-                let url = redact(url);
-                (Backend::Server { url }, sqlx_opts, pg_config)
+                    .map_err(|e| anyhow::anyhow!("malformed database URL {shown}: {}", chain(&e)))?;
+                let mut pg_config = tokio_postgres::Config::from_str(url)
+                    .map_err(|e| anyhow::anyhow!("malformed database URL {shown}: {}", chain(&e)))?;
+                // libpq, and sqlx, read PGPASSWORD when the URL has no password.
+                if pg_config.get_password().is_none()
+                    && let Ok(password) = std::env::var("PGPASSWORD")
+                {
+                    pg_config.password(password);
+                }
+                (Backend::Server { url: shown }, sqlx_opts, pg_config)
             }
             None => {
                 if opts.keep {
@@ -130,7 +149,7 @@ impl Database {
             Ok(Err(e)) => bail!(
                 "could not connect to {}: {}",
                 backend.describe(),
-                first_line(&e)
+                first_line(&chain(&e))
             ),
             Err(_) => bail!(
                 "could not connect to {}: no answer within {} s",
@@ -149,48 +168,86 @@ impl Database {
             .application_name("idem-worker")
             .connect_timeout(CONNECT_TIMEOUT);
 
-        let db = Database {
+        let mut db = Database {
             backend,
             schema,
             meta,
             workers_config,
             keep: opts.keep,
             existing: existing.is_some(),
-            holder: None,
+            lifeline: None,
         };
-        let mut db = db;
-        if existing.is_some() {
-            let found: bool = sqlx::query_scalar(
-                "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = current_schema())",
-            )
-            .fetch_one(&db.meta)
-            .await?;
-            if !found {
-                let name = db.schema.clone();
+        let opened = db.prepare(run_id, &holder_options).await;
+        match opened {
+            Ok(()) => Ok(db),
+            Err(err) => {
                 let _ = db.close().await;
-                bail!("schema {name} does not exist on that server");
+                Err(err)
             }
-            return Ok(db);
         }
-        if let Backend::Server { .. } = db.backend {
+    }
+
+    /// Checks the server's version, then makes the run's schema ready: on a
+    /// server, proves a `--schema` is idem's, or marks this run alive, sweeps
+    /// the schemas of runs that are gone and creates its own.
+    async fn prepare(&mut self, run_id: uuid::Uuid, holder_options: &PgConnectOptions) -> Result<()> {
+        let version: i32 =
+            sqlx::query_scalar("SELECT current_setting('server_version_num')::int")
+                .fetch_one(&self.meta)
+                .await
+                .context("could not read the server's version")?;
+        if (version / 10000) < MIN_SERVER_VERSION as i32 {
+            bail!(
+                "{} runs PostgreSQL {}.{}; idem needs {MIN_SERVER_VERSION} or newer",
+                self.backend.describe(),
+                version / 10000,
+                version % 10000 / 100,
+            );
+        }
+        if self.existing {
+            let mut conn = self.meta.acquire().await?;
+            let found: bool =
+                sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)")
+                    .bind(&self.schema)
+                    .fetch_one(&mut *conn)
+                    .await?;
+            if !found {
+                bail!("schema {} does not exist on that server", self.schema);
+            }
+            if run_schema::prove(&mut conn, &self.schema).await?.is_none() {
+                bail!(
+                    "schema {} was not made by idem (it has no idem mark): idem reads and changes \
+                     only the schemas it can prove it made",
+                    self.schema
+                );
+            }
+            return Ok(());
+        }
+        if let Backend::Server { .. } = self.backend {
             // Mark this run alive before its schema exists, then clear away
-            // the schemas of runs that were killed.
-            let mut holder = PgConnection::connect_with(&holder_options).await?;
-            sweep::hold(&mut holder, &db.schema).await?;
-            db.holder = Some(holder);
-            for schema in sweep::sweep(&db.meta).await? {
-                eprintln!("dropped schema {schema}, left by an idem run that was killed");
+            // the schemas of runs that are gone.
+            let holder = liveness::hold(holder_options, &self.schema).await?;
+            for swept in liveness::sweep(&self.meta).await? {
+                eprintln!("{swept}");
             }
+            let mut conn = self.meta.acquire().await?;
+            run_schema::create(&mut conn, run_id, &self.schema).await?;
+            self.lifeline = Some(Lifeline::start(
+                holder_options.clone(),
+                self.schema.clone(),
+                holder,
+            ));
+        } else {
+            sqlx::query(&format!("CREATE SCHEMA {}", self.schema))
+                .execute(&self.meta)
+                .await
+                .with_context(|| format!("could not create schema {}", self.schema))?;
         }
-        sqlx::query(&format!("CREATE SCHEMA {}", db.schema))
-            .execute(&db.meta)
+        migrations::migrator()
+            .run(&self.meta)
             .await
-            .with_context(|| format!("could not create schema {}", db.schema))?;
-        if let Err(err) = migrations::migrator().run(&db.meta).await {
-            let _ = db.close().await;
-            return Err(err).context("could not apply the migrations");
-        }
-        Ok(db)
+            .context("could not apply the migrations")?;
+        Ok(())
     }
 
     /// Empties the race tables and restarts their ids, so every race starts
@@ -278,32 +335,20 @@ impl Database {
             meta,
             keep,
             existing,
-            holder,
+            lifeline,
             ..
         } = self;
-        let dropped = match &backend {
-            Backend::Server { .. } if existing => Ok(()),
-            Backend::Server { .. } if keep => {
-                eprintln!("kept schema {schema}");
-                sqlx::query(&format!("COMMENT ON SCHEMA {schema} IS '{}'", sweep::KEPT))
-                    .execute(&meta)
-                    .await
-                    .map(drop)
-                    .with_context(|| format!("could not mark schema {schema} as kept"))
-            }
-            Backend::Server { .. } => {
-                sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-                    .execute(&meta)
-                    .await
-                    .map(drop)
-                    .with_context(|| format!("could not drop schema {schema}"))
+        // Only a schema this run made (and so marked) is kept or dropped.
+        let dropped = match (&backend, &lifeline) {
+            (Backend::Server { .. }, Some(_)) if !existing => {
+                finish_schema(&meta, &schema, keep).await
             }
             // The whole cluster goes; its schema goes with it.
-            Backend::Embedded(_) => Ok(()),
+            _ => Ok(()),
         };
         meta.close().await;
-        if let Some(holder) = holder {
-            let _ = holder.close().await;
+        if let Some(lifeline) = lifeline {
+            lifeline.end().await;
         }
         let stopped = match backend {
             Backend::Embedded(cluster) => {
@@ -313,6 +358,20 @@ impl Database {
         };
         dropped.map(|()| stopped)
     }
+}
+
+/// Keeps (and says so) or drops the run's own schema at its end.
+async fn finish_schema(meta: &PgPool, schema: &str, keep: bool) -> Result<()> {
+    let mut conn = meta.acquire().await?;
+    if keep {
+        run_schema::keep(&mut conn, schema).await?;
+        eprintln!("kept schema {schema}");
+        return Ok(());
+    }
+    if let Dropped::Left { blockers } = run_schema::drop_own(&mut conn, schema).await? {
+        eprintln!("{}", run_schema::left_message(schema, &blockers));
+    }
+    Ok(())
 }
 
 impl Backend {
@@ -338,19 +397,19 @@ pub struct RowCounts {
     pub kept_xp: Option<i64>,
 }
 
-/// The URL with its password replaced, safe to print.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_string(),
-        },
-        None => url.to_string(),
+/// An error with its causes, each said once (drivers often repeat their
+/// cause's text in their own message).
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(next) = cause {
+        let said = next.to_string();
+        if !text.contains(&said) {
+            text = format!("{text}: {said}");
+        }
+        cause = next.source();
     }
+    text
 }
 
 /// An error's first line, so one failure prints as one line.

@@ -7,19 +7,24 @@
 //! loser of the rename throws its copy away.
 
 use std::fs;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt, symlink};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt, symlink};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
 use super::binaries::PgBinaries;
+use super::child;
 use super::leftovers;
 use super::os_user::{OsUser, chown_tree};
 
 /// Bumped whenever the initdb flags change, so an old template is not reused.
 const LAYOUT: &str = "v2";
+
+/// How long `initdb` may take (it takes 1–3 s on a laptop).
+const INITDB_LIMIT: Duration = Duration::from_secs(120);
 
 /// A ready template data directory.
 #[derive(Debug, Clone)]
@@ -32,6 +37,9 @@ pub struct Template {
 /// Returns the cached template for these binaries, making it first if needed.
 pub fn ensure(bins: &PgBinaries, user: Option<OsUser>, cache: &Path) -> Result<Template> {
     let dir = cache.join(format!("template-pg{}-{LAYOUT}", bins.version));
+    // Half-made copies of killed runs, whether or not another run has
+    // finished the template since.
+    leftovers::sweep(cache, ".incoming");
     if dir.join("PG_VERSION").is_file() {
         return Ok(Template {
             dir,
@@ -43,7 +51,6 @@ pub fn ensure(bins: &PgBinaries, user: Option<OsUser>, cache: &Path) -> Result<T
 
     // initdb writes into a directory its own user owns, away from the cache
     // (as root, the cache lives in root's home, which that user cannot enter).
-    leftovers::sweep(cache, ".incoming");
     let staging = private_dir(&std::env::temp_dir(), "idem-initdb")?;
     let result = run_initdb(bins, user, &staging).and_then(|data| {
         let incoming = cache.join(format!(".incoming-{}-{}", std::process::id(), short_id()));
@@ -69,18 +76,37 @@ pub fn ensure(bins: &PgBinaries, user: Option<OsUser>, cache: &Path) -> Result<T
     })
 }
 
-/// Where idem keeps its templates: `IDEM_CACHE_DIR`, else the user's cache directory.
-pub fn cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("IDEM_CACHE_DIR") {
-        return PathBuf::from(dir);
+/// Where idem keeps its templates: `IDEM_CACHE_DIR`, else the user's cache
+/// directory; with no home at all, a directory of this user's own in the
+/// temporary directory, which must be this user's and private.
+pub fn cache_dir() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("IDEM_CACHE_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
     }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
-        return PathBuf::from(dir).join("idem");
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir).join("idem"));
     }
-    if let Some(home) = std::env::var_os("HOME") {
-        return PathBuf::from(home).join(".cache").join("idem");
+    if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(home).join(".cache").join("idem"));
     }
-    std::env::temp_dir().join("idem-cache")
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let dir = std::env::temp_dir().join(format!("idem-cache-{uid}"));
+    match fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(err) => {
+            return Err(err).with_context(|| format!("could not create {}", dir.display()));
+        }
+    }
+    let meta = fs::symlink_metadata(&dir)?;
+    if !meta.is_dir() || meta.uid() != uid || meta.permissions().mode() & 0o077 != 0 {
+        bail!(
+            "{} is not a private directory of this user's; set IDEM_CACHE_DIR or HOME",
+            dir.display()
+        );
+    }
+    Ok(dir)
 }
 
 fn run_initdb(bins: &PgBinaries, user: Option<OsUser>, staging: &Path) -> Result<PathBuf> {
@@ -95,20 +121,22 @@ fn run_initdb(bins: &PgBinaries, user: Option<OsUser>, staging: &Path) -> Result
         .args(["--locale=C", "--no-sync", "--no-instructions"])
         // 1 MB WAL segments instead of 16: the template, and so every copy of
         // it, is 16 MB smaller.
-        .arg("--wal-segsize=1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        .arg("--wal-segsize=1");
     if let Some(user) = user {
         cmd.uid(user.uid).gid(user.gid);
     }
-    let output = cmd
-        .output()
-        .with_context(|| format!("could not run {}", bins.initdb().display()))?;
+    let initdb = bins.initdb().display().to_string();
+    let output = child::output(&mut cmd, &initdb, INITDB_LIMIT)?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let last = stderr.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
         bail!("initdb failed: {}", last.trim());
+    }
+    if !data.join("PG_VERSION").is_file() {
+        bail!(
+            "{initdb} reported success but made no data directory in {}",
+            data.display()
+        );
     }
     Ok(data)
 }

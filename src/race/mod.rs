@@ -3,6 +3,7 @@
 mod blocking;
 pub mod fault;
 mod lease;
+pub mod limits;
 mod outcome;
 mod request;
 mod result;

@@ -6,6 +6,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::fault::FaultPoint;
+use super::limits::{self, Limit, Origin};
 use crate::guard::{Guard, OnFailure};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
@@ -115,32 +116,68 @@ impl Default for RaceSettings {
 }
 
 impl RaceSettings {
-    /// Rejects settings no race can run with, before anything starts.
+    /// Rejects settings no race can run with, before anything starts; the
+    /// messages name settings as flags.
     pub fn validate(&self) -> Result<()> {
-        if self.workers == 0 {
-            bail!("--workers must be at least 1");
+        self.validate_from(Origin::Flags)
+    }
+
+    /// [`validate`](Self::validate), naming settings as `origin` wrote them.
+    pub fn validate_from(&self, origin: Origin) -> Result<()> {
+        let name = |limit: &Limit| limit.name(origin);
+        let ms = |d: Duration| d.as_millis().min(u128::from(u64::MAX)) as u64;
+        limits::WORKERS.check(self.workers as u64, origin)?;
+        limits::POOL_SIZE.check(self.pool_size as u64, origin)?;
+        limits::WORK_MS.check(ms(self.work), origin)?;
+        limits::CHECKOUT_TIMEOUT_MS.check(ms(self.checkout_timeout), origin)?;
+        for amount in &self.amounts {
+            limits::AMOUNT.check(u64::try_from(*amount).unwrap_or(0), origin)?;
         }
-        if self.pool_size == 0 {
-            bail!("--pool-size must be at least 1");
+        match self.loser {
+            LoserPolicy::FailFast => {}
+            LoserPolicy::Poll {
+                every,
+                give_up_after,
+            } => {
+                limits::POLL_MS.check(ms(every), origin)?;
+                limits::WAIT_TIMEOUT_MS.check(ms(give_up_after), origin)?;
+            }
+            LoserPolicy::Block { give_up_after } => {
+                limits::WAIT_TIMEOUT_MS.check(ms(give_up_after), origin)?;
+            }
+        }
+        limits::CACHE_MAX_ENTRIES.check(self.cache.max_entries, origin)?;
+        limits::CACHE_PRESSURE.check(self.cache_pressure, origin)?;
+        limits::LOCK_TIMEOUT_MS.check(ms(self.lock_timeout), origin)?;
+        limits::RECOVERY_RETRIES.check(self.recovery_retries as u64, origin)?;
+        if let Some(worker) = self.fail_work {
+            limits::FAIL_WORK.check(worker as u64, origin)?;
+        }
+        if let Some(worker) = self.crash.and_then(|c| c.worker) {
+            limits::CRASH_WORKER.check(worker as u64, origin)?;
         }
         if self.runner_holds_connection && self.pool_size == 1 {
             bail!(
-                "--pool-size 1 leaves no connection for the workers while the runner holds one; \
-                 use a larger pool or --no-runner-connection"
+                "{} 1 leaves no connection for the workers while the runner holds one; \
+                 use a larger pool or {}",
+                name(&limits::POOL_SIZE),
+                origin.name("--no-runner-connection", "race.runner_holds_connection = false")
             );
         }
         if self.key.is_empty() {
-            bail!("--key must not be empty");
+            bail!("{} must not be empty", origin.name("--key", "race.key"));
         }
-        if self.key.len() > MAX_KEY_LEN {
+        let key_chars = self.key.chars().count();
+        if key_chars > MAX_KEY_LEN {
             bail!(
-                "--key is {} characters long; at most {MAX_KEY_LEN} are allowed",
-                self.key.len()
+                "{} is {key_chars} characters long; at most {MAX_KEY_LEN} are allowed",
+                origin.name("--key", "race.key")
             );
         }
         if !self.amounts.is_empty() && self.amounts.len() != self.workers {
             bail!(
-                "--amounts has {} values for {} workers; give one amount per worker",
+                "{} has {} values for {} workers; give one amount per worker",
+                name(&limits::AMOUNT),
                 self.amounts.len(),
                 self.workers
             );
@@ -148,13 +185,15 @@ impl RaceSettings {
         if self.store == StoreKind::Cache {
             if self.strategy != StrategyKind::ClaimWorkComplete {
                 bail!(
-                    "--store applies to claim-work-complete; {} keeps no claims",
+                    "{} applies to claim-work-complete; {} keeps no claims",
+                    origin.name("--store", "race.store"),
                     self.strategy
                 );
             }
             if self.loser != LoserPolicy::FailFast {
                 bail!(
-                    "--store cache answers losers with 409 only (fail-fast): it has no lock to wait on"
+                    "{} cache answers losers with 409 only (fail-fast): it has no lock to wait on",
+                    origin.name("--store", "race.store")
                 );
             }
         }
@@ -162,37 +201,39 @@ impl RaceSettings {
             && !(1..=self.workers).contains(&worker)
         {
             bail!(
-                "--crash worker={worker} is not one of the {} workers",
+                "{}{worker} is not one of the {} workers",
+                name(&limits::CRASH_WORKER),
                 self.workers
             );
         }
         if let Some(worker) = self.fail_work {
             if !(1..=self.workers).contains(&worker) {
                 bail!(
-                    "--fail-work {worker} is not one of the {} workers",
+                    "{} {worker} is not one of the {} workers",
+                    name(&limits::FAIL_WORK),
                     self.workers
                 );
             }
             if self.strategy != StrategyKind::Guard {
                 bail!(
-                    "--fail-work needs --strategy guard: only the whole guard rescues failed work"
+                    "{} needs {} guard: only the whole guard rescues failed work",
+                    name(&limits::FAIL_WORK),
+                    origin.name("--strategy", "race.strategy =")
                 );
             }
         }
         if self.crash.is_some() && self.kill_connection {
-            bail!("--crash and --kill-connection are two demonstrations; choose one");
+            bail!(
+                "{} and {} are two demonstrations; choose one",
+                origin.name("--crash", "race.crash"),
+                origin.name("--kill-connection", "race.kill_connection")
+            );
         }
         if (self.crash.is_some() || self.kill_connection) && self.store == StoreKind::Cache {
-            bail!("faults are shown on the key table; drop --store cache");
-        }
-        if self.lock_timeout.is_zero() {
-            bail!("--lock-timeout-ms must be at least 1");
-        }
-        if self.cache.max_entries == 0 {
-            bail!("--cache-max-entries must be at least 1");
-        }
-        if self.checkout_timeout.is_zero() {
-            bail!("--checkout-timeout-ms must be at least 1");
+            bail!(
+                "faults are shown on the key table; drop {} cache",
+                origin.name("--store", "race.store =")
+            );
         }
         Ok(())
     }

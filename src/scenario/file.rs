@@ -10,6 +10,7 @@ use serde::Deserialize;
 use crate::guard::OnFailure;
 use crate::keys::{CrashPoint, KeyKind, KeysSettings};
 use crate::race::fault::FaultPoint;
+use crate::race::limits::{self, Origin};
 use crate::race::{CrashPlan, RaceSettings};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
@@ -138,16 +139,36 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
             bail!("{name}: expect.min_rate and expect.max_rate must be between 0 and 1");
         }
     }
+    let origin = Origin::File(&name);
+    if let Some(runs) = scenario.expect.runs {
+        limits::RUNS.check(runs, origin)?;
+    }
     if let Some(race) = &scenario.race {
-        race.settings()
-            .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        race.settings_from(origin).map_err(|e| in_file(&name, e))?;
+    }
+    if let Some(keys) = &scenario.keys {
+        keys.checked(origin)?;
     }
     Ok(scenario)
+}
+
+/// Prefixes an error with the file it is about, unless it names it already.
+fn in_file(name: &str, err: anyhow::Error) -> anyhow::Error {
+    if err.to_string().starts_with(name) {
+        err
+    } else {
+        anyhow::anyhow!("{name}: {err}")
+    }
 }
 
 impl RaceSpec {
     /// The race settings, checked as `idem race` checks its flags.
     pub fn settings(&self) -> Result<RaceSettings> {
+        self.settings_from(Origin::File("scenario"))
+    }
+
+    /// The race settings, with messages naming the file's keys.
+    pub fn settings_from(&self, origin: Origin) -> Result<RaceSettings> {
         let d = RaceSettings::default();
         let ms = Duration::from_millis;
         let loser = match self.loser.unwrap_or(LoserKind::FailFast) {
@@ -188,7 +209,7 @@ impl RaceSpec {
             recovery_retries: self.recovery_retries.unwrap_or(1),
             ..d
         };
-        settings.validate()?;
+        settings.validate_from(origin)?;
         if let Some(schedule) = &self.schedule
             && schedule.iter().any(|w| !(1..=settings.workers).contains(w))
         {
@@ -199,6 +220,21 @@ impl RaceSpec {
 }
 
 impl KeysSpec {
+    /// Checks the numbers against the bounds `idem keys` puts on its flags.
+    pub fn checked(&self, origin: Origin) -> Result<()> {
+        let given = [
+            (&limits::CLIENTS, self.clients),
+            (&limits::INTENTS, self.intents),
+            (&limits::RETRIES, self.retries),
+        ];
+        for (limit, value) in given {
+            if let Some(value) = value {
+                limit.check(value as u64, origin)?;
+            }
+        }
+        Ok(())
+    }
+
     pub fn settings(&self) -> KeysSettings {
         KeysSettings {
             kind: self.kind,

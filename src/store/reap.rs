@@ -21,12 +21,15 @@ pub struct Reaped {
     pub pending_kept: u64,
 }
 
-/// Deletes completed keys whose completion is older than `older_than`.
+/// Deletes completed keys whose completion is older than `older_than`. The
+/// database has made sure the schema is idem's before this runs (see
+/// `db::run_schema::prove`).
 pub async fn reap(db: &Database, older_than: Duration) -> Result<Reaped> {
     let secs = older_than.as_secs_f64();
     let removed: Vec<f64> = sqlx::query_scalar(
         "DELETE FROM idempotency_keys
-         WHERE status = 'completed' AND completed_at < now() - make_interval(secs => $1)
+         WHERE status = 'completed' AND completed_at IS NOT NULL
+           AND completed_at < now() - make_interval(secs => $1)
          RETURNING (EXTRACT(EPOCH FROM now() - completed_at) / 3600)::float8",
     )
     .bind(secs)
@@ -34,7 +37,8 @@ pub async fn reap(db: &Database, older_than: Duration) -> Result<Reaped> {
     .await?;
     let kept: Vec<f64> = sqlx::query_scalar(
         "SELECT (EXTRACT(EPOCH FROM now() - completed_at) / 3600)::float8
-         FROM idempotency_keys WHERE status = 'completed' ORDER BY completed_at DESC",
+         FROM idempotency_keys WHERE status = 'completed' AND completed_at IS NOT NULL
+         ORDER BY completed_at DESC",
     )
     .fetch_all(&db.meta)
     .await?;

@@ -1,0 +1,248 @@
+//! Passwords in database URLs: hidden wherever idem prints a URL or an error.
+//!
+//! libpq accepts a password in three places, and so does idem: the URL's
+//! user-info (`postgres://user:pw@host/db`), a query parameter
+//! (`?password=pw`, also `sslpassword`), and a key/value connection string
+//! (`host=h password='pw'`). [`redact`] replaces each with `***`. Errors come
+//! from drivers that may quote what they were given, so every password found
+//! is also remembered, and [`scrub`] removes it from any text before it is
+//! printed.
+
+use std::sync::Mutex;
+
+/// What a hidden password is shown as.
+const HIDDEN: &str = "***";
+
+/// Parameter names that carry a secret, in URLs and key/value strings alike.
+const SECRET_KEYS: [&str; 2] = ["password", "sslpassword"];
+
+/// Every password seen in this process, raw and percent-decoded.
+static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// The URL or connection string with every password replaced, safe to print.
+/// Also remembers the passwords, so that [`scrub`] can find them in errors.
+pub fn redact(target: &str) -> String {
+    let (shown, found) = if target.contains("://") {
+        redact_url(target)
+    } else {
+        redact_key_values(target)
+    };
+    remember(found);
+    shown
+}
+
+/// Removes every remembered password from `text`.
+pub fn scrub(text: &str) -> String {
+    let seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    let mut text = text.to_string();
+    for secret in seen.iter() {
+        text = text.replace(secret.as_str(), HIDDEN);
+    }
+    text
+}
+
+fn remember(found: Vec<String>) {
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    for secret in found {
+        // A one-character password would scrub every such letter from the
+        // text; it is still hidden in URLs, where its place is known.
+        if secret.chars().count() < 2 {
+            continue;
+        }
+        let decoded = percent_decode(&secret);
+        for s in [secret, decoded] {
+            if !seen.contains(&s) {
+                seen.push(s);
+            }
+        }
+    }
+    // Longest first, so a password that contains another is replaced whole.
+    seen.sort_by_key(|s| std::cmp::Reverse(s.len()));
+}
+
+/// `scheme://[user[:password]@]host[/db][?k=v&...][#...]`
+fn redact_url(url: &str) -> (String, Vec<String>) {
+    let mut found = Vec::new();
+    let (scheme, rest) = url.split_once("://").expect("checked by the caller");
+    let (rest, fragment) = match rest.split_once('#') {
+        Some((rest, fragment)) => (rest, Some(fragment)),
+        None => (rest, None),
+    };
+    let (before_query, query) = match rest.split_once('?') {
+        Some((before, query)) => (before, Some(query)),
+        None => (rest, None),
+    };
+    let (authority, path) = before_query.split_at(before_query.find('/').unwrap_or(before_query.len()));
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, password)) => {
+                found.push(password.to_string());
+                format!("{user}:{HIDDEN}@{host}")
+            }
+            None => authority.to_string(),
+        },
+        None => authority.to_string(),
+    };
+    let mut shown = format!("{scheme}://{authority}{path}");
+    if let Some(query) = query {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, value)) if is_secret_key(&percent_decode(key)) => {
+                    found.push(value.to_string());
+                    format!("{key}={HIDDEN}")
+                }
+                _ => pair.to_string(),
+            })
+            .collect();
+        shown.push('?');
+        shown.push_str(&pairs.join("&"));
+    }
+    if let Some(fragment) = fragment {
+        shown.push('#');
+        shown.push_str(fragment);
+    }
+    (shown, found)
+}
+
+/// `key=value key = 'quoted \' value' ...`, as libpq reads it.
+fn redact_key_values(text: &str) -> (String, Vec<String>) {
+    let mut found = Vec::new();
+    let mut shown = String::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some(&(_, c)) = chars.peek() {
+        if c.is_whitespace() {
+            shown.push(c);
+            chars.next();
+            continue;
+        }
+        // The key, up to '=' or white space.
+        let mut key = String::new();
+        while let Some(&(_, c)) = chars.peek() {
+            if c == '=' || c.is_whitespace() {
+                break;
+            }
+            key.push(c);
+            chars.next();
+        }
+        let mut between = String::new();
+        while let Some(&(_, c)) = chars.peek() {
+            if c != '=' && !c.is_whitespace() {
+                break;
+            }
+            between.push(c);
+            chars.next();
+            if c == '=' {
+                while let Some(&(_, c)) = chars.peek() {
+                    if !c.is_whitespace() {
+                        break;
+                    }
+                    between.push(c);
+                    chars.next();
+                }
+                break;
+            }
+        }
+        if !between.contains('=') {
+            // Not a key=value pair: keep the text as it was.
+            shown.push_str(&key);
+            shown.push_str(&between);
+            continue;
+        }
+        let value_start = chars.peek().map_or(text.len(), |&(i, _)| i);
+        let mut value = String::new();
+        if chars.peek().is_some_and(|&(_, c)| c == '\'') {
+            chars.next();
+            while let Some((_, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some((_, next)) = chars.next() {
+                            value.push(next);
+                        }
+                    }
+                    '\'' => break,
+                    c => value.push(c),
+                }
+            }
+        } else {
+            while let Some(&(_, c)) = chars.peek() {
+                if c.is_whitespace() {
+                    break;
+                }
+                value.push(c);
+                chars.next();
+            }
+        }
+        let value_end = chars.peek().map_or(text.len(), |&(i, _)| i);
+        shown.push_str(&key);
+        shown.push_str(&between);
+        if is_secret_key(&key) {
+            found.push(value);
+            shown.push_str(HIDDEN);
+        } else {
+            shown.push_str(&text[value_start..value_end]);
+        }
+    }
+    (shown, found)
+}
+
+fn is_secret_key(key: &str) -> bool {
+    SECRET_KEYS.contains(&key.to_ascii_lowercase().as_str())
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(hi), Some(lo)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push((hi * 16 + lo) as u8);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{redact, scrub};
+
+    #[test]
+    fn every_place_a_password_can_hide_is_hidden() {
+        let cases = [
+            ("postgres://u:s3cret@h/db", "postgres://u:***@h/db"),
+            ("postgres://u:s3cret@h", "postgres://u:***@h"),
+            ("postgres://u@h/db?password=s3cret", "postgres://u@h/db?password=***"),
+            (
+                "postgresql://h/db?user=u&password=s3cret&sslmode=disable",
+                "postgresql://h/db?user=u&password=***&sslmode=disable",
+            ),
+            ("postgres://h/db?pass%77ord=s3cret", "postgres://h/db?pass%77ord=***"),
+            ("postgres://h/db?sslpassword=s3cret", "postgres://h/db?sslpassword=***"),
+            ("postgres://u@h/db?PASSWORD=s3cret#x", "postgres://u@h/db?PASSWORD=***#x"),
+            ("host=h password=s3cret dbname=d", "host=h password=*** dbname=d"),
+            ("host=h password = 's3 cret' user=u", "host=h password = *** user=u"),
+            ("host=h password='it\\'s' user=u", "host=h password=*** user=u"),
+            ("postgres://u@h/db", "postgres://u@h/db"),
+        ];
+        for (given, shown) in cases {
+            assert_eq!(redact(given), shown, "{given}");
+        }
+    }
+
+    #[test]
+    fn remembered_passwords_are_scrubbed_from_any_text() {
+        redact("postgres://u@h/db?password=hunter%32two");
+        let text = "could not parse 'hunter2two' nor 'hunter%32two'";
+        assert_eq!(scrub(text), "could not parse '***' nor '***'");
+        redact("host=h password='sp ace'");
+        assert_eq!(scrub("got sp ace"), "got ***");
+    }
+}
