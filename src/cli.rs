@@ -384,7 +384,10 @@ fn crash_plan(text: &str) -> Result<CrashPlan, String> {
                 return Err("worker= is given twice; name one worker".into());
             }
             Some(("worker", n)) => {
-                worker = Some(whole::<{ limits::CRASH_WORKER.min }, { limits::CRASH_WORKER.max }>(n)? as usize)
+                worker = Some(
+                    whole::<{ limits::CRASH_WORKER.min }, { limits::CRASH_WORKER.max }>(n)?
+                        as usize,
+                )
             }
             Some(("at", _)) if at.is_some() => {
                 return Err("the crash point is given twice; name one".into());

@@ -390,3 +390,89 @@ fn compare_losers_puts_the_three_policies_side_by_side() {
         .collect();
     assert_eq!(policies, ["fail-fast", "poll", "block"]);
 }
+
+#[test]
+fn a_scenario_file_is_held_to_the_flags_bounds() {
+    let sandbox = Sandbox::new("scenario-bounds");
+    let cases = [
+        (
+            "[race]\nworkers = 99999999999999",
+            "race.workers = 99999999999999",
+            "1 to 100000",
+        ),
+        (
+            "[race]\nwork_ms = 99999999999",
+            "race.work_ms = 99999999999",
+            "0 to 3600000",
+        ),
+        (
+            "[race]\npool_size = 20000",
+            "race.pool_size = 20000",
+            "1 to 10000",
+        ),
+        (
+            "[race]\nloser = \"poll\"\npoll_ms = 0",
+            "race.poll_ms = 0",
+            "1 to 3600000",
+        ),
+        (
+            "[race]\ncache_pressure = 5000000",
+            "race.cache_pressure = 5000000",
+            "0 to 1000000",
+        ),
+        (
+            "[race]\nrecovery_retries = 1000",
+            "race.recovery_retries = 1000",
+            "1 to 100",
+        ),
+        (
+            "[keys]\nkind = \"random\"\nclients = 100000",
+            "keys.clients = 100000",
+            "1 to 1000",
+        ),
+    ];
+    for (section, setting, bound) in cases {
+        for runs in ["1", "100000000"] {
+            let file = sandbox.dir.join("bounds.toml");
+            let text = format!(
+                "title = \"t\"\nlesson = 1\nexplain = \"e\"\n{section}\n[expect]\nruns = {runs}\nxp_rows = 1\n"
+            );
+            std::fs::write(&file, text).unwrap();
+            let expected = if runs == "1" {
+                setting.to_string()
+            } else {
+                "expect.runs = 100000000".to_string()
+            };
+            let line = refused(&["scenario", "run", file.to_str().unwrap()]);
+            assert!(line.contains("bounds.toml: "), "{line}");
+            assert!(line.contains(&expected), "{line}");
+            if runs == "1" {
+                assert!(line.contains(bound), "{line}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_crash_point_given_twice_and_an_overlong_key_in_characters_are_refused() {
+    let line = refused(&[
+        "race",
+        "-s",
+        "guard",
+        "--crash",
+        "at=after-claim,at=during-work",
+    ]);
+    assert!(line.contains("given twice"), "{line}");
+    let line = refused(&[
+        "race",
+        "-s",
+        "guard",
+        "--crash",
+        "worker=1,worker=2,at=after-claim",
+    ]);
+    assert!(line.contains("given twice"), "{line}");
+    // 256 two-byte characters: too long by one character, not by 257 bytes.
+    let key = "é".repeat(256);
+    let line = refused(&["race", "--key", &key]);
+    assert!(line.contains("256 characters"), "{line}");
+}

@@ -2,11 +2,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Sandbox, is_root, signal};
+use common::{Sandbox, first_line_then_drain, is_root, signal};
 use predicates::prelude::*;
 
 #[test]
@@ -79,15 +78,6 @@ fn interrupt_mid_run(name: &str, sig: i32) -> (Option<i32>, Vec<String>) {
     // SIGKILL gives idem no chance: its supervisor cleans up on its own.
     let left = sandbox.wait_clean(Duration::from_secs(10));
     (status.code(), left)
-}
-
-/// Reads the child's first line of output, and keeps reading the rest in the
-/// background so that idem never sees a closed pipe.
-fn first_line_then_drain(child: &mut std::process::Child) -> String {
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().and_then(Result::ok).unwrap_or_default();
-    std::thread::spawn(move || lines.for_each(drop));
-    first
 }
 
 #[test]

@@ -1,54 +1,31 @@
 //! With --database-url: idem works in a schema of its own and touches nothing else.
 //!
-//! The "real server" here is a cluster the test starts itself through idem's
-//! library, so the test needs nothing but PostgreSQL's binaries.
+//! The "real server" is `common::server`: a cluster the test starts itself
+//! through idem's library. What idem must never touch there is in `trust.rs`.
 
 mod common;
 
 use common::Sandbox;
-use idem::db::{Cluster, ClusterOptions};
+use common::server::Server;
 use predicates::prelude::*;
-use std::process::Command;
-
-fn server() -> Cluster {
-    Cluster::start(&ClusterOptions::default()).unwrap()
-}
-
-fn url(cluster: &Cluster) -> String {
-    format!(
-        "postgres://postgres@localhost/postgres?host={}",
-        cluster.socket_dir().display()
-    )
-}
 
 /// Everything outside the system schemas: (schema, object) pairs.
-fn objects(cluster: &Cluster) -> Vec<String> {
-    let out = Command::new(cluster.bins.dir.join("psql"))
-        .args(["-X", "-A", "-t", "-h"])
-        .arg(cluster.socket_dir())
-        .args(["-U", "postgres", "-d", "postgres", "-c"])
-        .arg(
+fn objects(server: &Server) -> Vec<String> {
+    server
+        .psql(
             "SELECT n.nspname || '.' || coalesce(c.relname, '')
              FROM pg_namespace n LEFT JOIN pg_class c ON c.relnamespace = n.oid
              WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
              ORDER BY 1",
         )
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(str::to_string)
         .collect()
 }
 
-/// Runs a short race with --keep (and `extra` flags) on `cluster`, and
+/// Runs a short race with --keep (and `extra` flags) on `server`, and
 /// returns the kept schema.
-fn race_and_keep(sandbox: &Sandbox, cluster: &Cluster, extra: &[&str]) -> String {
+fn race_and_keep(sandbox: &Sandbox, server: &Server, extra: &[&str]) -> String {
     let out = sandbox
         .idem()
         .args([
@@ -57,7 +34,7 @@ fn race_and_keep(sandbox: &Sandbox, cluster: &Cluster, extra: &[&str]) -> String
             "--work-ms",
             "1",
             "--database-url",
-            &url(cluster),
+            &server.url(),
         ])
         .args(extra)
         .assert()
@@ -78,28 +55,28 @@ fn kept_schema(stderr: &[u8]) -> String {
 
 #[test]
 fn a_race_on_a_server_leaves_it_as_it_was() {
-    let cluster = server();
-    let before = objects(&cluster);
+    let server = Server::start();
+    let before = objects(&server);
     let sandbox = Sandbox::new("server-race");
     let out = sandbox
         .idem()
-        .args(["race", "--json", "--database-url", &url(&cluster)])
+        .args(["race", "--json", "--database-url", &server.url()])
         .assert()
         .success();
     let result: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(result["key_rows"], 1);
-    assert_eq!(objects(&cluster), before);
+    assert_eq!(objects(&server), before);
     // No disposable cluster was started for it.
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
 }
 
 #[test]
 fn keep_leaves_only_the_runs_own_schema() {
-    let cluster = server();
-    let before = objects(&cluster);
-    let schema = race_and_keep(&Sandbox::new("server-keep"), &cluster, &[]);
+    let server = Server::start();
+    let before = objects(&server);
+    let schema = race_and_keep(&Sandbox::new("server-keep"), &server, &[]);
     assert!(schema.starts_with("idem_"));
-    let added: Vec<String> = objects(&cluster)
+    let added: Vec<String> = objects(&server)
         .into_iter()
         .filter(|o| !before.contains(o))
         .collect();
@@ -114,10 +91,10 @@ fn keep_leaves_only_the_runs_own_schema() {
 
 #[test]
 fn database_url_is_read_from_the_environment() {
-    let cluster = server();
+    let server = Server::start();
     Sandbox::new("server-env")
         .idem()
-        .env("DATABASE_URL", url(&cluster))
+        .env("DATABASE_URL", server.url())
         .args(["doctor", "--json"])
         .assert()
         .success()
@@ -126,10 +103,10 @@ fn database_url_is_read_from_the_environment() {
 
 #[test]
 fn bad_urls_give_one_clear_line_and_a_failure() {
-    let cluster = server();
+    let server = Server::start();
     let bad_role = format!(
         "postgres://nobody@localhost/postgres?host={}",
-        cluster.socket_dir().display()
+        server.socket().display()
     );
     let cases = [
         ("not a url", "malformed database URL"),
@@ -158,10 +135,10 @@ fn bad_urls_give_one_clear_line_and_a_failure() {
 
 #[test]
 fn audit_and_reap_work_on_a_kept_schema_and_leave_it_in_place() {
-    let cluster = server();
+    let server = Server::start();
     let sandbox = Sandbox::new("server-audit");
-    let schema = race_and_keep(&sandbox, &cluster, &["-s", "claim-work-complete"]);
-    let before = objects(&cluster);
+    let schema = race_and_keep(&sandbox, &server, &["-s", "claim-work-complete"]);
+    let before = objects(&server);
 
     let out = sandbox
         .idem()
@@ -171,7 +148,7 @@ fn audit_and_reap_work_on_a_kept_schema_and_leave_it_in_place() {
             "--schema",
             &schema,
             "--database-url",
-            &url(&cluster),
+            &server.url(),
         ])
         .assert()
         .success();
@@ -192,7 +169,7 @@ fn audit_and_reap_work_on_a_kept_schema_and_leave_it_in_place() {
             "--schema",
             &schema,
             "--database-url",
-            &url(&cluster),
+            &server.url(),
         ])
         .assert()
         .success();
@@ -203,7 +180,7 @@ fn audit_and_reap_work_on_a_kept_schema_and_leave_it_in_place() {
         "the one completed key"
     );
     // Neither command created or dropped anything: the schema is as it was.
-    assert_eq!(objects(&cluster), before);
+    assert_eq!(objects(&server), before);
 
     sandbox
         .idem()
@@ -212,7 +189,7 @@ fn audit_and_reap_work_on_a_kept_schema_and_leave_it_in_place() {
             "--schema",
             "idem_ffffffff",
             "--database-url",
-            &url(&cluster),
+            &server.url(),
         ])
         .assert()
         .code(1)
@@ -243,64 +220,4 @@ fn stores_measures_both_stores() {
     assert_eq!(rows[1]["store"], "cache");
     assert_eq!(rows[1]["survives_eviction"], false);
     assert_eq!(rows[1]["xp_rows_after_retry"], 2);
-}
-
-#[test]
-fn a_killed_runs_schema_is_dropped_by_the_next_run_and_kept_schemas_stay() {
-    let cluster = server();
-    let before = objects(&cluster);
-    let sandbox = Sandbox::new("server-killed");
-    // A schema kept on purpose must survive the sweep.
-    let kept = race_and_keep(&sandbox, &cluster, &[]);
-
-    let mut child = sandbox
-        .idem_std()
-        .args([
-            "race",
-            "--runs",
-            "100000",
-            "--work-ms",
-            "1",
-            "--json",
-            "--database-url",
-            &url(&cluster),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut first,
-    )
-    .unwrap();
-    assert!(first.contains("xp_rows"), "a race ran before the kill");
-    common::signal(child.id(), libc::SIGKILL);
-    child.wait().unwrap();
-    let left: Vec<String> = objects(&cluster)
-        .into_iter()
-        .filter(|o| !before.contains(o))
-        .collect();
-    assert!(
-        left.iter().any(|o| !o.starts_with(&format!("{kept}."))),
-        "the killed run left its schema: {left:?}"
-    );
-
-    sandbox
-        .idem()
-        .args(["doctor", "--database-url", &url(&cluster)])
-        .assert()
-        .success()
-        .stderr(predicate::str::contains(
-            "left by an idem run that was killed",
-        ));
-    let left: Vec<String> = objects(&cluster)
-        .into_iter()
-        .filter(|o| !before.contains(o))
-        .collect();
-    assert!(
-        !left.is_empty() && left.iter().all(|o| o.starts_with(&format!("{kept}."))),
-        "only the kept schema remains: {left:?}"
-    );
 }

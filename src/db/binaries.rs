@@ -71,7 +71,10 @@ impl PgBinaries {
             .nth(2)
             .filter(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit()))
             .with_context(|| {
-                format!("unexpected `{postgres} --version` output: {:?}", text.trim())
+                format!(
+                    "unexpected `{postgres} --version` output: {:?}",
+                    text.trim()
+                )
             })?
             .to_string();
         let bins = Self { dir, version };

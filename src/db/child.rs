@@ -97,7 +97,10 @@ pub fn output(cmd: &mut Command, what: &str, limit: Duration) -> Result<Output> 
             if stopped {
                 return Err(Stopped.into());
             }
-            bail!("{what} did not finish within {} s; stopped it", limit.as_secs());
+            bail!(
+                "{what} did not finish within {} s; stopped it",
+                limit.as_secs()
+            );
         }
         std::thread::sleep(Duration::from_millis(5));
     };

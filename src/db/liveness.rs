@@ -31,8 +31,8 @@ pub const STALE: Duration = Duration::from_secs(60);
 
 /// Connects and takes the lock that says "this schema's run is alive".
 pub async fn hold(options: &PgConnectOptions, schema: &str) -> Result<PgConnection> {
-    let mut conn = PgConnection::connect_with(&options.clone().application_name("idem-lifeline"))
-        .await?;
+    let mut conn =
+        PgConnection::connect_with(&options.clone().application_name("idem-lifeline")).await?;
     sqlx::query("SELECT pg_advisory_lock($1, hashtext($2))")
         .bind(LOCK_CLASS)
         .bind(schema)
@@ -105,10 +105,11 @@ pub enum Swept {
 /// gone. Anything else, whatever its name, is left as it is.
 pub async fn sweep(meta: &PgPool) -> Result<Vec<Swept>> {
     let mut conn = meta.acquire().await?;
-    let candidates: Vec<String> =
-        sqlx::query_scalar("SELECT nspname::text FROM pg_namespace WHERE nspname ~ '^idem_[0-9a-f]{8}$'")
-            .fetch_all(&mut *conn)
-            .await?;
+    let candidates: Vec<String> = sqlx::query_scalar(
+        "SELECT nspname::text FROM pg_namespace WHERE nspname ~ '^idem_[0-9a-f]{8}$'",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
     let mut swept = Vec::new();
     for schema in candidates {
         let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, hashtext($2))")

@@ -104,10 +104,12 @@ impl Database {
                          or leave it unset for a disposable cluster"
                     );
                 }
-                let sqlx_opts = PgConnectOptions::from_str(url)
-                    .map_err(|e| anyhow::anyhow!("malformed database URL {shown}: {}", chain(&e)))?;
-                let mut pg_config = tokio_postgres::Config::from_str(url)
-                    .map_err(|e| anyhow::anyhow!("malformed database URL {shown}: {}", chain(&e)))?;
+                let sqlx_opts = PgConnectOptions::from_str(url).map_err(|e| {
+                    anyhow::anyhow!("malformed database URL {shown}: {}", chain(&e))
+                })?;
+                let mut pg_config = tokio_postgres::Config::from_str(url).map_err(|e| {
+                    anyhow::anyhow!("malformed database URL {shown}: {}", chain(&e))
+                })?;
                 // libpq, and sqlx, read PGPASSWORD when the URL has no password.
                 if pg_config.get_password().is_none()
                     && let Ok(password) = std::env::var("PGPASSWORD")
@@ -190,12 +192,15 @@ impl Database {
     /// Checks the server's version, then makes the run's schema ready: on a
     /// server, proves a `--schema` is idem's, or marks this run alive, sweeps
     /// the schemas of runs that are gone and creates its own.
-    async fn prepare(&mut self, run_id: uuid::Uuid, holder_options: &PgConnectOptions) -> Result<()> {
-        let version: i32 =
-            sqlx::query_scalar("SELECT current_setting('server_version_num')::int")
-                .fetch_one(&self.meta)
-                .await
-                .context("could not read the server's version")?;
+    async fn prepare(
+        &mut self,
+        run_id: uuid::Uuid,
+        holder_options: &PgConnectOptions,
+    ) -> Result<()> {
+        let version: i32 = sqlx::query_scalar("SELECT current_setting('server_version_num')::int")
+            .fetch_one(&self.meta)
+            .await
+            .context("could not read the server's version")?;
         if (version / 10000) < MIN_SERVER_VERSION as i32 {
             bail!(
                 "{} runs PostgreSQL {}.{}; idem needs {MIN_SERVER_VERSION} or newer",

@@ -187,7 +187,9 @@ pub async fn keep(conn: &mut PgConnection, schema: &str) -> Result<()> {
 pub enum Dropped {
     Yes,
     /// Left in place, with PostgreSQL's own words for what is in the way.
-    Left { blockers: String },
+    Left {
+        blockers: String,
+    },
 }
 
 /// Drops idem's own tables and then the schema, without CASCADE. The caller

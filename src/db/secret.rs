@@ -72,7 +72,8 @@ fn redact_url(url: &str) -> (String, Vec<String>) {
         Some((before, query)) => (before, Some(query)),
         None => (rest, None),
     };
-    let (authority, path) = before_query.split_at(before_query.find('/').unwrap_or(before_query.len()));
+    let (authority, path) =
+        before_query.split_at(before_query.find('/').unwrap_or(before_query.len()));
     let authority = match authority.rsplit_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
             Some((user, password)) => {
@@ -219,17 +220,38 @@ mod tests {
         let cases = [
             ("postgres://u:s3cret@h/db", "postgres://u:***@h/db"),
             ("postgres://u:s3cret@h", "postgres://u:***@h"),
-            ("postgres://u@h/db?password=s3cret", "postgres://u@h/db?password=***"),
+            (
+                "postgres://u@h/db?password=s3cret",
+                "postgres://u@h/db?password=***",
+            ),
             (
                 "postgresql://h/db?user=u&password=s3cret&sslmode=disable",
                 "postgresql://h/db?user=u&password=***&sslmode=disable",
             ),
-            ("postgres://h/db?pass%77ord=s3cret", "postgres://h/db?pass%77ord=***"),
-            ("postgres://h/db?sslpassword=s3cret", "postgres://h/db?sslpassword=***"),
-            ("postgres://u@h/db?PASSWORD=s3cret#x", "postgres://u@h/db?PASSWORD=***#x"),
-            ("host=h password=s3cret dbname=d", "host=h password=*** dbname=d"),
-            ("host=h password = 's3 cret' user=u", "host=h password = *** user=u"),
-            ("host=h password='it\\'s' user=u", "host=h password=*** user=u"),
+            (
+                "postgres://h/db?pass%77ord=s3cret",
+                "postgres://h/db?pass%77ord=***",
+            ),
+            (
+                "postgres://h/db?sslpassword=s3cret",
+                "postgres://h/db?sslpassword=***",
+            ),
+            (
+                "postgres://u@h/db?PASSWORD=s3cret#x",
+                "postgres://u@h/db?PASSWORD=***#x",
+            ),
+            (
+                "host=h password=s3cret dbname=d",
+                "host=h password=*** dbname=d",
+            ),
+            (
+                "host=h password = 's3 cret' user=u",
+                "host=h password = *** user=u",
+            ),
+            (
+                "host=h password='it\\'s' user=u",
+                "host=h password=*** user=u",
+            ),
             ("postgres://u@h/db", "postgres://u@h/db"),
         ];
         for (given, shown) in cases {

@@ -52,7 +52,10 @@ impl Limit {
         let (min, max) = (self.min, self.max);
         match origin {
             Origin::Flags => {
-                bail!("{} {value}: give a whole number from {min} to {max}", self.flag)
+                bail!(
+                    "{} {value}: give a whole number from {min} to {max}",
+                    self.flag
+                )
             }
             Origin::File(file) => bail!(
                 "{file}: {} = {value} is out of bounds: give a whole number from {min} to {max}",
@@ -74,14 +77,22 @@ const fn limit(flag: &'static str, key: &'static str, min: u64, max: u64) -> Lim
 pub const WORKERS: Limit = limit("--workers", "race.workers", 1, 100_000);
 pub const POOL_SIZE: Limit = limit("--pool-size", "race.pool_size", 1, 10_000);
 pub const WORK_MS: Limit = limit("--work-ms", "race.work_ms", 0, 3_600_000);
-pub const CHECKOUT_TIMEOUT_MS: Limit =
-    limit("--checkout-timeout-ms", "race.checkout_timeout_ms", 1, 3_600_000);
+pub const CHECKOUT_TIMEOUT_MS: Limit = limit(
+    "--checkout-timeout-ms",
+    "race.checkout_timeout_ms",
+    1,
+    3_600_000,
+);
 pub const RUNS: Limit = limit("--runs", "expect.runs", 1, 1_000_000);
 pub const AMOUNT: Limit = limit("--amounts", "race.amounts", 1, 1_000_000);
 pub const POLL_MS: Limit = limit("--poll-ms", "race.poll_ms", 1, 3_600_000);
 pub const WAIT_TIMEOUT_MS: Limit = limit("--wait-timeout-ms", "race.wait_timeout_ms", 1, 3_600_000);
-pub const CACHE_MAX_ENTRIES: Limit =
-    limit("--cache-max-entries", "race.cache_max_entries", 1, 100_000_000);
+pub const CACHE_MAX_ENTRIES: Limit = limit(
+    "--cache-max-entries",
+    "race.cache_max_entries",
+    1,
+    100_000_000,
+);
 pub const CACHE_PRESSURE: Limit = limit("--cache-pressure", "race.cache_pressure", 0, 1_000_000);
 pub const LOCK_TIMEOUT_MS: Limit = limit("--lock-timeout-ms", "race.lock_timeout_ms", 1, 3_600_000);
 pub const FAIL_WORK: Limit = limit("--fail-work", "race.fail_work", 1, 100_000);

@@ -161,7 +161,10 @@ impl RaceSettings {
                 "{} 1 leaves no connection for the workers while the runner holds one; \
                  use a larger pool or {}",
                 name(&limits::POOL_SIZE),
-                origin.name("--no-runner-connection", "race.runner_holds_connection = false")
+                origin.name(
+                    "--no-runner-connection",
+                    "race.runner_holds_connection = false"
+                )
             );
         }
         if self.key.is_empty() {

@@ -2,6 +2,8 @@
 //! test, and checks that a run left nothing behind in it.
 #![allow(dead_code)]
 
+pub mod server;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -139,4 +141,14 @@ pub fn chown_to_postgres(path: &Path) {
         .status()
         .unwrap();
     assert!(status.success());
+}
+
+/// Reads the child's first line of output, and keeps reading the rest in the
+/// background so that idem never sees a closed pipe.
+pub fn first_line_then_drain(child: &mut std::process::Child) -> String {
+    use std::io::{BufRead, BufReader};
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    std::thread::spawn(move || lines.for_each(drop));
+    first
 }

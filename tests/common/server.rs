@@ -1,0 +1,157 @@
+//! A real PostgreSQL server for `--database-url` tests, holding a user's own objects.
+//!
+//! The server is a cluster the test starts through idem's library, so the
+//! tests need nothing but PostgreSQL's binaries. [`Server::with_user_objects`]
+//! fills it the way a careful user's development database might look to
+//! idem: ordinary tables with rows, and schemas whose names look like idem's
+//! run schemas without being idem's (one even with a forged mark).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use idem::db::{Cluster, ClusterOptions};
+
+/// Schemas a user made whose names have the shape of idem's.
+pub const LOOKALIKES: [&str; 3] = ["idem_0badc0de", "idem_1badc0de", "idem_2badc0de"];
+
+const USER_OBJECTS: &str = "
+CREATE TABLE public.orders (id serial PRIMARY KEY, note text NOT NULL);
+INSERT INTO public.orders (note) SELECT 'order ' || g FROM generate_series(1, 3) g;
+
+-- Made by hand, with idem's table names and even idem's old 'kept' comment.
+CREATE SCHEMA idem_0badc0de;
+COMMENT ON SCHEMA idem_0badc0de IS 'kept by idem';
+CREATE TABLE idem_0badc0de.idempotency_keys (
+    id serial PRIMARY KEY, key text, status text, completed_at timestamptz);
+INSERT INTO idem_0badc0de.idempotency_keys (key, status, completed_at)
+VALUES ('a', 'completed', now() - interval '100 hours'), ('b', 'completed', NULL);
+
+-- A table called like idem's mark, of another shape.
+CREATE SCHEMA idem_1badc0de;
+CREATE TABLE idem_1badc0de.idem_run (note text);
+INSERT INTO idem_1badc0de.idem_run VALUES ('mine');
+
+-- The mark's shape, a long-stale heartbeat, but a forged seal.
+CREATE SCHEMA idem_2badc0de;
+CREATE TABLE idem_2badc0de.idem_run (
+    run_id uuid PRIMARY KEY, schema_name text NOT NULL, seal text NOT NULL,
+    client_pid integer NOT NULL, kept boolean NOT NULL DEFAULT false,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    heartbeat_at timestamptz NOT NULL DEFAULT now() - interval '1 day');
+INSERT INTO idem_2badc0de.idem_run (run_id, schema_name, seal, client_pid)
+VALUES ('2badc0de-0000-4000-8000-000000000000', 'idem_2badc0de', 'forged', 1);
+CREATE TABLE idem_2badc0de.experience_points (id int);
+INSERT INTO idem_2badc0de.experience_points VALUES (7);
+";
+
+/// Everything a user could lose: objects, comments, dependencies, rows.
+const STATE: &str = "
+SELECT 'object ' || n.nspname || '.' || c.relname || ' ' || c.relkind::text
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_toast'
+UNION ALL
+SELECT 'schema ' || nspname || ' ' || coalesce(obj_description(oid, 'pg_namespace'), '')
+FROM pg_namespace WHERE nspname NOT IN ('pg_catalog', 'information_schema') AND nspname !~ '^pg_'
+UNION ALL
+SELECT 'function ' || p.oid::regprocedure::text FROM pg_proc p
+JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'
+UNION ALL
+SELECT 'constraint ' || conrelid::regclass::text || ' ' || conname FROM pg_constraint
+WHERE connamespace = 'public'::regnamespace
+UNION ALL
+SELECT 'row public.orders ' || o::text FROM public.orders o
+UNION ALL
+SELECT 'row idem_0badc0de.idempotency_keys ' || k::text FROM idem_0badc0de.idempotency_keys k
+UNION ALL
+SELECT 'row idem_1badc0de.idem_run ' || r::text FROM idem_1badc0de.idem_run r
+UNION ALL
+SELECT 'row idem_2badc0de.idem_run ' || r::text FROM idem_2badc0de.idem_run r
+UNION ALL
+SELECT 'row idem_2badc0de.experience_points ' || x::text FROM idem_2badc0de.experience_points x
+ORDER BY 1
+";
+
+/// A running server; stopped and removed when dropped.
+pub struct Server {
+    pub cluster: Cluster,
+}
+
+impl Server {
+    /// An empty server.
+    pub fn start() -> Self {
+        Self {
+            cluster: Cluster::start(&ClusterOptions::default()).expect("a test server starts"),
+        }
+    }
+
+    /// A server holding the user's objects above.
+    pub fn with_user_objects() -> Self {
+        let server = Self::start();
+        server.psql(USER_OBJECTS);
+        server
+    }
+
+    /// The URL idem is given.
+    pub fn url(&self) -> String {
+        format!(
+            "postgres://postgres@localhost/postgres?host={}",
+            self.socket().display()
+        )
+    }
+
+    pub fn socket(&self) -> &Path {
+        self.cluster.socket_dir()
+    }
+
+    /// Runs SQL with psql and returns its unaligned output; panics on an error.
+    pub fn psql(&self, sql: &str) -> String {
+        let out = Command::new(self.cluster.bins.dir.join("psql"))
+            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h"])
+            .arg(self.socket())
+            .args(["-U", "postgres", "-d", "postgres", "-c", sql])
+            .output()
+            .expect("psql runs");
+        assert!(
+            out.status.success(),
+            "{sql}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The user's objects and rows, line by line (with the user's fixture loaded).
+    pub fn user_state(&self) -> Vec<String> {
+        self.psql(STATE).lines().map(str::to_string).collect()
+    }
+
+    /// The schemas idem has made and not dropped: those with a mark table.
+    pub fn idem_schemas(&self) -> Vec<String> {
+        self.psql(
+            "SELECT n.nspname FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid
+             WHERE c.relname = 'idem_run' AND n.nspname !~ 'badc0de' ORDER BY 1",
+        )
+        .lines()
+        .map(str::to_string)
+        .collect()
+    }
+
+    /// Waits until a run's schema other than `known` has its tables, and returns it.
+    pub fn wait_for_run_schema(&self, known: &[String], limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let found = self.psql(
+                "SELECT n.nspname FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid
+                 WHERE c.relname = 'experience_points' AND n.nspname ~ '^idem_[0-9a-f]{8}$'
+                   AND n.nspname !~ 'badc0de'
+                   AND EXISTS (SELECT 1 FROM pg_class m WHERE m.relnamespace = n.oid
+                               AND m.relname = 'cache_entries')",
+            );
+            if let Some(schema) = found.lines().find(|s| !known.iter().any(|k| k == s)) {
+                return schema.to_string();
+            }
+            assert!(Instant::now() < deadline, "no run schema appeared");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
