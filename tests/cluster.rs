@@ -5,7 +5,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Sandbox, first_line_then_drain, is_root, signal};
+use common::{Sandbox, first_line_then_drain, is_root, runnable, signal};
 use predicates::prelude::*;
 
 #[test]
@@ -143,8 +143,8 @@ fn two_runs_at_once_each_get_their_own_cluster() {
 
 #[test]
 fn as_root_the_cluster_runs_as_an_unprivileged_user() {
-    if !is_root() {
-        eprintln!("not root: nothing to check here (CI runs this as root)");
+    let test = "as_root_the_cluster_runs_as_an_unprivileged_user";
+    if !runnable(test, is_root(), "needs root") {
         return;
     }
     let sandbox = Sandbox::new("root");
@@ -193,25 +193,18 @@ fn directories_of_killed_runs_are_swept_by_the_next_run() {
 /// (Exercised from root through runuser, as CI runs as root.)
 #[test]
 fn as_an_ordinary_user_the_cluster_runs_as_that_user() {
-    if !is_root() || !std::path::Path::new("/usr/sbin/runuser").exists() {
-        eprintln!("needs root and runuser to switch to an ordinary user; nothing to check here");
-        return;
-    }
-    // The checkout may live where that user cannot reach (under /root, say).
-    let idem = assert_cmd::cargo::cargo_bin("idem");
-    let reachable = std::process::Command::new("/usr/sbin/runuser")
-        .args(["-u", "postgres", "--", "test", "-x"])
-        .arg(&idem)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !reachable {
-        eprintln!(
-            "the postgres user cannot run {}; nothing to check here",
-            idem.display()
-        );
+    let test = "as_an_ordinary_user_the_cluster_runs_as_that_user";
+    let runuser = std::path::Path::new("/usr/sbin/runuser");
+    if !runnable(test, is_root(), "needs root, to switch to an ordinary user")
+        || !runnable(test, runuser.exists(), "needs /usr/sbin/runuser (util-linux)")
+    {
         return;
     }
     let sandbox = Sandbox::new("ordinary-user");
+    // The checkout may live where that user cannot reach (under /root, say):
+    // a copy of the binary in the sandbox is within its reach.
+    let idem = sandbox.dir.join("idem");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("idem"), &idem).unwrap();
     let cache = sandbox.dir.join("cache");
     std::fs::create_dir(&cache).unwrap();
     common::chown_to_postgres(&cache);
@@ -236,12 +229,13 @@ fn as_an_ordinary_user_the_cluster_runs_as_that_user() {
         "initdb ran as the ordinary user"
     );
     std::fs::remove_dir_all(&cache).unwrap();
+    std::fs::remove_file(&idem).unwrap();
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
 }
 
 #[test]
 fn root_is_refused_as_the_clusters_user() {
-    if !is_root() {
+    if !runnable("root_is_refused_as_the_clusters_user", is_root(), "needs root") {
         return;
     }
     let sandbox = Sandbox::new("pg-user-root");

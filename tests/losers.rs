@@ -27,6 +27,35 @@ async fn race(db: &Database, s: RaceSettings) -> RaceResult {
     Race::prepare(db, s).await.unwrap().run(1).await.unwrap()
 }
 
+/// Runs a race while another session watches the server, and returns the
+/// most workers it saw waiting on a lock at once: a connection held while
+/// waiting, as PostgreSQL itself reports it.
+async fn race_watching_locks(db: &Database, s: RaceSettings) -> (RaceResult, i64) {
+    let prepared = Race::prepare(db, s).await.unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let run = async {
+        let r = prepared.run(1).await.unwrap();
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        r
+    };
+    let watch = async {
+        let mut most = 0;
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            let waiting: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE application_name = 'idem-worker' AND wait_event_type = 'Lock'",
+            )
+            .fetch_one(&db.meta)
+            .await
+            .unwrap();
+            most = most.max(waiting);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        most
+    };
+    tokio::join!(run, watch)
+}
+
 fn winners_body(r: &RaceResult) -> serde_json::Value {
     let winner = r
         .reports
@@ -47,7 +76,18 @@ async fn fail_fast_answers_409_with_stripes_code_and_makes_one_xp_row() {
         let error = &w.body.as_ref().unwrap()["error"];
         assert_eq!(error["code"], "idempotency_key_in_use");
         assert!(error["message"].as_str().unwrap().contains("retry"));
-        assert!(w.waited.is_none(), "fail-fast does not wait");
+    }
+    // Measured, not declared: every 409 was sent while the winner still worked.
+    let winner = r.reports.iter().find(|w| w.status == 201).unwrap();
+    assert!(winner.answer_ms >= WORK.as_secs_f64() * 1000.0);
+    for w in r.reports.iter().filter(|w| w.status == 409) {
+        assert!(
+            w.answer_ms < winner.answer_ms,
+            "worker {} answered at {:.1} ms, the winner at {:.1} ms",
+            w.worker,
+            w.answer_ms,
+            winner.answer_ms
+        );
     }
     assert_eq!(r.loser_policy, Some("fail-fast"));
 }
@@ -65,7 +105,7 @@ async fn poll_and_block_with_a_long_enough_wait_replay_the_winners_response() {
         },
     ];
     for policy in policies {
-        let r = race(&db, settings(policy)).await;
+        let (r, most_waiting_on_a_lock) = race_watching_locks(&db, settings(policy)).await;
         assert_eq!(r.xp_rows, 1, "{policy:?}");
         assert_eq!(
             (r.count("created"), r.count("replayed")),
@@ -80,14 +120,23 @@ async fn poll_and_block_with_a_long_enough_wait_replay_the_winners_response() {
                 "{policy:?}: every replay carries the winner's body"
             );
         }
-        let waiters: Vec<_> = r.reports.iter().filter_map(|w| w.waited).collect();
+        let waiters: Vec<_> = r.reports.iter().filter(|w| w.waited.is_some()).collect();
         assert!(!waiters.is_empty(), "{policy:?}: losers waited");
         match policy {
             LoserPolicy::Poll { .. } => {
-                assert!(waiters.iter().all(|w| !w.held_connection && w.reads >= 2));
+                // Nobody waits on a lock, and each waiting loser gave its
+                // connection back to the pool and took one again to re-read.
+                assert_eq!(most_waiting_on_a_lock, 0, "poll holds no lock");
+                for w in &waiters {
+                    assert!(w.checkouts >= 2, "worker {}: {} checkouts", w.worker, w.checkouts);
+                    assert!(w.waited.unwrap().reads >= 2);
+                }
             }
             _ => {
-                assert!(waiters.iter().all(|w| w.held_connection && w.reads == 0));
+                // The server saw losers waiting on the winner's lock, each on
+                // the one connection it checked out.
+                assert!(most_waiting_on_a_lock >= 1, "block waits on a lock");
+                assert!(waiters.iter().all(|w| w.checkouts == 1));
                 // The losers that waited on the claim's lock name the winner as the holder.
                 let winner = r.reports.iter().find(|w| w.status == 201).unwrap().worker;
                 let blocked: Vec<_> = r
