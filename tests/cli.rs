@@ -476,3 +476,45 @@ fn a_crash_point_given_twice_and_an_overlong_key_in_characters_are_refused() {
     let line = refused(&["race", "--key", &key]);
     assert!(line.contains("256 characters"), "{line}");
 }
+
+#[test]
+fn the_scenario_checker_refuses_expectations_that_cannot_be_checked() {
+    let sandbox = Sandbox::new("scenario-expect");
+    let head = "title = \"t\"\nlesson = 1\nexplain = \"e\"\n";
+    let cases = [
+        (
+            "[race]\n[expect]\nxp_rows = 1\noutcomes = { created = 1, craeted = 4 }\n",
+            "bad.toml:7:27: expect.outcomes names \"craeted\", which is no outcome",
+        ),
+        (
+            "[race]\n[expect]\n",
+            "bad.toml:5:1: [expect] checks nothing",
+        ),
+        (
+            "[race]\n[expect]\nruns = 3\n",
+            "bad.toml:5:1: [expect] checks nothing",
+        ),
+        (
+            "[keys]\nkind = \"random\"\n[expect]\nxp_rows = 3\nwrong_replays = 0\n",
+            "bad.toml:8:1: expect.wrong_replays does not apply to a [keys] scenario",
+        ),
+        (
+            "[keys]\nkind = \"random\"\n[expect]\nxp_rows = 3\noutcomes = { created = 1 }\n",
+            "bad.toml:8:1: expect.outcomes does not apply to a [keys] scenario",
+        ),
+        (
+            "[race]\n[expect]\nxp_rows = 4\nmerged_intents = 1\n",
+            "bad.toml:7:1: expect.merged_intents does not apply to a [race] scenario",
+        ),
+        (
+            "[race]\n[expect]\nkey_rows = 1\nmin_rate = 0.9\n",
+            "bad.toml:7:1: a rate is the share of runs",
+        ),
+    ];
+    for (body, expected) in cases {
+        let file = sandbox.dir.join("bad.toml");
+        std::fs::write(&file, format!("{head}{body}")).unwrap();
+        let line = refused(&["scenario", "list", file.to_str().unwrap()]);
+        assert!(line.contains(expected), "{body}\n→ {line}");
+    }
+}

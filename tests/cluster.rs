@@ -196,7 +196,11 @@ fn as_an_ordinary_user_the_cluster_runs_as_that_user() {
     let test = "as_an_ordinary_user_the_cluster_runs_as_that_user";
     let runuser = std::path::Path::new("/usr/sbin/runuser");
     if !runnable(test, is_root(), "needs root, to switch to an ordinary user")
-        || !runnable(test, runuser.exists(), "needs /usr/sbin/runuser (util-linux)")
+        || !runnable(
+            test,
+            runuser.exists(),
+            "needs /usr/sbin/runuser (util-linux)",
+        )
     {
         return;
     }
@@ -235,7 +239,11 @@ fn as_an_ordinary_user_the_cluster_runs_as_that_user() {
 
 #[test]
 fn root_is_refused_as_the_clusters_user() {
-    if !runnable("root_is_refused_as_the_clusters_user", is_root(), "needs root") {
+    if !runnable(
+        "root_is_refused_as_the_clusters_user",
+        is_root(),
+        "needs root",
+    ) {
         return;
     }
     let sandbox = Sandbox::new("pg-user-root");

@@ -102,7 +102,10 @@ async fn without_fingerprints_a_reused_key_silently_replays_the_wrong_result() {
         .filter(|w| w.status == 200)
         .filter(|w| w.body.as_ref().unwrap()["amount"] != w.params.amount)
         .count() as u64;
-    assert_eq!(told_wrong, differing, "every differing request was replayed");
+    assert_eq!(
+        told_wrong, differing,
+        "every differing request was replayed"
+    );
     assert_eq!(r.wrong_replays, told_wrong);
     for w in r.reports.iter().filter(|w| w.params.amount != winner) {
         assert_eq!(w.status, 200, "told it succeeded");

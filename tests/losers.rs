@@ -128,7 +128,12 @@ async fn poll_and_block_with_a_long_enough_wait_replay_the_winners_response() {
                 // connection back to the pool and took one again to re-read.
                 assert_eq!(most_waiting_on_a_lock, 0, "poll holds no lock");
                 for w in &waiters {
-                    assert!(w.checkouts >= 2, "worker {}: {} checkouts", w.worker, w.checkouts);
+                    assert!(
+                        w.checkouts >= 2,
+                        "worker {}: {} checkouts",
+                        w.worker,
+                        w.checkouts
+                    );
                     assert!(w.waited.unwrap().reads >= 2);
                 }
             }

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use crate::guard::OnFailure;
 use crate::keys::{CrashPoint, KeyKind, KeysSettings};
+use crate::race::Outcome;
 use crate::race::fault::FaultPoint;
 use crate::race::limits::{self, Origin};
 use crate::race::{CrashPlan, RaceSettings};
@@ -149,7 +150,105 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
     if let Some(keys) = &scenario.keys {
         keys.checked(origin)?;
     }
+    check_expectations(&scenario, &name, text)?;
     Ok(scenario)
+}
+
+/// Refuses an `[expect]` that checks nothing, names an outcome idem does
+/// not have, or asks for a figure this kind of scenario does not produce.
+fn check_expectations(scenario: &Scenario, name: &str, text: &str) -> Result<()> {
+    let e = &scenario.expect;
+    let at = |key: &str| place(text, key).unwrap_or_default();
+    let checks_something = [
+        e.key_rows.is_some(),
+        e.xp_rows.is_some(),
+        e.duplicates.is_some(),
+        e.outcomes.as_ref().is_some_and(|o| !o.is_empty()),
+        e.wrong_replays.is_some(),
+        e.keys_used.is_some(),
+        e.merged_intents.is_some(),
+    ];
+    if !checks_something.contains(&true) {
+        bail!(
+            "{name}{}: [expect] checks nothing; give at least one figure (xp_rows, key_rows, ...)",
+            place(text, "[expect]").unwrap_or_default()
+        );
+    }
+    if let Some(outcomes) = &e.outcomes {
+        for outcome in outcomes.keys() {
+            if !Outcome::ALL.iter().any(|o| o.name() == outcome) {
+                let known: Vec<&str> = Outcome::ALL.iter().map(|o| o.name()).collect();
+                bail!(
+                    "{name}{}: expect.outcomes names {outcome:?}, which is no outcome; use {}",
+                    at(outcome),
+                    known.join(", ")
+                );
+            }
+        }
+    }
+    let (kind, inapplicable): (&str, &[(&str, bool)]) = if scenario.keys.is_some() {
+        (
+            "[keys]",
+            &[
+                ("runs", e.runs.is_some()),
+                ("key_rows", e.key_rows.is_some()),
+                ("min_rate", e.min_rate.is_some()),
+                ("max_rate", e.max_rate.is_some()),
+                ("outcomes", e.outcomes.is_some()),
+                ("wrong_replays", e.wrong_replays.is_some()),
+            ],
+        )
+    } else {
+        (
+            "[race]",
+            &[
+                ("keys_used", e.keys_used.is_some()),
+                ("merged_intents", e.merged_intents.is_some()),
+            ],
+        )
+    };
+    if let Some((key, _)) = inapplicable.iter().find(|(_, given)| *given) {
+        bail!(
+            "{name}{}: expect.{key} does not apply to a {kind} scenario",
+            at(key)
+        );
+    }
+    if (e.min_rate.is_some() || e.max_rate.is_some()) && e.xp_rows.is_none() {
+        bail!(
+            "{name}{}: a rate is the share of runs with `xp_rows` XP rows; give xp_rows too",
+            at(if e.min_rate.is_some() {
+                "min_rate"
+            } else {
+                "max_rate"
+            })
+        );
+    }
+    Ok(())
+}
+
+/// `:line:column` of the first place `key` is set (`key =`), or of a
+/// section header when `key` is one, for messages.
+fn place(text: &str, key: &str) -> Option<String> {
+    for (number, line) in text.lines().enumerate() {
+        let found = if key.starts_with('[') {
+            line.find(key)
+        } else {
+            line.match_indices(key).map(|(i, _)| i).find(|&i| {
+                let before = line[..i].chars().next_back();
+                let after = line[i + key.len()..].trim_start();
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '"')
+                    && after.starts_with('=')
+            })
+        };
+        if let Some(column) = found {
+            return Some(format!(
+                ":{}:{}",
+                number + 1,
+                line[..column].chars().count() + 1
+            ));
+        }
+    }
+    None
 }
 
 /// Prefixes an error with the file it is about, unless it names it already.

@@ -17,7 +17,10 @@ pub struct Sandbox {
 
 impl Sandbox {
     pub fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("idem-test-{name}-{}", std::process::id()));
+        // Unique within the process too: tests of one binary run in parallel.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("idem-test-{name}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         // Like /tmp: the cluster's own user (postgres, when tests run as root)
@@ -99,7 +102,8 @@ impl Drop for Sandbox {
 
 /// Processes whose command line mentions `path` (a cluster started there).
 pub fn processes_mentioning(path: &Path) -> Vec<String> {
-    let needle = path.to_string_lossy().to_string();
+    // With the separator, so that `…-1` does not match `…-10`'s processes.
+    let needle = format!("{}/", path.to_string_lossy());
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
