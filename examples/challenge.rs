@@ -112,7 +112,7 @@ async fn main() -> anyhow::Result<()> {
     let cases = judged?;
     print!(
         "{}",
-        idem::challenge::render("MyGuard (examples/challenge.rs)", &cases)
+        idem::report::challenge::render("MyGuard (examples/challenge.rs)", &cases)
     );
     if cases.iter().all(|c| c.passed) {
         println!("All four hold. Compare your guard with src/guard/mod.rs.");

@@ -3,7 +3,7 @@
 //! A guard is anything that implements [`Strategy`]. [`judge`] puts it
 //! through four cases against the real database and says, for each, whether
 //! it held and with what figures. `examples/challenge.rs` is a learner's
-//! starting point; `idem challenge` judges idem's own [`Guard`](crate::guard::Guard).
+//! starting point; `idem challenge` judges idem's own [`Guard`](crate::strategy::guard::Guard).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,7 +44,7 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<CaseRe
             .run(1)
             .await
     };
-    let statuses = |r: &RaceResult| crate::report::runs::outcome_totals(&r.outcomes);
+    let statuses = |r: &RaceResult| crate::race::outcome_totals(&r.outcomes);
     let mut cases = Vec::new();
 
     // 1. Lesson 1's race: five workers, one key, four connections.
@@ -121,31 +121,4 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<CaseRe
         saw: format!("{} XP rows; the retries answered {retries:?}", r.xp_rows),
     });
     Ok(cases)
-}
-
-/// The verdicts as a table, with a last line counting the passes.
-pub fn render(name: &str, cases: &[CaseResult]) -> String {
-    use crate::report::style::{bad, good, strong};
-    let rows = cases
-        .iter()
-        .map(|c| {
-            vec![
-                c.case.to_string(),
-                c.demands.to_string(),
-                c.saw.clone(),
-                if c.passed {
-                    good("PASS").to_string()
-                } else {
-                    bad("FAIL").to_string()
-                },
-            ]
-        })
-        .collect();
-    let passed = cases.iter().filter(|c| c.passed).count();
-    format!(
-        "{}\n\n{}\n\n{passed} of {} cases hold\n",
-        strong(format!("idem challenge · {name}")),
-        crate::report::table::render(&["case", "demands", "saw", ""], rows, &[]),
-        cases.len()
-    )
 }

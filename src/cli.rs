@@ -10,13 +10,13 @@ use anyhow::{Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::db::{ClusterOptions, ConnectOptions};
-use crate::guard::OnFailure;
 use crate::keys::{CrashPoint, KeyKind};
 use crate::race::fault::FaultPoint;
 use crate::race::limits;
 use crate::race::{CrashPlan, DEFAULT_KEY, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_WORK_MS, RaceSettings};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
+use crate::strategy::guard::OnFailure;
 use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
 
 /// How often a polling loser re-reads the claim, unless `--poll-ms` says otherwise.
@@ -75,6 +75,17 @@ pub enum ColorChoice {
     Auto,
     Always,
     Never,
+}
+
+impl ColorChoice {
+    /// Whether the user forced colour on or off; `None` leaves it to the output.
+    pub fn forced(self) -> Option<bool> {
+        match self {
+            ColorChoice::Auto => None,
+            ColorChoice::Always => Some(true),
+            ColorChoice::Never => Some(false),
+        }
+    }
 }
 
 /// Where the tables live.

@@ -27,7 +27,7 @@ async fn every_scenario_file_shows_its_expected_figures() {
         let s = scenario::parse(file, &text).unwrap();
         let verdict = scenario::run(&db, &s).await.unwrap();
         if !verdict.passed() {
-            failed.push(scenario::render_verdict(&verdict));
+            failed.push(idem::report::scenario::render_verdict(&verdict));
         }
     }
     db.close().await.unwrap();

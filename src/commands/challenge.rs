@@ -4,10 +4,11 @@ use std::sync::Arc;
 
 use anyhow::{Result, bail};
 
-use crate::challenge::{LOCK_TIMEOUT, judge, render};
+use crate::challenge::{LOCK_TIMEOUT, judge};
 use crate::db::Database;
-use crate::guard::Guard;
+use crate::report::challenge::render;
 use crate::report::{emit, emit_json};
+use crate::strategy::guard::Guard;
 
 pub async fn execute(db: &Database, json: bool) -> Result<()> {
     let guard = Guard {
@@ -20,7 +21,7 @@ pub async fn execute(db: &Database, json: bool) -> Result<()> {
             emit_json(case)?;
         }
     } else {
-        emit(&render("idem's guard (src/guard/mod.rs)", &cases))?;
+        emit(&render("idem's guard (src/strategy/guard.rs)", &cases))?;
     }
     if cases.iter().any(|c| !c.passed) {
         bail!("the guard failed a case");

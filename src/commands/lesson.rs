@@ -46,7 +46,7 @@ pub async fn tell(
             "\n{}\n\n",
             strong(format!("Lesson {}: {}", lesson.number, lesson.title))
         ))?;
-        for screen in lesson.screens {
+        for screen in &lesson.screens {
             emit(&format!("{}\n\n", wrap(screen, 78)))?;
             wait(pause)?;
         }
@@ -60,7 +60,10 @@ pub async fn tell(
         for s in scenarios {
             emit(&format!("{}\n", wrap(s.explain.trim(), 78)))?;
             let verdict = scenario::run(db, s).await?;
-            emit(&format!("{}\n", scenario::render_verdict(&verdict)))?;
+            emit(&format!(
+                "{}\n",
+                crate::report::scenario::render_verdict(&verdict)
+            ))?;
         }
         emit(&format!("{} {}\n", strong("Try it:"), lesson.experiment))?;
         wait(pause)?;

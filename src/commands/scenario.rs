@@ -65,7 +65,7 @@ pub async fn run(scenarios: Vec<Scenario>, json: bool, db: &Database) -> Result<
         if json {
             emit_json(&verdict)?;
         } else {
-            emit(&scenario::render_verdict(&verdict))?;
+            emit(&crate::report::scenario::render_verdict(&verdict))?;
         }
         if !verdict.passed() {
             failed.push(s.source.clone());

@@ -1,23 +1,20 @@
 //! The race: N concurrent workers, one key, one strategy, a real connection pool.
 
 mod blocking;
-pub mod fault;
-mod lease;
 pub mod limits;
-mod outcome;
-mod request;
 mod result;
 mod runner;
 mod settings;
 pub mod stepper;
-mod trace;
+pub mod stores;
+mod worker_report;
 
-pub use lease::{Failure, Lease};
-pub use outcome::{Answer, Outcome, WorkerReport};
-pub use request::Request;
-pub use result::{EXPECTED_XP_ROWS, RaceResult};
+/// The request contract, as the harness's users name it.
+pub use crate::request::fault;
+pub use crate::request::{Answer, Failure, Lease, Outcome, Request, StepEvent, Trace};
+pub use result::{EXPECTED_XP_ROWS, RaceResult, histogram, outcome_totals};
 pub use runner::Race;
 pub use settings::{
     CrashPlan, DEFAULT_KEY, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_WORK_MS, MAX_KEY_LEN, RaceSettings,
 };
-pub use trace::{StepEvent, Trace};
+pub use worker_report::WorkerReport;

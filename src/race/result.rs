@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::outcome::WorkerReport;
 use super::runner::count_outcomes;
 use super::settings::{CrashPlan, RaceSettings};
+use super::worker_report::WorkerReport;
 use crate::db::RowCounts;
+use crate::request::Outcome;
 use crate::strategy::StrategyKind;
 
 /// The XP rows a correct guard leaves: one per key.
@@ -81,4 +82,29 @@ impl RaceResult {
     pub fn count(&self, outcome: &str) -> u64 {
         self.outcomes.get(outcome).copied().unwrap_or(0)
     }
+}
+
+/// `4 ×993, 3 ×7`: the most frequent first.
+pub fn histogram(h: &BTreeMap<u64, u64>) -> String {
+    let mut entries: Vec<(u64, u64)> = h.iter().map(|(k, v)| (*k, *v)).collect();
+    entries.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
+    entries
+        .iter()
+        .map(|(rows, runs)| format!("{rows} ×{runs}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `created 1000, duplicate 3000, replayed 1000`: the non-zero outcomes.
+pub fn outcome_totals(outcomes: &BTreeMap<&'static str, u64>) -> String {
+    Outcome::ALL
+        .iter()
+        .filter_map(|o| {
+            outcomes
+                .get(o.name())
+                .filter(|c| **c > 0)
+                .map(|c| format!("{} {c}", o.name()))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

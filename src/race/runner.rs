@@ -11,16 +11,14 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
 use super::blocking::BlockWatch;
-use super::fault::{Fault, FaultKind, FaultPoint};
-use super::lease::{Failure, Lease};
-use super::outcome::{Answer, Outcome, WorkerReport};
-use super::request::Request;
 use super::result::RaceResult;
 use super::settings::RaceSettings;
-use super::stepper::{Controller, StepHook};
-use super::trace::Trace;
+use super::stepper::Controller;
+use super::worker_report::WorkerReport;
 use crate::db::Database;
 use crate::db::pool::{self, warm_pool};
+use crate::request::fault::{Fault, FaultKind, FaultPoint};
+use crate::request::{Answer, Failure, Lease, Outcome, Request, StepHook, Trace};
 use crate::store::cache;
 use crate::strategy::{LoserPolicy, Step, Strategy, work};
 

@@ -7,10 +7,10 @@ use serde::Serialize;
 
 use super::fault::FaultPoint;
 use super::limits::{self, Limit, Origin};
-use crate::guard::{Guard, OnFailure};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
 use crate::strategy::fingerprint::Params;
+use crate::strategy::guard::{Guard, OnFailure};
 use crate::strategy::{LoserPolicy, OPERATION, StrategyKind};
 
 /// The key every worker sends unless `--key` says otherwise.

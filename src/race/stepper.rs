@@ -11,50 +11,7 @@ use std::time::{Duration, Instant};
 use sqlx::PgPool;
 use tokio::sync::mpsc;
 
-use crate::strategy::Step;
-
-/// What a worker tells the controller.
-#[derive(Debug)]
-pub enum TurnEvent {
-    /// About to take `step`; waiting for its turn.
-    Paused { worker: usize, step: Step },
-    /// Its server process, once it has a connection.
-    Pid { worker: usize, pid: i32 },
-    /// Done: it has answered.
-    Finished { worker: usize },
-}
-
-/// The worker's end: pause before a step until the controller says go.
-#[derive(Debug)]
-pub struct StepHook {
-    pub worker: usize,
-    events: mpsc::UnboundedSender<TurnEvent>,
-    go: mpsc::UnboundedReceiver<()>,
-}
-
-impl StepHook {
-    /// Announces `step` and waits for the turn.
-    pub async fn pause(&mut self, step: Step) {
-        let _ = self.events.send(TurnEvent::Paused {
-            worker: self.worker,
-            step,
-        });
-        let _ = self.go.recv().await;
-    }
-
-    pub fn pid(&self, pid: i32) {
-        let _ = self.events.send(TurnEvent::Pid {
-            worker: self.worker,
-            pid,
-        });
-    }
-
-    pub fn finished(&self) {
-        let _ = self.events.send(TurnEvent::Finished {
-            worker: self.worker,
-        });
-    }
-}
+use crate::request::{Step, StepHook, TurnEvent};
 
 /// Where a worker stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,11 +47,7 @@ impl Controller {
         for worker in 1..=workers {
             let (tx, rx) = mpsc::unbounded_channel();
             go.insert(worker, tx);
-            hooks.push(StepHook {
-                worker,
-                events: events_tx.clone(),
-                go: rx,
-            });
+            hooks.push(StepHook::new(worker, events_tx.clone(), rx));
         }
         let standing = (1..=workers)
             .map(|w| (w, Standing::Running(Step::Checkout)))

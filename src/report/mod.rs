@@ -4,6 +4,7 @@
 //! (`RaceResult`, `RunsSummary`), so the human and machine views never disagree.
 
 pub mod bench;
+pub mod challenge;
 pub mod explain;
 pub mod keys;
 pub mod losers;
@@ -11,6 +12,7 @@ pub mod output;
 pub mod progress;
 pub mod race;
 pub mod runs;
+pub mod scenario;
 pub mod stores;
 pub mod style;
 pub mod table;

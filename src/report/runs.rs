@@ -6,6 +6,7 @@ use std::fmt::Write;
 use super::style::{bad, dim, good, strong};
 use super::table;
 use crate::race::{Outcome, RaceResult};
+pub use crate::race::{histogram, outcome_totals};
 
 /// What R races of one strategy came to.
 #[derive(Debug, Clone, Default)]
@@ -40,17 +41,6 @@ impl RunsSummary {
     pub fn figure_rate(&self) -> f64 {
         self.runs_with_figure as f64 / self.runs.max(1) as f64
     }
-}
-
-/// `4 ×993, 3 ×7`: the most frequent first.
-pub fn histogram(h: &BTreeMap<u64, u64>) -> String {
-    let mut entries: Vec<(u64, u64)> = h.iter().map(|(k, v)| (*k, *v)).collect();
-    entries.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
-    entries
-        .iter()
-        .map(|(rows, runs)| format!("{rows} ×{runs}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The report after `idem race --runs R`.
@@ -104,20 +94,6 @@ pub fn render_summary(s: &RunsSummary, settings_line: &str, strategy: &str) -> S
         s.elapsed_ms / s.runs.max(1) as f64
     );
     out
-}
-
-/// `created 1000, duplicate 3000, replayed 1000`: the non-zero outcomes.
-pub fn outcome_totals(outcomes: &BTreeMap<&'static str, u64>) -> String {
-    Outcome::ALL
-        .iter()
-        .filter_map(|o| {
-            outcomes
-                .get(o.name())
-                .filter(|c| **c > 0)
-                .map(|c| format!("{} {c}", o.name()))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// `idem compare`: one row per strategy.

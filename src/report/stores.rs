@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::style::{bad, dim, good, strong};
 use super::table;
-use crate::commands::stores::StoreFigures;
+use crate::race::stores::StoreFigures;
 use crate::store::audit::Audit;
 use crate::store::reap::Reaped;
 

@@ -4,19 +4,13 @@ use std::io::IsTerminal;
 
 use colored::{ColoredString, Colorize};
 
-use crate::cli::ColorChoice;
-
-/// Decides once, for the whole run, whether to colour: `--color`, then
-/// `NO_COLOR` (any non-empty value turns colour off), then whether stdout is a terminal.
-pub fn init(choice: ColorChoice) {
-    let on = match choice {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                && std::io::stdout().is_terminal()
-        }
-    };
+/// Decides once, for the whole run, whether to colour: as the user forced
+/// it (`--color always|never`), else `NO_COLOR` (any non-empty value turns
+/// colour off), then whether stdout is a terminal.
+pub fn init(forced: Option<bool>) {
+    let on = forced.unwrap_or_else(|| {
+        std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+    });
     colored::control::set_override(on);
 }
 

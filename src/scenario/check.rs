@@ -1,7 +1,6 @@
 //! Running a scenario and holding its figures up against its expectations.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -10,9 +9,7 @@ use super::file::Scenario;
 use crate::db::Database;
 use crate::keys::simulate;
 use crate::race::stepper::Controller;
-use crate::race::{Race, RaceResult};
-use crate::report::runs::histogram;
-use crate::report::style::{bad, dim, good, strong};
+use crate::race::{Race, RaceResult, histogram};
 
 /// One expectation and what the run showed.
 #[derive(Debug, Clone, Serialize)]
@@ -206,40 +203,4 @@ fn race_checks(scenario: &Scenario, results: &[RaceResult]) -> Vec<Check> {
         ));
     }
     checks
-}
-
-/// The verdict beside the expectations, and a diff when any differs.
-pub fn render_verdict(v: &Verdict) -> String {
-    let mut out = String::new();
-    let mark = if v.passed() {
-        good("ok")
-    } else {
-        bad("FAILED")
-    };
-    let _ = writeln!(
-        out,
-        "{} {} {}",
-        mark,
-        strong(&v.title),
-        dim(format!("· lesson {} · {}", v.lesson, v.source))
-    );
-    for c in &v.checks {
-        let sign = if c.ok { good("✓") } else { bad("✗") };
-        let _ = writeln!(
-            out,
-            "    {sign} {:<14} {:<28} {}",
-            c.what,
-            c.actual,
-            dim(format!("expected {}", c.expected))
-        );
-    }
-    if !v.passed() {
-        let _ = writeln!(out, "    {}", dim("--- expected"));
-        let _ = writeln!(out, "    {}", dim("+++ actual"));
-        for c in v.checks.iter().filter(|c| !c.ok) {
-            let _ = writeln!(out, "    {}", bad(format!("-{}: {}", c.what, c.expected)));
-            let _ = writeln!(out, "    {}", good(format!("+{}: {}", c.what, c.actual)));
-        }
-    }
-    out
 }

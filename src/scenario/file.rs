@@ -7,7 +7,6 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::Deserialize;
 
-use crate::guard::OnFailure;
 use crate::keys::{CrashPoint, KeyKind, KeysSettings};
 use crate::race::Outcome;
 use crate::race::fault::FaultPoint;
@@ -15,6 +14,7 @@ use crate::race::limits::{self, Origin};
 use crate::race::{CrashPlan, RaceSettings};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
+use crate::strategy::guard::OnFailure;
 use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
 
 /// One demonstration.

@@ -10,5 +10,5 @@ pub mod builtin;
 mod check;
 mod file;
 
-pub use check::{Check, Verdict, render_verdict, run};
+pub use check::{Check, Verdict, run};
 pub use file::{Expect, KeysSpec, RaceSpec, Scenario, parse};

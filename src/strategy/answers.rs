@@ -3,9 +3,9 @@
 use serde_json::Value;
 
 use super::fingerprint::mismatch_body;
-use super::loser::{Waited, conflict_body};
+use super::loser::conflict_body;
 use super::work;
-use crate::race::{Answer, Outcome, Request};
+use crate::request::{Answer, Outcome, Request, Waited};
 
 /// 200: the stored response of the request that did the work.
 pub fn replay(body: Option<Value>, saw: &str, waited: Option<Waited>) -> Answer {

@@ -10,7 +10,7 @@ use tokio_postgres::error::SqlState;
 use super::answers::mismatch;
 use super::fingerprint;
 use super::{Handled, OPERATION, Step, Strategy, work};
-use crate::race::{Answer, Lease, Outcome, Request, Trace};
+use crate::request::{Answer, Lease, Outcome, Request, Trace};
 
 /// Check, work, store.
 pub struct CheckThenStore;

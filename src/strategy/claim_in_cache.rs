@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::answers::{conflict, mismatch, replay};
 use super::fingerprint;
 use super::{Handled, Step, Strategy, work};
-use crate::race::{Answer, Lease, Outcome, Request, Trace};
+use crate::request::{Answer, Lease, Outcome, Request, Trace};
 use crate::store::cache::{self, CacheLimits, Entry};
 
 /// Claim, work, complete, in the cache; a loser replays or answers 409.

@@ -12,10 +12,10 @@ use tokio_postgres::error::SqlState;
 
 use super::answers::{conflict, mismatch, replay};
 use super::fingerprint;
-use super::loser::{LoserPolicy, Waited};
+use super::loser::LoserPolicy;
 use super::{Handled, OPERATION, Step, Strategy, work};
 use crate::db::pool::Conn;
-use crate::race::{Answer, Failure, Lease, Outcome, Request, Trace};
+use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace, Waited};
 
 /// Claim, work, complete; a loser follows its policy.
 pub struct ClaimWorkComplete {

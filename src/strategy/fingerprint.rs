@@ -1,41 +1,6 @@
 //! Request fingerprints (lesson 4): the key names a request, the fingerprint says what it asked.
 
-use serde::Serialize;
-use sha2::{Digest, Sha256};
-
-/// What a request asks for. The fields are in a fixed order, so their
-/// encoding, and so the fingerprint, is the same wherever it is made.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Params {
-    pub operation: &'static str,
-    pub user_id: i64,
-    pub amount: i32,
-    pub lesson: i32,
-}
-
-impl Params {
-    /// The canonical encoding: JSON with the fields in declaration order.
-    pub fn canonical(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
-    }
-
-    /// SHA-256 of the canonical encoding, in hex.
-    pub fn fingerprint(&self) -> String {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let digest = Sha256::digest(self.canonical().as_bytes());
-        let mut hex = String::with_capacity(64);
-        for byte in digest {
-            hex.push(char::from(HEX[usize::from(byte >> 4)]));
-            hex.push(char::from(HEX[usize::from(byte & 0xf)]));
-        }
-        hex
-    }
-
-    /// "10 XP for lesson 1", for messages.
-    pub fn describe(&self) -> String {
-        format!("{} XP for lesson {}", self.amount, self.lesson)
-    }
-}
+pub use crate::request::Params;
 
 /// True when both fingerprints are known and differ: the key was first
 /// used for another request. A missing one (an unchecked guard) never differs.

@@ -5,7 +5,7 @@
 
 use super::fingerprint::Params;
 use super::{Handled, Step, Strategy, work};
-use crate::race::{Answer, Lease, Outcome, Request, Trace};
+use crate::request::{Answer, Lease, Outcome, Request, Trace};
 
 /// The single-statement guard.
 pub struct InsertUnique;

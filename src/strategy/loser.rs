@@ -51,17 +51,6 @@ impl LoserPolicy {
     }
 }
 
-/// What waiting for the winner cost one loser.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct Waited {
-    /// From the first sign of the winner to the answer, in ms.
-    pub ms: f64,
-    /// Reads of the claim while waiting (poll).
-    pub reads: u32,
-    /// Whether a pooled connection was held all that time (block).
-    pub held_connection: bool,
-}
-
 /// The 409 body, in the shape of Stripe's error: a code a client can match
 /// on, and the hint that the same key may be sent again later.
 pub fn conflict_body(key: &str, retry_after_ms: u64) -> serde_json::Value {

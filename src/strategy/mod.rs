@@ -8,6 +8,7 @@ mod check_then_store;
 mod claim_in_cache;
 mod claim_work_complete;
 pub mod fingerprint;
+pub mod guard;
 mod insert_unique;
 pub mod loser;
 mod none;
@@ -18,7 +19,8 @@ use std::pin::Pin;
 
 use serde::Serialize;
 
-use crate::race::{Answer, Failure, Lease, Request, Trace};
+pub use crate::request::Step;
+use crate::request::{Answer, Failure, Lease, Request, Trace};
 
 pub use check_then_store::CheckThenStore;
 pub use claim_in_cache::ClaimInCache;
@@ -93,7 +95,7 @@ impl StrategyKind {
             StrategyKind::CheckThenStore => Box::new(CheckThenStore),
             StrategyKind::ClaimWorkComplete => Box::new(ClaimWorkComplete { loser }),
             StrategyKind::InsertUnique => Box::new(InsertUnique),
-            StrategyKind::Guard => Box::new(crate::guard::Guard::default()),
+            StrategyKind::Guard => Box::new(guard::Guard::default()),
         }
     }
 
@@ -114,60 +116,5 @@ impl StrategyKind {
 impl std::fmt::Display for StrategyKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// The steps a request can take. Every strategy uses these names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Step {
-    /// Waiting for, then taking, a connection from the pool.
-    Checkout,
-    /// Looking the key up (check-then-store).
-    Find,
-    /// Inserting the key as a pending claim (claim-work-complete).
-    Claim,
-    /// Reading the claim that another request owns (a loser).
-    Read,
-    /// The work: the service call and the XP row.
-    Work,
-    /// Storing the key after the work (check-then-store).
-    Store,
-    /// Completing the claim with the response (claim-work-complete).
-    Complete,
-    /// A loser waiting between two reads of the claim (poll), connection given back.
-    Wait,
-    /// A fault on purpose: the connection was terminated here.
-    Fault,
-}
-
-impl Step {
-    pub fn name(self) -> &'static str {
-        match self {
-            Step::Checkout => "checkout",
-            Step::Find => "find",
-            Step::Claim => "claim",
-            Step::Read => "read",
-            Step::Work => "work",
-            Step::Store => "store",
-            Step::Complete => "complete",
-            Step::Wait => "wait",
-            Step::Fault => "fault",
-        }
-    }
-
-    /// One letter for the timeline lanes.
-    pub fn letter(self) -> char {
-        match self {
-            Step::Checkout => '·',
-            Step::Find => 'f',
-            Step::Claim => 'c',
-            Step::Read => 'r',
-            Step::Work => 'w',
-            Step::Store => 's',
-            Step::Complete => 'C',
-            Step::Wait => '~',
-            Step::Fault => '✗',
-        }
     }
 }

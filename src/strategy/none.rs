@@ -1,7 +1,7 @@
 //! `none`: the work with no key at all, the baseline every guard is measured against.
 
 use super::{Handled, Step, Strategy, work};
-use crate::race::{Answer, Lease, Outcome, Request, Trace};
+use crate::request::{Answer, Lease, Outcome, Request, Trace};
 
 /// No guard: every request does the work.
 pub struct NoGuard;

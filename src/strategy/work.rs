@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::fingerprint::Params;
 use crate::db::pool::Conn;
-use crate::race::Request;
+use crate::request::Request;
 
 /// Does the work: waits `work_ms` (the service call the row stands for, and
 /// the race window it widens), then inserts the XP row. Returns its id.

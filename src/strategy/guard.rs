@@ -26,10 +26,10 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::answers::{self, mismatch};
+use super::{Handled, Step, Strategy, claim, complete, fingerprint, work};
 use crate::db::pool::Conn;
-use crate::race::{Answer, Failure, Lease, Outcome, Request, Trace};
-use crate::strategy::answers::{self, mismatch};
-use crate::strategy::{Handled, Step, Strategy, claim, complete, fingerprint, work};
+use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
 
 /// What the guard does when the work itself fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]

@@ -1,10 +1,9 @@
-//! One simulated request: what it asks for, under which key, and its fingerprint.
+//! One request: what it asks for (its parameters), under which key, and its fingerprint.
 
 use std::time::Duration;
 
 use serde::Serialize;
-
-use crate::strategy::fingerprint::Params;
+use sha2::{Digest, Sha256};
 
 /// A request one worker sends.
 #[derive(Debug, Clone, Serialize)]
@@ -48,5 +47,39 @@ impl Request {
     /// The worker number as the database stores it.
     pub fn worker_id(&self) -> i32 {
         i32::try_from(self.worker).unwrap_or(i32::MAX)
+    }
+}
+
+/// What a request asks for. The fields are in a fixed order, so their
+/// encoding, and so the fingerprint, is the same wherever it is made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Params {
+    pub operation: &'static str,
+    pub user_id: i64,
+    pub amount: i32,
+    pub lesson: i32,
+}
+
+impl Params {
+    /// The canonical encoding: JSON with the fields in declaration order.
+    pub fn canonical(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// SHA-256 of the canonical encoding, in hex.
+    pub fn fingerprint(&self) -> String {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let digest = Sha256::digest(self.canonical().as_bytes());
+        let mut hex = String::with_capacity(64);
+        for byte in digest {
+            hex.push(char::from(HEX[usize::from(byte >> 4)]));
+            hex.push(char::from(HEX[usize::from(byte & 0xf)]));
+        }
+        hex
+    }
+
+    /// "10 XP for lesson 1", for messages.
+    pub fn describe(&self) -> String {
+        format!("{} XP for lesson {}", self.amount, self.lesson)
     }
 }

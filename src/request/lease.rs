@@ -4,9 +4,8 @@ use std::time::Duration;
 
 use deadpool_postgres::{Pool, PoolError};
 
-use super::trace::Trace;
+use super::{Step, Trace};
 use crate::db::pool::{self, Conn};
-use crate::strategy::Step;
 
 /// Why a request could not be answered normally.
 #[derive(Debug, thiserror::Error)]

@@ -1,11 +1,7 @@
-//! How a request ended, as the client would see it.
+//! How a request ended, as the client sees it: an outcome, a status, a body, and what waiting cost.
 
 use serde::Serialize;
 use serde_json::Value;
-
-use super::trace::StepEvent;
-use crate::strategy::fingerprint::Params;
-use crate::strategy::loser::Waited;
 
 /// A request's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -92,35 +88,13 @@ pub struct Answer {
     pub waited: Option<Waited>,
 }
 
-/// Everything one worker did in one race.
-#[derive(Debug, Clone, Serialize)]
-pub struct WorkerReport {
-    pub worker: usize,
-    /// What the request asked for, and its fingerprint (if the guard checks them).
-    pub params: Params,
-    pub fingerprint: Option<String>,
-    pub outcome: Outcome,
-    pub status: u16,
-    /// Milliseconds spent waiting for a pooled connection.
-    pub checkout_wait_ms: f64,
-    pub saw: String,
-    pub did: String,
-    pub made_xp: Option<i64>,
-    pub body: Option<Value>,
-    /// Milliseconds from the start gate to the answer.
-    pub answer_ms: f64,
-    /// Statements sent and connections checked out for this request.
-    pub queries: u32,
-    pub checkouts: u32,
-    /// What waiting for the winner cost (a loser that waited).
-    pub waited: Option<Waited>,
-    /// Set when the request got a replay made for other parameters: the
-    /// silent wrong answer of an unchecked key (lesson 4).
-    pub wrong_replay: Option<String>,
-    /// The client's retry after the race (the eviction demonstration).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub retry: bool,
-    /// The workers whose locks this one waited on, seen with pg_blocking_pids.
-    pub blocked_by: Vec<usize>,
-    pub steps: Vec<StepEvent>,
+/// What waiting for the winner cost one loser.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Waited {
+    /// From the first sign of the winner to the answer, in ms.
+    pub ms: f64,
+    /// Reads of the claim while waiting (poll).
+    pub reads: u32,
+    /// Whether a pooled connection was held all that time (block).
+    pub held_connection: bool,
 }

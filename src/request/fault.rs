@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::strategy::Step;
+use super::Step;
 
 /// Where in a request the connection dies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]

@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::fault::{Fault, FaultKind};
-use super::stepper::StepHook;
-use crate::strategy::Step;
+use super::{Step, StepHook};
 
 /// One step one worker took.
 #[derive(Debug, Clone, Serialize)]

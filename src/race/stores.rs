@@ -1,0 +1,139 @@
+//! Lesson 5 measured: the same claim race on the key table and on the Solid-Cache-like store, side by side.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::{Race, RaceSettings};
+use crate::db::Database;
+use crate::store::StoreKind;
+use crate::store::audit::audit;
+use crate::store::cache::CacheLimits;
+use crate::strategy::StrategyKind;
+
+/// One store's measured figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreFigures {
+    pub store: &'static str,
+    pub workers: usize,
+    pub runs: u64,
+    pub cache_max_entries: u64,
+    /// Races of `workers` on one key that made more than one XP row.
+    pub runs_with_duplicates: u64,
+    /// The retry after enough other cache writes to evict the claim.
+    pub retry_answer: String,
+    pub xp_rows_after_retry: u64,
+    pub survives_eviction: bool,
+    /// What an audit of the key finds.
+    pub audit: String,
+    pub expiry: &'static str,
+    /// Mean time to answer one uncontended request (claim, work, complete).
+    pub ms_per_request: f64,
+}
+
+/// What `measure` runs: the claim race's shape and the cache's limits.
+#[derive(Debug, Clone, Copy)]
+pub struct StoresPlan {
+    pub runs: u64,
+    pub workers: usize,
+    pub work: Duration,
+    pub cache: CacheLimits,
+}
+
+impl StoresPlan {
+    /// How many races `measure` runs, for a progress bar.
+    pub fn races(&self) -> u64 {
+        2 * (self.runs + 51)
+    }
+}
+
+/// Runs the four measurements on each store in turn, calling `tick` after
+/// every race.
+pub async fn measure(
+    db: &Database,
+    plan: StoresPlan,
+    tick: impl Fn(),
+) -> Result<Vec<StoreFigures>> {
+    let mut rows = Vec::new();
+    for store in [StoreKind::Table, StoreKind::Cache] {
+        let settings = RaceSettings {
+            strategy: StrategyKind::ClaimWorkComplete,
+            workers: plan.workers,
+            work: plan.work,
+            store,
+            cache: plan.cache,
+            ..RaceSettings::default()
+        };
+
+        // 1. The claim race, many times.
+        let race = Race::prepare(db, settings.clone()).await?;
+        let mut runs_with_duplicates = 0;
+        for run in 1..=plan.runs as usize {
+            runs_with_duplicates += u64::from(race.run(run).await?.duplicates > 0);
+            tick();
+        }
+        // 2. What is left to audit after the last race.
+        let found = audit(db, &settings.key).await?;
+        let audit = match store {
+            StoreKind::Table => format!(
+                "{} facts: who, when, fingerprint, response, time",
+                found.table_facts()
+            ),
+            StoreKind::Cache => match &found.cache {
+                Some(c) => format!("an opaque {}-byte value", c.byte_size),
+                None => "nothing".into(),
+            },
+        };
+
+        // 3. Other traffic past the cache's limit, then the client's retry.
+        let pressed = RaceSettings {
+            workers: 1,
+            cache_pressure: plan.cache.max_entries + plan.cache.max_entries / 10 + 1,
+            ..settings.clone()
+        };
+        let result = Race::prepare(db, pressed).await?.run(1).await?;
+        tick();
+        let retry = result.reports.iter().find(|w| w.retry).map(|w| w.outcome);
+        let retry_answer = retry.map_or("—".into(), |o| format!("{} {}", o.status(), o.name()));
+
+        // 4. The cost of one uncontended request.
+        let alone = Race::prepare(
+            db,
+            RaceSettings {
+                workers: 1,
+                work: Duration::ZERO,
+                ..settings.clone()
+            },
+        )
+        .await?;
+        let mut total = 0.0;
+        for run in 1..=50 {
+            let result = alone.run(run).await?;
+            total += result
+                .reports
+                .iter()
+                .map(|w| w.answer_ms - w.checkout_wait_ms)
+                .sum::<f64>();
+            tick();
+        }
+
+        rows.push(StoreFigures {
+            store: store.name(),
+            workers: plan.workers,
+            runs: plan.runs,
+            cache_max_entries: plan.cache.max_entries,
+            runs_with_duplicates,
+            survives_eviction: result.xp_rows == 1,
+            retry_answer,
+            xp_rows_after_retry: result.xp_rows,
+            audit,
+            expiry: match store {
+                StoreKind::Table => "kept until reaped (idem reap)",
+                StoreKind::Cache => "in the value, read-time; FIFO eviction anyway",
+            },
+            ms_per_request: total / 50.0,
+        });
+    }
+    Ok(rows)
+}

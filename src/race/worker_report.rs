@@ -1,0 +1,39 @@
+//! What one worker did in a race: its request, its answer, and every step it took.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::request::{Outcome, Params, StepEvent, Waited};
+
+/// Everything one worker did in one race.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerReport {
+    pub worker: usize,
+    /// What the request asked for, and its fingerprint (if the guard checks them).
+    pub params: Params,
+    pub fingerprint: Option<String>,
+    pub outcome: Outcome,
+    pub status: u16,
+    /// Milliseconds spent waiting for a pooled connection.
+    pub checkout_wait_ms: f64,
+    pub saw: String,
+    pub did: String,
+    pub made_xp: Option<i64>,
+    pub body: Option<Value>,
+    /// Milliseconds from the start gate to the answer.
+    pub answer_ms: f64,
+    /// Statements sent and connections checked out for this request.
+    pub queries: u32,
+    pub checkouts: u32,
+    /// What waiting for the winner cost (a loser that waited).
+    pub waited: Option<Waited>,
+    /// Set when the request got a replay made for other parameters: the
+    /// silent wrong answer of an unchecked key (lesson 4).
+    pub wrong_replay: Option<String>,
+    /// The client's retry after the race (the eviction demonstration).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub retry: bool,
+    /// The workers whose locks this one waited on, seen with pg_blocking_pids.
+    pub blocked_by: Vec<usize>,
+    pub steps: Vec<StepEvent>,
+}

@@ -1,0 +1,57 @@
+//! The worker's end of step-by-step control: pause before each step until the harness says go.
+
+use tokio::sync::mpsc;
+
+use super::Step;
+
+/// What a worker tells the controller.
+#[derive(Debug)]
+pub enum TurnEvent {
+    /// About to take `step`; waiting for its turn.
+    Paused { worker: usize, step: Step },
+    /// Its server process, once it has a connection.
+    Pid { worker: usize, pid: i32 },
+    /// Done: it has answered.
+    Finished { worker: usize },
+}
+
+/// The worker's end: pause before a step until the controller says go.
+#[derive(Debug)]
+pub struct StepHook {
+    pub worker: usize,
+    events: mpsc::UnboundedSender<TurnEvent>,
+    go: mpsc::UnboundedReceiver<()>,
+}
+
+impl StepHook {
+    /// The hook of `worker`, reporting to `events` and waiting on `go`.
+    pub fn new(
+        worker: usize,
+        events: mpsc::UnboundedSender<TurnEvent>,
+        go: mpsc::UnboundedReceiver<()>,
+    ) -> Self {
+        Self { worker, events, go }
+    }
+
+    /// Announces `step` and waits for the turn.
+    pub async fn pause(&mut self, step: Step) {
+        let _ = self.events.send(TurnEvent::Paused {
+            worker: self.worker,
+            step,
+        });
+        let _ = self.go.recv().await;
+    }
+
+    pub fn pid(&self, pid: i32) {
+        let _ = self.events.send(TurnEvent::Pid {
+            worker: self.worker,
+            pid,
+        });
+    }
+
+    pub fn finished(&self) {
+        let _ = self.events.send(TurnEvent::Finished {
+            worker: self.worker,
+        });
+    }
+}

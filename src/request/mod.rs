@@ -1,0 +1,23 @@
+//! The contract every strategy speaks: one request, the steps it takes, the connection it leases, the answer it gives.
+//!
+//! This layer sits beneath the strategies and the race harness alike. A
+//! strategy handles a [`Request`] on a [`Lease`] of a pooled connection,
+//! records each [`Step`] in a [`Trace`], and returns an [`Answer`]. The
+//! harness watches through the trace: timings and statement counts, the
+//! faults it plants ([`fault`]) and the step-by-step control ([`StepHook`]).
+//! Nothing here knows which strategy runs or who drives the race.
+
+mod answer;
+pub mod fault;
+mod hook;
+mod lease;
+mod params;
+mod step;
+mod trace;
+
+pub use answer::{Answer, Outcome, Waited};
+pub use hook::{StepHook, TurnEvent};
+pub use lease::{Failure, Lease};
+pub use params::{Params, Request};
+pub use step::Step;
+pub use trace::{StepEvent, Trace};
