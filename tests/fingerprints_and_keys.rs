@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
 use idem::keys::{CrashPoint, KeyKind, KeysSettings, simulate};
-use idem::race::{Race, RaceResult, RaceSettings};
+use idem::race::{Outcome, Race, RaceResult, RaceSettings};
 use idem::strategy::{LoserPolicy, StrategyKind};
 
 const AMOUNTS: [i32; 5] = [10, 20, 10, 30, 10];
@@ -87,7 +87,11 @@ async fn without_fingerprints_a_reused_key_silently_replays_the_wrong_result() {
     let r = race(&db, s).await;
     db.close().await.unwrap();
     assert_eq!(r.xp_rows, 1);
-    assert_eq!(r.count("mismatch"), 0, "nothing checks the parameters");
+    assert_eq!(
+        r.count(Outcome::Mismatch),
+        0,
+        "nothing checks the parameters"
+    );
     let winner = winner_amount(&r);
     let differing = r
         .reports

@@ -42,7 +42,7 @@ async fn after_a_crash_at_any_point_the_retry_finishes_with_one_xp_row() {
         FaultPoint::BeforeComplete,
     ] {
         let r = race(&db, crash(StrategyKind::Guard, at)).await;
-        assert_eq!(r.count("crashed"), 1, "{at:?}: one worker crashed");
+        assert_eq!(r.count(Outcome::Crashed), 1, "{at:?}: one worker crashed");
         assert_eq!(r.xp_rows, 1, "{at:?}");
         let retry = r.reports.iter().find(|w| w.retry).unwrap();
         assert_eq!(

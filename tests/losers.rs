@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
-use idem::race::{Race, RaceResult, RaceSettings};
+use idem::race::{Outcome, Race, RaceResult, RaceSettings};
 use idem::strategy::{LoserPolicy, StrategyKind};
 
 const WORK: Duration = Duration::from_millis(300);
@@ -71,7 +71,10 @@ async fn fail_fast_answers_409_with_stripes_code_and_makes_one_xp_row() {
     let r = race(&db, settings(LoserPolicy::FailFast)).await;
     db.close().await.unwrap();
     assert_eq!(r.xp_rows, 1);
-    assert_eq!((r.count("created"), r.count("conflict")), (1, 4));
+    assert_eq!(
+        (r.count(Outcome::Created), r.count(Outcome::Conflict)),
+        (1, 4)
+    );
     for w in r.reports.iter().filter(|w| w.status == 409) {
         let error = &w.body.as_ref().unwrap()["error"];
         assert_eq!(error["code"], "idempotency_key_in_use");
@@ -89,7 +92,7 @@ async fn fail_fast_answers_409_with_stripes_code_and_makes_one_xp_row() {
             winner.answer_ms
         );
     }
-    assert_eq!(r.loser_policy, Some("fail-fast"));
+    assert_eq!(r.loser_policy, Some(idem::strategy::LoserKind::FailFast));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -108,7 +111,7 @@ async fn poll_and_block_with_a_long_enough_wait_replay_the_winners_response() {
         let (r, most_waiting_on_a_lock) = race_watching_locks(&db, settings(policy)).await;
         assert_eq!(r.xp_rows, 1, "{policy:?}");
         assert_eq!(
-            (r.count("created"), r.count("replayed")),
+            (r.count(Outcome::Created), r.count(Outcome::Replayed)),
             (1, 4),
             "{policy:?}"
         );
@@ -176,7 +179,7 @@ async fn poll_and_block_with_a_shorter_wait_end_in_409_and_still_one_xp_row() {
         let r = race(&db, settings(policy)).await;
         assert_eq!(r.xp_rows, 1, "{policy:?}");
         assert_eq!(
-            (r.count("created"), r.count("conflict")),
+            (r.count(Outcome::Created), r.count(Outcome::Conflict)),
             (1, 4),
             "{policy:?}"
         );
@@ -201,6 +204,9 @@ async fn blocked_losers_starve_the_pool_and_checkouts_time_out() {
     assert_eq!(r.duplicates, 0);
     // Four connections: the winner and three blocked losers hold them all
     // for the whole work; the other sixteen give up waiting for one.
-    assert_eq!(r.count("checkout_timeout"), 16);
-    assert_eq!((r.count("created"), r.count("replayed")), (1, 3));
+    assert_eq!(r.count(Outcome::CheckoutTimeout), 16);
+    assert_eq!(
+        (r.count(Outcome::Created), r.count(Outcome::Replayed)),
+        (1, 3)
+    );
 }

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
-use idem::race::{Race, RaceResult, RaceSettings};
+use idem::race::{Outcome, Race, RaceResult, RaceSettings};
 use idem::strategy::StrategyKind;
 
 /// The races here run one at a time: those whose figures depend on timing
@@ -58,12 +58,12 @@ async fn check_then_store_gives_one_key_and_four_xp_rows_in_99_percent_of_1000_r
     );
     // In the course's figure the fifth request replays, the other four made XP.
     let typical = results.iter().find(|r| r.xp_rows == 4).unwrap();
-    assert_eq!(typical.count("created"), 1);
-    assert_eq!(typical.count("duplicate"), 3);
-    assert_eq!(typical.count("replayed"), 1);
+    assert_eq!(typical.count(Outcome::Created), 1);
+    assert_eq!(typical.count(Outcome::Duplicate), 3);
+    assert_eq!(typical.count(Outcome::Replayed), 1);
     // The duplicates counted in the XP table are the workers that were told
     // 201 although their key store lost: two sources, one figure.
-    assert_eq!(typical.duplicates, typical.count("duplicate"));
+    assert_eq!(typical.duplicates, typical.count(Outcome::Duplicate));
 }
 
 /// With a wide window, XP rows = min(workers, connections the workers can get).
@@ -133,9 +133,11 @@ async fn claim_work_complete_and_insert_unique_make_exactly_one_xp_row() {
                     );
                     assert_eq!(r.xp_rows, 1, "{what}");
                     assert_eq!(r.duplicates, 0, "{what}");
-                    assert_eq!(r.count("created"), 1, "{what}");
+                    assert_eq!(r.count(Outcome::Created), 1, "{what}");
                     assert_eq!(
-                        r.count("duplicate") + r.count("error") + r.count("checkout_timeout"),
+                        r.count(Outcome::Duplicate)
+                            + r.count(Outcome::Error)
+                            + r.count(Outcome::CheckoutTimeout),
                         0,
                         "{what}"
                     );
@@ -165,7 +167,10 @@ async fn claim_losers_answer_409_while_pending_and_replay_when_completed() {
         ..RaceSettings::default()
     };
     for r in races(&db, pending, 3).await {
-        assert_eq!((r.count("created"), r.count("conflict")), (1, 4));
+        assert_eq!(
+            (r.count(Outcome::Created), r.count(Outcome::Conflict)),
+            (1, 4)
+        );
         for w in r.reports.iter().filter(|w| w.status == 409) {
             let code = &w.body.as_ref().unwrap()["error"]["code"];
             assert_eq!(code, "idempotency_key_in_use");
@@ -180,7 +185,10 @@ async fn claim_losers_answer_409_while_pending_and_replay_when_completed() {
         ..RaceSettings::default()
     };
     for r in races(&db, serial, 3).await {
-        assert_eq!((r.count("created"), r.count("replayed")), (1, 4));
+        assert_eq!(
+            (r.count(Outcome::Created), r.count(Outcome::Replayed)),
+            (1, 4)
+        );
         let winner = r
             .reports
             .iter()
@@ -212,8 +220,8 @@ async fn without_a_guard_xp_rows_equal_workers() {
         for r in races(&db, s, 3).await {
             assert_eq!(r.xp_rows, workers as u64);
             assert_eq!(r.key_rows, 0);
-            assert_eq!(r.count("created"), 1);
-            assert_eq!(r.count("duplicate"), workers as u64 - 1);
+            assert_eq!(r.count(Outcome::Created), 1);
+            assert_eq!(r.count(Outcome::Duplicate), workers as u64 - 1);
         }
     }
     db.close().await.unwrap();
@@ -260,7 +268,7 @@ async fn a_checkout_timeout_is_reported_as_an_outcome() {
     let r = races(&db, s, 1).await.remove(0);
     db.close().await.unwrap();
     // One connection for three workers; the winner holds it for 300 ms, longer than the others wait.
-    assert_eq!(r.count("created"), 1);
-    assert_eq!(r.count("checkout_timeout"), 2);
+    assert_eq!(r.count(Outcome::Created), 1);
+    assert_eq!(r.count(Outcome::CheckoutTimeout), 2);
     assert_eq!(r.xp_rows, 1);
 }

@@ -379,7 +379,7 @@ async fn a_crash_before_the_completion_never_leaves_its_xp_row() {
     .unwrap();
     for run in 1..=10 {
         let r = race.run(run).await.unwrap();
-        assert_eq!(r.count("crashed"), 1, "run {run}");
+        assert_eq!(r.count(Outcome::Crashed), 1, "run {run}");
         assert_eq!(r.xp_rows, 1, "run {run}: only the retry's XP row");
         let retry = r.reports.iter().find(|w| w.retry).unwrap();
         assert_eq!(retry.status, 201, "run {run}");

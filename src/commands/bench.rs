@@ -10,6 +10,7 @@ use crate::bench::throughput::{self, Handler};
 use crate::bench::{self as measure, BenchReport, HotKey, RaceRate, ScaleFigure, peak_rss_mb};
 use crate::cli::BenchArgs;
 use crate::db::{ClusterOptions, Database};
+use crate::race::Outcome;
 use crate::race::{Race, RaceSettings};
 use crate::report::losers::percentile;
 use crate::report::{self, emit, emit_json};
@@ -178,7 +179,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
                 wall_ms: began.elapsed().as_secs_f64() * 1000.0,
                 xp_rows: result.xp_rows,
                 expected_xp_rows: race.settings.lesson_figure(),
-                checkout_timeouts: result.count("checkout_timeout"),
+                checkout_timeouts: result.count(Outcome::CheckoutTimeout),
             });
             progress.inc(1);
         }

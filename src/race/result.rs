@@ -10,7 +10,8 @@ use super::settings::{CrashPlan, RaceSettings};
 use super::worker_report::WorkerReport;
 use crate::db::RowCounts;
 use crate::request::Outcome;
-use crate::strategy::StrategyKind;
+use crate::store::StoreKind;
+use crate::strategy::{LoserKind, StrategyKind};
 
 /// The XP rows a correct guard leaves: one per key.
 pub const EXPECTED_XP_ROWS: u64 = 1;
@@ -25,9 +26,9 @@ pub struct RaceResult {
     pub runner_holds_connection: bool,
     pub work_ms: u64,
     /// What a loser of the claim does; `null` for strategies without losers.
-    pub loser_policy: Option<&'static str>,
+    pub loser_policy: Option<LoserKind>,
     /// Where the claims lived: `table` or `cache`.
-    pub store: &'static str,
+    pub store: StoreKind,
     pub cache_pressure: u64,
     /// The crash planned for this race, if any (lesson 7).
     pub crash: Option<CrashPlan>,
@@ -37,7 +38,8 @@ pub struct RaceResult {
     pub expected_xp_rows: u64,
     /// XP rows beyond the one expected.
     pub duplicates: u64,
-    pub outcomes: BTreeMap<&'static str, u64>,
+    /// Every outcome with how many workers had it.
+    pub outcomes: BTreeMap<Outcome, u64>,
     /// Replays that answered a request with another request's result (no fingerprint check).
     pub wrong_replays: u64,
     pub elapsed_ms: f64,
@@ -61,8 +63,8 @@ impl RaceResult {
             pool_size: s.pool_size,
             runner_holds_connection: s.runner_holds_connection,
             work_ms: s.work_ms(),
-            loser_policy: s.loser_name(),
-            store: s.store.name(),
+            loser_policy: s.loser_kind(),
+            store: s.store,
             cache_pressure: s.cache_pressure,
             crash: s.crash,
             key: s.key.clone(),
@@ -79,8 +81,8 @@ impl RaceResult {
     }
 
     /// How many workers ended with `outcome`.
-    pub fn count(&self, outcome: &str) -> u64 {
-        self.outcomes.get(outcome).copied().unwrap_or(0)
+    pub fn count(&self, outcome: Outcome) -> u64 {
+        self.outcomes.get(&outcome).copied().unwrap_or(0)
     }
 }
 
@@ -96,12 +98,12 @@ pub fn histogram(h: &BTreeMap<u64, u64>) -> String {
 }
 
 /// `created 1000, duplicate 3000, replayed 1000`: the non-zero outcomes.
-pub fn outcome_totals(outcomes: &BTreeMap<&'static str, u64>) -> String {
+pub fn outcome_totals(outcomes: &BTreeMap<Outcome, u64>) -> String {
     Outcome::ALL
         .iter()
         .filter_map(|o| {
             outcomes
-                .get(o.name())
+                .get(o)
                 .filter(|c| **c > 0)
                 .map(|c| format!("{} {c}", o.name()))
         })

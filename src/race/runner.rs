@@ -260,7 +260,12 @@ impl Race<'_> {
                     pool::describe(&e)
                 )
             })?;
-        let entry = cache::Entry::new("completed", None, None, Duration::from_secs(3600));
+        let entry = cache::Entry::new(
+            crate::store::ClaimStatus::Completed,
+            None,
+            None,
+            Duration::from_secs(3600),
+        );
         for i in 0..s.cache_pressure {
             cache::write(&conn, &format!("other-traffic-{i}"), &entry, s.cache)
                 .await
@@ -468,11 +473,10 @@ fn mark_duplicates(reports: &mut [WorkerReport], kept_xp: Option<i64>) {
 }
 
 /// Counts outcomes by name, listing every outcome (zero included) so JSON keys are stable.
-pub fn count_outcomes(reports: &[WorkerReport]) -> BTreeMap<&'static str, u64> {
-    let mut counts: BTreeMap<&'static str, u64> =
-        Outcome::ALL.iter().map(|o| (o.name(), 0)).collect();
+pub fn count_outcomes(reports: &[WorkerReport]) -> BTreeMap<Outcome, u64> {
+    let mut counts: BTreeMap<Outcome, u64> = Outcome::ALL.iter().map(|o| (*o, 0)).collect();
     for report in reports {
-        *counts.entry(report.outcome.name()).or_default() += 1;
+        *counts.entry(report.outcome).or_default() += 1;
     }
     counts
 }

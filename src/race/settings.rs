@@ -11,7 +11,7 @@ use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
 use crate::strategy::fingerprint::Params;
 use crate::strategy::guard::{Guard, OnFailure};
-use crate::strategy::{LoserPolicy, OPERATION, StrategyKind};
+use crate::strategy::{LoserKind, LoserPolicy, OPERATION, StrategyKind};
 
 /// The key every worker sends unless `--key` says otherwise.
 pub const DEFAULT_KEY: &str = "award-xp-lesson-1";
@@ -289,8 +289,8 @@ impl RaceSettings {
     }
 
     /// The loser policy's name, for strategies that have losers.
-    pub fn loser_name(&self) -> Option<&'static str> {
-        self.strategy.has_losers().then(|| self.loser.kind().name())
+    pub fn loser_kind(&self) -> Option<LoserKind> {
+        self.strategy.has_losers().then(|| self.loser.kind())
     }
 }
 

@@ -1,18 +1,19 @@
 //! One sentence on why a race came out as it did, read off the race's own trace.
 
 use crate::race::{Outcome, RaceResult, WorkerReport};
+use crate::store::StoreKind;
 use crate::strategy::{Step, StrategyKind};
 
 /// Explains the figure from what the workers did.
 pub fn explain(r: &RaceResult) -> String {
-    let n = |o: Outcome| r.count(o.name());
+    let n = |o: Outcome| r.count(o);
     let made = r.reports.iter().filter(|w| w.made_xp.is_some()).count();
     let mut text = match r.strategy {
         StrategyKind::None => {
             format!("With no key, every worker that ran did the work: {made} XP rows.")
         }
         StrategyKind::CheckThenStore => check_then_store(r, made),
-        StrategyKind::ClaimWorkComplete if r.store == "cache" => {
+        StrategyKind::ClaimWorkComplete if r.store == StoreKind::Cache => {
             let racers = r
                 .reports
                 .iter()
@@ -80,7 +81,7 @@ pub fn explain(r: &RaceResult) -> String {
                  nothing and did the work again.",
                 r.cache_pressure
             ),
-            (false, "cache") => format!(
+            (false, StoreKind::Cache) => format!(
                 " Then {} other cache writes did not reach the entry, and the retry replayed it.",
                 r.cache_pressure
             ),
@@ -197,7 +198,7 @@ fn took(w: &WorkerReport, step: Step) -> bool {
 }
 
 fn guard(r: &RaceResult) -> String {
-    let n = |o: Outcome| r.count(o.name());
+    let n = |o: Outcome| r.count(o);
     let mut text = format!(
         "The unique index let one claim in; the work and the completion committed together ({} created, {} \
          replayed, {} answered 409).",

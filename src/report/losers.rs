@@ -48,17 +48,17 @@ impl LoserRow {
             }
         }
         let n = races.len().max(1) as f64;
-        let total = |name: &str| races.iter().map(|r| r.count(name)).sum::<u64>();
+        let total = |outcome: Outcome| races.iter().map(|r| r.count(outcome)).sum::<u64>();
         Self {
             policy: policy.to_string(),
             races: races.len(),
             winner_p50_ms: percentile(&mut winners, 0.5),
             losers_p50_ms: percentile(&mut losers, 0.5),
             losers_max_ms: percentile(&mut losers, 1.0),
-            created: total(Outcome::Created.name()),
-            replayed: total(Outcome::Replayed.name()),
-            conflict: total(Outcome::Conflict.name()),
-            checkout_timeouts: total(Outcome::CheckoutTimeout.name()),
+            created: total(Outcome::Created),
+            replayed: total(Outcome::Replayed),
+            conflict: total(Outcome::Conflict),
+            checkout_timeouts: total(Outcome::CheckoutTimeout),
             queries_per_race: queries as f64 / n,
             connection_s_waiting: held_ms / 1000.0 / n,
             duplicates: races.iter().map(|r| r.duplicates).sum(),

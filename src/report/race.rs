@@ -6,6 +6,7 @@ use super::explain::explain;
 use super::style::{bad, dim, good, judged, strong, warn};
 use super::table;
 use crate::race::{Outcome, RaceResult, WorkerReport};
+use crate::store::StoreKind;
 
 /// The settings line, so that a screenshot explains itself.
 pub fn settings_line(r: &RaceResult) -> String {
@@ -19,11 +20,11 @@ pub fn settings_line(r: &RaceResult) -> String {
     };
     let loser = r
         .loser_policy
-        .map(|l| format!(" · loser {l}"))
+        .map(|l| format!(" · loser {}", l.name()))
         .unwrap_or_default();
     let store = match (r.store, r.cache_pressure) {
-        ("cache", 0) => " · claims in the cache".to_string(),
-        ("cache", n) => format!(" · claims in the cache · {n} other writes, then a retry"),
+        (StoreKind::Cache, 0) => " · claims in the cache".to_string(),
+        (StoreKind::Cache, n) => format!(" · claims in the cache · {n} other writes, then a retry"),
         (_, 0) => String::new(),
         (_, n) => format!(" · {n} other cache writes, then a retry"),
     };
@@ -62,7 +63,7 @@ pub fn figures(r: &RaceResult) -> String {
             r.duplicates, r.xp_rows
         ))
     };
-    let key_note = if r.store == "cache" {
+    let key_note = if r.store == StoreKind::Cache {
         "the claims live in the cache store".to_string()
     } else if r.strategy.uses_key_table() {
         "the unique index allows one".to_string()

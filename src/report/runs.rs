@@ -19,7 +19,7 @@ pub struct RunsSummary {
     pub lesson_figure: u64,
     pub runs_with_figure: u64,
     pub runs_with_duplicates: u64,
-    pub outcomes: BTreeMap<&'static str, u64>,
+    pub outcomes: BTreeMap<Outcome, u64>,
     pub elapsed_ms: f64,
 }
 
@@ -31,8 +31,8 @@ impl RunsSummary {
         self.lesson_figure = r.lesson_figure;
         self.runs_with_figure += u64::from(r.xp_rows == r.lesson_figure);
         self.runs_with_duplicates += u64::from(r.duplicates > 0);
-        for (name, count) in &r.outcomes {
-            *self.outcomes.entry(name).or_default() += count;
+        for (outcome, count) in &r.outcomes {
+            *self.outcomes.entry(*outcome).or_default() += count;
         }
         self.elapsed_ms += r.elapsed_ms;
     }
@@ -119,7 +119,7 @@ pub fn render_compare(rows: &[(String, RunsSummary)], settings_line: &str) -> St
                 ))
                 .to_string()
             };
-            let count = |o: Outcome| s.outcomes.get(o.name()).copied().unwrap_or(0).to_string();
+            let count = |o: Outcome| s.outcomes.get(&o).copied().unwrap_or(0).to_string();
             vec![
                 name.clone(),
                 histogram(&s.key_histogram),

@@ -29,6 +29,11 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The outcome a name stands for, as `name` spells it.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.name() == name)
+    }
+
     pub const ALL: [Outcome; 9] = [
         Outcome::Created,
         Outcome::Replayed,

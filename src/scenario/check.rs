@@ -9,7 +9,7 @@ use super::file::Scenario;
 use crate::db::Database;
 use crate::keys::simulate;
 use crate::race::stepper::Controller;
-use crate::race::{Race, RaceResult, histogram};
+use crate::race::{Outcome, Race, RaceResult, histogram};
 
 /// One expectation and what the run showed.
 #[derive(Debug, Clone, Serialize)]
@@ -191,7 +191,10 @@ fn race_checks(scenario: &Scenario, results: &[RaceResult]) -> Vec<Check> {
                 .join(", ")
         };
         let actual = |r: &RaceResult| -> BTreeMap<String, u64> {
-            expected.keys().map(|k| (k.clone(), r.count(k))).collect()
+            expected
+                .keys()
+                .map(|k| (k.clone(), Outcome::from_name(k).map_or(0, |o| r.count(o))))
+                .collect()
         };
         let differing = results.iter().map(actual).find(|a| a != expected);
         let shown = differing.clone().unwrap_or_else(|| actual(&results[0]));

@@ -13,6 +13,8 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+
+use super::ClaimStatus;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -46,8 +48,7 @@ fn as_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> 
 /// What idem keeps in a cache entry for a claim: an opaque blob to the cache.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
-    /// `pending` or `completed`.
-    pub status: String,
+    pub status: ClaimStatus,
     pub fingerprint: Option<String>,
     pub response: Option<Value>,
     /// Milliseconds since the epoch after which a read treats the entry as absent.
@@ -56,13 +57,13 @@ pub struct Entry {
 
 impl Entry {
     pub fn new(
-        status: &str,
+        status: ClaimStatus,
         fingerprint: Option<String>,
         response: Option<Value>,
         expires_in: Duration,
     ) -> Self {
         Self {
-            status: status.to_string(),
+            status,
             fingerprint,
             response,
             expires_at_ms: now_ms() + expires_in.as_millis() as u64,

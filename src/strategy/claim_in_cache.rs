@@ -10,6 +10,7 @@ use super::answers::{conflict, mismatch, replay};
 use super::fingerprint;
 use super::{Handled, Step, Strategy, work};
 use crate::request::{Answer, Lease, Outcome, Request, Trace};
+use crate::store::ClaimStatus;
 use crate::store::cache::{self, CacheLimits, Entry};
 
 /// Claim, work, complete, in the cache; a loser replays or answers 409.
@@ -31,7 +32,12 @@ impl Strategy for ClaimInCache {
         Box::pin(async move {
             let conn = lease.conn(trace).await?;
             // 1. Claim: write the pending entry unless one exists.
-            let pending = Entry::new("pending", req.fingerprint.clone(), None, self.claim_ttl);
+            let pending = Entry::new(
+                ClaimStatus::Pending,
+                req.fingerprint.clone(),
+                None,
+                self.claim_ttl,
+            );
             let won = trace
                 .query(
                     Step::Claim,
@@ -47,11 +53,11 @@ impl Strategy for ClaimInCache {
                     trace.note("gone");
                     return Ok(conflict(req, "entry vanished", "answered 409", None));
                 };
-                trace.note(entry.status.clone());
+                trace.note(entry.status.name());
                 if fingerprint::differs(req.fingerprint.as_deref(), entry.fingerprint.as_deref()) {
                     return Ok(mismatch(req));
                 }
-                if entry.status == "completed" {
+                if entry.status == ClaimStatus::Completed {
                     return Ok(replay(entry.response, "entry completed", None));
                 }
                 return Ok(conflict(req, "entry pending", "answered 409", None));
@@ -65,7 +71,7 @@ impl Strategy for ClaimInCache {
 
             // 3. Complete: overwrite the entry with the response.
             let completed = Entry::new(
-                "completed",
+                ClaimStatus::Completed,
                 req.fingerprint.clone(),
                 Some(body.clone()),
                 self.keep_for,

@@ -16,6 +16,7 @@ use super::loser::LoserPolicy;
 use super::{Handled, OPERATION, Step, Strategy, work};
 use crate::db::pool::Conn;
 use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace, Waited};
+use crate::store::ClaimStatus;
 
 /// Claim, work, complete; a loser follows its policy.
 pub struct ClaimWorkComplete {
@@ -126,9 +127,16 @@ pub(crate) async fn complete(
 
 /// The claim as a loser reads it.
 struct Claim {
-    status: String,
+    /// `None`: the claim is gone (released between our insert and our read).
+    status: Option<ClaimStatus>,
     body: Option<Value>,
     fingerprint: Option<String>,
+}
+
+impl Claim {
+    fn status_name(&self) -> &'static str {
+        self.status.map_or("missing", ClaimStatus::name)
+    }
 }
 
 /// Reads the claim another request owns.
@@ -143,18 +151,18 @@ async fn read_claim(conn: &Conn, req: &Request, trace: &mut Trace) -> Result<Cla
         .await?;
     let claim = match row {
         Some(row) => Claim {
-            status: row.get(0),
+            status: Some(ClaimStatus::parse(row.get(0))),
             body: row.get(1),
             fingerprint: row.get(2),
         },
         // Gone between our insert and our read: as good as still in progress.
         None => Claim {
-            status: "missing".into(),
+            status: None,
             body: None,
             fingerprint: None,
         },
     };
-    trace.note(claim.status.clone());
+    trace.note(claim.status_name());
     Ok(claim)
 }
 
@@ -162,7 +170,7 @@ async fn read_claim(conn: &Conn, req: &Request, trace: &mut Trace) -> Result<Cla
 fn other_parameters(req: &Request, claim: &Claim, trace: &mut Trace) -> bool {
     let differs = fingerprint::differs(req.fingerprint.as_deref(), claim.fingerprint.as_deref());
     if differs {
-        trace.note(format!("{}, other parameters", claim.status));
+        trace.note(format!("{}, other parameters", claim.status_name()));
     }
     differs
 }
@@ -194,7 +202,7 @@ async fn lose(
             }),
             _ => None,
         };
-        if claim.status == "completed" {
+        if claim.status == Some(ClaimStatus::Completed) {
             return Ok(replay(claim.body, "claim completed", waited));
         }
         let LoserPolicy::Poll {
@@ -262,7 +270,7 @@ async fn claim_blocking(
             let claim = read_claim(conn, req, trace).await?;
             if other_parameters(req, &claim, trace) {
                 Ok(mismatch(req))
-            } else if claim.status == "completed" {
+            } else if claim.status == Some(ClaimStatus::Completed) {
                 Ok(replay(claim.body, "claim completed", waited))
             } else {
                 Ok(conflict(req, "claim pending", "answered 409", waited))

@@ -30,6 +30,7 @@ use super::answers::{self, mismatch};
 use super::{Handled, Step, Strategy, claim, complete, fingerprint, work};
 use crate::db::pool::Conn;
 use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
+use crate::store::ClaimStatus;
 
 /// What the guard does when the work itself fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
@@ -93,7 +94,7 @@ impl Strategy for Guard {
 /// The claim as another request left it.
 struct Claim {
     id: i64,
-    status: String,
+    status: ClaimStatus,
     fingerprint: Option<String>,
     response_code: Option<i32>,
     body: Option<Value>,
@@ -151,18 +152,18 @@ impl Guard {
         };
         let claim = Claim {
             id: row.get(0),
-            status: row.get(1),
+            status: ClaimStatus::parse(row.get(1)),
             fingerprint: row.get(2),
             response_code: row.get(3),
             body: row.get(4),
             owner: row.get(5),
             stale: row.get::<_, Option<bool>>(6).unwrap_or(false),
         };
-        trace.note(claim.status.clone());
+        trace.note(claim.status.name());
         if fingerprint::differs(req.fingerprint.as_deref(), claim.fingerprint.as_deref()) {
             return Ok(Err(mismatch(req)));
         }
-        if claim.status == "completed" {
+        if claim.status == ClaimStatus::Completed {
             return Ok(Err(replay(claim)));
         }
         let ours = claim.owner == Some(req.worker_id());
