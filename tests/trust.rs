@@ -133,6 +133,15 @@ fn long_run(sandbox: &Sandbox, server: &Server, args: &[&str]) -> (std::process:
 /// Races one after another until stopped.
 const ENDLESS: &[&str] = &["--runs", "1000000", "--work-ms", "1"];
 
+/// Another run on the server (a doctor), which sweeps as every run does first.
+fn sweep(sandbox: &Sandbox, server: &Server) -> assert_cmd::assert::Assert {
+    sandbox
+        .idem()
+        .args(["doctor", "--database-url", &server.url()])
+        .assert()
+        .success()
+}
+
 fn stderr_after_exit(child: &mut std::process::Child) -> String {
     let mut text = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut text).unwrap();
@@ -151,12 +160,7 @@ fn a_live_run_keeps_its_schema_when_its_lock_connection_is_lost() {
     );
     assert_eq!(ended, "1");
     // Another run sweeps while the live run's lock is free.
-    let out = sandbox
-        .idem()
-        .args(["doctor", "--database-url", &server.url()])
-        .assert()
-        .success();
-    assert!(!stderr_of(out.get_output()).contains(&schema));
+    sweep(&sandbox, &server).stderr(predicate::str::contains(&schema).not());
     assert!(
         server.idem_schemas().contains(&schema),
         "the live run's schema is still there"
@@ -212,25 +216,12 @@ fn a_killed_runs_schema_is_swept_only_once_its_run_is_provably_gone() {
 
     // Its lock is gone with its connection, but its heartbeat is fresh:
     // a run that merely lost its connection looks just like this.
-    sandbox
-        .idem()
-        .args(["doctor", "--database-url", &server.url()])
-        .assert()
-        .success()
-        .stderr(predicate::str::contains(&schema).not());
+    sweep(&sandbox, &server).stderr(predicate::str::contains(&schema).not());
     assert!(server.idem_schemas().contains(&schema));
 
-    // A minute of silence later (its heartbeat is moved back to say so),
-    // the next run drops it, and only it.
-    server.psql(&format!(
-        "UPDATE {schema}.idem_run SET heartbeat_at = now() - interval '61 seconds'"
-    ));
-    sandbox
-        .idem()
-        .args(["doctor", "--database-url", &server.url()])
-        .assert()
-        .success()
-        .stderr(predicate::str::contains(format!("dropped schema {schema}")));
+    // A minute of silence later, the next run drops it, and only it.
+    server.silence(&schema, 61);
+    sweep(&sandbox, &server).stderr(predicate::str::contains(format!("dropped schema {schema}")));
     assert_eq!(server.idem_schemas(), vec![kept.clone()]);
     let after: Vec<String> = server
         .user_state()
@@ -307,17 +298,10 @@ fn a_sweep_leaves_a_schema_others_depend_on_and_says_why() {
     signal(child.id(), libc::SIGKILL);
     child.wait().unwrap();
     depend_on(&server, &schema);
-    server.psql(&format!(
-        "UPDATE {schema}.idem_run SET heartbeat_at = now() - interval '1 hour'"
-    ));
-    sandbox
-        .idem()
-        .args(["doctor", "--database-url", &server.url()])
-        .assert()
-        .success()
-        .stderr(predicate::str::contains(format!(
-            "left schema {schema} in place"
-        )));
+    server.silence(&schema, 3600);
+    sweep(&sandbox, &server).stderr(predicate::str::contains(format!(
+        "left schema {schema} in place"
+    )));
     assert_eq!(server.psql(DEPENDENTS), "3");
     assert!(server.idem_schemas().contains(&schema));
 }
@@ -419,12 +403,7 @@ fn a_live_run_keeps_its_schema_under_idle_session_timeout() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let out = sandbox
-        .idem()
-        .args(["doctor", "--database-url", &server.url()])
-        .assert()
-        .success();
-    assert!(!stderr_of(out.get_output()).contains(&schema));
+    sweep(&sandbox, &server).stderr(predicate::str::contains(&schema).not());
     assert!(server.idem_schemas().contains(&schema));
     assert!(child.try_wait().unwrap().is_none(), "the run still runs");
     signal(child.id(), libc::SIGINT);

@@ -120,6 +120,14 @@ impl Server {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
+    /// Moves a run's last heartbeat `seconds` into the past, as if the run
+    /// had been silent that long.
+    pub fn silence(&self, schema: &str, seconds: u64) {
+        self.psql(&format!(
+            "UPDATE {schema}.idem_run SET heartbeat_at = now() - make_interval(secs => {seconds})"
+        ));
+    }
+
     /// The user's objects and rows, line by line (with the user's fixture loaded).
     pub fn user_state(&self) -> Vec<String> {
         self.psql(STATE).lines().map(str::to_string).collect()
