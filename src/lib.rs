@@ -28,6 +28,7 @@ use anyhow::Result;
 
 use cli::{Cli, Command, ConnectArgs};
 use db::{ConnectOptions, Database};
+use report::Output;
 use signals::Signals;
 
 /// Runs one command line to the end. Arguments are checked before any
@@ -60,14 +61,14 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Audit(args) => {
             let connect = commands::audit::connect(&args)?;
             with_options(connect, &mut signals, async |db| {
-                commands::audit::execute(&args, db).await
+                commands::audit::execute(&args, Output::from_json_flag(args.json), db).await
             })
             .await
         }
         Command::Reap(args) => {
             let connect = commands::reap::connect(&args);
             with_options(connect, &mut signals, async |db| {
-                commands::reap::execute(&args, db).await
+                commands::reap::execute(&args, Output::from_json_flag(args.json), db).await
             })
             .await
         }
@@ -77,7 +78,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 cli::ScenarioCommand::List { .. } => commands::scenario::list(&scenarios),
                 cli::ScenarioCommand::Run { json, .. } => {
                     with_database(&args.connect, &mut signals, async |db| {
-                        commands::scenario::run(scenarios, json, db).await
+                        commands::scenario::run(scenarios, Output::from_json_flag(json), db).await
                     })
                     .await
                 }
@@ -107,7 +108,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Challenge(args) => {
             with_database(&args.connect, &mut signals, async |db| {
-                commands::challenge::execute(db, args.json).await
+                commands::challenge::execute(db, Output::from_json_flag(args.json)).await
             })
             .await
         }
@@ -127,7 +128,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Doctor(args) => {
             let db = open(args.connect.options(), &mut signals).await?;
-            commands::doctor::execute(db, args.json).await
+            commands::doctor::execute(db, Output::from_json_flag(args.json)).await
         }
     }
 }

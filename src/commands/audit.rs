@@ -4,7 +4,7 @@ use anyhow::{Result, bail};
 
 use crate::cli::AuditArgs;
 use crate::db::{ConnectOptions, Database};
-use crate::report::{emit, emit_json, stores::render_audit};
+use crate::report::{Output, stores::render_audit};
 use crate::store::audit::audit;
 
 /// An audit reads a schema an earlier run kept; a fresh database has nothing to tell.
@@ -21,11 +21,7 @@ pub fn connect(args: &AuditArgs) -> Result<ConnectOptions> {
     })
 }
 
-pub async fn execute(args: &AuditArgs, db: &Database) -> Result<()> {
+pub async fn execute(args: &AuditArgs, out: Output, db: &Database) -> Result<()> {
     let found = audit(db, &args.key).await?;
-    if args.json {
-        emit_json(&found)
-    } else {
-        emit(&render_audit(&found))
-    }
+    out.record(&found, render_audit)
 }

@@ -13,12 +13,12 @@ use crate::db::{ClusterOptions, Database};
 use crate::race::Outcome;
 use crate::race::{Race, RaceSettings};
 use crate::report::losers::percentile;
-use crate::report::{self, emit, emit_json};
+use crate::report::{self, Output};
 use crate::strategy::StrategyKind;
 
 /// How much work each section does.
 pub struct Plan {
-    pub json: bool,
+    pub out: Output,
     pub quick: bool,
     pub cluster: ClusterOptions,
     pub cold_samples: usize,
@@ -36,7 +36,7 @@ pub struct Plan {
 pub fn plan(args: &BenchArgs) -> Result<Plan> {
     let quick = args.quick;
     Ok(Plan {
-        json: args.json,
+        out: Output::from_json_flag(args.json),
         quick,
         cluster: args.connect.options().cluster,
         cold_samples: if quick { 1 } else { 3 },
@@ -67,7 +67,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         + (plan.throughput.len() * (GUARDS.len() + 1)) as u64
         + GUARDS.len() as u64
         + 3 * plan.scale.len() as u64;
-    let progress = report::progress::bar(steps, plan.json, "steps");
+    let progress = plan.out.progress(steps, "steps");
 
     // 1. The disposable cluster.
     let cluster = {
@@ -198,9 +198,5 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         scale,
         peak_rss_mb: peak_rss_mb(),
     };
-    if plan.json {
-        emit_json(&bench)
-    } else {
-        emit(&report::bench::render(&bench))
-    }
+    plan.out.record(&bench, report::bench::render)
 }

@@ -6,23 +6,20 @@ use anyhow::{Result, bail};
 
 use crate::challenge::{LOCK_TIMEOUT, judge};
 use crate::db::Database;
+use crate::report::Output;
 use crate::report::challenge::render;
-use crate::report::{emit, emit_json};
 use crate::strategy::guard::Guard;
 
-pub async fn execute(db: &Database, json: bool) -> Result<()> {
+pub async fn execute(db: &Database, out: Output) -> Result<()> {
     let guard = Guard {
         lock_timeout: LOCK_TIMEOUT,
         ..Guard::default()
     };
     let cases = judge(db, Arc::new(guard)).await?;
-    if json {
-        for case in &cases {
-            emit_json(case)?;
-        }
-    } else {
-        emit(&render("idem's guard (src/strategy/guard.rs)", &cases))?;
+    for case in &cases {
+        out.record(case, |_| String::new())?;
     }
+    out.text(|| render("idem's guard (src/strategy/guard.rs)", &cases))?;
     if cases.iter().any(|c| !c.passed) {
         bail!("the guard failed a case");
     }

@@ -7,7 +7,7 @@ use crate::db::Database;
 use crate::race::{Race, RaceResult, RaceSettings};
 use crate::report::losers::LoserRow;
 use crate::report::runs::{RunsSummary, render_compare};
-use crate::report::{self, emit, emit_json};
+use crate::report::{self, Output};
 use crate::strategy::{LoserKind, StrategyKind};
 
 /// What the table's rows compare.
@@ -22,7 +22,7 @@ pub struct Plan {
     /// One race setting per row, with the row's label.
     pub rows: Vec<(String, RaceSettings)>,
     pub runs: u64,
-    pub json: bool,
+    pub out: Output,
 }
 
 pub fn plan(args: &CompareArgs) -> Result<Plan> {
@@ -56,13 +56,14 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
         compared,
         rows,
         runs: args.race.runs,
-        json: args.race.json,
+        out: Output::from_json_flag(args.race.json),
     })
 }
 
 pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     let total = plan.runs * plan.rows.len() as u64;
-    let progress = report::progress::bar(total, plan.json, "races");
+    let out = plan.out;
+    let progress = out.progress(total, "races");
     let mut results: Vec<(String, Vec<RaceResult>)> = Vec::new();
     let mut line = String::new();
     for (label, settings) in plan.rows {
@@ -70,9 +71,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         let mut row = Vec::new();
         for run in 1..=plan.runs as usize {
             let result = race.run(run).await?;
-            if plan.json {
-                emit_json(&result)?;
-            }
+            out.record(&result, |_| String::new())?;
             if line.is_empty() {
                 line = report::race::settings_line(&result);
             }
@@ -83,10 +82,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         results.push((label, row));
     }
     progress.finish_and_clear();
-    if plan.json {
-        return Ok(());
-    }
-    match plan.compared {
+    out.text(|| match plan.compared {
         Compared::Strategies => {
             let rows: Vec<(String, RunsSummary)> = results
                 .iter()
@@ -96,14 +92,14 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
                     (label.clone(), summary)
                 })
                 .collect();
-            emit(&render_compare(&rows, &line))
+            render_compare(&rows, &line)
         }
         Compared::Losers => {
             let rows: Vec<LoserRow> = results
                 .iter()
                 .map(|(label, races)| LoserRow::from_races(label, races))
                 .collect();
-            emit(&report::losers::render(&rows, &line))
+            report::losers::render(&rows, &line)
         }
-    }
+    })
 }

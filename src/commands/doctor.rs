@@ -6,8 +6,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::db::{Backend, Database};
+use crate::report::Output;
 use crate::report::style::{dim, strong};
-use crate::report::{emit, emit_json};
 
 /// What the doctor found.
 #[derive(Debug, Serialize)]
@@ -27,7 +27,7 @@ pub struct Findings {
 }
 
 /// Looks around, closes the database (timing the stop), and reports.
-pub async fn execute(db: Database, json: bool) -> Result<()> {
+pub async fn execute(db: Database, out: Output) -> Result<()> {
     let mut findings = Findings {
         backend: "server",
         server_version: db.server_version().await?,
@@ -53,11 +53,7 @@ pub async fn execute(db: Database, json: bool) -> Result<()> {
         Backend::Server { url } => findings.url = Some(url.clone()),
     }
     findings.stop_ms = db.close().await?.map(|d| d.as_secs_f64() * 1000.0);
-    if json {
-        emit_json(&findings)
-    } else {
-        emit(&render(&findings))
-    }
+    out.record(&findings, render)
 }
 
 fn render(f: &Findings) -> String {

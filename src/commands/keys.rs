@@ -7,12 +7,12 @@ use anyhow::{Result, bail};
 use crate::cli::KeysArgs;
 use crate::db::Database;
 use crate::keys::{KeyKind, KeysSettings, simulate};
-use crate::report::{self, emit, emit_json};
+use crate::report::{self, Output};
 
 pub struct Plan {
     pub runs: Vec<KeysSettings>,
     pub compare: bool,
-    pub json: bool,
+    pub out: Output,
 }
 
 pub fn plan(args: &KeysArgs) -> Result<Plan> {
@@ -41,7 +41,7 @@ pub fn plan(args: &KeysArgs) -> Result<Plan> {
     Ok(Plan {
         compare: runs.len() > 1,
         runs,
-        json: args.json,
+        out: Output::from_json_flag(args.json),
     })
 }
 
@@ -49,17 +49,11 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     let mut results = Vec::new();
     for settings in &plan.runs {
         let result = simulate(db, settings).await?;
-        if plan.json {
-            emit_json(&result)?;
-        }
+        plan.out.record(&result, |_| String::new())?;
         results.push(result);
     }
-    if plan.json {
-        return Ok(());
-    }
-    if plan.compare {
-        emit(&report::keys::render_compare(&results))
-    } else {
-        emit(&report::keys::render(&results[0]))
-    }
+    plan.out.text(|| match plan.compare {
+        true => report::keys::render_compare(&results),
+        false => report::keys::render(&results[0]),
+    })
 }

@@ -6,7 +6,7 @@ use crate::cli::RaceArgs;
 use crate::db::Database;
 use crate::race::{Race, RaceSettings};
 use crate::report::runs::{RunsSummary, render_summary};
-use crate::report::{self, emit, emit_json};
+use crate::report::{self, Output};
 
 /// What `idem race` will do, checked before the database starts.
 pub struct Plan {
@@ -14,7 +14,7 @@ pub struct Plan {
     pub runs: u64,
     pub trace: bool,
     pub audit: bool,
-    pub json: bool,
+    pub out: Output,
 }
 
 pub fn plan(args: &RaceArgs) -> Result<Plan> {
@@ -34,36 +34,32 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
         runs: args.race.runs,
         trace: args.race.trace,
         audit: args.race.audit,
-        json: args.race.json,
+        out: Output::from_json_flag(args.race.json),
     })
 }
 
 pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
+    let out = plan.out;
     let race = Race::prepare(db, plan.settings).await?;
     if plan.runs == 1 {
         let result = race.run(1).await?;
-        if plan.json {
-            return emit_json(&result);
-        }
-        emit(&report::race::render(&result))?;
+        out.record(&result, report::race::render)?;
         if plan.trace {
-            emit(&report::timeline::render(&result))?;
+            out.text(|| report::timeline::render(&result))?;
         }
-        if plan.audit {
+        if plan.audit && out.for_people() {
             let audit = crate::store::audit::audit(db, &result.key).await?;
-            emit(&report::stores::render_audit(&audit))?;
+            out.text(|| report::stores::render_audit(&audit))?;
         }
         return Ok(());
     }
 
-    let progress = report::progress::bar(plan.runs, plan.json, "races");
+    let progress = out.progress(plan.runs, "races");
     let mut summary = RunsSummary::default();
     let mut line = String::new();
     for run in 1..=plan.runs as usize {
         let result = race.run(run).await?;
-        if plan.json {
-            emit_json(&result)?;
-        }
+        out.record(&result, |_| String::new())?;
         if line.is_empty() {
             line = report::race::settings_line(&result);
         }
@@ -71,12 +67,5 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         progress.inc(1);
     }
     progress.finish_and_clear();
-    if !plan.json {
-        emit(&render_summary(
-            &summary,
-            &line,
-            race.settings.strategy.name(),
-        ))?;
-    }
-    Ok(())
+    out.text(|| render_summary(&summary, &line, race.settings.strategy.name()))
 }

@@ -4,7 +4,7 @@ use anyhow::Result;
 
 use crate::cli::ReapArgs;
 use crate::db::{ConnectOptions, Database};
-use crate::report::{emit, emit_json, stores::render_reap};
+use crate::report::{Output, stores::render_reap};
 use crate::store::reap::{reap, seed};
 
 /// Ages (hours) of the completed keys seeded into a fresh database: either
@@ -20,15 +20,11 @@ pub fn connect(args: &ReapArgs) -> ConnectOptions {
     }
 }
 
-pub async fn execute(args: &ReapArgs, db: &Database) -> Result<()> {
+pub async fn execute(args: &ReapArgs, out: Output, db: &Database) -> Result<()> {
     let seeded = args.kept.schema.is_none();
     if seeded {
         seed(db, &SEEDED_AGES, 2).await?;
     }
     let reaped = reap(db, args.older_than).await?;
-    if args.json {
-        emit_json(&reaped)
-    } else {
-        emit(&render_reap(&reaped, seeded))
-    }
+    out.record(&reaped, |r| render_reap(r, seeded))
 }

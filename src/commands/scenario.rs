@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use crate::cli::{ScenarioArgs, ScenarioCommand};
 use crate::db::Database;
 use crate::report::style::{bad, dim, good, strong};
-use crate::report::{emit, emit_json, table};
+use crate::report::{Output, emit, table};
 use crate::scenario::{self, Scenario, builtin};
 
 /// Loads the scenarios named (files or folders), or the built-in ones.
@@ -58,20 +58,16 @@ pub fn list(scenarios: &[Scenario]) -> Result<()> {
     ))
 }
 
-pub async fn run(scenarios: Vec<Scenario>, json: bool, db: &Database) -> Result<()> {
+pub async fn run(scenarios: Vec<Scenario>, out: Output, db: &Database) -> Result<()> {
     let mut failed = Vec::new();
     for s in &scenarios {
         let verdict = scenario::run(db, s).await?;
-        if json {
-            emit_json(&verdict)?;
-        } else {
-            emit(&crate::report::scenario::render_verdict(&verdict))?;
-        }
+        out.record(&verdict, crate::report::scenario::render_verdict)?;
         if !verdict.passed() {
             failed.push(s.source.clone());
         }
     }
-    if !json {
+    out.text(|| {
         let passed = scenarios.len() - failed.len();
         let line = format!(
             "{passed} of {} scenarios show their expected figures",
@@ -82,14 +78,15 @@ pub async fn run(scenarios: Vec<Scenario>, json: bool, db: &Database) -> Result<
         } else {
             bad(line)
         };
-        emit(&format!("\n{}\n", strong(line.to_string())))?;
+        let mut text = format!("\n{}\n", strong(line.to_string()));
         if !failed.is_empty() {
-            emit(&format!(
+            text.push_str(&format!(
                 "{}\n",
                 dim(format!("differing: {}", failed.join(", ")))
-            ))?;
+            ));
         }
-    }
+        text
+    })?;
     if !failed.is_empty() {
         bail!(
             "{} scenario(s) differ from their expected figures",

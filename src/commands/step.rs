@@ -10,12 +10,12 @@ use crate::db::Database;
 use crate::race::stepper::{Controller, Standing};
 use crate::race::{Race, RaceSettings};
 use crate::report::style::{dim, strong, warn};
-use crate::report::{self, emit, emit_json};
+use crate::report::{self, Output, emit};
 
 pub struct Plan {
     pub settings: RaceSettings,
     pub schedule: Option<Vec<usize>>,
-    pub json: bool,
+    pub out: Output,
 }
 
 pub fn plan(args: &StepArgs) -> Result<Plan> {
@@ -52,13 +52,13 @@ pub fn plan(args: &StepArgs) -> Result<Plan> {
             .schedule
             .as_ref()
             .map(|s| s.iter().map(|w| *w as usize).collect()),
-        json: args.race.json,
+        out: Output::from_json_flag(args.race.json),
     })
 }
 
 pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     let race = Race::prepare(db, plan.settings.clone()).await?;
-    let quiet = plan.json;
+    let quiet = !plan.out.for_people();
     let schedule = plan.schedule.clone();
     let result = race
         .run_stepped(async |controller: &mut Controller| {
@@ -69,11 +69,9 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
             }
         })
         .await?;
-    if plan.json {
-        return emit_json(&result);
-    }
-    emit(&format!("\n{}", report::race::render(&result)))?;
-    emit(&report::timeline::render(&result))
+    plan.out
+        .record(&result, |r| format!("\n{}", report::race::render(r)))?;
+    plan.out.text(|| report::timeline::render(&result))
 }
 
 /// Follows the schedule, printing each step unless `quiet`.

@@ -7,7 +7,7 @@ use anyhow::Result;
 use crate::cli::StoresArgs;
 use crate::db::Database;
 use crate::race::stores::{StoresPlan, measure};
-use crate::report::{self, emit, emit_json};
+use crate::report::{self, Output};
 use crate::store::cache::CacheLimits;
 
 pub struct Plan {
@@ -15,7 +15,7 @@ pub struct Plan {
     pub workers: usize,
     pub work: Duration,
     pub cache: CacheLimits,
-    pub json: bool,
+    pub out: Output,
 }
 
 pub fn plan(args: &StoresArgs) -> Result<Plan> {
@@ -27,7 +27,7 @@ pub fn plan(args: &StoresArgs) -> Result<Plan> {
             max_entries: args.cache_max_entries,
             ..CacheLimits::default()
         },
-        json: args.json,
+        out: Output::from_json_flag(args.json),
     })
 }
 
@@ -38,14 +38,11 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         work: plan.work,
         cache: plan.cache,
     };
-    let progress = report::progress::bar(measured.races(), plan.json, "races");
+    let progress = plan.out.progress(measured.races(), "races");
     let rows = measure(db, measured, || progress.inc(1)).await?;
     progress.finish_and_clear();
-    if plan.json {
-        for row in &rows {
-            emit_json(row)?;
-        }
-        return Ok(());
+    for row in &rows {
+        plan.out.record(row, |_| String::new())?;
     }
-    emit(&report::stores::render_stores(&rows))
+    plan.out.text(|| report::stores::render_stores(&rows))
 }

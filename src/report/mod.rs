@@ -18,4 +18,4 @@ pub mod style;
 pub mod table;
 pub mod timeline;
 
-pub use output::{BrokenPipe, emit, emit_json};
+pub use output::{BrokenPipe, Output, emit};

@@ -1,14 +1,75 @@
-//! Writing to stdout, where a closed pipe (`idem ... | head`) ends the output quietly.
+//! Where results go: tables for people or JSON Lines for machines, chosen once per run.
+//!
+//! A command is handed an [`Output`] when it is planned and writes every
+//! result through it: [`Output::record`] for each result (a JSON record,
+//! or the text a renderer makes of it), [`Output::text`] for what only
+//! people read (summaries, timelines, notes). The commands never ask which
+//! one was chosen. Writing stops quietly when the reader of stdout has gone
+//! (`idem ... | head`).
 
 use std::io::{ErrorKind, Write};
+
+use indicatif::ProgressBar;
+use serde::Serialize;
 
 /// Raised when the reader of stdout has gone away; the run stops and exits 0.
 #[derive(Debug, thiserror::Error)]
 #[error("stdout was closed")]
 pub struct BrokenPipe;
 
+/// How a run writes its results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Tables and sentences, with colour where it helps.
+    Table,
+    /// One JSON object per result (JSON Lines) and nothing else on stdout.
+    Json,
+}
+
+impl Output {
+    /// `--json` or not.
+    pub fn from_json_flag(json: bool) -> Self {
+        if json { Output::Json } else { Output::Table }
+    }
+
+    /// One result: its JSON record for machines; for people, the text
+    /// `render` makes of it (nothing, if it renders to nothing).
+    pub fn record<T: Serialize>(
+        self,
+        value: &T,
+        render: impl FnOnce(&T) -> String,
+    ) -> anyhow::Result<()> {
+        match self {
+            Output::Json => emit_json(value),
+            Output::Table => emit(&render(value)),
+        }
+    }
+
+    /// Text for people only: summaries, timelines, notes. Machines get none.
+    pub fn text(self, render: impl FnOnce() -> String) -> anyhow::Result<()> {
+        match self {
+            Output::Json => Ok(()),
+            Output::Table => emit(&render()),
+        }
+    }
+
+    /// Whether people read this run (for work done only to show them
+    /// something, such as reading an audit).
+    pub fn for_people(self) -> bool {
+        self == Output::Table
+    }
+
+    /// A progress bar over `len` items, hidden when machines read the output.
+    pub fn progress(self, len: u64, unit: &str) -> ProgressBar {
+        super::progress::bar(len, self == Output::Json, unit)
+    }
+}
+
 /// Writes `text` to stdout and flushes it.
 pub fn emit(text: &str) -> anyhow::Result<()> {
+    if text.is_empty() {
+        return Ok(());
+    }
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),
@@ -18,7 +79,7 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
 }
 
 /// Writes one JSON Lines record.
-pub fn emit_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+fn emit_json(value: &impl Serialize) -> anyhow::Result<()> {
     let mut line = serde_json::to_string(value)?;
     line.push('\n');
     emit(&line)
