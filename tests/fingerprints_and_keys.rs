@@ -1,17 +1,16 @@
 //! Lesson 4 (the key means the request: fingerprints and 422) and lesson 6 (random versus derived keys).
 
+mod common;
+
+use common::races::race;
 use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
 use idem::keys::{CrashPoint, KeyKind, KeysSettings, simulate};
-use idem::race::{Outcome, Race, RaceResult, RaceSettings};
+use idem::race::{Outcome, RaceResult, RaceSettings};
 use idem::strategy::{LoserPolicy, StrategyKind};
 
 const AMOUNTS: [i32; 5] = [10, 20, 10, 30, 10];
-
-async fn race(db: &Database, s: RaceSettings) -> RaceResult {
-    Race::prepare(db, s).await.unwrap().run(1).await.unwrap()
-}
 
 fn winner_amount(r: &RaceResult) -> i32 {
     r.reports

@@ -1,13 +1,16 @@
 //! Lesson 7: the whole guard under faults on purpose, the shapes without
 //! recovery under the same faults, and the build-it-yourself challenge.
 
+mod common;
+
+use common::races::race;
 use std::sync::Arc;
 use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
 use idem::guard::{Guard, OnFailure};
 use idem::race::fault::FaultPoint;
-use idem::race::{CrashPlan, Outcome, Race, RaceResult, RaceSettings};
+use idem::race::{CrashPlan, Outcome, RaceSettings};
 use idem::strategy::StrategyKind;
 
 const LOCK_TIMEOUT: Duration = Duration::from_millis(300);
@@ -20,10 +23,6 @@ fn crash(strategy: StrategyKind, at: FaultPoint) -> RaceSettings {
         crash: Some(CrashPlan { worker: None, at }),
         ..RaceSettings::default()
     }
-}
-
-async fn race(db: &Database, s: RaceSettings) -> RaceResult {
-    Race::prepare(db, s).await.unwrap().run(1).await.unwrap()
 }
 
 async fn key_status(db: &Database) -> String {

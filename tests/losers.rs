@@ -4,6 +4,9 @@
 //! that the losers find the claim pending: that is the situation the lesson
 //! is about, not a timing tuned to pass.
 
+mod common;
+
+use common::races::race;
 use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
@@ -21,10 +24,6 @@ fn settings(loser: LoserPolicy) -> RaceSettings {
         loser,
         ..RaceSettings::default()
     }
-}
-
-async fn race(db: &Database, s: RaceSettings) -> RaceResult {
-    Race::prepare(db, s).await.unwrap().run(1).await.unwrap()
 }
 
 /// Runs a race while another session watches the server, and returns the

@@ -3,10 +3,13 @@
 //! None of these is timed. Where a figure is probabilistic the test says so
 //! and asserts a rate over many runs, as the course does ("almost every time").
 
+mod common;
+
+use common::races::races;
 use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
-use idem::race::{Outcome, Race, RaceResult, RaceSettings};
+use idem::race::{Outcome, RaceSettings};
 use idem::strategy::StrategyKind;
 
 /// The races here run one at a time: those whose figures depend on timing
@@ -18,15 +21,6 @@ fn settings(strategy: StrategyKind) -> RaceSettings {
         strategy,
         ..RaceSettings::default()
     }
-}
-
-async fn races(db: &Database, settings: RaceSettings, runs: usize) -> Vec<RaceResult> {
-    let race = Race::prepare(db, settings).await.unwrap();
-    let mut results = Vec::with_capacity(runs);
-    for run in 1..=runs {
-        results.push(race.run(run).await.unwrap());
-    }
-    results
 }
 
 async fn open() -> Database {
@@ -134,6 +128,12 @@ async fn claim_work_complete_and_insert_unique_make_exactly_one_xp_row() {
                     assert_eq!(r.xp_rows, 1, "{what}");
                     assert_eq!(r.duplicates, 0, "{what}");
                     assert_eq!(r.count(Outcome::Created), 1, "{what}");
+                    // The README: `loser_policy` is null where no request loses a claim.
+                    assert_eq!(
+                        r.loser_policy.is_some(),
+                        strategy == StrategyKind::ClaimWorkComplete,
+                        "{what}"
+                    );
                     assert_eq!(
                         r.count(Outcome::Duplicate)
                             + r.count(Outcome::Error)
