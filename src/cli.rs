@@ -133,9 +133,32 @@ impl ConnectArgs {
     }
 }
 
-/// The settings every race takes, for `race` and `compare` alike.
+/// The settings every race takes, for `race` and `compare` alike, in the
+/// groups the help shows.
 #[derive(Debug, Clone, Args)]
 pub struct RaceFlags {
+    #[command(flatten)]
+    pub shape: ShapeFlags,
+
+    #[command(flatten)]
+    pub losers: LoserFlags,
+
+    #[command(flatten)]
+    pub fingerprints: FingerprintFlags,
+
+    #[command(flatten)]
+    pub stores: StoreFlags,
+
+    #[command(flatten)]
+    pub faults: FaultFlags,
+
+    #[command(flatten)]
+    pub show: ShowFlags,
+}
+
+/// The race's shape: how many workers, how big a pool, how long the work.
+#[derive(Debug, Clone, Args)]
+pub struct ShapeFlags {
     /// Concurrent workers, each one request with the same key.
     #[arg(long, short = 'w', default_value_t = 5, value_name = "N",
           allow_negative_numbers = true, value_parser = whole::<{ limits::WORKERS.min }, { limits::WORKERS.max }>)]
@@ -170,19 +193,11 @@ pub struct RaceFlags {
     #[arg(long, short = 'r', default_value_t = 1, value_name = "R",
           allow_negative_numbers = true, value_parser = whole::<{ limits::RUNS.min }, { limits::RUNS.max }>)]
     pub runs: u64,
+}
 
-    /// Per-worker XP amounts, all on one key: worker i asks for the i-th (e.g. 10,20,10,30,10).
-    #[arg(help_heading = "Lesson 4: fingerprints")]
-    #[arg(long, value_name = "LIST", value_delimiter = ',', allow_negative_numbers = true,
-          value_parser = amount)]
-    pub amounts: Option<Vec<i32>>,
-
-    /// Store no request fingerprint and check none: a reused key silently
-    /// replays the first request's result (the wrong answer of lesson 4).
-    #[arg(help_heading = "Lesson 4: fingerprints")]
-    #[arg(long)]
-    pub no_fingerprint: bool,
-
+/// Lesson 3: what a request that loses the claim does.
+#[derive(Debug, Clone, Args)]
+pub struct LoserFlags {
     /// What a request that loses the claim does while the winner works
     /// (claim-work-complete only) [default: fail-fast].
     #[arg(help_heading = "Lesson 3: the loser")]
@@ -198,7 +213,27 @@ pub struct RaceFlags {
     #[arg(help_heading = "Lesson 3: the loser")]
     #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = whole::<{ limits::WAIT_TIMEOUT_MS.min }, { limits::WAIT_TIMEOUT_MS.max }>)]
     pub wait_timeout_ms: Option<u64>,
+}
 
+/// Lesson 4: what a request asks for, and whether the guard checks it.
+#[derive(Debug, Clone, Args)]
+pub struct FingerprintFlags {
+    /// Per-worker XP amounts, all on one key: worker i asks for the i-th (e.g. 10,20,10,30,10).
+    #[arg(help_heading = "Lesson 4: fingerprints")]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', allow_negative_numbers = true,
+          value_parser = amount)]
+    pub amounts: Option<Vec<i32>>,
+
+    /// Store no request fingerprint and check none: a reused key silently
+    /// replays the first request's result (the wrong answer of lesson 4).
+    #[arg(help_heading = "Lesson 4: fingerprints")]
+    #[arg(long)]
+    pub no_fingerprint: bool,
+}
+
+/// Lesson 5: where the claims live, and what the store remembers.
+#[derive(Debug, Clone, Args)]
+pub struct StoreFlags {
     /// Where claim-work-complete keeps its claims: the key table, or a
     /// Solid-Cache-like store (lesson 5).
     #[arg(help_heading = "Lesson 5: where claims live")]
@@ -223,6 +258,15 @@ pub struct RaceFlags {
           value_parser = whole::<{ limits::CACHE_PRESSURE.min }, { limits::CACHE_PRESSURE.max }>)]
     pub cache_pressure: u64,
 
+    /// After the race, show what each store can still tell about the key.
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long)]
+    pub audit: bool,
+}
+
+/// Lesson 7: faults on purpose, and how the guard recovers.
+#[derive(Debug, Clone, Args)]
+pub struct FaultFlags {
     /// Crash on purpose: the connection of the first worker to reach POINT
     /// (or of worker N only) dies, and the worker with it; after the lock
     /// timeout its request is retried. POINT: after-claim, during-work,
@@ -259,12 +303,11 @@ pub struct RaceFlags {
     #[arg(long, default_value_t = 1, value_name = "N", allow_negative_numbers = true,
           value_parser = whole::<{ limits::RECOVERY_RETRIES.min }, { limits::RECOVERY_RETRIES.max }>)]
     pub recovery_retries: u64,
+}
 
-    /// After the race, show what each store can still tell about the key.
-    #[arg(help_heading = "Lesson 5: where claims live")]
-    #[arg(long)]
-    pub audit: bool,
-
+/// What to show besides the figures.
+#[derive(Debug, Clone, Args)]
+pub struct ShowFlags {
     /// Draw each worker's steps on a timeline (one race only).
     #[arg(long)]
     pub trace: bool,
@@ -279,20 +322,23 @@ impl RaceFlags {
     /// `compare --losers` does for each policy in turn).
     pub fn loser_policy(&self, kind: Option<LoserKind>) -> Result<LoserPolicy> {
         if kind.is_none() {
-            let chosen = self.loser.unwrap_or(LoserKind::FailFast);
-            if self.poll_ms.is_some() && chosen != LoserKind::Poll {
+            let chosen = self.losers.loser.unwrap_or(LoserKind::FailFast);
+            if self.losers.poll_ms.is_some() && chosen != LoserKind::Poll {
                 bail!("--poll-ms applies to --loser poll only");
             }
-            if self.wait_timeout_ms.is_some() && chosen == LoserKind::FailFast {
+            if self.losers.wait_timeout_ms.is_some() && chosen == LoserKind::FailFast {
                 bail!(
                     "--wait-timeout-ms applies to --loser poll or block; fail-fast does not wait"
                 );
             }
         }
-        let kind = kind.or(self.loser).unwrap_or(LoserKind::FailFast);
-        let every = Duration::from_millis(self.poll_ms.unwrap_or(DEFAULT_POLL_MS));
-        let give_up_after =
-            Duration::from_millis(self.wait_timeout_ms.unwrap_or(DEFAULT_WAIT_TIMEOUT_MS));
+        let kind = kind.or(self.losers.loser).unwrap_or(LoserKind::FailFast);
+        let every = Duration::from_millis(self.losers.poll_ms.unwrap_or(DEFAULT_POLL_MS));
+        let give_up_after = Duration::from_millis(
+            self.losers
+                .wait_timeout_ms
+                .unwrap_or(DEFAULT_WAIT_TIMEOUT_MS),
+        );
         Ok(match kind {
             LoserKind::FailFast => LoserPolicy::FailFast,
             LoserKind::Poll if every > give_up_after => bail!(
@@ -313,26 +359,29 @@ impl RaceFlags {
         Ok(RaceSettings {
             loser: self.loser_policy(None)?,
             strategy,
-            workers: self.workers as usize,
-            pool_size: self.pool_size as usize,
-            runner_holds_connection: !self.no_runner_connection,
-            work: Duration::from_millis(self.work_ms),
-            key: self.key.clone(),
-            checkout_timeout: Duration::from_millis(self.checkout_timeout_ms),
-            amounts: self.amounts.clone().unwrap_or_default(),
-            store: self.store,
+            workers: self.shape.workers as usize,
+            pool_size: self.shape.pool_size as usize,
+            runner_holds_connection: !self.shape.no_runner_connection,
+            work: Duration::from_millis(self.shape.work_ms),
+            key: self.shape.key.clone(),
+            checkout_timeout: Duration::from_millis(self.shape.checkout_timeout_ms),
+            amounts: self.fingerprints.amounts.clone().unwrap_or_default(),
+            store: self.stores.store,
             cache: CacheLimits {
-                max_entries: self.cache_max_entries,
-                max_age: self.cache_max_age.unwrap_or(CacheLimits::default().max_age),
+                max_entries: self.stores.cache_max_entries,
+                max_age: self
+                    .stores
+                    .cache_max_age
+                    .unwrap_or(CacheLimits::default().max_age),
             },
-            cache_pressure: self.cache_pressure,
-            crash: self.crash,
-            kill_connection: self.kill_connection,
-            lock_timeout: Duration::from_millis(self.lock_timeout_ms),
-            on_failure: self.on_failure,
-            fail_work: self.fail_work.map(|w| w as usize),
-            recovery_retries: self.recovery_retries as usize,
-            fingerprint: !self.no_fingerprint,
+            cache_pressure: self.stores.cache_pressure,
+            crash: self.faults.crash,
+            kill_connection: self.faults.kill_connection,
+            lock_timeout: Duration::from_millis(self.faults.lock_timeout_ms),
+            on_failure: self.faults.on_failure,
+            fail_work: self.faults.fail_work.map(|w| w as usize),
+            recovery_retries: self.faults.recovery_retries as usize,
+            fingerprint: !self.fingerprints.no_fingerprint,
             ..RaceSettings::default()
         })
     }

@@ -26,11 +26,11 @@ pub struct Plan {
 }
 
 pub fn plan(args: &CompareArgs) -> Result<Plan> {
-    if args.race.trace {
+    if args.race.show.trace {
         bail!("--trace draws a single race; use it with `idem race`");
     }
     let (compared, rows) = if args.losers {
-        if args.race.loser.is_some() {
+        if args.race.losers.loser.is_some() {
             bail!("--losers runs every loser policy; drop --loser");
         }
         let rows = LoserKind::ALL
@@ -55,8 +55,8 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
     Ok(Plan {
         compared,
         rows,
-        runs: args.race.runs,
-        out: Output::from_json_flag(args.race.json),
+        runs: args.race.shape.runs,
+        out: Output::from_json_flag(args.race.show.json),
     })
 }
 

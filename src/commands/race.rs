@@ -20,21 +20,21 @@ pub struct Plan {
 pub fn plan(args: &RaceArgs) -> Result<Plan> {
     let settings = args.race.settings(args.strategy)?;
     settings.validate()?;
-    if args.race.loser.is_some() && !args.strategy.has_losers() {
+    if args.race.losers.loser.is_some() && !args.strategy.has_losers() {
         bail!(
             "--loser applies to claim-work-complete; with {} no request loses a claim",
             args.strategy
         );
     }
-    if (args.race.trace || args.race.audit) && args.race.runs > 1 {
+    if (args.race.show.trace || args.race.stores.audit) && args.race.shape.runs > 1 {
         bail!("--trace and --audit show a single race; drop --runs");
     }
     Ok(Plan {
         settings,
-        runs: args.race.runs,
-        trace: args.race.trace,
-        audit: args.race.audit,
-        out: Output::from_json_flag(args.race.json),
+        runs: args.race.shape.runs,
+        trace: args.race.show.trace,
+        audit: args.race.stores.audit,
+        out: Output::from_json_flag(args.race.show.json),
     })
 }
 

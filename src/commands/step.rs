@@ -21,7 +21,7 @@ pub struct Plan {
 pub fn plan(args: &StepArgs) -> Result<Plan> {
     let mut settings = args.race.settings(args.strategy)?;
     // Every worker gets a connection unless --pool-size says otherwise.
-    if args.race.pool_size == 5 && settings.workers + 1 > 5 {
+    if args.race.shape.pool_size == 5 && settings.workers + 1 > 5 {
         settings.pool_size = settings.workers + 1;
     }
     settings.validate()?;
@@ -52,7 +52,7 @@ pub fn plan(args: &StepArgs) -> Result<Plan> {
             .schedule
             .as_ref()
             .map(|s| s.iter().map(|w| *w as usize).collect()),
-        out: Output::from_json_flag(args.race.json),
+        out: Output::from_json_flag(args.race.show.json),
     })
 }
 
