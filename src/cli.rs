@@ -6,23 +6,18 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::db::{ClusterOptions, ConnectOptions};
 use crate::keys::{CrashPoint, KeyKind};
 use crate::race::fault::FaultPoint;
-use crate::race::limits;
+use crate::race::input::RaceInput;
+use crate::race::limits::{self, Origin};
 use crate::race::{CrashPlan, DEFAULT_KEY, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_WORK_MS, RaceSettings};
 use crate::store::StoreKind;
-use crate::store::cache::CacheLimits;
 use crate::strategy::guard::OnFailure;
-use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
-
-/// How often a polling loser re-reads the claim, unless `--poll-ms` says otherwise.
-pub const DEFAULT_POLL_MS: u64 = 5;
-/// How long a polling or blocking loser waits, unless `--wait-timeout-ms` says otherwise.
-pub const DEFAULT_WAIT_TIMEOUT_MS: u64 = 2000;
+use crate::strategy::{LoserKind, StrategyKind};
 
 /// See why idempotency guards fail under concurrency: real races, real PostgreSQL.
 #[derive(Debug, Parser)]
@@ -318,72 +313,37 @@ pub struct ShowFlags {
 }
 
 impl RaceFlags {
-    /// The loser policy the flags describe; `kind` overrides `--loser` (as
-    /// `compare --losers` does for each policy in turn).
-    pub fn loser_policy(&self, kind: Option<LoserKind>) -> Result<LoserPolicy> {
-        if kind.is_none() {
-            let chosen = self.losers.loser.unwrap_or(LoserKind::FailFast);
-            if self.losers.poll_ms.is_some() && chosen != LoserKind::Poll {
-                bail!("--poll-ms applies to --loser poll only");
-            }
-            if self.losers.wait_timeout_ms.is_some() && chosen == LoserKind::FailFast {
-                bail!(
-                    "--wait-timeout-ms applies to --loser poll or block; fail-fast does not wait"
-                );
-            }
+    /// What the flags say, for the one builder.
+    pub fn input(&self, strategy: StrategyKind) -> RaceInput {
+        RaceInput {
+            strategy: Some(strategy),
+            workers: Some(self.shape.workers),
+            pool_size: Some(self.shape.pool_size),
+            runner_holds_connection: Some(!self.shape.no_runner_connection),
+            work_ms: Some(self.shape.work_ms),
+            key: Some(self.shape.key.clone()),
+            checkout_timeout_ms: Some(self.shape.checkout_timeout_ms),
+            loser: self.losers.loser,
+            poll_ms: self.losers.poll_ms,
+            wait_timeout_ms: self.losers.wait_timeout_ms,
+            amounts: self.fingerprints.amounts.clone(),
+            fingerprint: Some(!self.fingerprints.no_fingerprint),
+            store: Some(self.stores.store),
+            cache_max_entries: Some(self.stores.cache_max_entries),
+            cache_max_age: self.stores.cache_max_age,
+            cache_pressure: Some(self.stores.cache_pressure),
+            crash: self.faults.crash,
+            kill_connection: Some(self.faults.kill_connection),
+            lock_timeout_ms: Some(self.faults.lock_timeout_ms),
+            on_failure: Some(self.faults.on_failure),
+            fail_work: self.faults.fail_work,
+            recovery_retries: Some(self.faults.recovery_retries),
         }
-        let kind = kind.or(self.losers.loser).unwrap_or(LoserKind::FailFast);
-        let every = Duration::from_millis(self.losers.poll_ms.unwrap_or(DEFAULT_POLL_MS));
-        let give_up_after = Duration::from_millis(
-            self.losers
-                .wait_timeout_ms
-                .unwrap_or(DEFAULT_WAIT_TIMEOUT_MS),
-        );
-        Ok(match kind {
-            LoserKind::FailFast => LoserPolicy::FailFast,
-            LoserKind::Poll if every > give_up_after => bail!(
-                "--poll-ms {} is longer than the wait ({} ms): a loser would give up before its second read",
-                every.as_millis(),
-                give_up_after.as_millis()
-            ),
-            LoserKind::Poll => LoserPolicy::Poll {
-                every,
-                give_up_after,
-            },
-            LoserKind::Block => LoserPolicy::Block { give_up_after },
-        })
     }
 
-    /// The typed settings for one strategy.
+    /// The checked settings for one strategy.
     pub fn settings(&self, strategy: StrategyKind) -> Result<RaceSettings> {
-        Ok(RaceSettings {
-            loser: self.loser_policy(None)?,
-            strategy,
-            workers: self.shape.workers as usize,
-            pool_size: self.shape.pool_size as usize,
-            runner_holds_connection: !self.shape.no_runner_connection,
-            work: Duration::from_millis(self.shape.work_ms),
-            key: self.shape.key.clone(),
-            checkout_timeout: Duration::from_millis(self.shape.checkout_timeout_ms),
-            amounts: self.fingerprints.amounts.clone().unwrap_or_default(),
-            store: self.stores.store,
-            cache: CacheLimits {
-                max_entries: self.stores.cache_max_entries,
-                max_age: self
-                    .stores
-                    .cache_max_age
-                    .unwrap_or(CacheLimits::default().max_age),
-            },
-            cache_pressure: self.stores.cache_pressure,
-            crash: self.faults.crash,
-            kill_connection: self.faults.kill_connection,
-            lock_timeout: Duration::from_millis(self.faults.lock_timeout_ms),
-            on_failure: self.faults.on_failure,
-            fail_work: self.faults.fail_work.map(|w| w as usize),
-            recovery_retries: self.faults.recovery_retries as usize,
-            fingerprint: !self.fingerprints.no_fingerprint,
-            ..RaceSettings::default()
-        })
+        self.input(strategy).build(Origin::Flags)
     }
 }
 

@@ -228,9 +228,11 @@ fn the_race_report_shows_the_figures_the_settings_and_every_worker() {
 #[test]
 fn compare_puts_every_strategy_side_by_side() {
     let sandbox = Sandbox::new("compare");
+    // A wide window, so that every run shows the lesson's figure (at the
+    // 20 ms default, check-then-store shows 4 in about 99% of runs).
     let out = sandbox
         .idem()
-        .args(["compare", "--runs", "3"])
+        .args(["compare", "--runs", "3", "--work-ms", "200"])
         .assert()
         .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();

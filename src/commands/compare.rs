@@ -4,6 +4,7 @@ use anyhow::{Result, bail};
 
 use crate::cli::CompareArgs;
 use crate::db::Database;
+use crate::race::limits::Origin;
 use crate::race::{Race, RaceResult, RaceSettings};
 use crate::report::losers::LoserRow;
 use crate::report::runs::{RunsSummary, render_compare};
@@ -36,8 +37,8 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
         let rows = LoserKind::ALL
             .iter()
             .map(|&kind| {
-                let mut s = args.race.settings(StrategyKind::ClaimWorkComplete)?;
-                s.loser = args.race.loser_policy(Some(kind))?;
+                let input = args.race.input(StrategyKind::ClaimWorkComplete);
+                let s = input.build_with_loser(kind, Origin::Flags)?;
                 Ok((kind.name().to_string(), s))
             })
             .collect::<Result<Vec<_>>>()?;

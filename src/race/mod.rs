@@ -1,6 +1,7 @@
 //! The race: N concurrent workers, one key, one strategy, a real connection pool.
 
 mod blocking;
+pub mod input;
 pub mod limits;
 mod result;
 mod runner;

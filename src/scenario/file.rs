@@ -10,12 +10,12 @@ use serde::Deserialize;
 use crate::keys::{CrashPoint, KeyKind, KeysSettings};
 use crate::race::Outcome;
 use crate::race::fault::FaultPoint;
+use crate::race::input::RaceInput;
 use crate::race::limits::{self, Origin};
 use crate::race::{CrashPlan, RaceSettings};
 use crate::store::StoreKind;
-use crate::store::cache::CacheLimits;
 use crate::strategy::guard::OnFailure;
-use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
+use crate::strategy::{LoserKind, StrategyKind};
 
 /// One demonstration.
 #[derive(Debug, Clone, Deserialize)]
@@ -266,49 +266,40 @@ impl RaceSpec {
         self.settings_from(Origin::File("scenario"))
     }
 
-    /// The race settings, with messages naming the file's keys.
-    pub fn settings_from(&self, origin: Origin) -> Result<RaceSettings> {
-        let d = RaceSettings::default();
-        let ms = Duration::from_millis;
-        let loser = match self.loser.unwrap_or(LoserKind::FailFast) {
-            LoserKind::FailFast => LoserPolicy::FailFast,
-            LoserKind::Poll => LoserPolicy::Poll {
-                every: ms(self.poll_ms.unwrap_or(5)),
-                give_up_after: ms(self.wait_timeout_ms.unwrap_or(2000)),
-            },
-            LoserKind::Block => LoserPolicy::Block {
-                give_up_after: ms(self.wait_timeout_ms.unwrap_or(2000)),
-            },
-        };
-        let settings = RaceSettings {
-            strategy: self.strategy.unwrap_or(d.strategy),
-            workers: self.workers.unwrap_or(d.workers),
-            pool_size: self.pool_size.unwrap_or(d.pool_size),
-            runner_holds_connection: self.runner_holds_connection.unwrap_or(true),
-            work: self.work_ms.map_or(d.work, ms),
-            key: self.key.clone().unwrap_or(d.key.clone()),
-            checkout_timeout: self.checkout_timeout_ms.map_or(d.checkout_timeout, ms),
-            loser,
-            store: self.store.unwrap_or(StoreKind::Table),
-            cache: CacheLimits {
-                max_entries: self.cache_max_entries.unwrap_or(d.cache.max_entries),
-                ..d.cache
-            },
-            cache_pressure: self.cache_pressure.unwrap_or(0),
-            amounts: self.amounts.clone().unwrap_or_default(),
-            fingerprint: self.fingerprint.unwrap_or(true),
+    /// What the file says, for the one builder.
+    pub fn input(&self) -> RaceInput {
+        RaceInput {
+            strategy: self.strategy,
+            workers: self.workers.map(|n| n as u64),
+            pool_size: self.pool_size.map(|n| n as u64),
+            runner_holds_connection: self.runner_holds_connection,
+            work_ms: self.work_ms,
+            key: self.key.clone(),
+            checkout_timeout_ms: self.checkout_timeout_ms,
+            loser: self.loser,
+            poll_ms: self.poll_ms,
+            wait_timeout_ms: self.wait_timeout_ms,
+            amounts: self.amounts.clone(),
+            fingerprint: self.fingerprint,
+            store: self.store,
+            cache_max_entries: self.cache_max_entries,
+            cache_max_age: None,
+            cache_pressure: self.cache_pressure,
             crash: self.crash.map(|c| CrashPlan {
                 worker: c.worker,
                 at: c.at,
             }),
-            kill_connection: self.kill_connection.unwrap_or(false),
-            lock_timeout: self.lock_timeout_ms.map_or(d.lock_timeout, ms),
-            on_failure: self.on_failure.unwrap_or(OnFailure::Store),
-            fail_work: self.fail_work,
-            recovery_retries: self.recovery_retries.unwrap_or(1),
-            ..d
-        };
-        settings.validate_from(origin)?;
+            kill_connection: self.kill_connection,
+            lock_timeout_ms: self.lock_timeout_ms,
+            on_failure: self.on_failure,
+            fail_work: self.fail_work.map(|n| n as u64),
+            recovery_retries: self.recovery_retries.map(|n| n as u64),
+        }
+    }
+
+    /// The race settings, with messages naming the file's keys.
+    pub fn settings_from(&self, origin: Origin) -> Result<RaceSettings> {
+        let settings = self.input().build(origin)?;
         if let Some(schedule) = &self.schedule
             && schedule.iter().any(|w| !(1..=settings.workers).contains(w))
         {
