@@ -96,69 +96,16 @@ impl Database {
             None => run_schema::new_run(),
         };
         let (backend, sqlx_opts, pg_config) = match &opts.database_url {
-            Some(url) => {
-                let shown = redact(url);
-                if url.trim().is_empty() {
-                    bail!(
-                        "the database URL (--database-url or DATABASE_URL) is empty: give one, \
-                         or leave it unset for a disposable cluster"
-                    );
-                }
-                let sqlx_opts = PgConnectOptions::from_str(url).map_err(|e| {
-                    anyhow::anyhow!("malformed database URL {shown}: {}", chain(&e))
-                })?;
-                let mut pg_config = tokio_postgres::Config::from_str(url).map_err(|e| {
-                    anyhow::anyhow!("malformed database URL {shown}: {}", chain(&e))
-                })?;
-                // libpq, and sqlx, read PGPASSWORD when the URL has no password.
-                if pg_config.get_password().is_none()
-                    && let Ok(password) = std::env::var("PGPASSWORD")
-                {
-                    pg_config.password(password);
-                }
-                (Backend::Server { url: shown }, sqlx_opts, pg_config)
+            Some(url) => server(url)?,
+            None if opts.keep => {
+                bail!("--keep needs --database-url: the disposable cluster is always removed")
             }
-            None => {
-                if opts.keep {
-                    bail!("--keep needs --database-url: the disposable cluster is always removed");
-                }
-                let cluster_opts = opts.cluster.clone();
-                let cluster = tokio::task::spawn_blocking(move || Cluster::start(&cluster_opts))
-                    .await
-                    .context("the cluster start-up was interrupted")??;
-                let dir = cluster.socket_dir().to_path_buf();
-                let sqlx_opts = PgConnectOptions::new()
-                    .socket(&dir)
-                    .username("postgres")
-                    .database("postgres");
-                let mut pg_config = tokio_postgres::Config::new();
-                pg_config
-                    .host_path(&dir)
-                    .user("postgres")
-                    .dbname("postgres");
-                (Backend::Embedded(Box::new(cluster)), sqlx_opts, pg_config)
-            }
+            None => embedded(&opts.cluster).await?,
         };
 
         let holder_options = sqlx_opts.clone();
         let sqlx_opts = sqlx_opts.options([("search_path", schema.as_str())]);
-        // One connection first, so a refused or rejected connection is
-        // reported as what it is rather than as a pool timing out.
-        let probe =
-            tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect_with(&sqlx_opts)).await;
-        match probe {
-            Ok(Ok(conn)) => drop(conn.close().await),
-            Ok(Err(e)) => bail!(
-                "could not connect to {}: {}",
-                backend.describe(),
-                first_line(&chain(&e))
-            ),
-            Err(_) => bail!(
-                "could not connect to {}: no answer within {} s",
-                backend.describe(),
-                CONNECT_TIMEOUT.as_secs()
-            ),
-        }
+        probe(&backend, &sqlx_opts).await?;
         let meta = PgPoolOptions::new()
             .max_connections(2)
             .acquire_timeout(CONNECT_TIMEOUT)
@@ -379,6 +326,71 @@ async fn finish_schema(meta: &PgPool, schema: &str, keep: bool) -> Result<()> {
     Ok(())
 }
 
+/// How to reach a server the user named: its connection settings for
+/// sqlx and for the workers' pool, and how to name it in messages.
+fn server(url: &str) -> Result<(Backend, PgConnectOptions, tokio_postgres::Config)> {
+    let shown = redact(url);
+    if url.trim().is_empty() {
+        bail!(
+            "the database URL (--database-url or DATABASE_URL) is empty: give one, \
+             or leave it unset for a disposable cluster"
+        );
+    }
+    let malformed =
+        |e: &dyn std::error::Error| anyhow::anyhow!("malformed database URL {shown}: {}", chain(e));
+    let sqlx_opts = PgConnectOptions::from_str(url).map_err(|e| malformed(&e))?;
+    let mut pg_config = tokio_postgres::Config::from_str(url).map_err(|e| malformed(&e))?;
+    // libpq, and sqlx, read PGPASSWORD when the URL has no password.
+    if pg_config.get_password().is_none()
+        && let Ok(password) = std::env::var("PGPASSWORD")
+    {
+        pg_config.password(password);
+    }
+    Ok((Backend::Server { url: shown }, sqlx_opts, pg_config))
+}
+
+/// Starts a disposable cluster and says how to reach it.
+async fn embedded(
+    opts: &ClusterOptions,
+) -> Result<(Backend, PgConnectOptions, tokio_postgres::Config)> {
+    let cluster_opts = opts.clone();
+    let cluster = tokio::task::spawn_blocking(move || Cluster::start(&cluster_opts))
+        .await
+        .context("the cluster start-up was interrupted")??;
+    let dir = cluster.socket_dir().to_path_buf();
+    let sqlx_opts = PgConnectOptions::new()
+        .socket(&dir)
+        .username("postgres")
+        .database("postgres");
+    let mut pg_config = tokio_postgres::Config::new();
+    pg_config
+        .host_path(&dir)
+        .user("postgres")
+        .dbname("postgres");
+    Ok((Backend::Embedded(Box::new(cluster)), sqlx_opts, pg_config))
+}
+
+/// One connection first, so a refused or rejected connection is reported
+/// as what it is rather than as a pool timing out.
+async fn probe(backend: &Backend, options: &PgConnectOptions) -> Result<()> {
+    match tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect_with(options)).await {
+        Ok(Ok(conn)) => {
+            drop(conn.close().await);
+            Ok(())
+        }
+        Ok(Err(e)) => bail!(
+            "could not connect to {}: {}",
+            backend.describe(),
+            first_line(&chain(&e))
+        ),
+        Err(_) => bail!(
+            "could not connect to {}: no answer within {} s",
+            backend.describe(),
+            CONNECT_TIMEOUT.as_secs()
+        ),
+    }
+}
+
 impl Backend {
     /// A short description for messages: which database this is.
     pub fn describe(&self) -> String {
@@ -404,7 +416,7 @@ pub struct RowCounts {
 
 /// An error with its causes, each said once (drivers often repeat their
 /// cause's text in their own message).
-pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+pub fn chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut cause = err.source();
     while let Some(next) = cause {

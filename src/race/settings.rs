@@ -124,7 +124,13 @@ impl RaceSettings {
 
     /// [`validate`](Self::validate), naming settings as `origin` wrote them.
     pub fn validate_from(&self, origin: Origin) -> Result<()> {
-        let name = |limit: &Limit| limit.name(origin);
+        self.check_bounds(origin)?;
+        self.check_key(origin)?;
+        self.check_combinations(origin)
+    }
+
+    /// Every number within the one table of limits.
+    fn check_bounds(&self, origin: Origin) -> Result<()> {
         let ms = |d: Duration| d.as_millis().min(u128::from(u64::MAX)) as u64;
         limits::WORKERS.check(self.workers as u64, origin)?;
         limits::POOL_SIZE.check(self.pool_size as u64, origin)?;
@@ -156,6 +162,27 @@ impl RaceSettings {
         if let Some(worker) = self.crash.and_then(|c| c.worker) {
             limits::CRASH_WORKER.check(worker as u64, origin)?;
         }
+        Ok(())
+    }
+
+    /// A key a client could send: not empty, not longer than Stripe allows.
+    fn check_key(&self, origin: Origin) -> Result<()> {
+        if self.key.is_empty() {
+            bail!("{} must not be empty", origin.name("--key", "race.key"));
+        }
+        let key_chars = self.key.chars().count();
+        if key_chars > MAX_KEY_LEN {
+            bail!(
+                "{} is {key_chars} characters long; at most {MAX_KEY_LEN} are allowed",
+                origin.name("--key", "race.key")
+            );
+        }
+        Ok(())
+    }
+
+    /// Settings that make sense alone but not together.
+    fn check_combinations(&self, origin: Origin) -> Result<()> {
+        let name = |limit: &Limit| limit.name(origin);
         if self.runner_holds_connection && self.pool_size == 1 {
             bail!(
                 "{} 1 leaves no connection for the workers while the runner holds one; \
@@ -165,16 +192,6 @@ impl RaceSettings {
                     "--no-runner-connection",
                     "race.runner_holds_connection = false"
                 )
-            );
-        }
-        if self.key.is_empty() {
-            bail!("{} must not be empty", origin.name("--key", "race.key"));
-        }
-        let key_chars = self.key.chars().count();
-        if key_chars > MAX_KEY_LEN {
-            bail!(
-                "{} is {key_chars} characters long; at most {MAX_KEY_LEN} are allowed",
-                origin.name("--key", "race.key")
             );
         }
         if !self.amounts.is_empty() && self.amounts.len() != self.workers {

@@ -22,7 +22,22 @@ pub fn render(b: &BenchReport) -> String {
         "{}\n",
         dim(format!("PostgreSQL {} · {} cores", b.postgres, b.cores))
     );
+    cluster(&mut out, b);
+    race_rate(&mut out, b);
+    throughput(&mut out, b);
+    hot_key(&mut out, b);
+    scale(&mut out, b);
+    let _ = writeln!(
+        out,
+        "\npeak memory of the idem process: {:.1} MB  {}",
+        b.peak_rss_mb,
+        verdict(b.peak_rss_mb <= PEAK_RSS_MB)
+    );
+    out
+}
 
+/// The disposable cluster's start and stop against their targets.
+fn cluster(out: &mut String, b: &BenchReport) {
     if let Some(c) = &b.cluster {
         let warm = c.warm_start_ms + c.stop_ms;
         let rows = vec![
@@ -55,16 +70,13 @@ pub fn render(b: &BenchReport) -> String {
             "disposable cluster, medians of {} cold and {} warm starts",
             c.cold_samples, c.warm_samples
         );
-        section(
-            &mut out,
-            &title,
-            &["", "median", "target", "met"],
-            rows,
-            &[1],
-        );
+        section(out, &title, &["", "median", "target", "met"], rows, &[1]);
         out.push_str("\n\n");
     }
+}
 
+/// Races back to back: how many a second, and the XP rows they showed.
+fn race_rate(out: &mut String, b: &BenchReport) {
     let rows = b
         .race_rate
         .iter()
@@ -83,7 +95,7 @@ pub fn render(b: &BenchReport) -> String {
         })
         .collect();
     section(
-        &mut out,
+        out,
         "race rate: default races back to back, --work-ms 0",
         &[
             "strategy",
@@ -98,7 +110,10 @@ pub fn render(b: &BenchReport) -> String {
         &[1, 2, 3, 4],
     );
     out.push_str("\n\n");
+}
 
+/// Requests a second per strategy against the raw statement, then pgbench's.
+fn throughput(out: &mut String, b: &BenchReport) {
     let rows = b
         .throughput
         .iter()
@@ -124,7 +139,7 @@ pub fn render(b: &BenchReport) -> String {
         })
         .collect();
     section(
-        &mut out,
+        out,
         "throughput: distinct keys, --work-ms 0, against the raw INSERT ... ON CONFLICT DO NOTHING",
         &[
             "workers/pool",
@@ -153,7 +168,10 @@ pub fn render(b: &BenchReport) -> String {
         );
     }
     out.push('\n');
+}
 
+/// Every request on one key at once: latencies and the one XP row.
+fn hot_key(out: &mut String, b: &BenchReport) {
     let rows = b
         .hot_key
         .iter()
@@ -169,14 +187,17 @@ pub fn render(b: &BenchReport) -> String {
         })
         .collect();
     section(
-        &mut out,
+        out,
         "hot key: every request on one key at once, pool 50, --work-ms 0",
         &["strategy", "requests", "p50", "p99", "XP rows", "= 1"],
         rows,
         &[1, 2, 3, 4],
     );
     out.push_str("\n\n");
+}
 
+/// One race of many workers: wall time and the XP rows.
+fn scale(out: &mut String, b: &BenchReport) {
     let rows = b
         .scale
         .iter()
@@ -193,7 +214,7 @@ pub fn render(b: &BenchReport) -> String {
         })
         .collect();
     section(
-        &mut out,
+        out,
         "scale: one race, many workers on one key, --work-ms 0",
         &[
             "strategy", "workers", "pool", "wall", "XP rows", "right", "timeouts",
@@ -202,13 +223,6 @@ pub fn render(b: &BenchReport) -> String {
         &[1, 2, 3, 6],
     );
     out.push('\n');
-    let _ = writeln!(
-        out,
-        "\npeak memory of the idem process: {:.1} MB  {}",
-        b.peak_rss_mb,
-        verdict(b.peak_rss_mb <= PEAK_RSS_MB)
-    );
-    out
 }
 
 /// A row of (name, median, target, met).
