@@ -2,6 +2,7 @@
 
 pub mod cluster;
 pub mod pgbench;
+pub mod races;
 pub mod throughput;
 
 use std::collections::BTreeMap;
@@ -86,3 +87,10 @@ pub fn peak_rss_mb() -> f64 {
     // Linux reports kilobytes.
     usage.ru_maxrss as f64 / 1024.0
 }
+
+/// The strategies whose cost per request is measured.
+pub const GUARDS: [StrategyKind; 3] = [
+    StrategyKind::InsertUnique,
+    StrategyKind::ClaimWorkComplete,
+    StrategyKind::Guard,
+];

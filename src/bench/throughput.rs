@@ -8,8 +8,10 @@ use anyhow::{Context, Result};
 use deadpool_postgres::Pool;
 use serde::Serialize;
 
+use super::GUARDS;
 use crate::db::Database;
 use crate::db::pool::{checkout, warm_pool};
+use crate::race::RaceSettings;
 use crate::race::{Lease, Request, Trace};
 use crate::strategy::fingerprint::Params;
 use crate::strategy::{OPERATION, Strategy};
@@ -121,4 +123,35 @@ async fn run(
             }
         }
     }
+}
+
+/// For each shape (workers, pool), the raw statement and then every guard,
+/// each with its ratio to the raw floor on the same pool.
+pub async fn against_raw(
+    db: &Database,
+    shapes: &[(usize, usize)],
+    requests: usize,
+    tick: impl Fn(),
+) -> Result<Vec<Throughput>> {
+    let mut throughput = Vec::new();
+    for &(workers, pool) in shapes {
+        let raw = measure(db, "raw", Handler::Raw, workers, pool, requests).await?;
+        tick();
+        for strategy in GUARDS {
+            let settings = RaceSettings {
+                strategy,
+                ..RaceSettings::default()
+            };
+            let handler = Handler::Strategy(
+                Arc::from(settings.build_strategy()),
+                strategy.uses_key_table(),
+            );
+            let mut figure = measure(db, strategy.name(), handler, workers, pool, requests).await?;
+            figure.ratio_to_raw = Some(figure.per_second / raw.per_second);
+            throughput.push(figure);
+            tick();
+        }
+        throughput.insert(throughput.len() - GUARDS.len(), raw);
+    }
+    Ok(throughput)
 }

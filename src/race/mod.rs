@@ -13,7 +13,7 @@ mod worker_report;
 /// The request contract, as the harness's users name it.
 pub use crate::request::fault;
 pub use crate::request::{Answer, Failure, Lease, Outcome, Request, StepEvent, Trace};
-pub use result::{EXPECTED_XP_ROWS, RaceResult, histogram, outcome_totals};
+pub use result::{EXPECTED_XP_ROWS, RaceResult, histogram, outcome_totals, percentile};
 pub use runner::Race;
 pub use settings::{
     CrashPlan, DEFAULT_KEY, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_WORK_MS, MAX_KEY_LEN, RaceSettings,

@@ -110,3 +110,13 @@ pub fn outcome_totals(outcomes: &BTreeMap<Outcome, u64>) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+/// The `q`-th value of `values` (0.5 the median, 1.0 the largest); 0 if empty.
+pub fn percentile(values: &mut [f64], q: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let index = ((values.len() - 1) as f64 * q).round() as usize;
+    values[index.min(values.len() - 1)]
+}

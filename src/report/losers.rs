@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::style::{bad, dim, good, strong};
 use super::table;
-use crate::race::{Outcome, RaceResult};
+use crate::race::{Outcome, RaceResult, percentile};
 
 /// One loser policy's figures over its races.
 #[derive(Debug, Clone, Serialize)]
@@ -64,16 +64,6 @@ impl LoserRow {
             duplicates: races.iter().map(|r| r.duplicates).sum(),
         }
     }
-}
-
-/// The `q`-th value of `values` (0.5 the median, 1.0 the largest); 0 if empty.
-pub fn percentile(values: &mut [f64], q: f64) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    values.sort_by(f64::total_cmp);
-    let index = ((values.len() - 1) as f64 * q).round() as usize;
-    values[index.min(values.len() - 1)]
 }
 
 pub fn render(rows: &[LoserRow], settings_line: &str) -> String {
