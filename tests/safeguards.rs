@@ -114,11 +114,17 @@ async fn of_two_claims_in_lockstep_the_database_lets_one_through() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_arriving_while_the_claim_is_pending_gets_409_and_does_no_work() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
-    for strategy in [StrategyKind::Guard, StrategyKind::ClaimWorkComplete] {
+    let shapes = [
+        (StrategyKind::Guard, StoreKind::Table),
+        (StrategyKind::ClaimWorkComplete, StoreKind::Table),
+        (StrategyKind::ClaimWorkComplete, StoreKind::Cache),
+    ];
+    for (strategy, store) in shapes {
         let r = stepped(
             &db,
             RaceSettings {
                 strategy,
+                store,
                 ..guard(2)
             },
             async |c| {
@@ -129,14 +135,19 @@ async fn a_request_arriving_while_the_claim_is_pending_gets_409_and_does_no_work
         )
         .await;
         let loser = report(&r, 2);
-        assert_eq!(loser.status, 409, "{strategy}: {:?}", notes(loser));
+        assert_eq!(
+            loser.status,
+            409,
+            "{strategy} ({store:?}): {:?}",
+            notes(loser)
+        );
         assert_eq!(
             loser.body.as_ref().unwrap()["error"]["code"],
             "idempotency_key_in_use"
         );
-        assert!(!did_work(loser), "{strategy}");
-        assert_eq!(report(&r, 1).status, 201, "{strategy}");
-        assert_eq!(r.xp_rows, 1, "{strategy}");
+        assert!(!did_work(loser), "{strategy} ({store:?})");
+        assert_eq!(report(&r, 1).status, 201, "{strategy} ({store:?})");
+        assert_eq!(r.xp_rows, 1, "{strategy} ({store:?})");
     }
     db.close().await.unwrap();
 }
@@ -146,11 +157,17 @@ async fn a_request_arriving_while_the_claim_is_pending_gets_409_and_does_no_work
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_after_completion_replays_the_stored_response() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
-    for strategy in [StrategyKind::Guard, StrategyKind::ClaimWorkComplete] {
+    let shapes = [
+        (StrategyKind::Guard, StoreKind::Table),
+        (StrategyKind::ClaimWorkComplete, StoreKind::Table),
+        (StrategyKind::ClaimWorkComplete, StoreKind::Cache),
+    ];
+    for (strategy, store) in shapes {
         let r = stepped(
             &db,
             RaceSettings {
                 strategy,
+                store,
                 ..guard(2)
             },
             async |c| {
@@ -160,12 +177,16 @@ async fn a_request_after_completion_replays_the_stored_response() {
         )
         .await;
         let (first, replay) = (report(&r, 1), report(&r, 2));
-        assert_eq!((first.status, replay.status), (201, 200), "{strategy}");
+        assert_eq!(
+            (first.status, replay.status),
+            (201, 200),
+            "{strategy} ({store:?})"
+        );
         assert_eq!(replay.outcome, Outcome::Replayed);
         assert_eq!(
             serde_json::to_string(&first.body).unwrap(),
             serde_json::to_string(&replay.body).unwrap(),
-            "{strategy}: the same body"
+            "{strategy} ({store:?}): the same body"
         );
         assert_eq!((replay.made_xp, did_work(replay)), (None, false));
         assert_eq!(r.xp_rows, 1);
