@@ -34,103 +34,84 @@ use signals::Signals;
 /// Runs one command line to the end. Arguments are checked before any
 /// database starts; whatever was started is cleaned up however the run ends.
 pub async fn run(cli: Cli) -> Result<()> {
+    use commands as c;
     report::style::init(cli.color.forced());
-    let mut signals = Signals::install()?;
+    let s = &mut Signals::install()?;
     match cli.command {
-        Command::Race(args) => {
-            let plan = commands::race::plan(&args)?;
-            with_database(&args.connect, &mut signals, async |db| {
-                commands::race::execute(plan, db).await
+        Command::Race(a) => planned(&a.connect, s, c::race::plan(&a), c::race::execute).await,
+        Command::Compare(a) => {
+            planned(&a.connect, s, c::compare::plan(&a), c::compare::execute).await
+        }
+        Command::Stores(a) => planned(&a.connect, s, c::stores::plan(&a), c::stores::execute).await,
+        Command::Step(a) => planned(&a.connect, s, c::step::plan(&a), c::step::execute).await,
+        Command::Keys(a) => planned(&a.connect, s, c::keys::plan(&a), c::keys::execute).await,
+        Command::Bench(a) => planned(&a.connect, s, c::bench::plan(&a), c::bench::execute).await,
+        Command::Audit(a) => {
+            let out = Output::from_json_flag(a.json);
+            with_options(c::audit::connect(&a)?, s, async |db| {
+                c::audit::execute(&a, out, db).await
             })
             .await
         }
-        Command::Compare(args) => {
-            let plan = commands::compare::plan(&args)?;
-            with_database(&args.connect, &mut signals, async |db| {
-                commands::compare::execute(plan, db).await
+        Command::Reap(a) => {
+            let out = Output::from_json_flag(a.json);
+            with_options(c::reap::connect(&a), s, async |db| {
+                c::reap::execute(&a, out, db).await
             })
             .await
         }
-        Command::Stores(args) => {
-            let plan = commands::stores::plan(&args)?;
-            with_database(&args.connect, &mut signals, async |db| {
-                commands::stores::execute(plan, db).await
-            })
-            .await
-        }
-        Command::Audit(args) => {
-            let connect = commands::audit::connect(&args)?;
-            with_options(connect, &mut signals, async |db| {
-                commands::audit::execute(&args, Output::from_json_flag(args.json), db).await
-            })
-            .await
-        }
-        Command::Reap(args) => {
-            let connect = commands::reap::connect(&args);
-            with_options(connect, &mut signals, async |db| {
-                commands::reap::execute(&args, Output::from_json_flag(args.json), db).await
-            })
-            .await
-        }
-        Command::Scenario(args) => {
-            let scenarios = commands::scenario::plan(&args)?;
-            match args.command {
-                cli::ScenarioCommand::List { .. } => commands::scenario::list(&scenarios),
+        Command::Scenario(a) => {
+            let scenarios = c::scenario::plan(&a)?;
+            match a.command {
+                cli::ScenarioCommand::List { .. } => c::scenario::list(&scenarios),
                 cli::ScenarioCommand::Run { json, .. } => {
-                    with_database(&args.connect, &mut signals, async |db| {
-                        commands::scenario::run(scenarios, Output::from_json_flag(json), db).await
+                    let out = Output::from_json_flag(json);
+                    with_database(&a.connect, s, async |db| {
+                        c::scenario::run(scenarios, out, db).await
                     })
                     .await
                 }
             }
         }
-        Command::Lessons => commands::lesson::list(),
-        Command::Lesson(args) => {
-            let lessons = commands::lesson::plan(&[args.number as u8])?;
-            with_database(&args.connect, &mut signals, async |db| {
-                commands::lesson::tell(&lessons, args.no_pause, db).await
+        Command::Lessons => c::lesson::list(),
+        Command::Lesson(a) => {
+            let lessons = c::lesson::plan(&[a.number as u8])?;
+            with_database(&a.connect, s, async |db| {
+                c::lesson::tell(&lessons, a.no_pause, db).await
             })
             .await
         }
-        Command::Tour(args) => {
-            let lessons = commands::lesson::plan(&[1, 2, 3, 4, 5, 6, 7])?;
-            with_database(&args.connect, &mut signals, async |db| {
-                commands::lesson::tell(&lessons, args.no_pause, db).await
+        Command::Tour(a) => {
+            let lessons = c::lesson::plan(&[1, 2, 3, 4, 5, 6, 7])?;
+            with_database(&a.connect, s, async |db| {
+                c::lesson::tell(&lessons, a.no_pause, db).await
             })
             .await
         }
-        Command::Step(args) => {
-            let plan = commands::step::plan(&args)?;
-            with_database(&args.connect, &mut signals, async |db| {
-                commands::step::execute(plan, db).await
+        Command::Challenge(a) => {
+            let out = Output::from_json_flag(a.json);
+            with_database(&a.connect, s, async |db| {
+                c::challenge::execute(db, out).await
             })
             .await
         }
-        Command::Challenge(args) => {
-            with_database(&args.connect, &mut signals, async |db| {
-                commands::challenge::execute(db, Output::from_json_flag(args.json)).await
-            })
-            .await
-        }
-        Command::Keys(args) => {
-            let plan = commands::keys::plan(&args)?;
-            with_database(&args.connect, &mut signals, async |db| {
-                commands::keys::execute(plan, db).await
-            })
-            .await
-        }
-        Command::Bench(args) => {
-            let plan = commands::bench::plan(&args)?;
-            with_database(&args.connect, &mut signals, async |db| {
-                commands::bench::execute(plan, db).await
-            })
-            .await
-        }
-        Command::Doctor(args) => {
-            let db = open(args.connect.options(), &mut signals).await?;
-            commands::doctor::execute(db, Output::from_json_flag(args.json)).await
+        Command::Doctor(a) => {
+            let db = open(a.connect.options(), s).await?;
+            c::doctor::execute(db, Output::from_json_flag(a.json)).await
         }
     }
+}
+
+/// Runs a planned command against the database: a plan that fails starts
+/// nothing.
+async fn planned<P>(
+    connect: &ConnectArgs,
+    signals: &mut Signals,
+    plan: Result<P>,
+    execute: impl AsyncFnOnce(P, &Database) -> Result<()>,
+) -> Result<()> {
+    let plan = plan?;
+    with_database(connect, signals, async |db| execute(plan, db).await).await
 }
 
 /// Opens the database, runs `body` against it, and closes it again, also
