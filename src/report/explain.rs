@@ -6,69 +6,91 @@ use crate::strategy::{Step, StrategyKind};
 
 /// Explains the figure from what the workers did.
 pub fn explain(r: &RaceResult) -> String {
-    let n = |o: Outcome| r.count(o);
+    let mut text = what_the_strategy_did(r);
+    text.push_str(&after_the_retry(r));
+    if r.strategy != StrategyKind::Guard {
+        text.push_str(&crash_consequence(r));
+    }
+    text.push_str(&what_else_happened(r));
+    text
+}
+
+/// The sentence about the strategy itself: who did the work, and why.
+fn what_the_strategy_did(r: &RaceResult) -> String {
     let made = r.reports.iter().filter(|w| w.made_xp.is_some()).count();
-    let mut text = match r.strategy {
+    match r.strategy {
         StrategyKind::None => {
             format!("With no key, every worker that ran did the work: {made} XP rows.")
         }
         StrategyKind::CheckThenStore => check_then_store(r, made),
-        StrategyKind::ClaimWorkComplete if r.store == StoreKind::Cache => {
-            let racers = r
-                .reports
-                .iter()
-                .filter(|w| !w.retry && w.made_xp.is_some())
-                .count();
-            if racers > 1 {
-                format!(
-                    "write(unless_exist) found no entry to lock: {racers} workers each saw it missing, each \
-                     wrote it and was told it won, so {racers} did the work."
-                )
-            } else {
-                "One worker wrote the cache entry first; the others found it.".to_string()
-            }
-        }
-        StrategyKind::ClaimWorkComplete => {
-            let losers = r
-                .reports
-                .iter()
-                .filter(|w| took(w, Step::Read) || w.waited.is_some())
-                .count();
-            let mut text = format!(
-                "The unique index let one claim in before any work ran; {losers} lost the claim and did no \
-                 work ({} answered 409, {} replayed the completed response).",
-                n(Outcome::Conflict),
-                n(Outcome::Replayed)
-            );
-            let held: f64 = r
-                .reports
-                .iter()
-                .filter_map(|w| w.waited.filter(|w| w.held_connection))
-                .map(|w| w.ms)
-                .sum();
-            if held >= 1.0 {
-                text.push_str(&format!(
-                    " Blocked losers held pooled connections for {:.0} ms in all while they waited.",
-                    held
-                ));
-            }
-            let reads: u32 = r
-                .reports
-                .iter()
-                .filter_map(|w| w.waited)
-                .map(|w| w.reads)
-                .sum();
-            if reads > 0 {
-                text.push_str(&format!(" Polling losers read the claim {reads} times, giving their connections back in between."));
-            }
-            text
-        }
+        StrategyKind::ClaimWorkComplete if r.store == StoreKind::Cache => claims_in_the_cache(r),
+        StrategyKind::ClaimWorkComplete => claim_work_complete(r),
         StrategyKind::Guard => guard(r),
         StrategyKind::InsertUnique => format!(
             "The XP table's unique index decided at the insert itself: {made} row made, {} found it and replayed.",
-            n(Outcome::Replayed)
+            r.count(Outcome::Replayed)
         ),
-    };
+    }
+}
+
+/// Lesson 5: the cache's `write(unless_exist)` has nothing to lock.
+fn claims_in_the_cache(r: &RaceResult) -> String {
+    let racers = r
+        .reports
+        .iter()
+        .filter(|w| !w.retry && w.made_xp.is_some())
+        .count();
+    if racers > 1 {
+        format!(
+            "write(unless_exist) found no entry to lock: {racers} workers each saw it missing, each \
+             wrote it and was told it won, so {racers} did the work."
+        )
+    } else {
+        "One worker wrote the cache entry first; the others found it.".to_string()
+    }
+}
+
+/// Lesson 2 and 3: one claim wins; what the losers did while they waited.
+fn claim_work_complete(r: &RaceResult) -> String {
+    let n = |o: Outcome| r.count(o);
+    let losers = r
+        .reports
+        .iter()
+        .filter(|w| took(w, Step::Read) || w.waited.is_some())
+        .count();
+    let mut text = format!(
+        "The unique index let one claim in before any work ran; {losers} lost the claim and did no \
+         work ({} answered 409, {} replayed the completed response).",
+        n(Outcome::Conflict),
+        n(Outcome::Replayed)
+    );
+    let held: f64 = r
+        .reports
+        .iter()
+        .filter_map(|w| w.waited.filter(|w| w.held_connection))
+        .map(|w| w.ms)
+        .sum();
+    if held >= 1.0 {
+        text.push_str(&format!(
+            " Blocked losers held pooled connections for {:.0} ms in all while they waited.",
+            held
+        ));
+    }
+    let reads: u32 = r
+        .reports
+        .iter()
+        .filter_map(|w| w.waited)
+        .map(|w| w.reads)
+        .sum();
+    if reads > 0 {
+        text.push_str(&format!(" Polling losers read the claim {reads} times, giving their connections back in between."));
+    }
+    text
+}
+
+/// Lesson 5: the client's retry after other cache writes.
+fn after_the_retry(r: &RaceResult) -> String {
+    let mut text = String::new();
     if let Some(retry) = r
         .reports
         .iter()
@@ -92,9 +114,13 @@ pub fn explain(r: &RaceResult) -> String {
             ),
         });
     }
-    if r.strategy != StrategyKind::Guard {
-        text.push_str(&crash_consequence(r));
-    }
+    text
+}
+
+/// Planned crashes that never struck, timeouts, 422s, wrong replays, errors.
+fn what_else_happened(r: &RaceResult) -> String {
+    let n = |o: Outcome| r.count(o);
+    let mut text = String::new();
     if let Some(plan) = r.crash
         && n(Outcome::Crashed) == 0
     {
