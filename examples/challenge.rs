@@ -115,7 +115,7 @@ async fn main() -> anyhow::Result<()> {
         idem::report::challenge::render("MyGuard (examples/challenge.rs)", &cases)
     );
     if cases.iter().all(|c| c.passed) {
-        println!("All four hold. Compare your guard with src/guard/mod.rs.");
+        println!("All four hold. Compare your guard with src/strategy/guard/.");
         Ok(())
     } else {
         std::process::exit(1);

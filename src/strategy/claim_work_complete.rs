@@ -11,6 +11,7 @@ use serde_json::Value;
 use tokio_postgres::error::SqlState;
 
 use super::answers::{conflict, mismatch, replay};
+use super::claims::{claim, complete, key_of};
 use super::fingerprint;
 use super::loser::LoserPolicy;
 use super::{Handled, OPERATION, Step, Strategy, work};
@@ -36,7 +37,7 @@ impl Strategy for ClaimWorkComplete {
             }
             let conn = lease.conn(trace).await?;
             // 1. Claim: insert the key as pending; the unique index picks one winner.
-            match claim(conn, req, trace).await? {
+            match claim(&**conn, &key_of(req, OPERATION), trace).await? {
                 Some(claim_id) => {
                     let answer = work_and_complete(conn, req, trace, claim_id).await?;
                     Ok(answer)
@@ -45,38 +46,6 @@ impl Strategy for ClaimWorkComplete {
             }
         })
     }
-}
-
-/// Inserts the pending claim, with the fingerprint; `Some(id)` if this
-/// request won it. The whole guard claims the same way.
-pub(crate) async fn claim(
-    conn: &Conn,
-    req: &Request,
-    trace: &mut Trace,
-) -> Result<Option<i64>, Failure> {
-    let claim = conn
-        .prepare_cached(
-            "INSERT INTO idempotency_keys (key, operation, status, request_fingerprint, worker, locked_at)
-             VALUES ($1, $2, 'pending', $3, $4, now())
-             ON CONFLICT (key) DO NOTHING
-             RETURNING id",
-        )
-        .await?;
-    let won = trace
-        .query(
-            Step::Claim,
-            conn.query_opt(
-                &claim,
-                &[&req.key, &OPERATION, &req.fingerprint, &req.worker_id()],
-            ),
-        )
-        .await?;
-    trace.note(if won.is_some() {
-        "claim won"
-    } else {
-        "claim taken"
-    });
-    Ok(won.map(|row| row.get(0)))
 }
 
 /// The winner's path: 2. work, 3. complete with the response for later requests.
@@ -89,7 +58,7 @@ async fn work_and_complete(
     let xp = trace.query(Step::Work, work::award_xp(conn, req)).await?;
     trace.note(format!("made XP #{xp}"));
     let body = work::response_body(xp, &req.params);
-    complete(conn, trace, claim_id, 201, &body).await?;
+    complete(&**conn, trace, claim_id, 201, &body).await?;
     trace.note("completed");
     Ok(Answer {
         outcome: Outcome::Created,
@@ -99,30 +68,6 @@ async fn work_and_complete(
         body: Some(body),
         waited: None,
     })
-}
-
-/// Completes the claim with the response later requests will replay.
-pub(crate) async fn complete(
-    conn: &Conn,
-    trace: &mut Trace,
-    claim_id: i64,
-    code: i32,
-    body: &Value,
-) -> Result<(), Failure> {
-    let complete = conn
-        .prepare_cached(
-            "UPDATE idempotency_keys
-             SET status = 'completed', response_code = $2, response_body = $3, completed_at = now()
-             WHERE id = $1",
-        )
-        .await?;
-    trace
-        .query(
-            Step::Complete,
-            conn.execute(&complete, &[&claim_id, &code, body]),
-        )
-        .await?;
-    Ok(())
 }
 
 /// The claim as a loser reads it.
@@ -248,7 +193,7 @@ async fn claim_blocking(
         give_up_after.as_millis().max(1)
     ))
     .await?;
-    let claimed = claim(conn, req, trace).await;
+    let claimed = claim(&**conn, &key_of(req, OPERATION), trace).await;
     let blocked = trace.events.last().map_or(0.0, |e| e.end_ms - e.start_ms);
     let waited = Some(Waited {
         ms: blocked,
@@ -285,7 +230,7 @@ async fn claim_blocking(
         }
         Err(err) => {
             let _ = conn.batch_execute("ROLLBACK").await;
-            Err(err)
+            Err(err.into())
         }
     }
 }

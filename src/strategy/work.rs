@@ -3,12 +3,14 @@
 use serde_json::{Value, json};
 
 use super::fingerprint::Params;
-use crate::db::pool::Conn;
 use crate::request::Request;
 
 /// Does the work: waits `work_ms` (the service call the row stands for, and
 /// the race window it widens), then inserts the XP row. Returns its id.
-pub async fn award_xp(conn: &Conn, req: &Request) -> Result<i64, tokio_postgres::Error> {
+pub async fn award_xp(
+    conn: &deadpool_postgres::ClientWrapper,
+    req: &Request,
+) -> Result<i64, tokio_postgres::Error> {
     service_call(req).await;
     let insert = conn
         .prepare_cached(

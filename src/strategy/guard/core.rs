@@ -1,0 +1,248 @@
+//! The guard's algorithm, once: on any client, watched by any observer.
+
+use std::future::Future;
+
+use serde_json::{Value, json};
+
+use super::{Guard, GuardClient, Key, OnFailure, Reply, Verdict, WorkFailed};
+use crate::request::{Observer, Step};
+use crate::store::ClaimStatus;
+use crate::strategy::claims::{claim, complete};
+use crate::strategy::fingerprint;
+
+type Result<T> = std::result::Result<T, tokio_postgres::Error>;
+
+/// One attempt at the whole request: claim, then the loser's path or the
+/// work and its completion.
+pub(crate) async fn attempt<'c, C, W, Fut, O>(
+    guard: &Guard,
+    client: &'c C,
+    key: &Key<'_>,
+    work: W,
+    obs: &mut O,
+) -> Result<Verdict>
+where
+    C: GuardClient,
+    W: FnOnce(&'c C) -> Fut,
+    Fut: Future<Output = std::result::Result<Reply, WorkFailed>> + Send,
+    O: Observer,
+{
+    let claim_id = match claim(client, key, obs).await? {
+        Some(id) => id,
+        None => match lost(guard, client, key, obs).await? {
+            Ok(id) => id,
+            Err(verdict) => return Ok(verdict),
+        },
+    };
+    work_and_complete(guard, client, key, work, obs, claim_id).await
+}
+
+/// The claim as another request left it.
+struct Held {
+    id: i64,
+    status: ClaimStatus,
+    fingerprint: Option<String>,
+    response_code: Option<i32>,
+    body: Option<Value>,
+    owner: Option<i32>,
+    stale: bool,
+}
+
+/// The loser's path. `Ok(id)` when this request may go on with the claim
+/// after all (its own, or a stale one it took over); `Err(verdict)` otherwise.
+async fn lost<C: GuardClient, O: Observer>(
+    guard: &Guard,
+    client: &C,
+    key: &Key<'_>,
+    obs: &mut O,
+) -> Result<std::result::Result<i64, Verdict>> {
+    let read = client
+        .statement(
+            "SELECT id, status, request_fingerprint, response_code, response_body, worker,
+                    locked_at < now() - make_interval(secs => $2)
+             FROM idempotency_keys WHERE key = $1",
+        )
+        .await?;
+    let timeout = guard.lock_timeout.as_secs_f64();
+    let row = obs
+        .step(
+            Step::Read,
+            client.client().query_opt(&read, &[&key.key, &timeout]),
+        )
+        .await?;
+    let Some(row) = row else {
+        obs.note("gone");
+        return Ok(Err(Verdict::InFlight { why: "claim gone" }));
+    };
+    let held = Held {
+        id: row.get(0),
+        status: ClaimStatus::parse(row.get(1)),
+        fingerprint: row.get(2),
+        response_code: row.get(3),
+        body: row.get(4),
+        owner: row.get(5),
+        stale: row.get::<_, Option<bool>>(6).unwrap_or(false),
+    };
+    obs.note(held.status.name());
+    if fingerprint::differs(key.fingerprint, held.fingerprint.as_deref()) {
+        return Ok(Err(Verdict::Reused));
+    }
+    if held.status == ClaimStatus::Completed {
+        return Ok(Err(Verdict::Replay(Reply {
+            status: held.response_code.unwrap_or(200),
+            body: held.body.unwrap_or(Value::Null),
+        })));
+    }
+    let ours = held.owner == Some(key.owner);
+    if !ours && !held.stale {
+        return Ok(Err(Verdict::InFlight {
+            why: "claim pending",
+        }));
+    }
+    // Resume our own claim, or take over a stale one. The condition is
+    // checked again under the row's lock, so of two requests arriving
+    // after the timeout only one gets the row.
+    let take = client
+        .statement(
+            "UPDATE idempotency_keys SET locked_at = now(), worker = $2
+             WHERE id = $1 AND status = 'pending'
+               AND (worker = $2 OR locked_at < now() - make_interval(secs => $3))
+             RETURNING id",
+        )
+        .await?;
+    let taken = obs
+        .step(
+            Step::Claim,
+            client
+                .client()
+                .query_opt(&take, &[&held.id, &key.owner, &timeout]),
+        )
+        .await?;
+    match taken {
+        Some(_) if ours => {
+            obs.note("resumed own claim");
+            Ok(Ok(held.id))
+        }
+        Some(_) => {
+            let from = held.owner.map_or("?".into(), |w| w.to_string());
+            obs.note(&format!("took over a stale claim from worker {from}"));
+            Ok(Ok(held.id))
+        }
+        None => {
+            obs.note("another request took it first");
+            Ok(Err(Verdict::InFlight {
+                why: "stale claim taken by another",
+            }))
+        }
+    }
+}
+
+/// The work and the completion in one transaction; the completion matches
+/// only while the claim is still ours.
+async fn work_and_complete<'c, C, W, Fut, O>(
+    guard: &Guard,
+    client: &'c C,
+    key: &Key<'_>,
+    work: W,
+    obs: &mut O,
+    claim_id: i64,
+) -> Result<Verdict>
+where
+    C: GuardClient,
+    W: FnOnce(&'c C) -> Fut,
+    Fut: Future<Output = std::result::Result<Reply, WorkFailed>> + Send,
+    O: Observer,
+{
+    obs.sent();
+    client.client().batch_execute("BEGIN").await?;
+    let reply = match obs.step(Step::Work, work(client)).await {
+        Ok(reply) => reply,
+        Err(WorkFailed::Service(_)) => {
+            obs.sent();
+            client.client().batch_execute("ROLLBACK").await?;
+            return rescue(guard, client, obs, claim_id).await;
+        }
+        Err(WorkFailed::Database(err)) => {
+            let _ = client.client().batch_execute("ROLLBACK").await;
+            return Err(err);
+        }
+    };
+    obs.worked(&reply.body);
+    let completed = async {
+        let complete = client
+            .statement(
+                "UPDATE idempotency_keys
+                 SET status = 'completed', response_code = $3, response_body = $4, completed_at = now()
+                 WHERE id = $1 AND worker = $2 AND status = 'pending'",
+            )
+            .await?;
+        obs.step(
+            Step::Complete,
+            client.client().execute(
+                &complete,
+                &[&claim_id, &key.owner, &reply.status, &reply.body],
+            ),
+        )
+        .await
+    }
+    .await;
+    match completed {
+        Ok(1) => {
+            obs.sent();
+            client.client().batch_execute("COMMIT").await?;
+            obs.note("completed");
+            Ok(Verdict::Done(reply))
+        }
+        Ok(_) => {
+            // Someone took the claim over while we worked: our rows go.
+            obs.sent();
+            client.client().batch_execute("ROLLBACK").await?;
+            obs.note("claim lost to a takeover; rolled back");
+            Ok(Verdict::InFlight {
+                why: "claim taken over",
+            })
+        }
+        Err(err) => {
+            let _ = client.client().batch_execute("ROLLBACK").await;
+            Err(err)
+        }
+    }
+}
+
+/// The work failed: store the failure, or release the claim.
+async fn rescue<C: GuardClient, O: Observer>(
+    guard: &Guard,
+    client: &C,
+    obs: &mut O,
+    claim_id: i64,
+) -> Result<Verdict> {
+    let reply = Reply {
+        status: 500,
+        body: json!({ "error": { "type": "api_error", "message": "the award service failed" } }),
+    };
+    match guard.on_failure {
+        OnFailure::Store => {
+            complete(client, obs, claim_id, reply.status, &reply.body).await?;
+            obs.note("stored the 500");
+            Ok(Verdict::Failed {
+                reply,
+                released: false,
+            })
+        }
+        OnFailure::Release => {
+            let release = client
+                .statement("DELETE FROM idempotency_keys WHERE id = $1")
+                .await?;
+            obs.step(
+                Step::Complete,
+                client.client().execute(&release, &[&claim_id]),
+            )
+            .await?;
+            obs.note("released the claim");
+            Ok(Verdict::Failed {
+                reply,
+                released: true,
+            })
+        }
+    }
+}

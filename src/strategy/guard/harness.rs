@@ -1,0 +1,111 @@
+//! The guard in idem's races: the library's algorithm on a pooled connection, watched by the trace, with retries.
+
+use super::{Guard, Reply, Verdict, WorkFailed, core};
+use crate::db::pool::Conn;
+use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
+use crate::strategy::answers::{self, mismatch};
+use crate::strategy::claims::key_of;
+use crate::strategy::{Handled, OPERATION, Strategy, work};
+
+impl Strategy for Guard {
+    fn handle<'a>(
+        &'a self,
+        lease: &'a mut Lease,
+        req: &'a Request,
+        trace: &'a mut Trace,
+    ) -> Handled<'a> {
+        Box::pin(async move {
+            let mut backoff = self.first_backoff;
+            let mut retries = 0;
+            loop {
+                match self.attempt(lease, req, trace).await {
+                    Err(failure) if failure.is_transient() && retries < self.max_retries => {
+                        // The same key again, on a fresh connection.
+                        retries += 1;
+                        lease.discard();
+                        trace.note(format!("transient failure, retry {retries}: {failure}"));
+                        tokio::time::sleep(backoff).await;
+                        backoff *= 2;
+                    }
+                    other => return other,
+                }
+            }
+        })
+    }
+}
+
+impl Guard {
+    /// One attempt on the leased connection, answered as the race shows it.
+    async fn attempt(
+        &self,
+        lease: &mut Lease,
+        req: &Request,
+        trace: &mut Trace,
+    ) -> Result<Answer, Failure> {
+        let conn: &Conn = lease.conn(trace).await?;
+        let key = key_of(req, OPERATION);
+        let client: &deadpool_postgres::ClientWrapper = conn;
+        // The award, run by the guard inside the transaction that completes the claim.
+        let award = |client| async move {
+            if req.work_fails {
+                work::service_call(req).await;
+                return Err(WorkFailed::Service("the award service failed".into()));
+            }
+            let xp = work::award_xp(client, req)
+                .await
+                .map_err(WorkFailed::Database)?;
+            Ok(Reply {
+                status: 201,
+                body: work::response_body(xp, &req.params),
+            })
+        };
+        let verdict = core::attempt(self, client, &key, award, trace).await?;
+        Ok(answer(req, verdict))
+    }
+}
+
+/// The verdict as the client sees it, with what the worker saw and did.
+fn answer(req: &Request, verdict: Verdict) -> Answer {
+    match verdict {
+        Verdict::Done(reply) => {
+            let xp = work::xp_id_of(&reply.body);
+            Answer {
+                outcome: Outcome::Created,
+                saw: "claim won".into(),
+                did: format!("made XP #{}, completed", xp.unwrap_or_default()),
+                made_xp: xp,
+                body: Some(reply.body),
+                waited: None,
+            }
+        }
+        Verdict::Replay(reply) if reply.status == 500 => Answer {
+            outcome: Outcome::Failed,
+            saw: "claim completed with 500".into(),
+            did: "replayed the stored 500".into(),
+            made_xp: None,
+            body: Some(reply.body),
+            waited: None,
+        },
+        Verdict::Replay(reply) => answers::replay(Some(reply.body), "claim completed", None),
+        Verdict::InFlight { why } => {
+            let did = match why {
+                "claim taken over" => "rolled back its work, 409",
+                _ => "answered 409",
+            };
+            answers::conflict(req, why, did, None)
+        }
+        Verdict::Reused => mismatch(req),
+        Verdict::Failed { reply, released } => Answer {
+            outcome: Outcome::Failed,
+            saw: "claim won".into(),
+            did: if released {
+                "work failed, released the claim".into()
+            } else {
+                "work failed, stored the 500".into()
+            },
+            made_xp: None,
+            body: Some(reply.body),
+            waited: None,
+        },
+    }
+}
