@@ -1,27 +1,35 @@
 //! idem: see why idempotency guards fail under concurrency.
 //!
-//! The crate is laid out as the course is told: [`strategy`] holds the guard
-//! shapes, one file each; [`race`] runs N workers through one of them on a
-//! real connection pool; [`db`] provides the database (a disposable cluster or
-//! a real server); [`report`] prints what happened. [`cli`] and [`commands`]
-//! wire them to the command line.
+//! Two things are public: [`main`], the whole `idem` program, and [`guard`],
+//! the course's complete idempotency guard as a library for your own
+//! service. Everything else is idem's own, laid out as the course is told
+//! (`strategy/` holds the guard shapes, `race/` runs N workers through one of
+//! them on a real connection pool, `db/` provides the database, `report/`
+//! prints what happened) and described in the README.
 
-pub mod bench;
-pub mod challenge;
-pub mod cli;
-pub mod commands;
-pub mod db;
-pub mod keys;
-pub mod lesson;
-pub mod race;
-pub mod report;
-pub mod request;
-pub mod scenario;
-pub mod signals;
-pub mod store;
-pub mod strategy;
+#![deny(missing_docs)]
 
-/// The whole guard of lesson 7, one of the strategies.
+/// Declares modules that are idem's own: private to the crate, and public
+/// (hidden from the documentation) only for idem's tests and examples,
+/// which turn on the `internals` feature.
+macro_rules! internal {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[cfg(feature = "internals")]
+            #[doc(hidden)]
+            pub mod $name;
+            #[cfg(not(feature = "internals"))]
+            mod $name;
+        )*
+    };
+}
+
+internal!(
+    app, bench, challenge, cli, commands, db, keys, lesson, race, report, request, scenario,
+    signals, store, strategy,
+);
+
+pub use app::main;
 pub use strategy::guard;
 
 use anyhow::Result;
@@ -33,7 +41,7 @@ use signals::Signals;
 
 /// Runs one command line to the end. Arguments are checked before any
 /// database starts; whatever was started is cleaned up however the run ends.
-pub async fn run(cli: Cli) -> Result<()> {
+pub(crate) async fn run(cli: Cli) -> Result<()> {
     use commands as c;
     report::style::init(cli.color.forced());
     let s = &mut Signals::install()?;

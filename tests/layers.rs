@@ -9,7 +9,7 @@ use std::path::Path;
 /// Top to bottom. A module may use the modules of its own layer or below,
 /// never above.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("the command line", &["cli", "commands", "signals"]),
+    ("the command line", &["app", "cli", "commands", "signals"]),
     ("output", &["report"]),
     (
         "teaching and measuring",

@@ -12,10 +12,16 @@ mod worker_report;
 
 /// The request contract, as the harness's users name it.
 pub use crate::request::fault;
-pub use crate::request::{Answer, Failure, Lease, Outcome, Request, StepEvent, Trace};
-pub use result::{EXPECTED_XP_ROWS, RaceResult, histogram, outcome_totals, percentile};
+pub use crate::request::{Lease, Outcome, Request, StepEvent, Trace};
+#[cfg(feature = "internals")]
+pub use crate::request::{Answer, Failure};
+#[cfg(feature = "internals")]
+pub use result::EXPECTED_XP_ROWS;
+pub use result::{RaceResult, histogram, outcome_totals, percentile};
 pub use runner::Race;
+#[cfg(feature = "internals")]
+pub use settings::MAX_KEY_LEN;
 pub use settings::{
-    CrashPlan, DEFAULT_KEY, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_WORK_MS, MAX_KEY_LEN, RaceSettings,
+    CrashPlan, DEFAULT_KEY, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_WORK_MS, RaceSettings,
 };
 pub use worker_report::WorkerReport;

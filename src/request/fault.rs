@@ -98,8 +98,4 @@ impl Fault {
             .execute(&self.meta)
             .await;
     }
-
-    pub fn pool(&self) -> PgPool {
-        self.meta.clone()
-    }
 }

@@ -20,14 +20,6 @@ pub enum Failure {
 }
 
 impl Failure {
-    /// The database error's SQLSTATE, if it is one.
-    pub fn code(&self) -> Option<&tokio_postgres::error::SqlState> {
-        match self {
-            Failure::Db(err) => err.code(),
-            Failure::Checkout(_) | Failure::Crashed => None,
-        }
-    }
-
     /// Whether a retry with the same key may succeed: a serialization
     /// failure, a deadlock, or a lost connection. Anything else surfaces.
     pub fn is_transient(&self) -> bool {

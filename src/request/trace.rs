@@ -135,15 +135,6 @@ impl Trace {
         }
     }
 
-    /// When the last `step` ended, if the request took it.
-    pub fn ended(&self, step: Step) -> Option<f64> {
-        self.events
-            .iter()
-            .rev()
-            .find(|e| e.step == step)
-            .map(|e| e.end_ms)
-    }
-
     fn since_gate(&self) -> f64 {
         self.gate.elapsed().as_secs_f64() * 1000.0
     }

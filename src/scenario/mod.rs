@@ -10,5 +10,9 @@ pub mod builtin;
 mod check;
 mod file;
 
-pub use check::{Check, Verdict, run};
-pub use file::{Expect, KeysSpec, RaceSpec, Scenario, parse};
+#[cfg(feature = "internals")]
+pub use check::Check;
+pub use check::{Verdict, run};
+#[cfg(feature = "internals")]
+pub use file::{Expect, KeysSpec, RaceSpec};
+pub use file::{Scenario, parse};

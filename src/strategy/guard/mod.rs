@@ -19,8 +19,8 @@
 //! (`migrations/0001_idempotency_keys.sql`) on the connection's search path.
 //! It runs on a plain tokio-postgres [`Client`](tokio_postgres::Client) or on a
 //! deadpool-postgres one (whose statement cache it then uses), and knows
-//! nothing of idem's race harness, which watches it through an
-//! [`Observer`](crate::request::Observer) for races, faults and step-by-step.
+//! nothing of idem's race harness, which watches the same code through an
+//! observer for its races, faults and step-by-step runs.
 //!
 //! A handler that awards XP once per idempotency key:
 //!

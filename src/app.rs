@@ -1,0 +1,104 @@
+//! The program around the commands: a one-line error for anything that goes wrong, the async runtime, the exit status.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use clap::error::ErrorKind;
+use colored::Colorize;
+
+use crate::cli::Cli;
+use crate::db::secret::scrub;
+use crate::report::BrokenPipe;
+use crate::signals::Interrupted;
+
+/// The whole program: parse the command line, run it, print any error on
+/// one line, and say how it ended (0, 1, 2 for bad arguments, 128 + a
+/// signal's number).
+pub fn main() -> ExitCode {
+    // A bug must still read as one line, not a backtrace; the run's cleanup
+    // goes on as for any other error.
+    std::panic::set_hook(Box::new(|info| {
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let message = scrub(&message);
+        eprintln!("idem: internal error{place}: {message} (please report it)");
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err)
+            if matches!(
+                err.kind(),
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+            ) =>
+        {
+            err.exit()
+        }
+        Err(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => err.exit(),
+        Err(err) => {
+            // clap's first line says what is wrong; the usage it adds is one `--help` away.
+            let text = err.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let choices = text
+                .lines()
+                .map(str::trim)
+                .find(|l| l.starts_with("[possible values"));
+            match choices {
+                Some(choices) => eprintln!("{first} {choices}"),
+                None => eprintln!("{first} (see --help)"),
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!(
+                "{} could not start the async runtime: {err}",
+                "error:".red().bold()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(crate::run(cli));
+    drop(runtime);
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.is::<BrokenPipe>() => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{} {}", "error:".red().bold(), scrub(&said_once(&err)));
+            match err.downcast_ref::<Interrupted>() {
+                Some(signal) => ExitCode::from(128 + signal.number as u8),
+                None => ExitCode::FAILURE,
+            }
+        }
+    }
+}
+
+/// The error and its causes joined as anyhow's `{:#}` does, but each said
+/// once: drivers often repeat their cause's text in their own message
+/// ("timestamp out of range: timestamp out of range").
+fn said_once(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let said = cause.to_string();
+        if text.contains(&said) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&said);
+    }
+    text
+}
