@@ -26,7 +26,7 @@ use crate::strategy::{LoserPolicy, OPERATION, Strategy, StrategyKind, work};
 const NAMESPACE: Uuid = Uuid::from_u128(0x6964_656d_2d6b_6579_732d_6c65_7373_6f6e);
 
 /// How a client makes its key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum KeyKind {
     /// A new UUIDv4 each time the client starts: lost with every crash.
@@ -69,7 +69,7 @@ impl KeyKind {
 }
 
 /// Where a client's attempt dies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CrashPoint {
     /// Before the request leaves: the server never sees it.

@@ -16,7 +16,7 @@ use sqlx::PgPool;
 use super::Step;
 
 /// Where in a request the connection dies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultPoint {
     /// After the claim (or the find), as the work is about to start.

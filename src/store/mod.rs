@@ -35,7 +35,7 @@ impl ClaimStatus {
 }
 
 /// The stores a claim can live in, as `--store` spells them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StoreKind {
     /// The `idempotency_keys` table with its unique index.

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 /// The loser policies, as `--loser` spells them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LoserKind {
     /// Answer 409 Conflict at once (Stripe, the IETF draft).

@@ -51,7 +51,7 @@ pub trait Strategy: Send + Sync {
 
 /// The strategies by name, as `--strategy` spells them.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize, serde::Deserialize,
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum StrategyKind {

@@ -76,13 +76,23 @@ use tokio_postgres::Statement;
 use crate::request::Unobserved;
 
 /// What the guard does when the work itself fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OnFailure {
     /// Complete the claim with the 500 and replay it to retries (Stripe).
     Store,
     /// Delete the claim, so that a retry runs the work again (Powertools).
     Release,
+}
+
+impl OnFailure {
+    /// As `--on-failure` and scenario files spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnFailure::Store => "store",
+            OnFailure::Release => "release",
+        }
+    }
 }
 
 /// The complete guard.
