@@ -10,11 +10,11 @@ use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::db::{ClusterOptions, ConnectOptions};
-use crate::keys::{CrashPoint, KeyKind};
+use crate::keys::{CrashPoint, DEFAULT_CRASH_AT, DEFAULT_KEYS_WORK_MS, KeyKind};
 use crate::race::fault::FaultPoint;
 use crate::race::input::RaceInput;
 use crate::race::limits::{self, Origin};
-use crate::race::{CrashPlan, DEFAULT_KEY, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_WORK_MS, RaceSettings};
+use crate::race::{CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE, DEFAULT_STRATEGY, RaceSettings};
 use crate::store::StoreKind;
 use crate::strategy::guard::OnFailure;
 use crate::strategy::{LoserKind, StrategyKind};
@@ -155,12 +155,12 @@ pub struct RaceFlags {
 #[derive(Debug, Clone, Args)]
 pub struct ShapeFlags {
     /// Concurrent workers, each one request with the same key.
-    #[arg(long, short = 'w', default_value_t = 5, value_name = "N",
+    #[arg(long, short = 'w', default_value_t = limits::WORKERS.default(), value_name = "N",
           allow_negative_numbers = true, value_parser = whole::<{ limits::WORKERS.min }, { limits::WORKERS.max }>)]
     pub workers: u64,
 
     /// Connections in the pool the workers share (the app's connection pool).
-    #[arg(long, short = 'p', default_value_t = 5, value_name = "P",
+    #[arg(long, short = 'p', default_value_t = limits::POOL_SIZE.default(), value_name = "P",
           allow_negative_numbers = true, value_parser = whole::<{ limits::POOL_SIZE.min }, { limits::POOL_SIZE.max }>)]
     pub pool_size: u64,
 
@@ -171,7 +171,7 @@ pub struct ShapeFlags {
 
     /// How long the work takes, in ms: the service call behind the XP row,
     /// which keeps the race window open. 0 shows the bare race.
-    #[arg(long, default_value_t = DEFAULT_WORK_MS, value_name = "MS",
+    #[arg(long, default_value_t = limits::WORK_MS.default(), value_name = "MS",
           allow_negative_numbers = true, value_parser = whole::<{ limits::WORK_MS.min }, { limits::WORK_MS.max }>)]
     pub work_ms: u64,
 
@@ -180,12 +180,12 @@ pub struct ShapeFlags {
     pub key: String,
 
     /// How long a worker waits for a free connection before giving up (503).
-    #[arg(long, default_value_t = 30_000, value_name = "MS",
+    #[arg(long, default_value_t = limits::CHECKOUT_TIMEOUT_MS.default(), value_name = "MS",
           allow_negative_numbers = true, value_parser = whole::<{ limits::CHECKOUT_TIMEOUT_MS.min }, { limits::CHECKOUT_TIMEOUT_MS.max }>)]
     pub checkout_timeout_ms: u64,
 
     /// Repeat the race R times on fresh tables and show the distribution.
-    #[arg(long, short = 'r', default_value_t = 1, value_name = "R",
+    #[arg(long, short = 'r', default_value_t = limits::RUNS.default(), value_name = "R",
           allow_negative_numbers = true, value_parser = whole::<{ limits::RUNS.min }, { limits::RUNS.max }>)]
     pub runs: u64,
 }
@@ -232,12 +232,12 @@ pub struct StoreFlags {
     /// Where claim-work-complete keeps its claims: the key table, or a
     /// Solid-Cache-like store (lesson 5).
     #[arg(help_heading = "Lesson 5: where claims live")]
-    #[arg(long, value_enum, default_value_t = StoreKind::Table)]
+    #[arg(long, value_enum, default_value_t = DEFAULT_STORE)]
     pub store: StoreKind,
 
     /// The cache store's entry limit; past it the oldest entries are evicted.
     #[arg(help_heading = "Lesson 5: where claims live")]
-    #[arg(long, default_value_t = 1000, value_name = "N", allow_negative_numbers = true,
+    #[arg(long, default_value_t = limits::CACHE_MAX_ENTRIES.default(), value_name = "N", allow_negative_numbers = true,
           value_parser = whole::<{ limits::CACHE_MAX_ENTRIES.min }, { limits::CACHE_MAX_ENTRIES.max }>)]
     pub cache_max_entries: u64,
 
@@ -249,7 +249,7 @@ pub struct StoreFlags {
     /// After the race, write N other keys to the cache, then retry the same
     /// request: does its claim survive eviction?
     #[arg(help_heading = "Lesson 5: where claims live")]
-    #[arg(long, default_value_t = 0, value_name = "N", allow_negative_numbers = true,
+    #[arg(long, default_value_t = limits::CACHE_PRESSURE.default(), value_name = "N", allow_negative_numbers = true,
           value_parser = whole::<{ limits::CACHE_PRESSURE.min }, { limits::CACHE_PRESSURE.max }>)]
     pub cache_pressure: u64,
 
@@ -278,14 +278,14 @@ pub struct FaultFlags {
 
     /// The guard takes over a pending claim older than this, in ms.
     #[arg(help_heading = "Lesson 7: faults and recovery")]
-    #[arg(long, default_value_t = DEFAULT_LOCK_TIMEOUT_MS, value_name = "MS", allow_negative_numbers = true,
+    #[arg(long, default_value_t = limits::LOCK_TIMEOUT_MS.default(), value_name = "MS", allow_negative_numbers = true,
           value_parser = whole::<{ limits::LOCK_TIMEOUT_MS.min }, { limits::LOCK_TIMEOUT_MS.max }>)]
     pub lock_timeout_ms: u64,
 
     /// What the guard does when the work fails: store the 500 and replay it
     /// (Stripe), or release the claim so a retry runs again (Powertools).
     #[arg(help_heading = "Lesson 7: faults and recovery")]
-    #[arg(long, value_enum, default_value_t = OnFailure::Store)]
+    #[arg(long, value_enum, default_value_t = DEFAULT_ON_FAILURE)]
     pub on_failure: OnFailure,
 
     /// Make worker N's work fail (the award service errors), then retry it.
@@ -295,7 +295,7 @@ pub struct FaultFlags {
 
     /// How many retries of a crashed or failed request are sent at once.
     #[arg(help_heading = "Lesson 7: faults and recovery")]
-    #[arg(long, default_value_t = 1, value_name = "N", allow_negative_numbers = true,
+    #[arg(long, default_value_t = limits::RECOVERY_RETRIES.default(), value_name = "N", allow_negative_numbers = true,
           value_parser = whole::<{ limits::RECOVERY_RETRIES.min }, { limits::RECOVERY_RETRIES.max }>)]
     pub recovery_retries: u64,
 }
@@ -434,7 +434,7 @@ fn amount(text: &str) -> Result<i32, String> {
 #[derive(Debug, Args)]
 pub struct RaceArgs {
     /// The guard shape every worker runs.
-    #[arg(long, short = 's', value_enum, default_value_t = StrategyKind::CheckThenStore)]
+    #[arg(long, short = 's', value_enum, default_value_t = DEFAULT_STRATEGY)]
     pub strategy: StrategyKind,
 
     #[command(flatten)]
@@ -492,23 +492,23 @@ pub struct KeysArgs {
     pub compare: bool,
 
     /// Clients, each a different user, running at once.
-    #[arg(long, default_value_t = 1, value_name = "N", allow_negative_numbers = true,
+    #[arg(long, default_value_t = limits::CLIENTS.default(), value_name = "N", allow_negative_numbers = true,
           value_parser = whole::<{ limits::CLIENTS.min }, { limits::CLIENTS.max }>)]
     pub clients: u64,
 
     /// Distinct awards each client makes (one per lesson). Two or more show
     /// what a key derived from too few fields does.
-    #[arg(long, default_value_t = 2, value_name = "N", allow_negative_numbers = true,
+    #[arg(long, default_value_t = limits::INTENTS.default(), value_name = "N", allow_negative_numbers = true,
           value_parser = whole::<{ limits::INTENTS.min }, { limits::INTENTS.max }>)]
     pub intents: u64,
 
     /// Retries after the first attempt; every attempt but the last crashes.
-    #[arg(long, default_value_t = 2, value_name = "R", allow_negative_numbers = true,
+    #[arg(long, default_value_t = limits::RETRIES.default(), value_name = "R", allow_negative_numbers = true,
           value_parser = whole::<{ limits::RETRIES.min }, { limits::RETRIES.max }>)]
     pub retries: u64,
 
     /// Where each crashing attempt dies.
-    #[arg(long, value_enum, default_value_t = CrashPoint::AfterWork)]
+    #[arg(long, value_enum, default_value_t = DEFAULT_CRASH_AT)]
     pub crash_at: CrashPoint,
 
     /// The server checks no fingerprint: a merged intent is silently replayed, not rejected.
@@ -516,7 +516,7 @@ pub struct KeysArgs {
     pub no_fingerprint: bool,
 
     /// How long the server's work takes, in ms.
-    #[arg(long, default_value_t = 1, value_name = "MS", allow_negative_numbers = true,
+    #[arg(long, default_value_t = DEFAULT_KEYS_WORK_MS, value_name = "MS", allow_negative_numbers = true,
           value_parser = whole::<0, 60_000>)]
     pub work_ms: u64,
 
@@ -541,7 +541,7 @@ pub struct StoresArgs {
     pub workers: u64,
 
     /// How long the work takes, in ms.
-    #[arg(long, default_value_t = DEFAULT_WORK_MS, value_name = "MS", allow_negative_numbers = true,
+    #[arg(long, default_value_t = limits::WORK_MS.default(), value_name = "MS", allow_negative_numbers = true,
           value_parser = whole::<0, 60_000>)]
     pub work_ms: u64,
 

@@ -119,6 +119,12 @@ impl KeysSettings {
     }
 }
 
+/// Where a crashing attempt dies unless told otherwise.
+pub const DEFAULT_CRASH_AT: CrashPoint = CrashPoint::AfterWork;
+
+/// How long the server's work takes in these simulations unless told otherwise, in ms.
+pub const DEFAULT_KEYS_WORK_MS: u64 = 1;
+
 /// One attempt a client made.
 #[derive(Debug, Clone, Serialize)]
 pub struct Attempt {

@@ -17,10 +17,10 @@ use crate::strategy::guard::OnFailure;
 use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
 
 /// How often a polling loser re-reads the claim unless told otherwise.
-pub const DEFAULT_POLL_MS: u64 = 5;
+pub const DEFAULT_POLL_MS: u64 = limits::POLL_MS.default();
 
 /// How long a polling or blocking loser waits unless told otherwise.
-pub const DEFAULT_WAIT_TIMEOUT_MS: u64 = 2000;
+pub const DEFAULT_WAIT_TIMEOUT_MS: u64 = limits::WAIT_TIMEOUT_MS.default();
 
 /// What the user gave for one race; `None` takes the default.
 #[derive(Debug, Clone, Default)]

@@ -29,16 +29,26 @@ impl Origin<'_> {
     }
 }
 
-/// One numeric setting: its flag, its key in a scenario file, and its bounds.
+/// One numeric setting: its flag, its key in a scenario file, its bounds,
+/// and its default when it has one: the one place each is written.
 #[derive(Debug, Clone, Copy)]
 pub struct Limit {
     pub flag: &'static str,
     pub key: &'static str,
     pub min: u64,
     pub max: u64,
+    default: Option<u64>,
 }
 
 impl Limit {
+    /// The value taken when neither a flag nor a file gives one.
+    pub const fn default(&self) -> u64 {
+        match self.default {
+            Some(value) => value,
+            None => panic!("this setting has no default"),
+        }
+    }
+
     /// The setting's name where it came from.
     pub fn name(&self, origin: Origin) -> &'static str {
         origin.name(self.flag, self.key)
@@ -71,33 +81,41 @@ const fn limit(flag: &'static str, key: &'static str, min: u64, max: u64) -> Lim
         key,
         min,
         max,
+        default: None,
     }
 }
 
-pub const WORKERS: Limit = limit("--workers", "race.workers", 1, 100_000);
-pub const POOL_SIZE: Limit = limit("--pool-size", "race.pool_size", 1, 10_000);
-pub const WORK_MS: Limit = limit("--work-ms", "race.work_ms", 0, 3_600_000);
-pub const CHECKOUT_TIMEOUT_MS: Limit = limit(
+const fn with_default(limit: Limit, default: u64) -> Limit {
+    Limit {
+        default: Some(default),
+        ..limit
+    }
+}
+
+pub const WORKERS: Limit = with_default(limit("--workers", "race.workers", 1, 100_000), 5);
+pub const POOL_SIZE: Limit = with_default(limit("--pool-size", "race.pool_size", 1, 10_000), 5);
+pub const WORK_MS: Limit = with_default(limit("--work-ms", "race.work_ms", 0, 3_600_000), 20);
+pub const CHECKOUT_TIMEOUT_MS: Limit = with_default(limit(
     "--checkout-timeout-ms",
     "race.checkout_timeout_ms",
     1,
     3_600_000,
-);
-pub const RUNS: Limit = limit("--runs", "expect.runs", 1, 1_000_000);
+), 30_000);
+pub const RUNS: Limit = with_default(limit("--runs", "expect.runs", 1, 1_000_000), 1);
 pub const AMOUNT: Limit = limit("--amounts", "race.amounts", 1, 1_000_000);
-pub const POLL_MS: Limit = limit("--poll-ms", "race.poll_ms", 1, 3_600_000);
-pub const WAIT_TIMEOUT_MS: Limit = limit("--wait-timeout-ms", "race.wait_timeout_ms", 1, 3_600_000);
-pub const CACHE_MAX_ENTRIES: Limit = limit(
+pub const POLL_MS: Limit = with_default(limit("--poll-ms", "race.poll_ms", 1, 3_600_000), 5);
+pub const WAIT_TIMEOUT_MS: Limit = with_default(limit("--wait-timeout-ms", "race.wait_timeout_ms", 1, 3_600_000), 2000);
+pub const CACHE_MAX_ENTRIES: Limit = with_default(limit(
     "--cache-max-entries",
     "race.cache_max_entries",
     1,
     100_000_000,
-);
-pub const CACHE_PRESSURE: Limit = limit("--cache-pressure", "race.cache_pressure", 0, 1_000_000);
-pub const LOCK_TIMEOUT_MS: Limit = limit("--lock-timeout-ms", "race.lock_timeout_ms", 1, 3_600_000);
+), crate::store::cache::DEFAULT_MAX_ENTRIES);
+pub const CACHE_PRESSURE: Limit = with_default(limit("--cache-pressure", "race.cache_pressure", 0, 1_000_000), 0);
+pub const LOCK_TIMEOUT_MS: Limit = with_default(limit("--lock-timeout-ms", "race.lock_timeout_ms", 1, 3_600_000), 1000);
 pub const FAIL_WORK: Limit = limit("--fail-work", "race.fail_work", 1, 100_000);
 pub const CRASH_WORKER: Limit = limit("--crash worker=", "race.crash.worker", 1, 100_000);
-pub const RECOVERY_RETRIES: Limit = limit("--recovery-retries", "race.recovery_retries", 1, 100);
-pub const CLIENTS: Limit = limit("--clients", "keys.clients", 1, 1000);
-pub const INTENTS: Limit = limit("--intents", "keys.intents", 1, 100);
-pub const RETRIES: Limit = limit("--retries", "keys.retries", 1, 100);
+pub const RECOVERY_RETRIES: Limit = with_default(limit("--recovery-retries", "race.recovery_retries", 1, 100), 1);
+pub const CLIENTS: Limit = with_default(limit("--clients", "keys.clients", 1, 1000), 1);
+pub const INTENTS: Limit = with_default(limit("--intents", "keys.intents", 1, 100), 2);
+pub const RETRIES: Limit = with_default(limit("--retries", "keys.retries", 1, 100), 2);

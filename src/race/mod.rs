@@ -22,6 +22,7 @@ pub use runner::Race;
 #[cfg(feature = "internals")]
 pub use settings::MAX_KEY_LEN;
 pub use settings::{
-    CrashPlan, DEFAULT_KEY, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_WORK_MS, RaceSettings,
+    CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE,
+    DEFAULT_STRATEGY, RaceSettings,
 };
 pub use worker_report::WorkerReport;

@@ -19,11 +19,20 @@ pub const DEFAULT_KEY: &str = "award-xp-lesson-1";
 /// How long the work takes unless `--work-ms` says otherwise. See the README:
 /// a real award calls services and renders a response; 20 ms is a modest
 /// stand-in that keeps the race window open as it is in an application.
-pub const DEFAULT_WORK_MS: u64 = 20;
+pub const DEFAULT_WORK_MS: u64 = limits::WORK_MS.default();
 
 /// The guard's stale-claim timeout unless `--lock-timeout-ms` says otherwise:
 /// short, so a demonstration does not wait for Stripe-like 90 seconds.
-pub const DEFAULT_LOCK_TIMEOUT_MS: u64 = 1000;
+pub const DEFAULT_LOCK_TIMEOUT_MS: u64 = limits::LOCK_TIMEOUT_MS.default();
+
+/// The guard shape `idem race` runs unless told otherwise: lesson 1's.
+pub const DEFAULT_STRATEGY: StrategyKind = StrategyKind::CheckThenStore;
+
+/// Where claims live unless told otherwise.
+pub const DEFAULT_STORE: StoreKind = StoreKind::Table;
+
+/// What the guard does with failed work unless told otherwise (Stripe's way).
+pub const DEFAULT_ON_FAILURE: OnFailure = OnFailure::Store;
 
 /// The longest key accepted, as Stripe allows.
 pub const MAX_KEY_LEN: usize = 255;
@@ -89,28 +98,28 @@ pub struct CrashPlan {
 impl Default for RaceSettings {
     fn default() -> Self {
         Self {
-            strategy: StrategyKind::CheckThenStore,
-            workers: 5,
-            pool_size: 5,
+            strategy: DEFAULT_STRATEGY,
+            workers: limits::WORKERS.default() as usize,
+            pool_size: limits::POOL_SIZE.default() as usize,
             runner_holds_connection: true,
             work: Duration::from_millis(DEFAULT_WORK_MS),
             key: DEFAULT_KEY.to_string(),
-            checkout_timeout: Duration::from_secs(30),
+            checkout_timeout: Duration::from_millis(limits::CHECKOUT_TIMEOUT_MS.default()),
             user_id: 42,
             amount: 10,
             amounts: Vec::new(),
             lesson: 1,
             fingerprint: true,
             loser: LoserPolicy::FailFast,
-            store: StoreKind::Table,
+            store: DEFAULT_STORE,
             cache: CacheLimits::default(),
-            cache_pressure: 0,
+            cache_pressure: limits::CACHE_PRESSURE.default(),
             lock_timeout: Duration::from_millis(DEFAULT_LOCK_TIMEOUT_MS),
-            on_failure: OnFailure::Store,
+            on_failure: DEFAULT_ON_FAILURE,
             fail_work: None,
             crash: None,
             kill_connection: false,
-            recovery_retries: 1,
+            recovery_retries: limits::RECOVERY_RETRIES.default() as usize,
         }
     }
 }

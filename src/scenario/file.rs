@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::Deserialize;
 
-use crate::keys::{CrashPoint, KeyKind, KeysSettings};
+use crate::keys::{CrashPoint, DEFAULT_CRASH_AT, DEFAULT_KEYS_WORK_MS, KeyKind, KeysSettings};
 use crate::race::Outcome;
 use crate::race::fault::FaultPoint;
 use crate::race::input::RaceInput;
@@ -328,12 +328,12 @@ impl KeysSpec {
     pub fn settings(&self) -> KeysSettings {
         KeysSettings {
             kind: self.kind,
-            clients: self.clients.unwrap_or(1),
-            intents: self.intents.unwrap_or(1),
-            retries: self.retries.unwrap_or(2),
-            crash_at: self.crash_at.unwrap_or(CrashPoint::AfterWork),
+            clients: self.clients.unwrap_or(limits::CLIENTS.default() as usize),
+            intents: self.intents.unwrap_or(limits::INTENTS.default() as usize),
+            retries: self.retries.unwrap_or(limits::RETRIES.default() as usize),
+            crash_at: self.crash_at.unwrap_or(DEFAULT_CRASH_AT),
             fingerprint: self.fingerprint.unwrap_or(true),
-            work: Duration::from_millis(1),
+            work: Duration::from_millis(DEFAULT_KEYS_WORK_MS),
         }
     }
 }

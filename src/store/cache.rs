@@ -31,10 +31,13 @@ pub struct CacheLimits {
     pub max_age: Duration,
 }
 
+/// How many entries the cache keeps unless told otherwise.
+pub const DEFAULT_MAX_ENTRIES: u64 = 1000;
+
 impl Default for CacheLimits {
     fn default() -> Self {
         Self {
-            max_entries: 1000,
+            max_entries: DEFAULT_MAX_ENTRIES,
             // Solid Cache's default max_age: two weeks.
             max_age: Duration::from_secs(14 * 24 * 3600),
         }
