@@ -209,3 +209,53 @@ async fn blocked_losers_starve_the_pool_and_checkouts_time_out() {
         (1, 3)
     );
 }
+
+/// A waiting loser gives up when its wait runs out: not at once, and not
+/// only when the winner is done. Measured from the answers, for both policies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_loser_gives_up_when_its_wait_runs_out() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let wait = Duration::from_millis(150);
+    let work = Duration::from_millis(600);
+    for policy in [
+        LoserPolicy::Poll {
+            every: Duration::from_millis(5),
+            give_up_after: wait,
+        },
+        LoserPolicy::Block {
+            give_up_after: wait,
+        },
+    ] {
+        let r = race(
+            &db,
+            RaceSettings {
+                pool_size: 6,
+                work,
+                ..settings(policy)
+            },
+        )
+        .await;
+        let winner = r.reports.iter().find(|w| w.status == 201).unwrap();
+        let gave_up: Vec<_> = r.reports.iter().filter(|w| w.status == 409).collect();
+        assert_eq!(gave_up.len(), 4, "{policy:?}");
+        // Poll gives up when its next read would come after the wait, so at
+        // the wait less one poll interval at the earliest; block at the wait.
+        let earliest = (wait - Duration::from_millis(5)).as_secs_f64() * 1000.0;
+        for w in gave_up {
+            let waited = w.answer_ms - w.checkout_wait_ms;
+            assert!(
+                waited >= earliest,
+                "{policy:?}: worker {} gave up after {waited:.0} ms",
+                w.worker
+            );
+            assert!(
+                w.answer_ms < winner.answer_ms,
+                "{policy:?}: worker {} waited for the winner ({:.0} ms ≥ {:.0} ms)",
+                w.worker,
+                w.answer_ms,
+                winner.answer_ms
+            );
+        }
+    }
+    db.close().await.unwrap();
+}
