@@ -108,12 +108,8 @@ async fn poll_and_block_with_a_long_enough_wait_replay_the_winners_response() {
     ];
     for policy in policies {
         let (r, most_waiting_on_a_lock) = race_watching_locks(&db, settings(policy)).await;
-        assert_eq!(r.xp_rows, 1, "{policy:?}");
-        assert_eq!(
-            (r.count(Outcome::Created), r.count(Outcome::Replayed)),
-            (1, 4),
-            "{policy:?}"
-        );
+        // The counts are scenarios/3-poll.toml's and 3-block.toml's; here,
+        // what the replays carry and what waiting held.
         let body = winners_body(&r);
         for w in r.reports.iter().filter(|w| w.status == 200) {
             assert_eq!(
@@ -184,30 +180,6 @@ async fn poll_and_block_with_a_shorter_wait_end_in_409_and_still_one_xp_row() {
         );
     }
     db.close().await.unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn blocked_losers_starve_the_pool_and_checkouts_time_out() {
-    let db = Database::open(&ConnectOptions::default()).await.unwrap();
-    let s = RaceSettings {
-        workers: 20,
-        pool_size: 5,
-        checkout_timeout: Duration::from_millis(100),
-        ..settings(LoserPolicy::Block {
-            give_up_after: LONGER,
-        })
-    };
-    let r = race(&db, s).await;
-    db.close().await.unwrap();
-    assert_eq!(r.xp_rows, 1);
-    assert_eq!(r.duplicates, 0);
-    // Four connections: the winner and three blocked losers hold them all
-    // for the whole work; the other sixteen give up waiting for one.
-    assert_eq!(r.count(Outcome::CheckoutTimeout), 16);
-    assert_eq!(
-        (r.count(Outcome::Created), r.count(Outcome::Replayed)),
-        (1, 3)
-    );
 }
 
 /// A waiting loser gives up when its wait runs out: not at once, and not

@@ -82,10 +82,7 @@ async fn eviction_makes_the_retry_do_the_work_again_on_the_cache_store() {
     };
     let r = races(&db, s, 1).await.remove(0);
     db.close().await.unwrap();
-    assert_eq!(
-        r.xp_rows, 2,
-        "the evicted claim let the retry make a second XP row"
-    );
+    // 2 XP rows: scenarios/5-cache-eviction.toml. Here, who made the second.
     let retry = r.reports.iter().find(|w| w.retry).unwrap();
     assert!(retry.made_xp.is_some());
     assert_eq!(retry.outcome.name(), "duplicate");
