@@ -20,7 +20,8 @@ use crate::db::Database;
 use crate::db::pool::warm_pool;
 use crate::race::{Lease, Outcome, Request, Trace};
 use crate::strategy::fingerprint::Params;
-use crate::strategy::{LoserPolicy, OPERATION, Strategy, StrategyKind, work};
+use crate::race::RaceSettings;
+use crate::strategy::{OPERATION, Strategy, StrategyKind, work};
 
 /// The namespace of idem's derived keys (UUIDv5).
 const NAMESPACE: Uuid = Uuid::from_u128(0x6964_656d_2d6b_6579_732d_6c65_7373_6f6e);
@@ -168,8 +169,12 @@ pub async fn simulate(db: &Database, s: &KeysSettings) -> Result<KeysResult> {
     s.validate()?;
     db.reset().await?;
     let pool = warm_pool(db.workers_config(), s.clients.min(50)).await?;
-    let strategy: Arc<dyn Strategy> =
-        Arc::from(StrategyKind::ClaimWorkComplete.build(LoserPolicy::FailFast));
+    // Fail-fast claim-work-complete on the key table: the shape lesson 6 judges keys with.
+    let shape = RaceSettings {
+        strategy: StrategyKind::ClaimWorkComplete,
+        ..RaceSettings::default()
+    };
+    let strategy: Arc<dyn Strategy> = Arc::from(shape.build_strategy());
     let began = Instant::now();
     let mut clients = tokio::task::JoinSet::new();
     for client in 1..=s.clients {

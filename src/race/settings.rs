@@ -11,7 +11,10 @@ use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
 use crate::strategy::fingerprint::Params;
 use crate::strategy::guard::{Guard, OnFailure};
-use crate::strategy::{LoserKind, LoserPolicy, OPERATION, StrategyKind};
+use crate::strategy::{
+    CheckThenStore, ClaimInCache, ClaimWorkComplete, InsertUnique, LoserKind, LoserPolicy, NoGuard,
+    OPERATION, Strategy, StrategyKind,
+};
 
 /// The key every worker sends unless `--key` says otherwise.
 pub const DEFAULT_KEY: &str = "award-xp-lesson-1";
@@ -298,19 +301,26 @@ impl RaceSettings {
     }
 
     /// The strategy itself, with its claims in the chosen store.
-    pub fn build_strategy(&self) -> Box<dyn crate::strategy::Strategy> {
-        match self.store {
-            StoreKind::Cache => Box::new(crate::strategy::ClaimInCache {
+    /// The one place a strategy is made: every setting that shapes it
+    /// (store, loser, lock timeout, on-failure) is honoured here.
+    pub fn build_strategy(&self) -> Box<dyn Strategy> {
+        if self.store == StoreKind::Cache {
+            return Box::new(ClaimInCache {
                 limits: self.cache,
                 claim_ttl: Duration::from_secs(60),
                 keep_for: Duration::from_secs(24 * 3600),
-            }),
-            StoreKind::Table if self.strategy == StrategyKind::Guard => Box::new(Guard {
+            });
+        }
+        match self.strategy {
+            StrategyKind::None => Box::new(NoGuard),
+            StrategyKind::CheckThenStore => Box::new(CheckThenStore),
+            StrategyKind::ClaimWorkComplete => Box::new(ClaimWorkComplete { loser: self.loser }),
+            StrategyKind::InsertUnique => Box::new(InsertUnique),
+            StrategyKind::Guard => Box::new(Guard {
                 lock_timeout: self.lock_timeout,
                 on_failure: self.on_failure,
                 ..Guard::default()
             }),
-            StoreKind::Table => self.strategy.build(self.loser),
         }
     }
 

@@ -88,17 +88,6 @@ impl StrategyKind {
         }
     }
 
-    /// The strategy itself; `loser` applies to the strategies that have losers.
-    pub fn build(self, loser: LoserPolicy) -> Box<dyn Strategy> {
-        match self {
-            StrategyKind::None => Box::new(NoGuard),
-            StrategyKind::CheckThenStore => Box::new(CheckThenStore),
-            StrategyKind::ClaimWorkComplete => Box::new(ClaimWorkComplete { loser }),
-            StrategyKind::InsertUnique => Box::new(InsertUnique),
-            StrategyKind::Guard => Box::new(guard::Guard::default()),
-        }
-    }
-
     /// Whether a request can lose a claim and have to wait for the winner.
     pub fn has_losers(self) -> bool {
         matches!(self, StrategyKind::ClaimWorkComplete)
