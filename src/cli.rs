@@ -89,19 +89,19 @@ impl ColorChoice {
 pub struct ConnectArgs {
     /// A PostgreSQL server to use instead of a disposable cluster. idem works
     /// in a schema of its own (idem_<run id>) and drops it at the end.
-    #[arg(long, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
+    #[arg(long, global = true, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
     pub database_url: Option<String>,
 
     /// Directory holding PostgreSQL's `initdb` and `postgres` (found if not given).
-    #[arg(long, env = "IDEM_PG_BIN", value_name = "DIR")]
+    #[arg(long, global = true, env = "IDEM_PG_BIN", value_name = "DIR")]
     pub pg_bin: Option<PathBuf>,
 
     /// The user the disposable cluster runs as when idem runs as root [default: postgres].
-    #[arg(long, env = "IDEM_PG_USER", value_name = "NAME")]
+    #[arg(long, global = true, env = "IDEM_PG_USER", value_name = "NAME")]
     pub pg_user: Option<String>,
 
     /// Keep the run's schema on the server (with --database-url) and print its name.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub keep: bool,
 }
 

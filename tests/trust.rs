@@ -410,3 +410,51 @@ fn a_live_run_keeps_its_schema_under_idle_session_timeout() {
     assert_eq!(child.wait().unwrap().code(), Some(130));
     assert_eq!(server.idem_schemas(), Vec::<String>::new());
 }
+
+#[test]
+fn every_command_leaves_a_users_objects_as_they_were() {
+    let server = Server::with_user_objects();
+    let before = server.user_state();
+    let sandbox = Sandbox::new("trust-every-command");
+    let commands: [&[&str]; 9] = [
+        &["race", "-s", "guard", "--work-ms", "1"],
+        &["compare", "--work-ms", "1"],
+        &["stores", "--runs", "1", "--cache-max-entries", "20"],
+        &["keys"],
+        &[
+            "step",
+            "--workers",
+            "2",
+            "--work-ms",
+            "0",
+            "--schedule",
+            "1,2,1,2",
+        ],
+        &[
+            "scenario",
+            "run",
+            "scenarios/2-schedule-claim-work-complete.toml",
+        ],
+        &["lesson", "4", "--no-pause"],
+        &["challenge"],
+        &["reap", "--older-than", "1d"],
+    ];
+    for args in commands {
+        let out = sandbox
+            .idem()
+            .args(args)
+            .args(["--database-url", &server.url()])
+            .assert()
+            .success();
+        let stderr = stderr_of(out.get_output());
+        for schema in LOOKALIKES {
+            assert!(!stderr.contains(schema), "{args:?}: {stderr}");
+        }
+        assert_eq!(
+            server.idem_schemas(),
+            Vec::<String>::new(),
+            "{args:?} dropped its own"
+        );
+    }
+    assert_eq!(server.user_state(), before);
+}
