@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::db::Database;
 use crate::race::fault::FaultPoint;
-use crate::race::{CrashPlan, Outcome, Race, RaceResult, RaceSettings};
+use crate::race::{CrashPlan, Outcome, Race, RaceResult, RaceSettings, xp_rows};
 use crate::strategy::{Strategy, StrategyKind};
 
 /// The lock timeout the crash cases wait out before retrying: a guard that
@@ -53,7 +53,7 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<CaseRe
         case: "five-worker race",
         demands: "exactly 1 XP row when five requests with one key arrive at once",
         passed: r.xp_rows == 1,
-        saw: format!("{} XP rows; {}", r.xp_rows, statuses(&r)),
+        saw: format!("{}; {}", xp_rows(r.xp_rows), statuses(&r)),
     });
 
     // 2. Lesson 4: the same key with other amounts.
@@ -77,7 +77,7 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<CaseRe
         case: "fingerprint",
         demands: "1 XP row, and 422 for every request whose amount differs from the first",
         passed: r.xp_rows == 1 && winner.is_some() && others_rejected && r.wrong_replays == 0,
-        saw: format!("{} XP rows; {}", r.xp_rows, statuses(&r)),
+        saw: format!("{}; {}", xp_rows(r.xp_rows), statuses(&r)),
     });
 
     // 3. Lesson 7: the winner crashes after claiming; a retry comes after the lock timeout.
@@ -96,8 +96,8 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<CaseRe
         demands: "after the lock timeout, the retry answers 201 (or 200) and there is exactly 1 XP row",
         passed: r.xp_rows == 1 && matches!(retry, Some(201 | 200)),
         saw: format!(
-            "{} XP rows; the retry answered {}",
-            r.xp_rows,
+            "{}; the retry answered {}",
+            xp_rows(r.xp_rows),
             retry.map_or("nothing".into(), |s| s.to_string())
         ),
     });
@@ -118,7 +118,7 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<CaseRe
         case: "stale claim, two takers",
         demands: "two retries after the lock timeout: still exactly 1 XP row, and one of them does the work",
         passed: r.xp_rows == 1 && retries.iter().filter(|s| **s == 201).count() == 1,
-        saw: format!("{} XP rows; the retries answered {retries:?}", r.xp_rows),
+        saw: format!("{}; the retries answered {retries:?}", xp_rows(r.xp_rows)),
     });
     Ok(cases)
 }

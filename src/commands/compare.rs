@@ -74,7 +74,10 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
             let result = race.run(run).await?;
             out.record(&result, |_| String::new())?;
             if line.is_empty() {
-                line = report::race::settings_line(&result);
+                line = match plan.compared {
+                    Compared::Losers => report::race::settings_line_for_every_loser(&result),
+                    Compared::Strategies => report::race::settings_line(&result),
+                };
             }
             // Worker details are only needed for the loser table's latencies.
             row.push(result);

@@ -17,7 +17,7 @@ pub use crate::request::{Lease, Outcome, Request, StepEvent, Trace};
 pub use crate::request::{Answer, Failure};
 #[cfg(feature = "internals")]
 pub use result::EXPECTED_XP_ROWS;
-pub use result::{RaceResult, histogram, outcome_totals, percentile};
+pub use result::{RaceResult, histogram, outcome_totals, percentile, xp_rows};
 pub use runner::Race;
 #[cfg(feature = "internals")]
 pub use settings::MAX_KEY_LEN;

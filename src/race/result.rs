@@ -120,3 +120,11 @@ pub fn percentile(values: &mut [f64], q: f64) -> f64 {
     let index = ((values.len() - 1) as f64 * q).round() as usize;
     values[index.min(values.len() - 1)]
 }
+
+/// `1 XP row`, `4 XP rows`.
+pub fn xp_rows(n: u64) -> String {
+    match n {
+        1 => "1 XP row".to_string(),
+        n => format!("{n} XP rows"),
+    }
+}

@@ -1,6 +1,6 @@
 //! One sentence on why a race came out as it did, read off the race's own trace.
 
-use crate::race::{Outcome, RaceResult, WorkerReport};
+use crate::race::{Outcome, RaceResult, WorkerReport, xp_rows};
 use crate::store::StoreKind;
 use crate::strategy::{Step, StrategyKind};
 
@@ -212,8 +212,9 @@ fn check_then_store(r: &RaceResult, made: usize) -> String {
     }
     if r.duplicates > 0 {
         text.push_str(&format!(
-            " The unique index kept {} key row, but only after {} XP rows were already made.",
-            r.key_rows, r.xp_rows
+            " The unique index kept {} key row, but only after {} were already made.",
+            r.key_rows,
+            xp_rows(r.xp_rows)
         ));
     }
     text

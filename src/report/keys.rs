@@ -102,7 +102,7 @@ fn why(r: &KeysResult) -> &'static str {
 /// Every key kind side by side.
 pub fn render_compare(results: &[KeysResult]) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}", strong("idem keys --compare"));
+    let _ = writeln!(out, "{}", strong("idem keys · every key kind side by side"));
     if let Some(first) = results.first() {
         let _ = writeln!(out, "{}\n", dim(story(first)));
     }

@@ -10,6 +10,15 @@ use crate::store::StoreKind;
 
 /// The settings line, so that a screenshot explains itself.
 pub fn settings_line(r: &RaceResult) -> String {
+    settings_line_with(r, true)
+}
+
+/// The settings line without the loser policy, for a table of every policy.
+pub fn settings_line_for_every_loser(r: &RaceResult) -> String {
+    settings_line_with(r, false)
+}
+
+fn settings_line_with(r: &RaceResult, show_loser: bool) -> String {
     let workers = match r.workers {
         1 => "1 worker".to_string(),
         n => format!("{n} workers"),
@@ -20,6 +29,7 @@ pub fn settings_line(r: &RaceResult) -> String {
     };
     let loser = r
         .loser_policy
+        .filter(|_| show_loser)
         .map(|l| format!(" · loser {}", l.name()))
         .unwrap_or_default();
     let store = match (r.store, r.cache_pressure) {

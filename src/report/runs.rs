@@ -7,6 +7,7 @@ use super::style::{bad, dim, good, strong};
 use super::table;
 use crate::race::{Outcome, RaceResult};
 pub use crate::race::{histogram, outcome_totals};
+use crate::race::xp_rows;
 
 /// What R races of one strategy came to.
 #[derive(Debug, Clone, Default)]
@@ -72,8 +73,8 @@ pub fn render_summary(s: &RunsSummary, settings_line: &str, strategy: &str) -> S
     );
     let _ = writeln!(
         out,
-        "  the lesson's figure   {} XP rows in {}",
-        s.lesson_figure,
+        "  the lesson's figure   {} in {}",
+        xp_rows(s.lesson_figure),
         strong(share)
     );
     let dup = format!("{} of {} runs", s.runs_with_duplicates, s.runs);

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use super::style::{bad, dim, good, strong};
 use super::table;
 use crate::race::stores::StoreFigures;
+use crate::race::xp_rows;
 use crate::store::audit::Audit;
 use crate::store::reap::Reaped;
 
@@ -144,7 +145,7 @@ pub fn render_stores(rows: &[StoreFigures]) -> String {
             } else {
                 bad(dup)
             };
-            let retry = format!("{} ({} XP rows)", r.retry_answer, r.xp_rows_after_retry);
+            let retry = format!("{} ({})", r.retry_answer, xp_rows(r.xp_rows_after_retry));
             let retry = if r.survives_eviction {
                 good(retry)
             } else {
