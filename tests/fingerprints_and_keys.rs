@@ -126,6 +126,42 @@ async fn without_fingerprints_a_reused_key_silently_replays_the_wrong_result() {
     }
 }
 
+/// insert-unique checks no parameters either: its replay must tell the
+/// truth about the row that was made, not echo what the request asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insert_unique_replays_the_row_that_was_made_not_the_request() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let r = race(
+        &db,
+        RaceSettings {
+            strategy: StrategyKind::InsertUnique,
+            amounts: AMOUNTS.to_vec(),
+            ..RaceSettings::default()
+        },
+    )
+    .await;
+    let made: i32 = sqlx::query_scalar("SELECT amount FROM experience_points")
+        .fetch_one(&db.meta)
+        .await
+        .unwrap();
+    db.close().await.unwrap();
+    for w in r.reports.iter().filter(|w| w.status == 200) {
+        assert_eq!(
+            w.body.as_ref().unwrap()["amount"],
+            made,
+            "worker {} asked for {}",
+            w.worker,
+            w.params.amount
+        );
+    }
+    let differing = r
+        .reports
+        .iter()
+        .filter(|w| w.status == 200 && w.params.amount != made)
+        .count() as u64;
+    assert_eq!(r.wrong_replays, differing);
+}
+
 fn keys(kind: KeyKind, intents: usize, fingerprint: bool) -> KeysSettings {
     KeysSettings {
         kind,
