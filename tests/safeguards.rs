@@ -31,6 +31,13 @@ fn guard(workers: usize) -> RaceSettings {
     }
 }
 
+/// Every shape that keeps a claim: the guard, and claim-work-complete in both stores.
+const CLAIM_SHAPES: [(StrategyKind, StoreKind); 3] = [
+    (StrategyKind::Guard, StoreKind::Table),
+    (StrategyKind::ClaimWorkComplete, StoreKind::Table),
+    (StrategyKind::ClaimWorkComplete, StoreKind::Cache),
+];
+
 async fn stepped(
     db: &Database,
     settings: RaceSettings,
@@ -114,12 +121,7 @@ async fn of_two_claims_in_lockstep_the_database_lets_one_through() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_arriving_while_the_claim_is_pending_gets_409_and_does_no_work() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
-    let shapes = [
-        (StrategyKind::Guard, StoreKind::Table),
-        (StrategyKind::ClaimWorkComplete, StoreKind::Table),
-        (StrategyKind::ClaimWorkComplete, StoreKind::Cache),
-    ];
-    for (strategy, store) in shapes {
+    for (strategy, store) in CLAIM_SHAPES {
         let r = stepped(
             &db,
             RaceSettings {
@@ -157,12 +159,7 @@ async fn a_request_arriving_while_the_claim_is_pending_gets_409_and_does_no_work
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_after_completion_replays_the_stored_response() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
-    let shapes = [
-        (StrategyKind::Guard, StoreKind::Table),
-        (StrategyKind::ClaimWorkComplete, StoreKind::Table),
-        (StrategyKind::ClaimWorkComplete, StoreKind::Cache),
-    ];
-    for (strategy, store) in shapes {
+    for (strategy, store) in CLAIM_SHAPES {
         let r = stepped(
             &db,
             RaceSettings {
