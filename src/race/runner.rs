@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use deadpool_postgres::{Pool, PoolError};
+use deadpool_postgres::Pool;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
@@ -18,9 +18,9 @@ use super::worker_report::WorkerReport;
 use crate::db::Database;
 use crate::db::pool::{self, warm_pool};
 use crate::request::fault::{Fault, FaultKind, FaultPoint};
-use crate::request::{Answer, Failure, Lease, Outcome, Request, StepHook, Trace};
+use crate::request::{Lease, Outcome, Request, StepHook, Trace};
 use crate::store::cache;
-use crate::strategy::{LoserPolicy, Step, Strategy, work};
+use crate::strategy::{LoserPolicy, Step, Strategy, respond, work};
 
 /// A race ready to run, as many times as asked, with fresh tables each time.
 pub struct Race<'db> {
@@ -323,43 +323,7 @@ async fn run_worker(
     trace.strike_delay = strike_delay;
     trace.stepper = stepper;
     let mut lease = Lease::new(pool, checkout_timeout);
-    let handled = match lease.conn(&mut trace).await {
-        Ok(_) => strategy.handle(&mut lease, &req, &mut trace).await,
-        Err(failure) => Err(failure),
-    };
-    if trace.crashed() {
-        lease.discard();
-    } else {
-        lease.release();
-    }
-    let answer = match handled {
-        // A crashed worker answers nothing, whatever its code went on to do.
-        _ if trace.crashed() => Answer {
-            outcome: Outcome::Crashed,
-            saw: trace
-                .events
-                .iter()
-                .find(|e| e.step == Step::Fault)
-                .map_or(String::new(), |e| e.note.clone()),
-            did: "crashed; no answer".into(),
-            made_xp: None,
-            body: None,
-            waited: None,
-        },
-        Ok(answer) => answer,
-        Err(Failure::Checkout(PoolError::Timeout(_))) => {
-            trace.note("timed out");
-            Answer {
-                outcome: Outcome::CheckoutTimeout,
-                saw: "no free connection".into(),
-                did: format!("gave up after {} ms", checkout_timeout.as_millis()),
-                made_xp: None,
-                body: None,
-                waited: None,
-            }
-        }
-        Err(failure) => failed(failure.to_string()),
-    };
+    let answer = respond(&*strategy, &mut lease, &req, &mut trace).await;
     let checkout_wait_ms = trace
         .events
         .iter()
@@ -445,17 +409,6 @@ fn attribute_blocking(
         {
             report.blocked_by.push(blocker);
         }
-    }
-}
-
-fn failed(message: String) -> Answer {
-    Answer {
-        outcome: Outcome::Error,
-        saw: "database error".into(),
-        did: message,
-        made_xp: None,
-        body: None,
-        waited: None,
     }
 }
 

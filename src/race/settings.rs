@@ -37,8 +37,7 @@ pub const DEFAULT_STORE: StoreKind = StoreKind::Table;
 /// What the guard does with failed work unless told otherwise (Stripe's way).
 pub const DEFAULT_ON_FAILURE: OnFailure = OnFailure::Store;
 
-/// The longest key accepted, as Stripe allows.
-pub const MAX_KEY_LEN: usize = 255;
+pub use crate::request::MAX_KEY_LEN;
 
 /// Everything one race needs to know.
 #[derive(Debug, Clone, Serialize)]

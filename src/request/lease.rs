@@ -60,6 +60,11 @@ impl Lease {
         }
     }
 
+    /// How long a checkout waits for a free connection before it gives up.
+    pub fn wait(&self) -> std::time::Duration {
+        self.wait
+    }
+
     /// The held connection, checking one out first (a traced `checkout`
     /// step, waiting up to the checkout timeout) if none is held.
     pub async fn conn(&mut self, trace: &mut Trace) -> Result<&Conn, Failure> {

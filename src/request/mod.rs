@@ -20,6 +20,6 @@ pub use answer::{Answer, Outcome, Waited};
 pub use hook::{StepHook, TurnEvent};
 pub use lease::{Failure, Lease};
 pub use observer::{Observer, Unobserved};
-pub use params::{Params, Request};
+pub use params::{MAX_KEY_LEN, Params, Request};
 pub use step::Step;
 pub use trace::{StepEvent, Trace};

@@ -5,6 +5,10 @@ use std::time::Duration;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+/// The longest key accepted (in characters), as Stripe allows; the same
+/// limit holds for `--key` and for the `Idempotency-Key` header.
+pub const MAX_KEY_LEN: usize = 255;
+
 /// A request one worker sends.
 #[derive(Debug, Clone, Serialize)]
 pub struct Request {

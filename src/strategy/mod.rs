@@ -13,6 +13,7 @@ pub mod guard;
 mod insert_unique;
 pub mod loser;
 mod none;
+mod respond;
 pub mod work;
 
 use std::future::Future;
@@ -29,6 +30,7 @@ pub use claim_work_complete::ClaimWorkComplete;
 pub use insert_unique::InsertUnique;
 pub use loser::{LoserKind, LoserPolicy};
 pub use none::NoGuard;
+pub use respond::respond;
 
 /// The operation every request performs; stored beside each key.
 pub const OPERATION: &str = "award_xp";
