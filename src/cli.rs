@@ -136,6 +136,9 @@ pub struct RaceFlags {
     pub shape: ShapeFlags,
 
     #[command(flatten)]
+    pub app: AppFlags,
+
+    #[command(flatten)]
     pub losers: LoserFlags,
 
     #[command(flatten)]
@@ -151,7 +154,7 @@ pub struct RaceFlags {
     pub show: ShowFlags,
 }
 
-/// The race's shape: how many workers, how big a pool, how long the work.
+/// The race's shape: how many workers, which key, how many runs, which transport.
 #[derive(Debug, Clone, Args)]
 pub struct ShapeFlags {
     /// Concurrent workers, each one request with the same key.
@@ -159,6 +162,25 @@ pub struct ShapeFlags {
           allow_negative_numbers = true, value_parser = whole::<{ limits::WORKERS.min }, { limits::WORKERS.max }>)]
     pub workers: u64,
 
+    /// The idempotency key every worker sends.
+    #[arg(long, short = 'k', default_value = DEFAULT_KEY, value_name = "KEY")]
+    pub key: String,
+
+    /// Repeat the race R times on fresh tables and show the distribution.
+    #[arg(long, short = 'r', default_value_t = limits::RUNS.default(), value_name = "R",
+          allow_negative_numbers = true, value_parser = whole::<{ limits::RUNS.min }, { limits::RUNS.max }>)]
+    pub runs: u64,
+
+    /// Race over the wire: start the course's app (`idem serve`) on a
+    /// loopback port and send each worker's request as a real HTTP client
+    /// on its own connection. The outcomes are the statuses on the wire.
+    #[arg(long)]
+    pub http: bool,
+}
+
+/// The app the workers call: its connection pool, its work, its threads.
+#[derive(Debug, Clone, Args)]
+pub struct AppFlags {
     /// Connections in the pool the workers share (the app's connection pool).
     #[arg(long, short = 'p', default_value_t = limits::POOL_SIZE.default(), value_name = "P",
           allow_negative_numbers = true, value_parser = whole::<{ limits::POOL_SIZE.min }, { limits::POOL_SIZE.max }>)]
@@ -175,19 +197,16 @@ pub struct ShapeFlags {
           allow_negative_numbers = true, value_parser = whole::<{ limits::WORK_MS.min }, { limits::WORK_MS.max }>)]
     pub work_ms: u64,
 
-    /// The idempotency key every worker sends.
-    #[arg(long, short = 'k', default_value = DEFAULT_KEY, value_name = "KEY")]
-    pub key: String,
-
     /// How long a worker waits for a free connection before giving up (503).
     #[arg(long, default_value_t = limits::CHECKOUT_TIMEOUT_MS.default(), value_name = "MS",
           allow_negative_numbers = true, value_parser = whole::<{ limits::CHECKOUT_TIMEOUT_MS.min }, { limits::CHECKOUT_TIMEOUT_MS.max }>)]
     pub checkout_timeout_ms: u64,
 
-    /// Repeat the race R times on fresh tables and show the distribution.
-    #[arg(long, short = 'r', default_value_t = limits::RUNS.default(), value_name = "R",
-          allow_negative_numbers = true, value_parser = whole::<{ limits::RUNS.min }, { limits::RUNS.max }>)]
-    pub runs: u64,
+    /// Over HTTP: how many requests the app handles at once, as an app
+    /// server's threads do (the course's app has five).
+    #[arg(long, default_value_t = limits::THREADS.default(), value_name = "T",
+          allow_negative_numbers = true, value_parser = whole::<{ limits::THREADS.min }, { limits::THREADS.max }>)]
+    pub threads: u64,
 }
 
 /// Lesson 3: what a request that loses the claim does.
@@ -318,11 +337,11 @@ impl RaceFlags {
         RaceInput {
             strategy: Some(strategy),
             workers: Some(self.shape.workers),
-            pool_size: Some(self.shape.pool_size),
-            runner_holds_connection: Some(!self.shape.no_runner_connection),
-            work_ms: Some(self.shape.work_ms),
+            pool_size: Some(self.app.pool_size),
+            runner_holds_connection: Some(!self.app.no_runner_connection),
+            work_ms: Some(self.app.work_ms),
             key: Some(self.shape.key.clone()),
-            checkout_timeout_ms: Some(self.shape.checkout_timeout_ms),
+            checkout_timeout_ms: Some(self.app.checkout_timeout_ms),
             loser: self.losers.loser,
             poll_ms: self.losers.poll_ms,
             wait_timeout_ms: self.losers.wait_timeout_ms,
@@ -338,6 +357,8 @@ impl RaceFlags {
             on_failure: Some(self.faults.on_failure),
             fail_work: self.faults.fail_work,
             recovery_retries: Some(self.faults.recovery_retries),
+            http: Some(self.shape.http),
+            threads: Some(self.app.threads),
         }
     }
 

@@ -25,7 +25,7 @@ macro_rules! internal {
 }
 
 internal!(
-    app, bench, challenge, cli, commands, db, keys, lesson, race, report, request, scenario,
+    app, bench, challenge, cli, commands, db, http, keys, lesson, race, report, request, scenario,
     signals, store, strategy,
 );
 

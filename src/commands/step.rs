@@ -21,7 +21,7 @@ pub struct Plan {
 pub fn plan(args: &StepArgs) -> Result<Plan> {
     let mut settings = args.race.settings(args.strategy)?;
     // Every worker gets a connection unless --pool-size says otherwise.
-    if args.race.shape.pool_size == 5 && settings.workers + 1 > 5 {
+    if args.race.app.pool_size == 5 && settings.workers + 1 > 5 {
         settings.pool_size = settings.workers + 1;
     }
     settings.validate()?;
@@ -30,6 +30,9 @@ pub fn plan(args: &StepArgs) -> Result<Plan> {
     }
     if settings.crash.is_some() || settings.kill_connection || settings.cache_pressure > 0 {
         bail!("idem step drives one plain race; faults and cache pressure are for `idem race`");
+    }
+    if args.race.shape.http {
+        bail!("idem step pauses workers inside idem, between statements; --http is for `idem race`");
     }
     if let Some(schedule) = &args.schedule
         && let Some(bad) = schedule

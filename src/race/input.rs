@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 
 use super::limits::{self, Origin};
-use super::settings::{CrashPlan, RaceSettings};
+use super::settings::{CrashPlan, RaceSettings, Transport};
 use crate::store::StoreKind;
 use crate::strategy::guard::OnFailure;
 use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
@@ -47,6 +47,8 @@ pub struct RaceInput {
     pub on_failure: Option<OnFailure>,
     pub fail_work: Option<u64>,
     pub recovery_retries: Option<u64>,
+    pub http: Option<bool>,
+    pub threads: Option<u64>,
 }
 
 impl RaceInput {
@@ -93,6 +95,11 @@ impl RaceInput {
             on_failure: self.on_failure.unwrap_or(d.on_failure),
             fail_work: self.fail_work.map(|w| w as usize).or(d.fail_work),
             recovery_retries: size(self.recovery_retries, d.recovery_retries),
+            transport: match self.http {
+                Some(true) => Transport::Http,
+                _ => d.transport,
+            },
+            threads: size(self.threads, d.threads),
             ..d
         };
         settings.validate_from(origin)?;

@@ -4,6 +4,7 @@ mod blocking;
 pub mod input;
 pub mod limits;
 mod result;
+mod over_http;
 mod runner;
 mod settings;
 pub mod stepper;
@@ -23,6 +24,6 @@ pub use runner::Race;
 pub use settings::MAX_KEY_LEN;
 pub use settings::{
     CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE,
-    DEFAULT_STRATEGY, RaceSettings,
+    DEFAULT_STRATEGY, MAX_HTTP_WORKERS, RaceSettings, Transport,
 };
 pub use worker_report::WorkerReport;

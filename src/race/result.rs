@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::runner::count_outcomes;
-use super::settings::{CrashPlan, RaceSettings};
+use super::settings::{CrashPlan, RaceSettings, Transport};
 use super::worker_report::WorkerReport;
 use crate::db::RowCounts;
 use crate::request::Outcome;
@@ -21,6 +21,10 @@ pub const EXPECTED_XP_ROWS: u64 = 1;
 pub struct RaceResult {
     pub run: usize,
     pub strategy: StrategyKind,
+    /// How the requests reached the strategy: `in_process` or `http`.
+    pub transport: Transport,
+    /// Over HTTP: how many requests the app handled at once; `null` in-process.
+    pub threads: Option<usize>,
     pub workers: usize,
     pub pool_size: usize,
     pub runner_holds_connection: bool,
@@ -59,6 +63,8 @@ impl RaceResult {
         Self {
             run,
             strategy: s.strategy,
+            transport: s.transport,
+            threads: (s.transport == Transport::Http).then_some(s.threads),
             workers: s.workers,
             pool_size: s.pool_size,
             runner_holds_connection: s.runner_holds_connection,

@@ -12,7 +12,8 @@ use tokio::task::JoinSet;
 
 use super::blocking::BlockWatch;
 use super::result::RaceResult;
-use super::settings::RaceSettings;
+use super::over_http::{Wire, WireEnd, run_client};
+use super::settings::{RaceSettings, Transport};
 use super::stepper::Controller;
 use super::worker_report::WorkerReport;
 use crate::db::Database;
@@ -20,13 +21,15 @@ use crate::db::pool::{self, warm_pool};
 use crate::request::fault::{Fault, FaultKind, FaultPoint};
 use crate::request::{Lease, Outcome, Request, StepHook, Trace};
 use crate::store::cache;
-use crate::strategy::{LoserPolicy, Step, Strategy, respond, work};
+use crate::strategy::{LoserPolicy, Strategy, respond};
 
 /// A race ready to run, as many times as asked, with fresh tables each time.
 pub struct Race<'db> {
     db: &'db Database,
     pool: Pool,
     strategy: Arc<dyn Strategy>,
+    /// Over HTTP: the app the workers call.
+    wire: Option<Wire>,
     pub settings: RaceSettings,
 }
 
@@ -54,10 +57,15 @@ impl<'db> Race<'db> {
             );
         }
         let pool = warm_pool(db.workers_config(), settings.pool_size).await?;
+        let wire = match settings.transport {
+            Transport::Http => Some(Wire::open(pool.clone(), strategy.clone(), &settings).await?),
+            Transport::InProcess => None,
+        };
         Ok(Self {
             db,
             pool,
             strategy,
+            wire,
             settings,
         })
     }
@@ -112,6 +120,7 @@ impl<'db> Race<'db> {
             ready: Arc::new(Semaphore::new(0)),
             checkout_timeout: s.checkout_timeout,
             strike_delay: s.work / 2,
+            wire: self.wire.as_ref().map(|w| w.end.clone()),
         };
         let fired = Arc::new(AtomicBool::new(false));
         // Hooks are handed out by worker number: worker 1's is last, popped first.
@@ -149,7 +158,7 @@ impl<'db> Race<'db> {
             let hook = hooks
                 .as_mut()
                 .and_then(|h| h.pop_if(|h| h.worker == worker));
-            workers.spawn(run_worker(crew.clone(), req, fault.map(Arc::new), hook));
+            workers.spawn(run(crew.clone(), req, fault.map(Arc::new), hook));
         }
         // Open the gate only when every worker stands at it.
         crew.ready
@@ -234,7 +243,7 @@ impl<'db> Race<'db> {
                 s.fingerprint,
                 s.work,
             );
-            retries.spawn(run_worker(crew.clone(), req, None, None));
+            retries.spawn(run(crew.clone(), req, None, None));
         }
         let mut reports = Vec::new();
         while let Some(joined) = retries.join_next().await {
@@ -294,6 +303,21 @@ struct Crew {
     checkout_timeout: Duration,
     /// How far into its work a worker's connection is killed (`--kill-connection`).
     strike_delay: Duration,
+    /// Over HTTP: where the app listens.
+    wire: Option<Arc<WireEnd>>,
+}
+
+/// One worker, in-process or as an HTTP client, as the race's transport says.
+async fn run(
+    crew: Crew,
+    req: Request,
+    fault: Option<Arc<Fault>>,
+    stepper: Option<StepHook>,
+) -> (WorkerReport, Option<i32>) {
+    match crew.wire.clone() {
+        Some(end) => run_client(end, crew.gate, crew.ready, req).await,
+        None => run_worker(crew, req, fault, stepper).await,
+    }
 }
 
 /// One worker: wait at the gate, check out a connection, let the strategy
@@ -312,6 +336,7 @@ async fn run_worker(
         ready,
         checkout_timeout,
         strike_delay,
+        wire: _,
     } = crew;
     ready.add_permits(1);
     let opened = match gate.wait_for(Option::is_some).await {
@@ -324,40 +349,13 @@ async fn run_worker(
     trace.stepper = stepper;
     let mut lease = Lease::new(pool, checkout_timeout);
     let answer = respond(&*strategy, &mut lease, &req, &mut trace).await;
-    let checkout_wait_ms = trace
-        .events
-        .iter()
-        .filter(|e| e.step == Step::Checkout)
-        .map(|e| e.end_ms - e.start_ms)
-        .sum();
     if let Some(hook) = trace.stepper.take() {
         hook.finished();
     }
-    let wrong_replay = match answer.outcome {
-        Outcome::Replayed => work::wrong_replay(&req, answer.body.as_ref()),
-        _ => None,
-    };
-    let report = WorkerReport {
-        worker: req.worker,
-        params: req.params,
-        fingerprint: req.fingerprint,
-        outcome: answer.outcome,
-        status: answer.outcome.status(),
-        checkout_wait_ms,
-        saw: answer.saw,
-        did: answer.did,
-        made_xp: answer.made_xp,
-        body: answer.body,
-        answer_ms: trace.now_ms(),
-        queries: trace.queries,
-        checkouts: lease.checkouts,
-        waited: answer.waited,
-        wrong_replay,
-        retry: false,
-        blocked_by: Vec::new(),
-        steps: trace.events,
-    };
-    (report, trace.backend_pid)
+    let answer_ms = trace.now_ms();
+    let pid = trace.backend_pid;
+    let report = WorkerReport::new(req, answer, trace, lease.checkouts, answer_ms);
+    (report, pid)
 }
 
 /// Names, for every worker that waited on a lock, the workers that held it.

@@ -87,7 +87,36 @@ pub struct RaceSettings {
     pub kill_connection: bool,
     /// How many retries of a crashed (or failed) request are sent at once.
     pub recovery_retries: usize,
+    /// How the workers' requests reach the strategy.
+    pub transport: Transport,
+    /// Over HTTP: how many requests the app handles at once (its threads).
+    pub threads: usize,
 }
+
+/// How a race's requests reach the strategy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// Each worker is a task calling the strategy directly.
+    #[default]
+    InProcess,
+    /// Each worker is an HTTP client with its own connection to the app
+    /// (`idem serve`, started in-process on a loopback port).
+    Http,
+}
+
+impl Transport {
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::InProcess => "in-process",
+            Transport::Http => "http",
+        }
+    }
+}
+
+/// The most workers a race over HTTP opens connections for: both ends of
+/// every connection live in this process, two file descriptors each.
+pub const MAX_HTTP_WORKERS: usize = 2000;
 
 /// A crash planned for one worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -122,6 +151,8 @@ impl Default for RaceSettings {
             crash: None,
             kill_connection: false,
             recovery_retries: limits::RECOVERY_RETRIES.default() as usize,
+            transport: Transport::InProcess,
+            threads: limits::THREADS.default() as usize,
         }
     }
 }
@@ -167,6 +198,7 @@ impl RaceSettings {
         limits::CACHE_PRESSURE.check(self.cache_pressure, origin)?;
         limits::LOCK_TIMEOUT_MS.check(ms(self.lock_timeout), origin)?;
         limits::RECOVERY_RETRIES.check(self.recovery_retries as u64, origin)?;
+        limits::THREADS.check(self.threads as u64, origin)?;
         if let Some(worker) = self.fail_work {
             limits::FAIL_WORK.check(worker as u64, origin)?;
         }
@@ -265,6 +297,24 @@ impl RaceSettings {
                 "faults are shown on the key table; drop {} cache",
                 origin.name("--store", "race.store =")
             );
+        }
+        if self.transport == Transport::Http {
+            let http = origin.name("--http", "race.http = true");
+            if self.crash.is_some() || self.kill_connection {
+                bail!("{http} races requests on the wire; the crash and kill faults are in-process only");
+            }
+            if self.cache_pressure > 0 {
+                bail!(
+                    "{http} does not send the cache traffic of {}; race in-process",
+                    name(&limits::CACHE_PRESSURE)
+                );
+            }
+            if self.workers > MAX_HTTP_WORKERS {
+                bail!(
+                    "{http} opens one connection per worker, both ends in this process: \
+                     at most {MAX_HTTP_WORKERS} workers"
+                );
+            }
         }
         Ok(())
     }

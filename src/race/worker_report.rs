@@ -3,7 +3,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::request::{Outcome, Params, StepEvent, Waited};
+use crate::request::{Answer, Outcome, Params, Request, Step, StepEvent, Trace, Waited};
+use crate::strategy::work;
 
 /// Everything one worker did in one race.
 #[derive(Debug, Clone, Serialize)]
@@ -36,4 +37,40 @@ pub struct WorkerReport {
     /// The workers whose locks this one waited on, seen with pg_blocking_pids.
     pub blocked_by: Vec<usize>,
     pub steps: Vec<StepEvent>,
+}
+
+impl WorkerReport {
+    /// The report of a request `answer`ed after `answer_ms`, from its trace.
+    pub fn new(req: Request, answer: Answer, trace: Trace, checkouts: u32, answer_ms: f64) -> Self {
+        let checkout_wait_ms = trace
+            .events
+            .iter()
+            .filter(|e| e.step == Step::Checkout)
+            .map(|e| e.end_ms - e.start_ms)
+            .sum();
+        let wrong_replay = match answer.outcome {
+            Outcome::Replayed => work::wrong_replay(&req, answer.body.as_ref()),
+            _ => None,
+        };
+        Self {
+            worker: req.worker,
+            params: req.params,
+            fingerprint: req.fingerprint,
+            outcome: answer.outcome,
+            status: answer.outcome.status(),
+            checkout_wait_ms,
+            saw: answer.saw,
+            did: answer.did,
+            made_xp: answer.made_xp,
+            body: answer.body,
+            answer_ms,
+            queries: trace.queries,
+            checkouts,
+            waited: answer.waited,
+            wrong_replay,
+            retry: false,
+            blocked_by: Vec::new(),
+            steps: trace.events,
+        }
+    }
 }

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::explain::explain;
 use super::style::{bad, dim, good, judged, strong, warn};
 use super::table;
-use crate::race::{Outcome, RaceResult, WorkerReport};
+use crate::race::{Outcome, RaceResult, Transport, WorkerReport};
 use crate::store::StoreKind;
 
 /// The settings line, so that a screenshot explains itself.
@@ -38,8 +38,13 @@ fn settings_line_with(r: &RaceResult, show_loser: bool) -> String {
         (_, 0) => String::new(),
         (_, n) => format!(" · {n} other cache writes, then a retry"),
     };
+    let wire = match (r.transport, r.threads) {
+        (Transport::Http, Some(t)) => format!(" · over HTTP, {t} app threads"),
+        (Transport::Http, None) => " · over HTTP".to_string(),
+        (Transport::InProcess, _) => String::new(),
+    };
     format!(
-        "{workers} · pool {} ({runner}) · work {} ms{loser}{store} · key {:?}",
+        "{workers} · pool {} ({runner}) · work {} ms{loser}{store}{wire} · key {:?}",
         r.pool_size, r.work_ms, r.key
     )
 }
@@ -128,7 +133,7 @@ pub fn workers_table(reports: &[WorkerReport]) -> String {
                 format!("{:.1} ms", w.checkout_wait_ms),
                 w.saw.clone(),
                 w.did.clone(),
-                outcome_cell(w.outcome),
+                outcome_cell(w.outcome, w.status),
                 format!("{:.1} ms", w.answer_ms),
             ];
             if waiting {
@@ -195,9 +200,10 @@ fn waiting_cells(w: &WorkerReport) -> [String; 4] {
     ]
 }
 
-/// An outcome with its HTTP status, coloured by whether it is a problem.
-pub fn outcome_cell(outcome: Outcome) -> String {
-    let status = match outcome.status() {
+/// An outcome with the HTTP status the client got, coloured by whether it
+/// is a problem. (Over the wire a replay carries the first response's 201.)
+pub fn outcome_cell(outcome: Outcome, status: u16) -> String {
+    let status = match status {
         0 => "—".to_string(),
         code => code.to_string(),
     };

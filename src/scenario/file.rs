@@ -60,6 +60,10 @@ pub struct RaceSpec {
     pub on_failure: Option<OnFailure>,
     pub fail_work: Option<usize>,
     pub recovery_retries: Option<usize>,
+    /// Race over HTTP through the course's app (`idem race --http`).
+    pub http: Option<bool>,
+    /// Over HTTP: the app's threads.
+    pub threads: Option<usize>,
     /// Run step by step in this order (worker numbers), as `idem step --schedule`.
     pub schedule: Option<Vec<usize>>,
 }
@@ -294,6 +298,8 @@ impl RaceSpec {
             on_failure: self.on_failure,
             fail_work: self.fail_work.map(|n| n as u64),
             recovery_retries: self.recovery_retries.map(|n| n as u64),
+            http: self.http,
+            threads: self.threads.map(|n| n as u64),
         }
     }
 

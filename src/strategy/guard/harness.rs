@@ -64,6 +64,10 @@ impl Guard {
     }
 }
 
+/// What a request that replayed a stored failure did: the one replay that
+/// is not [`Outcome::Replayed`], so the HTTP app marks it by this.
+pub const REPLAYED_FAILURE: &str = "replayed the stored 500";
+
 /// The verdict as the client sees it, with what the worker saw and did.
 fn answer(req: &Request, verdict: Verdict) -> Answer {
     match verdict {
@@ -81,7 +85,7 @@ fn answer(req: &Request, verdict: Verdict) -> Answer {
         Verdict::Replay(reply) if reply.status == 500 => Answer {
             outcome: Outcome::Failed,
             saw: "claim completed with 500".into(),
-            did: "replayed the stored 500".into(),
+            did: REPLAYED_FAILURE.into(),
             made_xp: None,
             body: Some(reply.body),
             waited: None,

@@ -65,6 +65,8 @@
 
 mod core;
 mod harness;
+#[doc(hidden)]
+pub use harness::REPLAYED_FAILURE;
 
 use std::future::Future;
 use std::time::Duration;

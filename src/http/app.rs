@@ -1,0 +1,325 @@
+//! The course's app over HTTP: `POST /lessons/{lesson}/complete`, answered by one strategy on a real pool with a fixed number of threads.
+//!
+//! A request is handled exactly as a race's worker handles it
+//! ([`respond`]): the strategy, the lease of a pooled connection, the trace.
+//! Only the edges are new: reading the key and the body off the wire, and
+//! writing the answer back as a status, headers and a body.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use bytes::Bytes;
+use deadpool_postgres::Pool;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::wire::{self, KEY_HEADER, MAX_BODY_BYTES, PROBLEM_JSON, REPLAYED_HEADER, WORKER_HEADER};
+use crate::db::pool;
+use crate::request::{Answer, Lease, Outcome, Params, Request, Trace};
+use crate::strategy::guard::REPLAYED_FAILURE;
+use crate::strategy::{OPERATION, Strategy, respond};
+
+/// A response on its way out.
+pub type Response = hyper::Response<Full<Bytes>>;
+
+/// How the app handles every award, besides its strategy.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    /// Whether requests are fingerprinted (and a mismatch answered 422).
+    pub fingerprint: bool,
+    /// How long the award's service call takes.
+    pub work: Duration,
+    /// How long a request waits for a pooled connection.
+    pub checkout_timeout: Duration,
+    /// The request (by its number) whose work fails, if any.
+    pub fail_work: Option<usize>,
+}
+
+/// One award the app handled, for whoever watches: the race that sent it,
+/// or `idem serve`'s request log.
+#[derive(Debug)]
+pub struct Handled {
+    pub request: Request,
+    pub answer: Answer,
+    pub trace: Trace,
+    /// Pool checkouts the request made.
+    pub checkouts: u32,
+    /// When the request reached the strategy (after waiting for a thread).
+    pub arrived: Instant,
+    /// The status it was answered with.
+    pub status: u16,
+}
+
+/// The app: a strategy, a pool, threads, and who watches.
+pub struct App {
+    pool: Pool,
+    strategy: Arc<dyn Strategy>,
+    shape: Shape,
+    /// One permit per app server thread: a request waits here for a free
+    /// thread before it is read, as it would in Puma's queue.
+    threads: Arc<Semaphore>,
+    /// Numbers requests that do not name their worker.
+    numbered: AtomicUsize,
+    watch: Option<Watch>,
+}
+
+/// Told of every award the app handled, before its response is written:
+/// so a client that has its response finds the app's side already there.
+pub type Watch = Box<dyn Fn(Handled) + Send + Sync>;
+
+/// `POST /lessons/{lesson}/complete`'s body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Award {
+    user_id: i64,
+    amount: i32,
+}
+
+impl App {
+    pub fn new(
+        pool: Pool,
+        strategy: Arc<dyn Strategy>,
+        shape: Shape,
+        threads: usize,
+        watch: Option<Watch>,
+    ) -> Self {
+        Self {
+            pool,
+            strategy,
+            shape,
+            threads: Arc::new(Semaphore::new(threads)),
+            numbered: AtomicUsize::new(0),
+            watch,
+        }
+    }
+
+    /// Accepts connections on `listener` and serves each on its own task,
+    /// until this future is dropped (which drops every connection too).
+    pub async fn serve(self: Arc<Self>, listener: TcpListener) -> Result<()> {
+        let mut connections = JoinSet::new();
+        loop {
+            let (stream, _) = listener.accept().await?;
+            // Small answers go out at once, not after Nagle's delay.
+            let _ = stream.set_nodelay(true);
+            let app = self.clone();
+            connections.spawn(async move {
+                let service = service_fn(move |req| {
+                    let app = app.clone();
+                    async move { Ok::<_, Infallible>(app.route(req).await) }
+                });
+                // A client that hangs up mid-request is its own business.
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+            while connections.try_join_next().is_some() {}
+        }
+    }
+
+    /// Finds the handler for a request and answers it.
+    pub async fn route(&self, req: hyper::Request<Incoming>) -> Response {
+        let Ok(_thread) = self.threads.acquire().await else {
+            return problem(503, "shutting_down", "the app is stopping");
+        };
+        let path = req.uri().path().to_owned();
+        if path == "/counts" {
+            return match *req.method() {
+                Method::GET | Method::HEAD => self.counts().await,
+                _ => not_allowed("GET"),
+            };
+        }
+        let Some(lesson) = lesson_of(&path) else {
+            return problem(
+                404,
+                "not_found",
+                &format!("no such endpoint: {path}; try POST /lessons/1/complete or GET /counts"),
+            );
+        };
+        if req.method() != Method::POST {
+            return not_allowed("POST");
+        }
+        match lesson {
+            Ok(lesson) => self.complete(lesson, req).await,
+            Err(detail) => problem(404, "not_found", &detail),
+        }
+    }
+
+    /// `POST /lessons/{lesson}/complete`: one award, guarded by the strategy.
+    async fn complete(&self, lesson: i32, req: hyper::Request<Incoming>) -> Response {
+        let (parts, body) = req.into_parts();
+        let key = wire::parse_key(parts.headers.get_all(KEY_HEADER).iter().map(HeaderValue::as_bytes));
+        let key = match key {
+            Ok(key) => key,
+            Err(err @ wire::KeyError::Missing) => {
+                return problem(400, "idempotency_key_missing", &err.to_string());
+            }
+            Err(err) => return problem(400, "idempotency_key_invalid", &err.to_string()),
+        };
+        let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+            Ok(body) => body.to_bytes(),
+            Err(_) => {
+                return problem(
+                    413,
+                    "body_too_large",
+                    &format!("the body must be at most {MAX_BODY_BYTES} bytes"),
+                );
+            }
+        };
+        let award = match serde_json::from_slice::<Award>(&body) {
+            Ok(award) if award.amount > 0 => award,
+            Ok(_) => return problem(400, "invalid_body", "amount must be a positive whole number"),
+            Err(err) => {
+                let detail = format!(
+                    "the body must be a JSON object {{\"user_id\": N, \"amount\": N}}: {err}"
+                );
+                return problem(400, "invalid_body", &detail);
+            }
+        };
+        let worker = parts
+            .headers
+            .get(WORKER_HEADER)
+            .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+            .filter(|w| *w > 0)
+            .unwrap_or_else(|| self.numbered.fetch_add(1, Ordering::Relaxed) + 1);
+        let params = Params {
+            operation: OPERATION,
+            user_id: award.user_id,
+            amount: award.amount,
+            lesson,
+        };
+        let shape = self.shape;
+        let mut request = Request::new(worker, key, params, shape.fingerprint, shape.work);
+        request.work_fails = shape.fail_work == Some(worker);
+
+        let arrived = Instant::now();
+        let mut trace = Trace::new(arrived);
+        let mut lease = Lease::new(self.pool.clone(), shape.checkout_timeout);
+        let answer = respond(&*self.strategy, &mut lease, &request, &mut trace).await;
+        let response = answered(&answer, &request);
+        if let Some(watch) = &self.watch {
+            watch(Handled {
+                status: response.status().as_u16(),
+                request,
+                answer,
+                trace,
+                checkouts: lease.checkouts,
+                arrived,
+            });
+        }
+        response
+    }
+
+    /// `GET /counts`: the rows in the app's two tables.
+    async fn counts(&self) -> Response {
+        let counted = async {
+            let conn = pool::checkout(&self.pool, self.shape.checkout_timeout).await?;
+            let row = conn
+                .query_one(
+                    "SELECT (SELECT count(*) FROM idempotency_keys),
+                            (SELECT count(*) FROM experience_points)",
+                    &[],
+                )
+                .await?;
+            anyhow::Ok((row.get::<_, i64>(0), row.get::<_, i64>(1)))
+        };
+        match counted.await {
+            Ok((keys, xp)) => json_response(200, &json!({ "key_rows": keys, "xp_rows": xp })),
+            Err(err) => problem(500, "database_error", &err.to_string()),
+        }
+    }
+}
+
+/// The lesson in `/lessons/{lesson}/complete`; `None` for any other path,
+/// `Err` for a lesson that is not a whole number.
+fn lesson_of(path: &str) -> Option<Result<i32, String>> {
+    let lesson = path.strip_prefix("/lessons/")?.strip_suffix("/complete")?;
+    Some(
+        lesson
+            .parse::<i32>()
+            .ok()
+            .filter(|l| *l > 0)
+            .ok_or_else(|| format!("no lesson {lesson:?}: lessons are numbered from 1")),
+    )
+}
+
+/// The strategy's answer as the client gets it.
+fn answered(answer: &Answer, req: &Request) -> Response {
+    let body = answer.body.clone().unwrap_or(Value::Null);
+    match answer.outcome {
+        Outcome::Created | Outcome::Duplicate => json_response(201, &body),
+        // Every strategy stores its 201 with the body; the replay repeats both.
+        Outcome::Replayed => replayed(json_response(201, &body)),
+        Outcome::Failed if answer.did == REPLAYED_FAILURE => replayed(json_response(500, &body)),
+        Outcome::Failed => json_response(500, &body),
+        Outcome::Conflict => {
+            let retry_ms = req.work.as_millis().max(1) as u64;
+            let mut response = problem(409, wire::error_code(Outcome::Conflict), &detail(&body));
+            response
+                .headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(retry_ms.div_ceil(1000)));
+            response
+        }
+        Outcome::Mismatch => problem(422, wire::error_code(Outcome::Mismatch), &detail(&body)),
+        Outcome::CheckoutTimeout => {
+            problem(503, wire::error_code(Outcome::CheckoutTimeout), &answer.did)
+        }
+        Outcome::Crashed | Outcome::Error => {
+            problem(500, wire::error_code(Outcome::Error), &answer.did)
+        }
+    }
+}
+
+/// The message inside a strategy's error body.
+fn detail(body: &Value) -> String {
+    body.pointer("/error/message")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn replayed(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
+    response
+}
+
+fn json_response(status: u16, body: &Value) -> Response {
+    with_body(status, "application/json", body)
+}
+
+/// A problem details response (RFC 9457).
+pub fn problem(status: u16, code: &str, detail: &str) -> Response {
+    with_body(status, PROBLEM_JSON, &wire::problem(status, code, detail))
+}
+
+fn not_allowed(allow: &'static str) -> Response {
+    let mut response = problem(405, "method_not_allowed", &format!("use {allow}"));
+    response
+        .headers_mut()
+        .insert(ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+fn with_body(status: u16, content_type: &'static str, body: &Value) -> Response {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut response = hyper::Response::new(Full::new(Bytes::from(bytes)));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}

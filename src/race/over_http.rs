@@ -1,0 +1,201 @@
+//! The race over the wire: the course's app on a loopback port, each worker an HTTP client on its own connection.
+//!
+//! The app handles each request exactly as an in-process worker would, and
+//! tells the race what it did (its steps, the XP row it made) before it
+//! writes the response. The report of a worker joins the two: the app's
+//! side for the steps, the wire's side for the outcome and the body.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use deadpool_postgres::Pool;
+use hyper::Method;
+use hyper::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinHandle;
+
+use super::settings::RaceSettings;
+use super::worker_report::WorkerReport;
+use crate::http::app::{App, Handled, Shape};
+use crate::http::client::{self, Outgoing, Received, Target};
+use crate::http::wire::{self, KEY_HEADER, WORKER_HEADER};
+use crate::request::{Answer, Outcome, Request, Trace};
+use crate::strategy::Strategy;
+
+/// How long a worker's request may take on the wire before it counts as unanswered.
+const WIRE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The app as a race runs it, on a loopback port, for as long as the race lives.
+pub struct Wire {
+    server: JoinHandle<()>,
+    pub end: Arc<WireEnd>,
+}
+
+/// What the race's clients share: where the app listens and what it handled.
+pub struct WireEnd {
+    pub target: Target,
+    handled: Mutex<HashMap<usize, Handled>>,
+}
+
+impl Drop for Wire {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl RaceSettings {
+    /// How the app handles every award under these settings.
+    pub fn app_shape(&self) -> Shape {
+        Shape {
+            fingerprint: self.fingerprint,
+            work: self.work,
+            checkout_timeout: self.checkout_timeout,
+            fail_work: self.fail_work,
+        }
+    }
+}
+
+impl Wire {
+    /// Starts the app on a free loopback port.
+    pub async fn open(pool: Pool, strategy: Arc<dyn Strategy>, s: &RaceSettings) -> Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .context("could not listen on a loopback port")?;
+        let addr: SocketAddr = listener.local_addr()?;
+        let end = Arc::new(WireEnd {
+            target: Target::parse(&format!("http://{addr}/lessons/{}/complete", s.lesson))?,
+            handled: Mutex::new(HashMap::new()),
+        });
+        let told = end.clone();
+        let watch = Box::new(move |handled: Handled| {
+            if let Ok(mut map) = told.handled.lock() {
+                map.insert(handled.request.worker, handled);
+            }
+        });
+        let app = Arc::new(App::new(
+            pool,
+            strategy,
+            s.app_shape(),
+            s.threads,
+            Some(watch),
+        ));
+        let server = tokio::spawn(async move {
+            let _ = app.serve(listener).await;
+        });
+        Ok(Self { server, end })
+    }
+}
+
+/// One worker as an HTTP client: connect, stand at the gate, send its
+/// request, read the answer; then join the app's side of it.
+pub async fn run_client(
+    end: Arc<WireEnd>,
+    mut gate: watch::Receiver<Option<Instant>>,
+    ready: Arc<Semaphore>,
+    req: Request,
+) -> (WorkerReport, Option<i32>) {
+    let outgoing = award(&req);
+    let connected = client::connect(&end.target, WIRE_TIMEOUT).await;
+    ready.add_permits(1);
+    let opened = match gate.wait_for(Option::is_some).await {
+        Ok(at) => at.unwrap_or_else(Instant::now),
+        Err(_) => Instant::now(),
+    };
+    let received = match connected {
+        Ok(mut conn) => conn.send(&outgoing, WIRE_TIMEOUT).await,
+        Err(err) => Err(err),
+    };
+    let answer_ms = ms_between(opened, Instant::now());
+    let handled = end
+        .handled
+        .lock()
+        .ok()
+        .and_then(|mut map| map.remove(&req.worker));
+    joined(req, received, handled, opened, answer_ms)
+}
+
+/// The request the course's client sends: the award's body, the key as an
+/// sf-string, and the worker's number for the app's bookkeeping.
+fn award(req: &Request) -> Outgoing {
+    let body = json!({ "user_id": req.params.user_id, "amount": req.params.amount });
+    let header = |name: &'static str, value: String| {
+        HeaderValue::from_str(&value)
+            .ok()
+            .map(|v| (HeaderName::from_static(name), v))
+    };
+    let headers = [
+        header(KEY_HEADER, wire::quote_key(&req.key)),
+        header(WORKER_HEADER, req.worker.to_string()),
+    ]
+    .into_iter()
+    .flatten()
+    .chain([(CONTENT_TYPE, HeaderValue::from_static("application/json"))])
+    .collect();
+    Outgoing {
+        method: Method::POST,
+        path: format!("/lessons/{}/complete", req.params.lesson),
+        headers,
+        body: Bytes::from(body.to_string()),
+    }
+}
+
+/// The worker's report: the app's steps, moved onto the race's clock; the
+/// outcome, status and body as the client received them.
+fn joined(
+    req: Request,
+    received: Result<Received>,
+    handled: Option<Handled>,
+    opened: Instant,
+    answer_ms: f64,
+) -> (WorkerReport, Option<i32>) {
+    let (mut report, pid) = match handled {
+        Some(h) => {
+            let shift = ms_between(opened, h.arrived);
+            let pid = h.trace.backend_pid;
+            let mut report = WorkerReport::new(h.request, h.answer, h.trace, h.checkouts, answer_ms);
+            for step in &mut report.steps {
+                step.start_ms += shift;
+                step.end_ms += shift;
+            }
+            (report, pid)
+        }
+        // The app answered before any strategy ran (or not at all).
+        None => {
+            let answer = Answer {
+                outcome: Outcome::Error,
+                saw: "no answer from the app's strategy".into(),
+                did: String::new(),
+                made_xp: None,
+                body: None,
+                waited: None,
+            };
+            let report = WorkerReport::new(req, answer, Trace::new(opened), 0, answer_ms);
+            (report, None)
+        }
+    };
+    match received {
+        Ok(received) => {
+            let body = received.json();
+            report.outcome = wire::outcome_of(received.status, received.replayed(), body.as_ref());
+            report.status = received.status;
+            report.body = body;
+        }
+        Err(err) => {
+            report.outcome = Outcome::Error;
+            report.status = 0;
+            report.did = format!("{err:#}");
+            report.body = None;
+        }
+    }
+    (report, pid)
+}
+
+fn ms_between(from: Instant, to: Instant) -> f64 {
+    to.saturating_duration_since(from).as_secs_f64() * 1000.0
+}
