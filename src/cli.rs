@@ -55,9 +55,13 @@ pub enum Command {
     Audit(AuditArgs),
     /// Delete completed keys past their retention (lesson 5).
     Reap(ReapArgs),
-    /// Judge idem's own guard with the challenge's races (lesson 7); yours:
-    /// `cargo run --example challenge`.
+    /// Judge idem's own guard with the challenge's races (lesson 7); yours in
+    /// Rust: `cargo run --example challenge`; in any language: --url.
     Challenge(ChallengeArgs),
+    /// Serve the course's app over HTTP: POST /lessons/{lesson}/complete with an Idempotency-Key.
+    Serve(ServeArgs),
+    /// Race N identical requests with one Idempotency-Key at any HTTP API and count the effects.
+    Probe(ProbeArgs),
     /// Show which PostgreSQL idem uses and how long its cluster takes to start and stop.
     Doctor(DoctorArgs),
     /// Measure cluster start-up, race rate, guard throughput, hot key and scale (BENCHMARKS.md).
@@ -142,10 +146,19 @@ pub struct RaceFlags {
     pub losers: LoserFlags,
 
     #[command(flatten)]
+    pub amounts: AmountFlags,
+
+    #[command(flatten)]
     pub fingerprints: FingerprintFlags,
 
     #[command(flatten)]
     pub stores: StoreFlags,
+
+    #[command(flatten)]
+    pub eviction: EvictionFlags,
+
+    #[command(flatten)]
+    pub guard: GuardFlags,
 
     #[command(flatten)]
     pub faults: FaultFlags,
@@ -229,15 +242,19 @@ pub struct LoserFlags {
     pub wait_timeout_ms: Option<u64>,
 }
 
-/// Lesson 4: what a request asks for, and whether the guard checks it.
+/// Lesson 4: what the workers ask for.
 #[derive(Debug, Clone, Args)]
-pub struct FingerprintFlags {
+pub struct AmountFlags {
     /// Per-worker XP amounts, all on one key: worker i asks for the i-th (e.g. 10,20,10,30,10).
     #[arg(help_heading = "Lesson 4: fingerprints")]
     #[arg(long, value_name = "LIST", value_delimiter = ',', allow_negative_numbers = true,
           value_parser = amount)]
     pub amounts: Option<Vec<i32>>,
+}
 
+/// Lesson 4: whether the guard checks what a request asks for.
+#[derive(Debug, Clone, Args)]
+pub struct FingerprintFlags {
     /// Store no request fingerprint and check none: a reused key silently
     /// replays the first request's result (the wrong answer of lesson 4).
     #[arg(help_heading = "Lesson 4: fingerprints")]
@@ -264,7 +281,11 @@ pub struct StoreFlags {
     #[arg(help_heading = "Lesson 5: where claims live")]
     #[arg(long, value_name = "DURATION", value_parser = duration, allow_hyphen_values = true)]
     pub cache_max_age: Option<Duration>,
+}
 
+/// Lesson 5: what the race does to the store afterwards, and what it shows.
+#[derive(Debug, Clone, Args)]
+pub struct EvictionFlags {
     /// After the race, write N other keys to the cache, then retry the same
     /// request: does its claim survive eviction?
     #[arg(help_heading = "Lesson 5: where claims live")]
@@ -278,7 +299,23 @@ pub struct StoreFlags {
     pub audit: bool,
 }
 
-/// Lesson 7: faults on purpose, and how the guard recovers.
+/// Lesson 7: how the guard recovers.
+#[derive(Debug, Clone, Args)]
+pub struct GuardFlags {
+    /// The guard takes over a pending claim older than this, in ms.
+    #[arg(help_heading = "Lesson 7: faults and recovery")]
+    #[arg(long, default_value_t = limits::LOCK_TIMEOUT_MS.default(), value_name = "MS", allow_negative_numbers = true,
+          value_parser = whole::<{ limits::LOCK_TIMEOUT_MS.min }, { limits::LOCK_TIMEOUT_MS.max }>)]
+    pub lock_timeout_ms: u64,
+
+    /// What the guard does when the work fails: store the 500 and replay it
+    /// (Stripe), or release the claim so a retry runs again (Powertools).
+    #[arg(help_heading = "Lesson 7: faults and recovery")]
+    #[arg(long, value_enum, default_value_t = DEFAULT_ON_FAILURE)]
+    pub on_failure: OnFailure,
+}
+
+/// Lesson 7: faults on purpose.
 #[derive(Debug, Clone, Args)]
 pub struct FaultFlags {
     /// Crash on purpose: the connection of the first worker to reach POINT
@@ -294,18 +331,6 @@ pub struct FaultFlags {
     #[arg(help_heading = "Lesson 7: faults and recovery")]
     #[arg(long)]
     pub kill_connection: bool,
-
-    /// The guard takes over a pending claim older than this, in ms.
-    #[arg(help_heading = "Lesson 7: faults and recovery")]
-    #[arg(long, default_value_t = limits::LOCK_TIMEOUT_MS.default(), value_name = "MS", allow_negative_numbers = true,
-          value_parser = whole::<{ limits::LOCK_TIMEOUT_MS.min }, { limits::LOCK_TIMEOUT_MS.max }>)]
-    pub lock_timeout_ms: u64,
-
-    /// What the guard does when the work fails: store the 500 and replay it
-    /// (Stripe), or release the claim so a retry runs again (Powertools).
-    #[arg(help_heading = "Lesson 7: faults and recovery")]
-    #[arg(long, value_enum, default_value_t = DEFAULT_ON_FAILURE)]
-    pub on_failure: OnFailure,
 
     /// Make worker N's work fail (the award service errors), then retry it.
     #[arg(help_heading = "Lesson 7: faults and recovery")]
@@ -335,36 +360,58 @@ impl RaceFlags {
     /// What the flags say, for the one builder.
     pub fn input(&self, strategy: StrategyKind) -> RaceInput {
         RaceInput {
-            strategy: Some(strategy),
             workers: Some(self.shape.workers),
-            pool_size: Some(self.app.pool_size),
-            runner_holds_connection: Some(!self.app.no_runner_connection),
-            work_ms: Some(self.app.work_ms),
             key: Some(self.shape.key.clone()),
-            checkout_timeout_ms: Some(self.app.checkout_timeout_ms),
-            loser: self.losers.loser,
-            poll_ms: self.losers.poll_ms,
-            wait_timeout_ms: self.losers.wait_timeout_ms,
-            amounts: self.fingerprints.amounts.clone(),
-            fingerprint: Some(!self.fingerprints.no_fingerprint),
-            store: Some(self.stores.store),
-            cache_max_entries: Some(self.stores.cache_max_entries),
-            cache_max_age: self.stores.cache_max_age,
-            cache_pressure: Some(self.stores.cache_pressure),
+            http: Some(self.shape.http),
+            amounts: self.amounts.amounts.clone(),
+            cache_pressure: Some(self.eviction.cache_pressure),
             crash: self.faults.crash,
             kill_connection: Some(self.faults.kill_connection),
-            lock_timeout_ms: Some(self.faults.lock_timeout_ms),
-            on_failure: Some(self.faults.on_failure),
             fail_work: self.faults.fail_work,
             recovery_retries: Some(self.faults.recovery_retries),
-            http: Some(self.shape.http),
-            threads: Some(self.app.threads),
+            ..app_input(
+                strategy,
+                &self.app,
+                &self.losers,
+                &self.fingerprints,
+                &self.stores,
+                &self.guard,
+            )
         }
     }
 
     /// The checked settings for one strategy.
     pub fn settings(&self, strategy: StrategyKind) -> Result<RaceSettings> {
         self.input(strategy).build(Origin::Flags)
+    }
+}
+
+/// What the flags that shape the app say: everything but the clients and the faults.
+fn app_input(
+    strategy: StrategyKind,
+    app: &AppFlags,
+    losers: &LoserFlags,
+    fingerprints: &FingerprintFlags,
+    stores: &StoreFlags,
+    guard: &GuardFlags,
+) -> RaceInput {
+    RaceInput {
+        strategy: Some(strategy),
+        pool_size: Some(app.pool_size),
+        runner_holds_connection: Some(!app.no_runner_connection),
+        work_ms: Some(app.work_ms),
+        checkout_timeout_ms: Some(app.checkout_timeout_ms),
+        threads: Some(app.threads),
+        loser: losers.loser,
+        poll_ms: losers.poll_ms,
+        wait_timeout_ms: losers.wait_timeout_ms,
+        fingerprint: Some(!fingerprints.no_fingerprint),
+        store: Some(stores.store),
+        cache_max_entries: Some(stores.cache_max_entries),
+        cache_max_age: stores.cache_max_age,
+        lock_timeout_ms: Some(guard.lock_timeout_ms),
+        on_failure: Some(guard.on_failure),
+        ..RaceInput::default()
     }
 }
 
@@ -463,6 +510,116 @@ pub struct RaceArgs {
 
     #[command(flatten)]
     pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The guard shape the app runs.
+    #[arg(long, short = 's', value_enum, default_value_t = DEFAULT_STRATEGY)]
+    pub strategy: StrategyKind,
+
+    /// Where to listen: an address and port (port 0 takes a free one).
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR:PORT")]
+    pub listen: std::net::SocketAddr,
+
+    #[command(flatten)]
+    pub app: AppFlags,
+
+    #[command(flatten)]
+    pub losers: LoserFlags,
+
+    #[command(flatten)]
+    pub fingerprints: FingerprintFlags,
+
+    #[command(flatten)]
+    pub stores: StoreFlags,
+
+    #[command(flatten)]
+    pub guard: GuardFlags,
+
+    /// Print the ready line as a JSON object (with `url` and `schema`) and
+    /// no request log.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+impl ServeArgs {
+    /// What the flags say, for the one builder.
+    pub fn input(&self) -> RaceInput {
+        app_input(
+            self.strategy,
+            &self.app,
+            &self.losers,
+            &self.fingerprints,
+            &self.stores,
+            &self.guard,
+        )
+    }
+}
+
+/// Where effects are counted: a query and the database it runs on.
+#[derive(Debug, Clone, Args)]
+pub struct CountFlags {
+    /// A query returning one number: the effects so far (e.g. `SELECT
+    /// count(*) FROM payments`). Run before and after, read-only.
+    #[arg(long, value_name = "SQL", requires = "count_database_url")]
+    pub count_sql: Option<String>,
+
+    /// The database --count-sql runs on (its password is never printed).
+    #[arg(long, value_name = "URL", requires = "count_sql")]
+    pub count_database_url: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// The endpoint, e.g. http://127.0.0.1:8080/lessons/1/complete.
+    pub url: String,
+
+    /// How many identical requests to send at once.
+    #[arg(long, short = 'n', default_value_t = 5, value_name = "N",
+          allow_negative_numbers = true, value_parser = whole::<1, 1000>)]
+    pub requests: u64,
+
+    /// The Idempotency-Key every request carries [default: a random UUID].
+    #[arg(long, short = 'k', value_name = "KEY")]
+    pub key: Option<String>,
+
+    /// The HTTP method.
+    #[arg(long, short = 'X', default_value = "POST", value_name = "METHOD")]
+    pub method: String,
+
+    /// A header for every request, `Name: value`; repeat for more.
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+
+    /// The body, or @FILE to read it from a file.
+    #[arg(long, short = 'd', value_name = "BODY|@FILE")]
+    pub data: Option<String>,
+
+    /// With --conformance: the body of the "same key, different body" case
+    /// [default: the body with its first number changed].
+    #[arg(long, value_name = "BODY|@FILE")]
+    pub other_data: Option<String>,
+
+    /// How long the whole probe may take, in ms.
+    #[arg(long, default_value_t = 30_000, value_name = "MS",
+          allow_negative_numbers = true, value_parser = whole::<1, 3_600_000>)]
+    pub timeout_ms: u64,
+
+    #[command(flatten)]
+    pub count: CountFlags,
+
+    /// Check the IETF draft's cases one by one: missing key, same key with
+    /// another body, concurrent requests, a retry after completion.
+    #[arg(long)]
+    pub conformance: bool,
+
+    /// One JSON object with every figure.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -617,6 +774,14 @@ pub struct ReapArgs {
 
 #[derive(Debug, Args)]
 pub struct ChallengeArgs {
+    /// Judge a guard in any language over HTTP: the endpoint of the
+    /// course's award (e.g. http://127.0.0.1:4567/lessons/1/complete).
+    #[arg(long, value_name = "URL", requires = "count_sql")]
+    pub url: Option<String>,
+
+    #[command(flatten)]
+    pub count: CountFlags,
+
     /// One JSON object per case.
     #[arg(long)]
     pub json: bool,

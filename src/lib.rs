@@ -25,8 +25,8 @@ macro_rules! internal {
 }
 
 internal!(
-    app, bench, challenge, cli, commands, db, http, keys, lesson, race, report, request, scenario,
-    signals, store, strategy,
+    app, bench, challenge, cli, commands, db, http, keys, lesson, probe, race, report, request,
+    scenario, signals, store, strategy,
 );
 
 pub use app::main;
@@ -98,10 +98,37 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         }
         Command::Challenge(a) => {
             let out = Output::from_json_flag(a.json);
+            if let Some(probe) = c::challenge::plan_http(&a)? {
+                return tokio::select! {
+                    biased;
+                    signal = s.received() => Err(signal.into()),
+                    judged = c::challenge::execute_http(probe, out) => judged,
+                };
+            }
             with_database(&a.connect, s, async |db| {
                 c::challenge::execute(db, out).await
             })
             .await
+        }
+        Command::Serve(a) => {
+            let served = planned(&a.connect, s, c::serve::plan(&a), c::serve::execute).await;
+            match served {
+                // Ctrl-C or SIGTERM is how a server is stopped: the schema is
+                // gone by now, and that is a clean end.
+                Err(err) if err.is::<signals::Interrupted>() => {
+                    eprintln!("idem serve: stopped; its tables are gone");
+                    Ok(())
+                }
+                other => other,
+            }
+        }
+        Command::Probe(a) => {
+            let plan = c::probe::plan(&a)?;
+            tokio::select! {
+                biased;
+                signal = s.received() => Err(signal.into()),
+                probed = c::probe::execute(plan) => probed,
+            }
         }
         Command::Doctor(a) => {
             let db = open(a.connect.options(), s).await?;

@@ -26,14 +26,14 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
             args.strategy
         );
     }
-    if (args.race.show.trace || args.race.stores.audit) && args.race.shape.runs > 1 {
+    if (args.race.show.trace || args.race.eviction.audit) && args.race.shape.runs > 1 {
         bail!("--trace and --audit show a single race; drop --runs");
     }
     Ok(Plan {
         settings,
         runs: args.race.shape.runs,
         trace: args.race.show.trace,
-        audit: args.race.stores.audit,
+        audit: args.race.eviction.audit,
         out: Output::from_json_flag(args.race.show.json),
     })
 }

@@ -274,6 +274,29 @@ impl Database {
     }
 
     /// Settings for the workers' connections.
+    /// A URL another program can use to reach this database, safe to print:
+    /// the disposable cluster's socket, or the user's URL with its password hidden.
+    pub fn shown_url(&self) -> String {
+        use tokio_postgres::config::Host;
+        match &self.backend {
+            Backend::Server { url } => url.clone(),
+            Backend::Embedded(_) => {
+                let c = &self.workers_config;
+                let host = match c.get_hosts().first() {
+                    Some(Host::Unix(dir)) => dir.display().to_string(),
+                    Some(Host::Tcp(host)) => host.clone(),
+                    None => String::new(),
+                };
+                format!(
+                    "postgresql:///{}?host={host}&port={}&user={}",
+                    c.get_dbname().unwrap_or("postgres"),
+                    c.get_ports().first().copied().unwrap_or(5432),
+                    c.get_user().unwrap_or("postgres"),
+                )
+            }
+        }
+    }
+
     pub fn workers_config(&self) -> &tokio_postgres::Config {
         &self.workers_config
     }

@@ -41,6 +41,12 @@ pub fn scrub(text: &str) -> String {
     text
 }
 
+/// Remembers a secret given some other way (an `Authorization` header's
+/// value, say), so that [`scrub`] removes it from anything printed.
+pub fn hide(secret: &str) {
+    remember(vec![secret.to_owned()]);
+}
+
 fn remember(found: Vec<String>) {
     let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     for secret in found {

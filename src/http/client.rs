@@ -56,11 +56,6 @@ impl Target {
                 .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned()),
         })
     }
-
-    /// The URL's `host:port`, for messages.
-    pub fn authority(&self) -> &str {
-        &self.authority
-    }
 }
 
 /// A request to send: a method, a path, headers and a body.
@@ -94,11 +89,6 @@ impl Received {
     /// The body as JSON, if it is JSON.
     pub fn json(&self) -> Option<Value> {
         serde_json::from_slice(&self.body).ok()
-    }
-
-    /// A header's value as text, if it is there and is text.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 }
 

@@ -24,6 +24,6 @@ pub use runner::Race;
 pub use settings::MAX_KEY_LEN;
 pub use settings::{
     CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE,
-    DEFAULT_STRATEGY, MAX_HTTP_WORKERS, RaceSettings, Transport,
+    DEFAULT_STRATEGY, RaceSettings, Transport,
 };
 pub use worker_report::WorkerReport;

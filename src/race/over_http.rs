@@ -20,9 +20,11 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
 
+use super::runner::Race;
 use super::settings::RaceSettings;
 use super::worker_report::WorkerReport;
-use crate::http::app::{App, Handled, Shape};
+use crate::db::pool::Conn;
+use crate::http::app::{App, Handled, Shape, Watch};
 use crate::http::client::{self, Outgoing, Received, Target};
 use crate::http::wire::{self, KEY_HEADER, WORKER_HEADER};
 use crate::request::{Answer, Outcome, Request, Trace};
@@ -89,6 +91,23 @@ impl Wire {
             let _ = app.serve(listener).await;
         });
         Ok(Self { server, end })
+    }
+}
+
+impl Race<'_> {
+    /// The course's app on this race's pool and strategy, on fresh tables,
+    /// with the runner's connection held (if the settings say so) for as
+    /// long as the returned connection lives: what `idem serve` serves.
+    pub async fn open_app(&self, watch: Option<Watch>) -> Result<(App, Option<Conn>)> {
+        let held = self.start_app().await?;
+        let app = App::new(
+            self.pool.clone(),
+            self.strategy.clone(),
+            self.settings.app_shape(),
+            self.settings.threads,
+            watch,
+        );
+        Ok((app, held))
     }
 }
 

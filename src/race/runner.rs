@@ -26,8 +26,8 @@ use crate::strategy::{LoserPolicy, Strategy, respond};
 /// A race ready to run, as many times as asked, with fresh tables each time.
 pub struct Race<'db> {
     db: &'db Database,
-    pool: Pool,
-    strategy: Arc<dyn Strategy>,
+    pub(super) pool: Pool,
+    pub(super) strategy: Arc<dyn Strategy>,
     /// Over HTTP: the app the workers call.
     wire: Option<Wire>,
     pub settings: RaceSettings,
@@ -91,8 +91,8 @@ impl<'db> Race<'db> {
         driven.and(result)
     }
 
-    /// Resets the tables, takes the runner's connection, and releases the workers.
-    async fn start(&self, hooks: Option<Vec<StepHook>>) -> Result<Started> {
+    /// Resets the tables and takes the runner's connection, if it holds one.
+    pub(super) async fn start_app(&self) -> Result<Option<pool::Conn>> {
         let s = &self.settings;
         self.db.reset().await?;
 
@@ -112,6 +112,13 @@ impl<'db> Race<'db> {
             false => None,
         };
 
+        Ok(held)
+    }
+
+    /// Resets the tables, takes the runner's connection, and releases the workers.
+    async fn start(&self, hooks: Option<Vec<StepHook>>) -> Result<Started> {
+        let s = &self.settings;
+        let held = self.start_app().await?;
         let (gate, gate_rx) = watch::channel(None::<Instant>);
         let crew = Crew {
             pool: self.pool.clone(),

@@ -105,15 +105,6 @@ pub enum Transport {
     Http,
 }
 
-impl Transport {
-    pub fn name(self) -> &'static str {
-        match self {
-            Transport::InProcess => "in-process",
-            Transport::Http => "http",
-        }
-    }
-}
-
 /// The most workers a race over HTTP opens connections for: both ends of
 /// every connection live in this process, two file descriptors each.
 pub const MAX_HTTP_WORKERS: usize = 2000;

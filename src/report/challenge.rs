@@ -1,30 +1,48 @@
-//! The challenge's verdicts: one row per case, PASS or FAIL.
+//! Verdicts, one row per case, PASS, FAIL or n/a: the challenge's, and the probe's conformance checks.
 
-use super::style::{bad, good, strong};
+use super::style::{bad, dim, good, strong};
 use crate::challenge::CaseResult;
+use crate::probe::conformance::{Check, Mark};
 
-/// The verdicts as a table, with a last line counting the passes.
+/// The in-process challenge's verdicts.
 pub fn render(name: &str, cases: &[CaseResult]) -> String {
     let rows = cases
         .iter()
         .map(|c| {
-            vec![
-                c.case.to_string(),
-                c.demands.to_string(),
-                c.saw.clone(),
-                if c.passed {
-                    good("PASS").to_string()
-                } else {
-                    bad("FAIL").to_string()
-                },
-            ]
+            let mark = if c.passed { Mark::Pass } else { Mark::Fail };
+            (c.case, c.demands, c.saw.as_str(), mark)
         })
         .collect();
-    let passed = cases.iter().filter(|c| c.passed).count();
+    verdicts(&format!("idem challenge · {name}"), rows)
+}
+
+/// Checks made over HTTP (the challenge with --url, probe --conformance).
+pub fn render_checks(title: &str, checks: &[Check]) -> String {
+    let rows = checks
+        .iter()
+        .map(|c| (c.case, c.demands, c.saw.as_str(), c.mark))
+        .collect();
+    verdicts(title, rows)
+}
+
+/// The table, with a last line counting the passes.
+fn verdicts(title: &str, rows: Vec<(&str, &str, &str, Mark)>) -> String {
+    let passed = rows.iter().filter(|r| r.3 == Mark::Pass).count();
+    let judged = rows.iter().filter(|r| r.3 != Mark::NotApplicable).count();
+    let table = rows
+        .into_iter()
+        .map(|(case, demands, saw, mark)| {
+            let mark = match mark {
+                Mark::Pass => good(mark.name()).to_string(),
+                Mark::Fail => bad(mark.name()).to_string(),
+                Mark::NotApplicable => dim(mark.name()).to_string(),
+            };
+            vec![case.to_string(), demands.to_string(), saw.to_string(), mark]
+        })
+        .collect();
     format!(
-        "{}\n\n{}\n\n{passed} of {} cases hold\n",
-        strong(format!("idem challenge · {name}")),
-        super::table::render(&["case", "demands", "saw", ""], rows, &[]),
-        cases.len()
+        "{}\n\n{}\n\n{passed} of {judged} cases hold\n",
+        strong(title),
+        super::table::render(&["case", "demands", "saw", ""], table, &[]),
     )
 }

@@ -1,0 +1,222 @@
+//! The IETF draft's cases, one check each, on a fresh key each: missing key, another body, concurrent requests, a retry after completion.
+
+use anyhow::{Result, bail};
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Probe, Shot, statuses};
+
+/// How a check ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mark {
+    Pass,
+    Fail,
+    /// The check could not be judged (e.g. its first request failed).
+    NotApplicable,
+}
+
+impl Mark {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mark::Pass => "PASS",
+            Mark::Fail => "FAIL",
+            Mark::NotApplicable => "n/a",
+        }
+    }
+}
+
+/// One case's verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub case: &'static str,
+    /// What the case demands.
+    pub demands: &'static str,
+    pub mark: Mark,
+    /// What it saw, in a few words.
+    pub saw: String,
+}
+
+impl Check {
+    fn new(case: &'static str, demands: &'static str, passed: bool, saw: String) -> Self {
+        let mark = if passed { Mark::Pass } else { Mark::Fail };
+        Self {
+            case,
+            demands,
+            mark,
+            saw,
+        }
+    }
+}
+
+/// A body that means another request: the first number in a JSON body
+/// changed, or a field added to an object without numbers.
+pub fn other_body(body: &Bytes) -> Result<Bytes> {
+    let Ok(mut value) = serde_json::from_slice::<Value>(body) else {
+        bail!("--conformance needs a second body for its reuse case; the body is not JSON, so give --other-data");
+    };
+    if !bump_first_number(&mut value) {
+        match value.as_object_mut() {
+            Some(object) => {
+                object.insert("idem_probe_variant".into(), Value::from(1));
+            }
+            None => bail!(
+                "--conformance needs a second body for its reuse case; give --other-data"
+            ),
+        }
+    }
+    Ok(Bytes::from(value.to_string()))
+}
+
+fn bump_first_number(value: &mut Value) -> bool {
+    match value {
+        Value::Number(n) => {
+            *value = match (n.as_i64(), n.as_f64()) {
+                (Some(i), _) => Value::from(i.wrapping_add(1)),
+                (None, Some(f)) => Value::from(f + 1.0),
+                _ => return false,
+            };
+            true
+        }
+        Value::Array(items) => items.iter_mut().any(bump_first_number),
+        Value::Object(fields) => fields.values_mut().any(bump_first_number),
+        _ => false,
+    }
+}
+
+/// `201, 409 ×4`
+fn said(shots: &[Shot]) -> String {
+    statuses(shots)
+        .iter()
+        .map(|(status, n)| match n {
+            1 => status.clone(),
+            n => format!("{status} ×{n}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn status_of(shot: &Shot) -> String {
+    match (shot.status, &shot.error) {
+        (Some(s), _) => s.to_string(),
+        (None, Some(e)) => format!("no answer ({e})"),
+        (None, None) => "no answer".into(),
+    }
+}
+
+/// The effects between two counts, as words; empty when not counted.
+fn effects_words(before: Option<i64>, after: Option<i64>) -> (Option<i64>, String) {
+    match before.zip(after) {
+        Some((b, a)) => (Some(a - b), format!("; {} effect{}", a - b, if a - b == 1 { "" } else { "s" })),
+        None => (None, String::new()),
+    }
+}
+
+/// Runs the four checks, each on a key of its own made from `key_base`.
+/// `concurrent` requests go at once in the concurrency case.
+pub async fn run(
+    probe: &Probe,
+    other: &Bytes,
+    key_base: &str,
+    concurrent: usize,
+) -> Result<Vec<Check>> {
+    let body = &probe.body;
+    let mut checks = Vec::new();
+
+    // 1. No key at all: 400, and nothing done.
+    let before = probe.count().await?;
+    let shot = probe.once(None, body).await;
+    let (effects, words) = effects_words(before, probe.count().await?);
+    checks.push(Check::new(
+        "missing key",
+        "400, and no effect",
+        shot.status == Some(400) && effects.unwrap_or(0) == 0,
+        format!("{}{words}", status_of(&shot)),
+    ));
+
+    // 2. The same key with another body: 422, and no second effect.
+    let key = format!("{key_base}-reused");
+    let first = probe.once(Some(&key), body).await;
+    let before = probe.count().await?;
+    let second = probe.once(Some(&key), other).await;
+    let (effects, words) = effects_words(before, probe.count().await?);
+    checks.push(if first.succeeded() {
+        Check::new(
+            "same key, other body",
+            "422, and no new effect",
+            second.status == Some(422) && effects.unwrap_or(0) == 0,
+            format!("first {}, then {}{words}", status_of(&first), status_of(&second)),
+        )
+    } else {
+        Check {
+            case: "same key, other body",
+            demands: "422, and no new effect",
+            mark: Mark::NotApplicable,
+            saw: format!("the first request got {}, not a success", status_of(&first)),
+        }
+    });
+
+    // 3. Concurrent requests with one key: one effect; every other answer
+    //    is 409 or the same body as the success.
+    let key = format!("{key_base}-concurrent");
+    let before = probe.count().await?;
+    let shots = probe.volley(Some(&key), body, concurrent).await;
+    let (effects, words) = effects_words(before, probe.count().await?);
+    let consistent = shots.iter().filter(|s| s.succeeded()).count() >= 1
+        && shots.iter().all(|s| {
+            s.status == Some(409) || (s.succeeded() && s.same_as_first_success == Some(true))
+        });
+    checks.push(Check::new(
+        "concurrent, same key",
+        "one effect; the others 409 or the same response",
+        consistent && effects.is_none_or(|e| e == 1),
+        format!(
+            "{}; {} distinct bod{}{words}",
+            said(&shots),
+            super::distinct_bodies(&shots),
+            if super::distinct_bodies(&shots) == 1 { "y" } else { "ies" }
+        ),
+    ));
+
+    // 4. A retry after completion: the same status and body, byte for byte.
+    let key = format!("{key_base}-retried");
+    let first = probe.once(Some(&key), body).await;
+    let before = probe.count().await?;
+    let retry = probe.once(Some(&key), body).await;
+    let (effects, words) = effects_words(before, probe.count().await?);
+    let same = first.status.is_some() && first.status == retry.status && first.body == retry.body;
+    checks.push(Check::new(
+        "retry after completion",
+        "the same status and body, and no new effect",
+        same && effects.unwrap_or(0) == 0,
+        format!(
+            "first {}, retry {}{}{words}",
+            status_of(&first),
+            status_of(&retry),
+            match (same, first.status.is_some()) {
+                (true, _) => ", same body",
+                (false, true) if first.status == retry.status => ", another body",
+                _ => "",
+            }
+        ),
+    ));
+    Ok(checks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_body_changes_the_first_number() {
+        let other = other_body(&Bytes::from(r#"{"user_id": 42, "amount": 10}"#)).unwrap();
+        let value: Value = serde_json::from_slice(&other).unwrap();
+        // serde_json orders keys: "amount" comes first.
+        assert_eq!(value["amount"], 11);
+        assert_eq!(value["user_id"], 42);
+        let other = other_body(&Bytes::from(r#"{"name": "x"}"#)).unwrap();
+        assert!(String::from_utf8_lossy(&other).contains("idem_probe_variant"));
+        assert!(other_body(&Bytes::from("plain text")).is_err());
+    }
+}

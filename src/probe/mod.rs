@@ -1,0 +1,361 @@
+//! `idem probe`: N identical requests with one Idempotency-Key at any HTTP API, released together, the effects counted in its database.
+//!
+//! Load generators look at status codes and API fuzzers do not replay
+//! concurrently; neither counts what the requests did. A probe opens every
+//! connection first, releases all the requests at once through a gate,
+//! records what each client got, and, given a query, counts the effects
+//! before and after: more than one effect for one key is duplicate work,
+//! whatever the statuses said. [`conformance`] runs the IETF draft's cases.
+
+pub mod conformance;
+pub mod count;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use bytes::Bytes;
+use hyper::Method;
+use hyper::header::{HeaderName, HeaderValue};
+use serde::Serialize;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+
+use crate::db::secret::hide;
+use crate::http::client::{self, Outgoing, Target};
+use crate::http::wire::{KEY_HEADER, quote_key};
+pub use count::Counter;
+
+/// What to send, where, and where to count.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    target: Target,
+    /// The URL as it may be printed: no query string (it may hold a token).
+    pub shown_url: String,
+    pub method: Method,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Bytes,
+    /// How long each volley may take, connections included.
+    pub timeout: Duration,
+    pub counter: Option<Counter>,
+}
+
+impl Probe {
+    /// Checks everything a probe needs before anything is sent.
+    pub fn new(
+        url: &str,
+        method: &str,
+        headers: &[String],
+        body: Bytes,
+        timeout: Duration,
+        counter: Option<Counter>,
+    ) -> Result<Self> {
+        let target = Target::parse(url)?;
+        let method = Method::from_bytes(method.trim().to_ascii_uppercase().as_bytes())
+            .map_err(|_| anyhow::anyhow!("{method:?} is not an HTTP method"))?;
+        let headers = headers.iter().map(|h| header(h)).collect::<Result<Vec<_>>>()?;
+        let shown_url = match url.split_once('?') {
+            Some((base, _)) => format!("{base}?…"),
+            None => url.to_owned(),
+        };
+        Ok(Self {
+            target,
+            shown_url,
+            method,
+            headers,
+            body,
+            timeout,
+            counter,
+        })
+    }
+
+    /// The request with `key` (or none) and `body`.
+    fn outgoing(&self, key: Option<&str>, body: &Bytes) -> Outgoing {
+        let mut headers = self.headers.clone();
+        if let Some(key) = key
+            && let Ok(value) = HeaderValue::from_str(&quote_key(key))
+        {
+            headers.push((HeaderName::from_static(KEY_HEADER), value));
+        }
+        let has_type = headers.iter().any(|(n, _)| n == hyper::header::CONTENT_TYPE);
+        if !has_type && !body.is_empty() && serde_json::from_slice::<serde_json::Value>(body).is_ok() {
+            headers.push((
+                hyper::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ));
+        }
+        Outgoing {
+            method: self.method.clone(),
+            path: self.target.path.clone(),
+            headers,
+            body: body.clone(),
+        }
+    }
+
+    /// Sends `n` copies of one request at once: every connection is opened
+    /// first, then a gate releases them all. One shot per request, in order.
+    pub async fn volley(&self, key: Option<&str>, body: &Bytes, n: usize) -> Vec<Shot> {
+        let outgoing = Arc::new(self.outgoing(key, body));
+        let (gate, gate_rx) = watch::channel(None::<Instant>);
+        let ready = Arc::new(Semaphore::new(0));
+        let deadline = Instant::now() + self.timeout;
+        let mut shots = JoinSet::new();
+        for request in 1..=n {
+            let (target, outgoing, ready, mut gate) =
+                (self.target.clone(), outgoing.clone(), ready.clone(), gate_rx.clone());
+            shots.spawn(async move {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let connected = client::connect(&target, left).await;
+                ready.add_permits(1);
+                let opened = match gate.wait_for(Option::is_some).await {
+                    Ok(at) => at.unwrap_or_else(Instant::now),
+                    Err(_) => Instant::now(),
+                };
+                let left = deadline.saturating_duration_since(Instant::now());
+                let received = match connected {
+                    Ok(mut conn) => conn.send(&outgoing, left).await,
+                    Err(err) => Err(err),
+                };
+                Shot::new(request, opened, received)
+            });
+        }
+        if let Ok(permits) = ready.acquire_many(n as u32).await {
+            permits.forget();
+        }
+        gate.send_replace(Some(Instant::now()));
+        let mut all = Vec::with_capacity(n);
+        while let Some(shot) = shots.join_next().await {
+            if let Ok(shot) = shot {
+                all.push(shot);
+            }
+        }
+        all.sort_by_key(|s| s.request);
+        mark_first_success(&mut all);
+        all
+    }
+
+    /// One request on its own.
+    pub async fn once(&self, key: Option<&str>, body: &Bytes) -> Shot {
+        let opened = Instant::now();
+        let received = client::once(&self.target, &self.outgoing(key, body), self.timeout).await;
+        Shot::new(1, opened, received)
+    }
+
+    /// The effects so far, if a count was asked for.
+    pub async fn count(&self) -> Result<Option<i64>> {
+        match &self.counter {
+            Some(counter) => Ok(Some(counter.count().await?)),
+            None => Ok(None),
+        }
+    }
+}
+
+/// `Name: value`, checked; the values of credential headers are hidden from every message.
+fn header(text: &str) -> Result<(HeaderName, HeaderValue)> {
+    let Some((name, value)) = text.split_once(':') else {
+        bail!("--header {text:?} has no colon; write it as 'Name: value'");
+    };
+    let name = HeaderName::from_bytes(name.trim().as_bytes())
+        .map_err(|_| anyhow::anyhow!("--header: {:?} is not a header name", name.trim()))?;
+    if name.as_str() == KEY_HEADER {
+        bail!("--header cannot set Idempotency-Key; use --key");
+    }
+    let value = value.trim();
+    hide(value);
+    if let Some((_, credential)) = value.split_once(' ') {
+        hide(credential.trim());
+    }
+    let value = HeaderValue::from_str(value)
+        .map_err(|_| anyhow::anyhow!("--header {}: the value is not valid in a header", name.as_str()))?;
+    Ok((name, value))
+}
+
+/// What one client got.
+#[derive(Debug, Clone, Serialize)]
+pub struct Shot {
+    pub request: usize,
+    /// `None` when no response came.
+    pub status: Option<u16>,
+    /// From the gate to the last byte of the answer.
+    pub latency_ms: f64,
+    /// The response carried `Idempotent-Replayed: true`.
+    pub replayed: bool,
+    /// This request's success was the first to arrive.
+    pub first_success: bool,
+    /// For a success: whether its body equals the first success's byte for
+    /// byte (`None` for any other answer, or without a success).
+    pub same_as_first_success: Option<bool>,
+    /// Why no response came.
+    pub error: Option<String>,
+    #[serde(skip)]
+    pub body: Bytes,
+    #[serde(skip)]
+    answered: Option<Instant>,
+}
+
+impl Shot {
+    fn new(request: usize, opened: Instant, received: Result<client::Received>) -> Self {
+        match received {
+            Ok(r) => Self {
+                request,
+                status: Some(r.status),
+                latency_ms: r.at.saturating_duration_since(opened).as_secs_f64() * 1000.0,
+                replayed: r.replayed(),
+                first_success: false,
+                same_as_first_success: None,
+                error: None,
+                body: r.body,
+                answered: Some(r.at),
+            },
+            Err(err) => Self {
+                request,
+                status: None,
+                latency_ms: opened.elapsed().as_secs_f64() * 1000.0,
+                replayed: false,
+                first_success: false,
+                same_as_first_success: None,
+                error: Some(crate::db::secret::scrub(&format!("{err:#}"))),
+                body: Bytes::new(),
+                answered: None,
+            },
+        }
+    }
+
+    /// A 2xx answer.
+    pub fn succeeded(&self) -> bool {
+        self.status.is_some_and(|s| (200..300).contains(&s))
+    }
+}
+
+/// Compares every answer's body with that of the success that arrived first.
+fn mark_first_success(shots: &mut [Shot]) {
+    let first = shots
+        .iter_mut()
+        .filter(|s| s.succeeded())
+        .min_by_key(|s| s.answered)
+        .map(|s| {
+            s.first_success = true;
+            s.body.clone()
+        });
+    if let Some(first) = first {
+        for shot in shots.iter_mut().filter(|s| s.succeeded()) {
+            shot.same_as_first_success = Some(shot.body == first);
+        }
+    }
+}
+
+/// `201 ×1, 409 ×4`-style counts, keyed by status (`none` for no answer).
+pub fn statuses(shots: &[Shot]) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for shot in shots {
+        let name = shot.status.map_or("none".to_owned(), |s| s.to_string());
+        *counts.entry(name).or_default() += 1;
+    }
+    counts
+}
+
+/// How many different bodies the clients that got an answer received.
+pub fn distinct_bodies(shots: &[Shot]) -> usize {
+    shots
+        .iter()
+        .filter(|s| s.status.is_some())
+        .map(|s| &s.body)
+        .collect::<BTreeSet<_>>()
+        .len()
+}
+
+/// The effects one volley caused, counted before and after.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Effects {
+    pub before: i64,
+    pub after: i64,
+    pub effects: i64,
+}
+
+impl Effects {
+    pub fn between(before: i64, after: i64) -> Self {
+        Self {
+            before,
+            after,
+            effects: after - before,
+        }
+    }
+}
+
+/// What a probe concluded.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    /// `true`: one effect; `false`: duplicates (or a sign of them); `null`: cannot tell.
+    pub held: Option<bool>,
+    pub summary: String,
+}
+
+/// A whole probe: what was sent, what came back, what it did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeResult {
+    pub url: String,
+    pub method: String,
+    pub key: String,
+    pub requests: usize,
+    pub shots: Vec<Shot>,
+    pub statuses: BTreeMap<String, u64>,
+    pub distinct_bodies: usize,
+    pub effects: Option<Effects>,
+    pub verdict: Verdict,
+}
+
+/// Counts, fires `n` requests with `key`, counts again, and judges.
+pub async fn probe(p: &Probe, key: &str, n: usize) -> Result<ProbeResult> {
+    let before = p.count().await?;
+    let shots = p.volley(Some(key), &p.body, n).await;
+    let after = p.count().await?;
+    let effects = before.zip(after).map(|(b, a)| Effects::between(b, a));
+    let verdict = judge(&shots, effects);
+    Ok(ProbeResult {
+        url: p.shown_url.clone(),
+        method: p.method.to_string(),
+        key: key.to_owned(),
+        requests: n,
+        statuses: statuses(&shots),
+        distinct_bodies: distinct_bodies(&shots),
+        shots,
+        effects,
+        verdict,
+    })
+}
+
+fn judge(shots: &[Shot], effects: Option<Effects>) -> Verdict {
+    let fresh_successes = shots.iter().filter(|s| s.succeeded() && !s.replayed).count();
+    let differing = shots
+        .iter()
+        .filter(|s| s.succeeded() && s.same_as_first_success == Some(false))
+        .count();
+    match effects.map(|e| e.effects) {
+        Some(n) if n > 1 => Verdict {
+            held: Some(false),
+            summary: format!("duplicate: {n} effects for one key"),
+        },
+        Some(1) => Verdict {
+            held: Some(true),
+            summary: "held: one effect for one key".into(),
+        },
+        Some(n) => Verdict {
+            held: None,
+            summary: format!(
+                "no effect counted ({n}): did every request fail, or does the query count something else?"
+            ),
+        },
+        None if differing > 0 => Verdict {
+            held: Some(false),
+            summary: format!(
+                "suspect: {fresh_successes} requests succeeded without a replay and {differing} got another body than the first; \
+                 count the effects with --count-sql to know"
+            ),
+        },
+        None => Verdict {
+            held: None,
+            summary: "the statuses are consistent; count the effects with --count-sql to be sure".into(),
+        },
+    }
+}

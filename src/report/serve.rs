@@ -1,0 +1,118 @@
+//! What `idem serve` prints: where it listens, then one line per award it handled.
+
+use std::net::SocketAddr;
+
+use serde::Serialize;
+
+use super::race::outcome_cell;
+use super::style::{dim, strong};
+use crate::http::app::Handled;
+use crate::race::{RaceSettings, Transport};
+use crate::strategy::StrategyKind;
+
+/// The ready line: `--json` prints it as one object.
+#[derive(Debug, Serialize)]
+pub struct Ready {
+    /// The app's base URL.
+    pub url: String,
+    /// Where to POST an award.
+    pub endpoint: String,
+    /// The database schema holding the app's tables.
+    pub schema: String,
+    /// The database, reachable by another program (its password hidden).
+    pub database_url: String,
+    /// A query counting the app's effects, for `idem probe --count-sql`.
+    pub count_sql: String,
+    pub strategy: StrategyKind,
+    pub pool_size: usize,
+    pub runner_holds_connection: bool,
+    pub threads: usize,
+    pub work_ms: u64,
+    pub fingerprint: bool,
+}
+
+impl Ready {
+    pub fn new(addr: SocketAddr, schema: &str, database_url: String, s: &RaceSettings) -> Self {
+        debug_assert!(s.transport == Transport::InProcess);
+        Self {
+            url: format!("http://{addr}"),
+            endpoint: format!("http://{addr}/lessons/1/complete"),
+            schema: schema.to_owned(),
+            database_url,
+            count_sql: format!("SELECT count(*) FROM {schema}.experience_points"),
+            strategy: s.strategy,
+            pool_size: s.pool_size,
+            runner_holds_connection: s.runner_holds_connection,
+            threads: s.threads,
+            work_ms: s.work_ms(),
+            fingerprint: s.fingerprint,
+        }
+    }
+}
+
+/// The ready line and how to call the app, for people.
+pub fn render_ready(r: &Ready) -> String {
+    let runner = if r.runner_holds_connection {
+        "runner holds 1"
+    } else {
+        "runner holds none"
+    };
+    format!(
+        "{} {} on {} · tables in schema {}\n\
+         {}\n\
+         {}\n\
+         {}\n\
+         {}\n\n",
+        strong("idem serve ·"),
+        strong(r.strategy.name()),
+        strong(&r.url),
+        r.schema,
+        dim(&format!(
+            "pool {} ({runner}) · {} threads · work {} ms · Ctrl-C stops it and drops the schema",
+            r.pool_size, r.threads, r.work_ms
+        )),
+        dim(&format!(
+            "try: curl -i -X POST {} -H 'Idempotency-Key: \"k1\"' -d '{{\"user_id\": 42, \"amount\": 10}}'",
+            r.endpoint
+        )),
+        dim(&format!("rows: curl {}/counts", r.url)),
+        dim(&format!(
+            "race it: idem probe {} -d '{{\"user_id\": 42, \"amount\": 10}}' --count-sql '{}' --count-database-url '{}'",
+            r.endpoint, r.count_sql, r.database_url
+        )),
+    )
+}
+
+/// One handled award, for the request log.
+#[derive(Debug)]
+pub struct Served {
+    worker: usize,
+    key: String,
+    cell: String,
+    did: String,
+    ms: f64,
+}
+
+impl From<&Handled> for Served {
+    fn from(h: &Handled) -> Self {
+        Self {
+            worker: h.request.worker,
+            key: h.request.key.clone(),
+            cell: outcome_cell(h.answer.outcome, h.status),
+            did: h.answer.did.clone(),
+            ms: h.arrived.elapsed().as_secs_f64() * 1000.0,
+        }
+    }
+}
+
+/// `#3 "k1" 201 created · made XP #2, stored key · 21.4 ms`
+pub fn render_served(s: &Served) -> String {
+    format!(
+        "#{:<4} {:<20} {} {} {}\n",
+        s.worker,
+        format!("{:?}", s.key),
+        s.cell,
+        dim("·"),
+        dim(&format!("{} · {:.1} ms", s.did, s.ms)),
+    )
+}
