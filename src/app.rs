@@ -45,7 +45,17 @@ pub fn main() -> ExitCode {
         Err(err) => {
             // clap's first line says what is wrong; the usage it adds is one `--help` away.
             let text = err.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
+            let mut first = text.lines().next().unwrap_or("invalid arguments").to_string();
+            // "...were not provided:" names them on the lines below.
+            if first.ends_with(':') {
+                let named: Vec<&str> = text
+                    .lines()
+                    .skip(1)
+                    .take_while(|l| l.starts_with("  "))
+                    .map(str::trim)
+                    .collect();
+                first = format!("{} {}", first, named.join(", "));
+            }
             let choices = text
                 .lines()
                 .map(str::trim)

@@ -13,10 +13,11 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("output", &["report"]),
     (
         "teaching and measuring",
-        &["challenge", "scenario", "bench", "lesson"],
+        &["challenge", "scenario", "bench", "lesson", "probe"],
     ),
     ("lesson 6's clients", &["keys"]),
     ("the race harness", &["race"]),
+    ("the wire", &["http"]),
     ("the strategies", &["strategy"]),
     ("the request contract", &["request"]),
     ("the stores", &["store"]),

@@ -56,11 +56,12 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     out.record(&ready, render_ready)?;
     let app = std::sync::Arc::new(app);
     let served = app.serve(listener);
+    // The log ends only with the app: with no log (--json) it never does.
     let printed = async {
         while let Some(line) = logged.recv().await {
             emit(&render_served(&line))?;
         }
-        anyhow::Ok(())
+        std::future::pending::<Result<()>>().await
     };
     tokio::select! {
         served = served => served,

@@ -142,10 +142,12 @@ impl Connection {
             let request = request
                 .body(Full::new(req.body.clone()))
                 .context("could not build the request")?;
-            self.sender
-                .ready()
-                .await
-                .with_context(|| format!("{place} closed the connection"))?;
+            self.sender.ready().await.map_err(|e| {
+                anyhow::anyhow!(
+                    "{place} did not answer in HTTP: it closed the connection before it was asked anything ({})",
+                    hyper_reason(&e)
+                )
+            })?;
             let response = self
                 .sender
                 .send_request(request)

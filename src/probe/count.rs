@@ -54,7 +54,13 @@ impl Counter {
             .config
             .connect(NoTls)
             .await
-            .map_err(|e| anyhow::anyhow!("could not connect to {} for --count-sql: {}", self.shown, scrub(&e.to_string())))?;
+            .map_err(|e| {
+                let cause = e
+                    .as_db_error()
+                    .map(|d| d.message().to_owned())
+                    .unwrap_or_else(|| e.to_string());
+                anyhow::anyhow!("could not connect to {} for --count-sql: {}", self.shown, scrub(&cause))
+            })?;
         let driver = tokio::spawn(async move {
             let _ = connection.await;
         });

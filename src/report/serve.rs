@@ -67,16 +67,16 @@ pub fn render_ready(r: &Ready) -> String {
         strong(r.strategy.name()),
         strong(&r.url),
         r.schema,
-        dim(&format!(
+        dim(format!(
             "pool {} ({runner}) · {} threads · work {} ms · Ctrl-C stops it and drops the schema",
             r.pool_size, r.threads, r.work_ms
         )),
-        dim(&format!(
+        dim(format!(
             "try: curl -i -X POST {} -H 'Idempotency-Key: \"k1\"' -d '{{\"user_id\": 42, \"amount\": 10}}'",
             r.endpoint
         )),
-        dim(&format!("rows: curl {}/counts", r.url)),
-        dim(&format!(
+        dim(format!("rows: curl {}/counts", r.url)),
+        dim(format!(
             "race it: idem probe {} -d '{{\"user_id\": 42, \"amount\": 10}}' --count-sql '{}' --count-database-url '{}'",
             r.endpoint, r.count_sql, r.database_url
         )),
@@ -113,6 +113,6 @@ pub fn render_served(s: &Served) -> String {
         format!("{:?}", s.key),
         s.cell,
         dim("·"),
-        dim(&format!("{} · {:.1} ms", s.did, s.ms)),
+        dim(format!("{} · {:.1} ms", s.did, s.ms)),
     )
 }

@@ -2,6 +2,7 @@
 //! test, and checks that a run left nothing behind in it.
 #![allow(dead_code)]
 
+pub mod app;
 pub mod races;
 pub mod server;
 
