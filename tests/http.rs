@@ -439,3 +439,66 @@ fn bad_input_is_one_line_and_leaves_nothing() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(sandbox.leftovers().is_empty(), "{:?}", sandbox.leftovers());
 }
+
+/// The Ruby starting point of the challenge (examples/ruby/app.rb, lesson
+/// 1's shape): judged over HTTP, it fails the cases the lessons fix and
+/// passes the replay it already has.
+#[test]
+fn the_ruby_starter_fails_the_challenge() {
+    let ruby = std::process::Command::new("ruby")
+        .args(["-e", "require 'pg'; require 'webrick'"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !common::runnable(
+        "the_ruby_starter_fails_the_challenge",
+        ruby,
+        "ruby with the pg and webrick gems (Debian: ruby ruby-pg ruby-webrick)",
+    ) {
+        return;
+    }
+    let server = common::server::Server::start();
+    let mut app = std::process::Command::new("ruby")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ruby/app.rb"))
+        .env("DATABASE_URL", server.url())
+        .env("PORT", "0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Stop(std::process::Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let line = common::first_line_then_drain(&mut app);
+    let _app = Stop(app);
+    let base = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("the app says where it listens: {line:?}"));
+    let sandbox = common::Sandbox::new("ruby-challenge");
+    let out = sandbox
+        .idem()
+        .args(["challenge", "--json", "--url", &format!("{base}/lessons/1/complete")])
+        .args(["--count-sql", "SELECT count(*) FROM experience_points"])
+        .args(["--count-database-url", &server.url()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let marks: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| (v["case"].as_str().unwrap().into(), v["mark"].as_str().unwrap().into()))
+        .collect();
+    let expected = [
+        ("missing key", "fail"),
+        ("same key, other body", "fail"),
+        ("concurrent, same key", "fail"),
+        ("retry after completion", "pass"),
+    ];
+    assert_eq!(
+        marks,
+        expected.map(|(c, m)| (c.to_string(), m.to_string())).to_vec()
+    );
+}
