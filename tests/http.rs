@@ -480,7 +480,12 @@ fn the_ruby_starter_fails_the_challenge() {
     let sandbox = common::Sandbox::new("ruby-challenge");
     let out = sandbox
         .idem()
-        .args(["challenge", "--json", "--url", &format!("{base}/lessons/1/complete")])
+        .args([
+            "challenge",
+            "--json",
+            "--url",
+            &format!("{base}/lessons/1/complete"),
+        ])
         .args(["--count-sql", "SELECT count(*) FROM experience_points"])
         .args(["--count-database-url", &server.url()])
         .output()
@@ -489,7 +494,12 @@ fn the_ruby_starter_fails_the_challenge() {
     let marks: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .map(|v| (v["case"].as_str().unwrap().into(), v["mark"].as_str().unwrap().into()))
+        .map(|v| {
+            (
+                v["case"].as_str().unwrap().into(),
+                v["mark"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     let expected = [
         ("missing key", "fail"),
@@ -499,6 +509,8 @@ fn the_ruby_starter_fails_the_challenge() {
     ];
     assert_eq!(
         marks,
-        expected.map(|(c, m)| (c.to_string(), m.to_string())).to_vec()
+        expected
+            .map(|(c, m)| (c.to_string(), m.to_string()))
+            .to_vec()
     );
 }
