@@ -4,6 +4,7 @@ pub mod cluster;
 pub mod pgbench;
 pub mod races;
 pub mod throughput;
+pub mod wire;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -27,6 +28,8 @@ pub struct BenchReport {
     pub throughput: Vec<Throughput>,
     /// PostgreSQL's own client on the same statements, for reference.
     pub pgbench: Vec<PgbenchFigure>,
+    /// The guard through `idem serve`'s app against the guard in-process.
+    pub over_http: wire::WireFigure,
     pub hot_key: Vec<HotKey>,
     pub scale: Vec<ScaleFigure>,
     /// The idem process's peak resident memory over the whole benchmark.

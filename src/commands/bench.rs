@@ -52,6 +52,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         + (StrategyKind::ALL.len() * plan.races) as u64
         + (plan.throughput.len() * (GUARDS.len() + 1)) as u64
         + GUARDS.len() as u64
+        + 1
         + 3 * plan.scale.len() as u64;
     let progress = plan.out.progress(steps, "steps");
     let tick = || progress.inc(1);
@@ -68,6 +69,8 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     let race_rate = measure::races::race_rate(db, plan.races, tick).await?;
     let throughput = throughput::against_raw(db, &plan.throughput, plan.requests, tick).await?;
     let pgbench = measure::pgbench::measure(db, 5, plan.pgbench_seconds).await?;
+    let over_http = measure::wire::guard_over_http(db, 5, 5, plan.requests).await?;
+    tick();
     let hot_key = measure::races::hot_key(db, plan.hot_key_requests, tick).await?;
     let scale = measure::races::scale(db, &plan.scale, tick).await?;
     progress.finish_and_clear();
@@ -80,6 +83,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         race_rate,
         throughput,
         pgbench,
+        over_http,
         hot_key,
         scale,
         peak_rss_mb: peak_rss_mb(),

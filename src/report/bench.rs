@@ -25,6 +25,7 @@ pub fn render(b: &BenchReport) -> String {
     cluster(&mut out, b);
     race_rate(&mut out, b);
     throughput(&mut out, b);
+    over_http(&mut out, b);
     hot_key(&mut out, b);
     scale(&mut out, b);
     let _ = writeln!(
@@ -168,6 +169,25 @@ fn throughput(out: &mut String, b: &BenchReport) {
         );
     }
     out.push('\n');
+}
+
+/// The guard through the app over HTTP, against the guard in-process.
+fn over_http(out: &mut String, b: &BenchReport) {
+    let w = &b.over_http;
+    section(
+        out,
+        "over the wire: the guard through idem serve's app (keep-alive clients) and in-process, same pool",
+        &["clients/pool", "requests", "over HTTP /s", "in-process /s", "× in-process"],
+        vec![vec![
+            format!("{}/{}", w.clients, w.pool_size),
+            w.requests.to_string(),
+            format!("{:.0}", w.http_per_second),
+            format!("{:.0}", w.in_process_per_second),
+            format!("{:.2}", w.ratio),
+        ]],
+        &[1, 2, 3, 4],
+    );
+    out.push_str("\n\n");
 }
 
 /// Every request on one key at once: latencies and the one XP row.
