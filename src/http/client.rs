@@ -30,14 +30,14 @@ impl Target {
     pub fn parse(url: &str) -> Result<Self> {
         let uri: Uri = url
             .parse()
-            .map_err(|_| anyhow::anyhow!("{url:?} is not a URL; give one like http://127.0.0.1:8080/path"))?;
+            .map_err(|_| anyhow::anyhow!("that is not a URL; give one like http://127.0.0.1:8080/path"))?;
         match uri.scheme_str() {
             Some("http") => {}
             Some("https") => bail!(
                 "https is not supported yet: point idem at a plain-HTTP address of the service (a local or staging port)"
             ),
             Some(other) => bail!("{other}:// is not HTTP; give an http:// URL"),
-            None => bail!("{url:?} has no scheme; give one like http://127.0.0.1:8080/path"),
+            None => bail!("the URL has no scheme; give one like http://127.0.0.1:8080/path"),
         }
         let authority = uri
             .authority()
