@@ -71,6 +71,25 @@ fn reap_and_audit_refuse_a_schema_idem_did_not_make_before_changing_anything() {
             assert_eq!(stderr_of(out.get_output()).lines().count(), 1);
         }
     }
+    // The app, served and stopped as a user would, with awards in between.
+    let mut app = common::app::Served::start(
+        "trust-serve",
+        &["-s", "guard", "--database-url", &server.url()],
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let answer = runtime.block_on(common::app::award(
+        &app.endpoint(),
+        Some("\"k\""),
+        r#"{"user_id": 1, "amount": 10}"#,
+    ));
+    assert_eq!(answer.status, 201);
+    assert!(!app.ready.to_string().contains("badc0de"));
+    assert_eq!(app.stop(), Some(0));
+    assert_eq!(
+        server.idem_schemas(),
+        Vec::<String>::new(),
+        "serve dropped its own"
+    );
     assert_eq!(server.user_state(), before);
 }
 
@@ -416,8 +435,9 @@ fn every_command_leaves_a_users_objects_as_they_were() {
     let server = Server::with_user_objects();
     let before = server.user_state();
     let sandbox = Sandbox::new("trust-every-command");
-    let commands: [&[&str]; 9] = [
+    let commands: [&[&str]; 10] = [
         &["race", "-s", "guard", "--work-ms", "1"],
+        &["race", "--http", "-s", "guard", "--work-ms", "1"],
         &["compare", "--work-ms", "1"],
         &["stores", "--runs", "1", "--cache-max-entries", "20"],
         &["keys"],
