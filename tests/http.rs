@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::app::{Served, award, header, json, send};
+use common::app::{Served, award, expected_marks, header, json, marks_of, send};
 use common::races::races;
 use hyper::Method;
 use idem::db::{ConnectOptions, Database};
@@ -252,13 +252,7 @@ fn probe_counts_the_effects_of_every_strategy() {
         ("check-then-store", None, false),
     ] {
         let app = Served::start("probe", &["-s", strategy]);
-        let out = app
-            .sandbox
-            .idem()
-            .args(["probe", &app.endpoint(), "--json", "-d", AWARD])
-            .args(app.count_args())
-            .output()
-            .unwrap();
+        let out = app.probe(&["--json", "-d", AWARD]);
         let report: Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|_| panic!("{strategy}: {}", String::from_utf8_lossy(&out.stderr)));
         let counted = report["effects"]["effects"].as_i64().unwrap();
@@ -289,51 +283,18 @@ fn probe_counts_the_effects_of_every_strategy() {
 /// the concurrent one (and only that one: it checks fingerprints, and replays).
 #[test]
 fn conformance_passes_the_guard_and_fails_check_then_store() {
-    let marks = |strategy: &str| -> (bool, Vec<(String, String)>) {
+    let marks = |strategy: &str| {
         let app = Served::start("conformance", &["-s", strategy]);
-        let out = app
-            .sandbox
-            .idem()
-            .args([
-                "probe",
-                &app.endpoint(),
-                "--json",
-                "--conformance",
-                "-d",
-                AWARD,
-            ])
-            .args(app.count_args())
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let marks = text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|v| v.get("mark").is_some())
-            .map(|v| {
-                (
-                    v["case"].as_str().unwrap().to_string(),
-                    v["mark"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect();
-        (out.status.success(), marks)
+        let out = app.probe(&["--json", "--conformance", "-d", AWARD]);
+        (out.status.success(), marks_of(&out.stdout))
     };
     let (ok, guard) = marks("guard");
     assert!(ok);
-    assert_eq!(guard.len(), 4);
-    assert!(guard.iter().all(|(_, m)| m == "pass"), "{guard:?}");
+    assert_eq!(guard, expected_marks(["pass", "pass", "pass", "pass"]));
 
     let (ok, naive) = marks("check-then-store");
     assert!(!ok);
-    for (case, mark) in naive {
-        let expected = if case == "concurrent, same key" {
-            "fail"
-        } else {
-            "pass"
-        };
-        assert_eq!(mark, expected, "{case}");
-    }
+    assert_eq!(naive, expected_marks(["pass", "pass", "fail", "pass"]));
 }
 
 /// The count query runs read-only: one that would delete is refused by the
@@ -465,15 +426,8 @@ fn the_ruby_starter_fails_the_challenge() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    struct Stop(std::process::Child);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let line = common::first_line_then_drain(&mut app);
-    let _app = Stop(app);
+    let _app = common::app::KillOnDrop(app);
     let base = line
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("the app says where it listens: {line:?}"));
@@ -491,26 +445,8 @@ fn the_ruby_starter_fails_the_challenge() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    let marks: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .map(|v| {
-            (
-                v["case"].as_str().unwrap().into(),
-                v["mark"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
-    let expected = [
-        ("missing key", "fail"),
-        ("same key, other body", "fail"),
-        ("concurrent, same key", "fail"),
-        ("retry after completion", "pass"),
-    ];
     assert_eq!(
-        marks,
-        expected
-            .map(|(c, m)| (c.to_string(), m.to_string()))
-            .to_vec()
+        marks_of(&out.stdout),
+        expected_marks(["fail", "fail", "fail", "pass"])
     );
 }

@@ -4,21 +4,13 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
+use common::app::{expected_marks, marks_of};
 use common::server::Server;
 use serde_json::Value;
 
 const AWARD: &str = r#"{"user_id": 42, "amount": 10}"#;
-
-struct Stop(Child);
-
-impl Drop for Stop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Builds the example (with its own lock file) and returns its binary.
 fn build() -> std::path::PathBuf {
@@ -48,26 +40,9 @@ fn probe(url: &str, server: &Server, headers: &[String]) -> (Value, Vec<(String,
     }
     let out = cmd.output().unwrap();
     assert!(!out.status.success(), "the middleware does not hold");
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let marks = lines[1..]
-        .iter()
-        .map(|c| {
-            (
-                c["case"].as_str().unwrap().into(),
-                c["mark"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
-    (lines[0].clone(), marks)
-}
-
-fn marks(expected: [(&str, &str); 4]) -> Vec<(String, String)> {
-    expected
-        .map(|(c, m)| (c.to_string(), m.to_string()))
-        .to_vec()
+    let report = String::from_utf8_lossy(&out.stdout);
+    let report = serde_json::from_str(report.lines().next().unwrap()).unwrap();
+    (report, marks_of(&out.stdout))
 }
 
 #[test]
@@ -82,7 +57,7 @@ fn axum_idempotent_lets_concurrent_requests_all_do_the_work() {
         .spawn()
         .unwrap();
     let line = common::first_line_then_drain(&mut child);
-    let _app = Stop(child);
+    let _app = common::app::KillOnDrop(child);
     let base = line
         .strip_prefix("listening on ")
         .expect("where it listens")
@@ -98,15 +73,7 @@ fn axum_idempotent_lets_concurrent_requests_all_do_the_work() {
         "five requests, five XP rows"
     );
     assert_eq!(report["statuses"], serde_json::json!({ "201": 5 }));
-    assert_eq!(
-        got,
-        marks([
-            ("missing key", "pass"),
-            ("same key, other body", "fail"),
-            ("concurrent, same key", "fail"),
-            ("retry after completion", "fail"),
-        ])
-    );
+    assert_eq!(got, expected_marks(["pass", "fail", "fail", "fail"]));
 
     // With a session: a retry after completion is replayed, but a request
     // with another body gets the first one's response (no fingerprint),
@@ -118,15 +85,7 @@ fn axum_idempotent_lets_concurrent_requests_all_do_the_work() {
         report["effects"]["effects"].as_i64().unwrap() > 1,
         "{report}"
     );
-    assert_eq!(
-        got,
-        marks([
-            ("missing key", "pass"),
-            ("same key, other body", "fail"),
-            ("concurrent, same key", "fail"),
-            ("retry after completion", "pass"),
-        ])
-    );
+    assert_eq!(got, expected_marks(["pass", "fail", "fail", "pass"]));
 }
 
 /// `POST /session`'s cookie, `session=...`.

@@ -120,3 +120,56 @@ pub fn json(r: &Received) -> Value {
     serde_json::from_slice(&r.body)
         .unwrap_or_else(|_| panic!("a JSON body: {}", String::from_utf8_lossy(&r.body)))
 }
+
+impl Served {
+    /// `idem probe` at this app's endpoint, counting its XP rows, with `args`.
+    pub fn probe(&self, args: &[&str]) -> std::process::Output {
+        self.sandbox
+            .idem()
+            .args(["probe", &self.endpoint()])
+            .args(self.count_args())
+            .args(args)
+            .output()
+            .expect("idem probe runs")
+    }
+}
+
+/// The (case, mark) of every check in JSON Lines output, in order.
+pub fn marks_of(stdout: &[u8]) -> Vec<(String, String)> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("mark").is_some())
+        .map(|v| {
+            (
+                v["case"].as_str().unwrap().into(),
+                v["mark"].as_str().unwrap().into(),
+            )
+        })
+        .collect()
+}
+
+/// The draft's four cases with the marks expected of them, in their order.
+pub fn expected_marks(marks: [&str; 4]) -> Vec<(String, String)> {
+    let cases = [
+        "missing key",
+        "same key, other body",
+        "concurrent, same key",
+        "retry after completion",
+    ];
+    cases
+        .iter()
+        .zip(marks)
+        .map(|(c, m)| (c.to_string(), m.to_string()))
+        .collect()
+}
+
+/// A child process killed when this goes out of scope (a learner's app).
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
