@@ -19,5 +19,6 @@ pub mod stores;
 pub mod style;
 pub mod table;
 pub mod timeline;
+pub mod width;
 
 pub use output::{BrokenPipe, Output, emit};

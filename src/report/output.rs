@@ -65,8 +65,12 @@ impl Output {
     }
 }
 
-/// Writes `text` to stdout and flushes it.
+/// Writes people's `text` to stdout, every line fitted to the screen, and flushes it.
 pub fn emit(text: &str) -> anyhow::Result<()> {
+    write_out(&super::width::fit(text, super::width::width()))
+}
+
+fn write_out(text: &str) -> anyhow::Result<()> {
     if text.is_empty() {
         return Ok(());
     }
@@ -82,5 +86,5 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
 fn emit_json(value: &impl Serialize) -> anyhow::Result<()> {
     let mut line = serde_json::to_string(value)?;
     line.push('\n');
-    emit(&line)
+    write_out(&line)
 }

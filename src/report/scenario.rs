@@ -13,22 +13,39 @@ pub fn render_verdict(v: &Verdict) -> String {
     } else {
         bad("FAILED")
     };
-    let _ = writeln!(
-        out,
-        "{} {} {}",
-        mark,
-        strong(&v.title),
-        dim(format!("· lesson {} · {}", v.lesson, v.source))
-    );
+    let source = format!("· lesson {} · {}", v.lesson, v.source);
+    let mark_w = if v.passed() { 2 } else { 6 };
+    let screen = super::width::width();
+    if mark_w + 1 + v.title.chars().count() + 1 + source.chars().count() <= screen {
+        let _ = writeln!(out, "{} {} {}", mark, strong(&v.title), dim(source));
+    } else {
+        let _ = writeln!(out, "{} {}", mark, strong(&v.title));
+        let alone = format!("lesson {} · {}", v.lesson, v.source);
+        let _ = writeln!(out, "{}{}", " ".repeat(mark_w + 1), dim(alone));
+    }
+    // Three aligned columns: what, what was seen, what was expected. When
+    // a line would not fit the screen, the expectation goes on the next
+    // line, under what was seen.
+    let what_w = v.checks.iter().map(|c| c.what.chars().count()).max().unwrap_or(0);
+    let seen_w = v.checks.iter().map(|c| c.actual.chars().count()).max().unwrap_or(0);
+    let screen = super::width::width();
     for c in &v.checks {
         let sign = if c.ok { good("✓") } else { bad("✗") };
-        let _ = writeln!(
-            out,
-            "    {sign} {:<14} {:<28} {}",
-            c.what,
-            c.actual,
-            dim(format!("expected {}", c.expected))
-        );
+        let expected = format!("expected {}", c.expected);
+        let one_line = 6 + what_w + 1 + seen_w + 1 + expected.chars().count();
+        if one_line <= screen {
+            let _ = writeln!(
+                out,
+                "    {sign} {:<what_w$} {:<seen_w$} {}",
+                c.what,
+                c.actual,
+                dim(expected)
+            );
+        } else {
+            let under = " ".repeat(6 + what_w + 1);
+            let _ = writeln!(out, "    {sign} {:<what_w$} {}", c.what, c.actual);
+            let _ = writeln!(out, "{under}{}", dim(expected));
+        }
     }
     if !v.passed() {
         let _ = writeln!(out, "    {}", dim("--- expected"));

@@ -1,15 +1,46 @@
-//! The one table style idem prints, so that every table looks alike.
+//! The one table style idem prints, so that every table looks alike, fitted to the screen.
+//!
+//! A table wider than the screen first wraps its text columns at spaces,
+//! the widest first and never narrower than their longest word; the figures
+//! (the right-aligned columns) stay on one line, only their headers wrap. If that is not
+//! enough, each row becomes a block of `name  value` lines instead: a
+//! narrower layout, never a cut figure.
 
 use tabled::builder::Builder;
 use tabled::settings::object::{Columns, Rows};
 use tabled::settings::{Alignment, Modify, Style};
 
+use super::width::{fit, visible, width};
+
+/// Columns every cell of a table costs besides its text: a border and a
+/// space on each side.
+const CELL_COST: usize = 3;
+
 /// Renders rows under a header; the columns named in `right` are right-aligned.
 pub fn render(header: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
+    let screen = width();
+    let natural = natural_widths(header, &rows);
+    let total: usize = natural.iter().map(|w| w + CELL_COST).sum::<usize>() + 1;
+    let widths = if total > screen {
+        match narrowed(header, &rows, right, &natural, total - screen) {
+            Some(widths) => widths,
+            None => return records(header, &rows, screen),
+        }
+    } else {
+        natural.clone()
+    };
+    // Cells of narrowed columns are wrapped here, at spaces, so that a
+    // continued line starts with a word, not with the space before it.
+    let wrap = |col: usize, text: &str| -> String {
+        match widths.get(col) {
+            Some(&w) if w < natural[col] => fit(text, w),
+            _ => text.to_string(),
+        }
+    };
     let mut builder = Builder::default();
-    builder.push_record(header.iter().map(|h| h.to_string()));
+    builder.push_record(header.iter().enumerate().map(|(c, h)| wrap(c, h)));
     for row in rows {
-        builder.push_record(row);
+        builder.push_record(row.iter().enumerate().map(|(c, cell)| wrap(c, cell)));
     }
     let mut table = builder.build();
     table.with(Style::rounded());
@@ -18,4 +49,115 @@ pub fn render(header: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> Strin
     }
     table.with(Modify::new(Rows::first()).with(Alignment::left()));
     table.to_string()
+}
+
+/// Each column's width: its widest cell, header included.
+fn natural_widths(header: &[&str], rows: &[Vec<String>]) -> Vec<usize> {
+    (0..header.len())
+        .map(|col| {
+            rows.iter()
+                .filter_map(|r| r.get(col))
+                .map(|c| c.lines().map(visible).max().unwrap_or(0))
+                .chain([visible(header[col])])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// Widths that save `excess` columns by wrapping text columns, the widest
+/// first, none below its longest word; `None` if that cannot be done.
+fn narrowed(
+    header: &[&str],
+    rows: &[Vec<String>],
+    right: &[usize],
+    natural: &[usize],
+    mut excess: usize,
+) -> Option<Vec<usize>> {
+    let longest_word = |text: &str| text.split_whitespace().map(visible).max().unwrap_or(0);
+    let floor: Vec<usize> = (0..natural.len())
+        .map(|col| {
+            // A figure stays on one line; only its header may wrap.
+            if right.contains(&col) {
+                let cells = rows.iter().filter_map(|r| r.get(col));
+                let widest = cells.map(|c| visible(c)).max().unwrap_or(0);
+                return widest.max(longest_word(header[col]));
+            }
+            rows.iter()
+                .filter_map(|r| r.get(col))
+                .map(|c| longest_word(c))
+                .chain([longest_word(header[col])])
+                .max()
+                .unwrap_or(0)
+                .max(6)
+                .min(natural[col])
+        })
+        .collect();
+    let mut widths = natural.to_vec();
+    while excess > 0 {
+        let widest = (0..widths.len())
+            .filter(|&c| widths[c] > floor[c])
+            .max_by_key(|&c| widths[c])?;
+        widths[widest] -= 1;
+        excess -= 1;
+    }
+    Some(widths)
+}
+
+/// The narrow layout: one block per row, a `name  value` line per column.
+fn records(header: &[&str], rows: &[Vec<String>], screen: usize) -> String {
+    let label = header.iter().map(|h| visible(h)).max().unwrap_or(0);
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        for (col, cell) in row.iter().enumerate() {
+            let cell = cell.trim();
+            if cell.is_empty() {
+                continue;
+            }
+            let name = header.get(col).copied().unwrap_or("");
+            let pad = " ".repeat(label.saturating_sub(visible(name)));
+            let indent = " ".repeat(label + 4);
+            // The value wraps under itself, not under the names.
+            let value = fit(&format!("{indent}{cell}"), screen);
+            let value = value.trim_start_matches(' ');
+            out.push_str(&format!("  {name}{pad}  {value}\n"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn widest(text: &str) -> usize {
+        text.lines().map(visible).max().unwrap_or(0)
+    }
+
+    #[test]
+    fn a_narrow_screen_wraps_text_and_keeps_figures_whole() {
+        let rows = vec![vec![
+            "1".to_string(),
+            "a long sentence that says what the worker did with its key".to_string(),
+            "12345.6 ms".to_string(),
+        ]];
+        let wide = natural_widths(&["worker", "did", "answered at"], &rows);
+        let narrowed = narrowed(&["worker", "did", "answered at"], &rows, &[0, 2], &wide, 30).unwrap();
+        assert_eq!(narrowed[0], wide[0]);
+        assert_eq!(narrowed[2], wide[2]);
+        assert_eq!(narrowed[1], wide[1] - 30);
+    }
+
+    #[test]
+    fn too_many_columns_become_records() {
+        let header: Vec<String> = (0..12).map(|i| format!("column {i}")).collect();
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let rows = vec![(0..12).map(|i| format!("value-{i}-0000")).collect::<Vec<_>>()];
+        let text = records(&header, &rows, 40);
+        assert!(widest(&text) <= 40, "{text}");
+        assert!(text.contains("column 11  value-11-0000"));
+    }
 }
