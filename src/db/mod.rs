@@ -287,10 +287,13 @@ impl Database {
                     Some(Host::Tcp(host)) => host.clone(),
                     None => String::new(),
                 };
+                let port = match c.get_ports().first() {
+                    Some(&p) if p != 5432 => format!("&port={p}"),
+                    _ => String::new(),
+                };
                 format!(
-                    "postgresql:///{}?host={host}&port={}&user={}",
+                    "postgresql:///{}?host={host}{port}&user={}",
                     c.get_dbname().unwrap_or("postgres"),
-                    c.get_ports().first().copied().unwrap_or(5432),
                     c.get_user().unwrap_or("postgres"),
                 )
             }

@@ -57,29 +57,23 @@ pub fn render_ready(r: &Ready) -> String {
     } else {
         "runner holds none"
     };
+    let award = r#"-d '{"user_id": 42, "amount": 10}'"#;
+    let calls = format!(
+        "call it:\n  curl -i -X POST {} \\\n    -H 'Idempotency-Key: \"k1\"' {award}\n  curl {}/counts\n\
+         race it:\n  idem probe {} \\\n    {award} \\\n    --count-sql '{}' \\\n    --count-database-url \\\n    '{}'",
+        r.endpoint, r.url, r.endpoint, r.count_sql, r.database_url
+    );
     format!(
-        "{} {} on {} · tables in schema {}\n\
-         {}\n\
-         {}\n\
-         {}\n\
-         {}\n\n",
+        "{} {} on {}\n{}\n{}\n\n{}\n\n",
         strong("idem serve ·"),
         strong(r.strategy.name()),
         strong(&r.url),
-        r.schema,
         dim(format!(
-            "pool {} ({runner}) · {} threads · work {} ms · Ctrl-C stops it and drops the schema",
-            r.pool_size, r.threads, r.work_ms
+            "tables in schema {} · pool {} ({runner}) · {} threads · work {} ms",
+            r.schema, r.pool_size, r.threads, r.work_ms
         )),
-        dim(format!(
-            "try: curl -i -X POST {} -H 'Idempotency-Key: \"k1\"' -d '{{\"user_id\": 42, \"amount\": 10}}'",
-            r.endpoint
-        )),
-        dim(format!("rows: curl {}/counts", r.url)),
-        dim(format!(
-            "race it: idem probe {} -d '{{\"user_id\": 42, \"amount\": 10}}' --count-sql '{}' --count-database-url '{}'",
-            r.endpoint, r.count_sql, r.database_url
-        )),
+        dim("Ctrl-C stops it and drops the schema"),
+        dim(calls),
     )
 }
 
