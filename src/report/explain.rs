@@ -210,6 +210,16 @@ fn check_then_store(r: &RaceResult, made: usize) -> String {
             r.pool_size - usize::from(r.runner_holds_connection)
         ));
     }
+    // Replays not explained by a wait for a connection: these simply looked
+    // after the first store had committed.
+    let replayed = r.count(Outcome::Replayed) as usize;
+    let looked_late = replayed.saturating_sub(late.len());
+    if looked_late > 0 {
+        text.push_str(&format!(
+            " {} looked after the first key was stored, found it, and replayed its result.",
+            workers(looked_late)
+        ));
+    }
     if r.duplicates > 0 {
         text.push_str(&format!(
             " The unique index kept {} key row, but only after {} were already made.",

@@ -134,7 +134,11 @@ pub fn workers_table(reports: &[WorkerReport]) -> String {
                 w.saw.clone(),
                 w.did.clone(),
                 outcome_cell(w.outcome, w.status),
-                format!("{:.1} ms", w.answer_ms),
+                // A crashed worker answered nothing: no time to show.
+                match w.outcome {
+                    Outcome::Crashed => "—".to_string(),
+                    _ => format!("{:.1} ms", w.answer_ms),
+                },
             ];
             if waiting {
                 row.extend(waiting_cells(w));
