@@ -351,6 +351,12 @@ pub struct ShowFlags {
     #[arg(long)]
     pub trace: bool,
 
+    /// With the timeline, the statement each step sent and, for
+    /// check-then-store and claim-work-complete, the line of the course's
+    /// Rails code it stands for (implies --trace).
+    #[arg(long)]
+    pub sql: bool,
+
     /// Print one JSON object per race (JSON Lines) and nothing else on stdout.
     #[arg(long)]
     pub json: bool,

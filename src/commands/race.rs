@@ -13,6 +13,7 @@ pub struct Plan {
     pub settings: RaceSettings,
     pub runs: u64,
     pub trace: bool,
+    pub sql: bool,
     pub audit: bool,
     pub out: Output,
 }
@@ -26,13 +27,15 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
             args.strategy
         );
     }
-    if (args.race.show.trace || args.race.eviction.audit) && args.race.shape.runs > 1 {
-        bail!("--trace and --audit show a single race; drop --runs");
+    let show = &args.race.show;
+    if (show.trace || show.sql || args.race.eviction.audit) && args.race.shape.runs > 1 {
+        bail!("--trace, --sql and --audit show a single race; drop --runs");
     }
     Ok(Plan {
         settings,
         runs: args.race.shape.runs,
-        trace: args.race.show.trace,
+        trace: show.trace || show.sql,
+        sql: show.sql,
         audit: args.race.eviction.audit,
         out: Output::from_json_flag(args.race.show.json),
     })
@@ -45,7 +48,11 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         let result = race.run(1).await?;
         out.record(&result, report::race::render)?;
         if plan.trace {
-            out.text(|| report::timeline::render(&result))?;
+            let shown = report::timeline::Shown {
+                sql: plan.sql,
+                ..Default::default()
+            };
+            out.text(|| report::timeline::render_with(&result, shown))?;
         }
         if plan.audit && out.for_people() {
             let audit = crate::store::audit::audit(db, &result.key).await?;

@@ -2,6 +2,9 @@
 
 use std::fmt::Write as _;
 use std::io::{BufRead, IsTerminal};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 
 use anyhow::{Result, bail};
 
@@ -15,6 +18,8 @@ use crate::report::{self, Output, emit};
 pub struct Plan {
     pub settings: RaceSettings,
     pub schedule: Option<Vec<usize>>,
+    /// Show each step's statement in the closing timeline.
+    pub sql: bool,
     pub out: Output,
 }
 
@@ -55,6 +60,7 @@ pub fn plan(args: &StepArgs) -> Result<Plan> {
             .schedule
             .as_ref()
             .map(|s| s.iter().map(|w| *w as usize).collect()),
+        sql: args.race.show.sql,
         out: Output::from_json_flag(args.race.show.json),
     })
 }
@@ -74,7 +80,13 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         .await?;
     plan.out
         .record(&result, |r| format!("\n{}", report::race::render(r)))?;
-    plan.out.text(|| report::timeline::render(&result))
+    // Time here is mostly a person thinking: the lanes show step order.
+    let shown = report::timeline::Shown {
+        axis: report::timeline::Axis::StepOrder,
+        sql: plan.sql,
+    };
+    plan.out
+        .text(|| report::timeline::render_with(&result, shown))
 }
 
 /// Follows the schedule, printing each step unless `quiet`.
@@ -94,40 +106,167 @@ async fn scripted(controller: &mut Controller, schedule: &[usize], quiet: bool) 
     Ok(())
 }
 
-/// Asks at the terminal which worker moves next.
+/// Asks at the terminal which worker moves next: one key moves a worker
+/// (Enter is not needed, and is ignored); `a` lets all run; `q` or Ctrl-D
+/// stops, with a summary, and the rest run to the end so nothing is left.
 async fn interactive(controller: &mut Controller, db: &Database) -> Result<()> {
     let workers = controller.standing.len();
-    let mut lines = std::io::stdin().lock().lines();
-    let mut turn = 1;
+    let mut keys = Keyboard::open();
+    let mut taken: Vec<String> = Vec::new();
     while !controller.all_finished() {
+        let turn = taken.len() + 1;
         emit(&screen(controller, db, turn).await?)?;
         emit(&format!(
-            "move worker (1-{workers}), a = let all run, q = quit: "
+            "{} ",
+            strong(format!(
+                "press 1-{workers} to move that worker, a to let all run, q to stop{}:",
+                keys.enter_hint()
+            ))
         ))?;
-        let Some(line) = lines.next().transpose()? else {
-            return Ok(());
-        };
-        match line.trim() {
-            "a" | "all" => return Ok(()),
-            "q" | "quit" => bail!(
-                "stopped at step {turn}; the rest ran to the end so that nothing is left behind"
-            ),
-            choice => match choice.parse::<usize>() {
-                Ok(worker) => match controller.advance(worker).await {
-                    Ok(what) => {
-                        emit(&format!("{}\n", strong(what)))?;
-                        turn += 1;
+        let key = keys.next().await?;
+        emit("\n")?;
+        match key {
+            Key::Char('a') => return Ok(()),
+            Key::Char('q') | Key::End => {
+                let why = if key == Key::End { "end of input" } else { "q" };
+                emit(&summary(&taken, why))?;
+                return Ok(());
+            }
+            Key::Char(c) => match c.to_digit(10).map(|d| d as usize) {
+                Some(worker) if (1..=workers).contains(&worker) => {
+                    match controller.advance(worker).await {
+                        Ok(what) => {
+                            emit(&format!("{}\n", strong(&what)))?;
+                            taken.push(what);
+                        }
+                        Err(why) => emit(&format!("{}\n", warn(why)))?,
                     }
-                    Err(why) => emit(&format!("{}\n", warn(why)))?,
-                },
-                Err(_) => emit(&format!(
+                }
+                _ => emit(&format!(
                     "{}\n",
-                    warn(format!("{choice:?}: type a worker's number, a or q"))
+                    warn(format!("{c:?}: press a worker's number (1-{workers}), a or q"))
                 ))?,
             },
         }
     }
     Ok(())
+}
+
+/// What happened before a stop: the steps taken, in order.
+fn summary(taken: &[String], why: &str) -> String {
+    let mut out = format!(
+        "{}\n",
+        strong(format!("stopped ({why}) after {} steps", taken.len()))
+    );
+    for (n, step) in taken.iter().enumerate() {
+        let _ = writeln!(out, "{:>4}. {step}", n + 1);
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        dim("the rest run to the end now, so that nothing is left behind; the race as it ended:")
+    );
+    out
+}
+
+/// A key pressed at the prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Char(char),
+    /// Ctrl-D, or the end of standard input.
+    End,
+}
+
+/// Standard input, one key at a time on a terminal (its line mode off while
+/// waiting, so a key needs no Enter), one line at a time otherwise.
+struct Keyboard {
+    raw: bool,
+    lines: std::io::Lines<std::io::StdinLock<'static>>,
+}
+
+impl Keyboard {
+    fn open() -> Self {
+        Self {
+            raw: std::io::stdin().is_terminal(),
+            lines: std::io::stdin().lock().lines(),
+        }
+    }
+
+    fn enter_hint(&self) -> &'static str {
+        if self.raw { "" } else { " (then Enter)" }
+    }
+
+    async fn next(&mut self) -> Result<Key> {
+        if !self.raw {
+            return Ok(match self.lines.next().transpose()? {
+                None => Key::End,
+                Some(line) => line.trim().chars().next().map_or(Key::Char(' '), Key::Char),
+            });
+        }
+        loop {
+            // Read on a blocking thread, so that Ctrl-C is still seen here;
+            // if this future is dropped, the read stops within 50 ms and
+            // puts the terminal back as it was.
+            let stop = Arc::new(AtomicBool::new(false));
+            let _stop_on_drop = StopOnDrop(stop.clone());
+            let key = tokio::task::spawn_blocking(move || read_key(&stop)).await??;
+            match key {
+                None | Some(0x04) => return Ok(Key::End),
+                // Enter still works: it is simply not needed.
+                Some(b'\n' | b'\r' | b' ') => continue,
+                Some(byte) => return Ok(Key::Char(char::from(byte))),
+            }
+        }
+    }
+}
+
+/// Sets its flag when dropped.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// One byte from the terminal with its line mode and echo off for the
+/// read; Ctrl-C still sends SIGINT. `None` at the end of input, or once
+/// `stop` is set.
+fn read_key(stop: &AtomicBool) -> Result<Option<u8>> {
+    // SAFETY: termios is plain data; tcgetattr fills it for fd 0.
+    let mut saved: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: fd 0 is open; `saved` is writable.
+    if unsafe { libc::tcgetattr(0, &mut saved) } != 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    let mut raw = saved;
+    raw.c_lflag &= !(libc::ICANON | libc::ECHO);
+    raw.c_cc[libc::VMIN] = 1;
+    raw.c_cc[libc::VTIME] = 0;
+    // SAFETY: `raw` is a valid termios derived from the terminal's own.
+    unsafe { libc::tcsetattr(0, libc::TCSANOW, &raw) };
+    let mut byte = 0u8;
+    let mut n = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let mut ready = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, a 50 ms timeout.
+        if unsafe { libc::poll(&mut ready, 1, 50) } > 0 {
+            // SAFETY: reads at most one byte into `byte`.
+            n = unsafe { libc::read(0, (&mut byte as *mut u8).cast(), 1) };
+            break;
+        }
+    }
+    // SAFETY: puts back the settings read above.
+    unsafe { libc::tcsetattr(0, libc::TCSANOW, &saved) };
+    match n {
+        1 => Ok(Some(byte)),
+        0 => Ok(None),
+        _ => Err(std::io::Error::last_os_error().into()),
+    }
 }
 
 /// The state of play: each worker's next step, and what the tables hold now.

@@ -15,6 +15,7 @@ pub mod race;
 pub mod runs;
 pub mod scenario;
 pub mod serve;
+pub mod sql;
 pub mod stores;
 pub mod style;
 pub mod table;

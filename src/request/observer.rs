@@ -12,8 +12,13 @@ use super::{Step, Trace};
 
 /// Watches the steps of one request.
 pub trait Observer: Send {
-    /// Runs `fut`, the statement (or work) of `step`.
-    fn step<F>(&mut self, step: Step, fut: F) -> impl Future<Output = F::Output> + Send
+    /// Runs `fut`, the statement `sql` (or the work) of `step`.
+    fn step<F>(
+        &mut self,
+        step: Step,
+        sql: &'static str,
+        fut: F,
+    ) -> impl Future<Output = F::Output> + Send
     where
         F: Future + Send,
         F::Output: Send;
@@ -33,7 +38,7 @@ pub trait Observer: Send {
 pub struct Unobserved;
 
 impl Observer for Unobserved {
-    async fn step<F>(&mut self, _step: Step, fut: F) -> F::Output
+    async fn step<F>(&mut self, _step: Step, _sql: &'static str, fut: F) -> F::Output
     where
         F: Future + Send,
         F::Output: Send,
@@ -45,12 +50,12 @@ impl Observer for Unobserved {
 }
 
 impl Observer for Trace {
-    async fn step<F>(&mut self, step: Step, fut: F) -> F::Output
+    async fn step<F>(&mut self, step: Step, sql: &'static str, fut: F) -> F::Output
     where
         F: Future + Send,
         F::Output: Send,
     {
-        self.query(step, fut).await
+        self.query(step, sql, fut).await
     }
 
     fn note(&mut self, note: &str) {

@@ -18,6 +18,9 @@ pub struct StepEvent {
     pub end_ms: f64,
     /// What the step found or did, in a few words.
     pub note: String,
+    /// The statement the step sent, if it sent one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sql: Option<&'static str>,
 }
 
 /// Records the steps of one request.
@@ -57,6 +60,15 @@ impl Trace {
 
     /// Runs `step` and records when it started and ended.
     pub async fn time<T>(&mut self, step: Step, fut: impl Future<Output = T>) -> T {
+        self.time_sql(step, None, fut).await
+    }
+
+    async fn time_sql<T>(
+        &mut self,
+        step: Step,
+        sql: Option<&'static str>,
+        fut: impl Future<Output = T>,
+    ) -> T {
         // Step by step: wait for this worker's turn first.
         if let Some(hook) = self.stepper.as_mut() {
             hook.pause(step).await;
@@ -69,14 +81,21 @@ impl Trace {
             start_ms: start,
             end_ms: end,
             note: String::new(),
+            sql,
         });
         out
     }
 
-    /// Runs `step`, one statement sent to the database, and records it.
+    /// Runs `step`, the statement `sql` sent to the database, and records it.
     /// This is also where a planned fault strikes: before, during or after
     /// the step, the connection's server process is terminated.
-    pub async fn query<T>(&mut self, step: Step, fut: impl Future<Output = T>) -> T {
+    pub async fn query<T>(
+        &mut self,
+        step: Step,
+        sql: &'static str,
+        fut: impl Future<Output = T>,
+    ) -> T {
+        let sql = (!sql.is_empty()).then_some(sql);
         self.queries += 1;
         let fault = self.fault.clone().filter(|_| self.faulted.is_none());
         let pid = self.backend_pid;
@@ -89,7 +108,7 @@ impl Trace {
                 let note = fault_note(fault.kind, fault.at);
                 let (fault, delay) = (fault.clone(), self.strike_delay);
                 let killer = tokio::spawn(async move { fault.fire(pid, delay).await });
-                let out = self.time(step, fut).await;
+                let out = self.time_sql(step, sql, fut).await;
                 let _ = killer.await;
                 let at = self.since_gate();
                 self.events.push(StepEvent {
@@ -97,11 +116,12 @@ impl Trace {
                     start_ms: at,
                     end_ms: at,
                     note,
+                    sql: None,
                 });
                 return out;
             }
         }
-        self.time(step, fut).await
+        self.time_sql(step, sql, fut).await
     }
 
     async fn strike(&mut self, fault: &Fault, pid: i32, delay: Duration) {
@@ -114,6 +134,7 @@ impl Trace {
             start_ms: start,
             end_ms: end,
             note: fault_note(fault.kind, fault.at),
+            sql: None,
         });
     }
 

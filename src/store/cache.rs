@@ -86,10 +86,22 @@ pub fn key_hash(key: &str) -> i64 {
     i64::from_be_bytes(first)
 }
 
+/// Reading an entry.
+pub const READ: &str = "SELECT value FROM cache_entries WHERE key_hash = $1";
+
+/// `unless_exist`'s look under a lock, which locks nothing when the row is missing.
+pub const LOCK: &str = "SELECT value FROM cache_entries WHERE key_hash = $1 FOR UPDATE";
+
+/// A write: upsert on the key hash, last write wins.
+pub const UPSERT: &str =
+    "INSERT INTO cache_entries (key, value, key_hash, byte_size) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (key_hash) DO UPDATE
+     SET key = excluded.key, value = excluded.value, byte_size = excluded.byte_size";
+
 /// Reads an entry; an expired or unreadable one counts as absent.
 pub async fn read(conn: &Conn, key: &str) -> Result<Option<Entry>, tokio_postgres::Error> {
     let read = conn
-        .prepare_cached("SELECT value FROM cache_entries WHERE key_hash = $1")
+        .prepare_cached(READ)
         .await?;
     let row = conn.query_opt(&read, &[&key_hash(key)]).await?;
     Ok(row
@@ -119,7 +131,7 @@ pub async fn write_unless_exist(
     conn.batch_execute("BEGIN").await?;
     let written = async {
         let lock = conn
-            .prepare_cached("SELECT value FROM cache_entries WHERE key_hash = $1 FOR UPDATE")
+            .prepare_cached(LOCK)
             .await?;
         let existing = conn.query_opt(&lock, &[&key_hash(key)]).await?;
         let live = existing
@@ -148,13 +160,7 @@ pub async fn write_unless_exist(
 
 async fn upsert(conn: &Conn, key: &str, entry: &Entry) -> Result<(), tokio_postgres::Error> {
     let value = serde_json::to_vec(entry).unwrap_or_default();
-    let upsert = conn
-        .prepare_cached(
-            "INSERT INTO cache_entries (key, value, key_hash, byte_size) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (key_hash) DO UPDATE
-             SET key = excluded.key, value = excluded.value, byte_size = excluded.byte_size",
-        )
-        .await?;
+    let upsert = conn.prepare_cached(UPSERT).await?;
     let size = (key.len() + value.len()) as i32;
     conn.execute(&upsert, &[&key.as_bytes(), &value, &key_hash(key), &size])
         .await?;

@@ -12,6 +12,15 @@ use super::fingerprint;
 use super::{Handled, OPERATION, Step, Strategy, work};
 use crate::request::{Answer, Lease, Outcome, Request, Trace};
 
+/// 1. Check: `IdempotencyKey.find_by(key:, operation:)`.
+pub const FIND: &str = "SELECT response_body, request_fingerprint FROM idempotency_keys
+     WHERE key = $1 AND operation = $2";
+
+/// 3. Store, after the work: `IdempotencyKey.create!(...)`.
+pub const STORE: &str = "INSERT INTO idempotency_keys (key, operation, status, request_fingerprint,
+                                   response_code, response_body, worker, completed_at)
+     VALUES ($1, $2, 'completed', $3, 201, $4, $5, now())";
+
 /// Check, work, store.
 pub struct CheckThenStore;
 
@@ -25,14 +34,9 @@ impl Strategy for CheckThenStore {
         Box::pin(async move {
             let conn = lease.conn(trace).await?;
             // 1. Check: has anyone stored this key yet?
-            let find = conn
-                .prepare_cached(
-                    "SELECT response_body, request_fingerprint FROM idempotency_keys
-                     WHERE key = $1 AND operation = $2",
-                )
-                .await?;
+            let find = conn.prepare_cached(FIND).await?;
             let found = trace
-                .query(Step::Find, conn.query_opt(&find, &[&req.key, &OPERATION]))
+                .query(Step::Find, FIND, conn.query_opt(&find, &[&req.key, &OPERATION]))
                 .await?;
             if let Some(row) = found {
                 let body: Option<Value> = row.get(0);
@@ -55,21 +59,18 @@ impl Strategy for CheckThenStore {
             trace.note("no key");
 
             // 2. Work: nothing above stops another request doing the same.
-            let xp = trace.query(Step::Work, work::award_xp(conn, req)).await?;
+            let xp = trace
+                .query(Step::Work, work::AWARD, work::award_xp(conn, req))
+                .await?;
             trace.note(format!("made XP #{xp}"));
             let body = work::response_body(xp, &req.params);
 
             // 3. Store: only now does the unique index get a say.
-            let store = conn
-                .prepare_cached(
-                    "INSERT INTO idempotency_keys (key, operation, status, request_fingerprint,
-                                                   response_code, response_body, worker, completed_at)
-                     VALUES ($1, $2, 'completed', $3, 201, $4, $5, now())",
-                )
-                .await?;
+            let store = conn.prepare_cached(STORE).await?;
             let stored = trace
                 .query(
                     Step::Store,
+                    STORE,
                     conn.execute(
                         &store,
                         &[

@@ -55,7 +55,7 @@ async fn work_and_complete(
     trace: &mut Trace,
     claim_id: i64,
 ) -> Result<Answer, Failure> {
-    let xp = trace.query(Step::Work, work::award_xp(conn, req)).await?;
+    let xp = trace.query(Step::Work, work::AWARD, work::award_xp(conn, req)).await?;
     trace.note(format!("made XP #{xp}"));
     let body = work::response_body(xp, &req.params);
     complete(&**conn, trace, claim_id, 201, &body).await?;
@@ -69,6 +69,10 @@ async fn work_and_complete(
         waited: None,
     })
 }
+
+/// A loser reads the claim another request owns.
+pub const READ: &str =
+    "SELECT status, response_body, request_fingerprint FROM idempotency_keys WHERE key = $1";
 
 /// The claim as a loser reads it.
 struct Claim {
@@ -86,13 +90,9 @@ impl Claim {
 
 /// Reads the claim another request owns.
 async fn read_claim(conn: &Conn, req: &Request, trace: &mut Trace) -> Result<Claim, Failure> {
-    let read = conn
-        .prepare_cached(
-            "SELECT status, response_body, request_fingerprint FROM idempotency_keys WHERE key = $1",
-        )
-        .await?;
+    let read = conn.prepare_cached(READ).await?;
     let row = trace
-        .query(Step::Read, conn.query_opt(&read, &[&req.key]))
+        .query(Step::Read, READ, conn.query_opt(&read, &[&req.key]))
         .await?;
     let claim = match row {
         Some(row) => Claim {

@@ -18,6 +18,18 @@ pub fn key_of<'a>(req: &'a Request, operation: &'a str) -> Key<'a> {
     }
 }
 
+/// The claim: a pending row the unique index lets in once.
+pub const CLAIM: &str =
+    "INSERT INTO idempotency_keys (key, operation, status, request_fingerprint, worker, locked_at)
+     VALUES ($1, $2, 'pending', $3, $4, now())
+     ON CONFLICT (key) DO NOTHING
+     RETURNING id";
+
+/// The completion: the response stored for later requests to replay.
+pub const COMPLETE: &str = "UPDATE idempotency_keys
+     SET status = 'completed', response_code = $2, response_body = $3, completed_at = now()
+     WHERE id = $1";
+
 /// Inserts the pending claim, with the fingerprint; `Some(id)` if this
 /// request won it.
 pub async fn claim<C: GuardClient, O: Observer>(
@@ -25,17 +37,11 @@ pub async fn claim<C: GuardClient, O: Observer>(
     key: &Key<'_>,
     obs: &mut O,
 ) -> Result<Option<i64>, tokio_postgres::Error> {
-    let claim = client
-        .statement(
-            "INSERT INTO idempotency_keys (key, operation, status, request_fingerprint, worker, locked_at)
-             VALUES ($1, $2, 'pending', $3, $4, now())
-             ON CONFLICT (key) DO NOTHING
-             RETURNING id",
-        )
-        .await?;
+    let claim = client.statement(CLAIM).await?;
     let won = obs
         .step(
             Step::Claim,
+            CLAIM,
             client.client().query_opt(
                 &claim,
                 &[&key.key, &key.operation, &key.fingerprint, &key.owner],
@@ -58,15 +64,10 @@ pub async fn complete<C: GuardClient, O: Observer>(
     code: i32,
     body: &Value,
 ) -> Result<(), tokio_postgres::Error> {
-    let complete = client
-        .statement(
-            "UPDATE idempotency_keys
-             SET status = 'completed', response_code = $2, response_body = $3, completed_at = now()
-             WHERE id = $1",
-        )
-        .await?;
+    let complete = client.statement(COMPLETE).await?;
     obs.step(
         Step::Complete,
+        COMPLETE,
         client
             .client()
             .execute(&complete, &[&claim_id, &code, body]),

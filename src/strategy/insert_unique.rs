@@ -7,6 +7,17 @@ use super::fingerprint::Params;
 use super::{Handled, Step, Strategy, work};
 use crate::request::{Answer, Lease, Outcome, Request, Trace};
 
+/// The whole guard: the work as one insert the unique index decides
+/// (Rails: `insert ... unique_by: :idempotency_key`).
+pub const INSERT: &str =
+    "INSERT INTO experience_points (user_id, amount, lesson, idempotency_key, worker)
+     VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (idempotency_key) DO NOTHING
+     RETURNING id";
+
+/// The row the key already made, for the replay.
+pub const FIND: &str = "SELECT id, amount, lesson FROM experience_points WHERE idempotency_key = $1";
+
 /// The single-statement guard.
 pub struct InsertUnique;
 
@@ -19,16 +30,9 @@ impl Strategy for InsertUnique {
     ) -> Handled<'a> {
         Box::pin(async move {
             let conn = lease.conn(trace).await?;
-            let insert = conn
-                .prepare_cached(
-                    "INSERT INTO experience_points (user_id, amount, lesson, idempotency_key, worker)
-                     VALUES ($1, $2, $3, $4, $5)
-                     ON CONFLICT (idempotency_key) DO NOTHING
-                     RETURNING id",
-                )
-                .await?;
+            let insert = conn.prepare_cached(INSERT).await?;
             let made = trace
-                .query(Step::Work, async {
+                .query(Step::Work, INSERT, async {
                     work::service_call(req).await;
                     conn.query_opt(
                         &insert,
@@ -56,13 +60,9 @@ impl Strategy for InsertUnique {
                 });
             }
             trace.note("key taken");
-            let find = conn
-                .prepare_cached(
-                    "SELECT id, amount, lesson FROM experience_points WHERE idempotency_key = $1",
-                )
-                .await?;
+            let find = conn.prepare_cached(FIND).await?;
             let row = trace
-                .query(Step::Read, conn.query_one(&find, &[&req.key]))
+                .query(Step::Read, FIND, conn.query_one(&find, &[&req.key]))
                 .await?;
             let xp: i64 = row.get(0);
             trace.note(format!("XP #{xp}"));

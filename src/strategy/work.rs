@@ -5,6 +5,10 @@ use serde_json::{Value, json};
 use super::fingerprint::Params;
 use crate::request::Request;
 
+/// The work's statement: one XP row.
+pub const AWARD: &str = "INSERT INTO experience_points (user_id, amount, lesson, worker)
+     VALUES ($1, $2, $3, $4) RETURNING id";
+
 /// Does the work: waits `work_ms` (the service call the row stands for, and
 /// the race window it widens), then inserts the XP row. Returns its id.
 pub async fn award_xp(
@@ -12,12 +16,7 @@ pub async fn award_xp(
     req: &Request,
 ) -> Result<i64, tokio_postgres::Error> {
     service_call(req).await;
-    let insert = conn
-        .prepare_cached(
-            "INSERT INTO experience_points (user_id, amount, lesson, worker)
-             VALUES ($1, $2, $3, $4) RETURNING id",
-        )
-        .await?;
+    let insert = conn.prepare_cached(AWARD).await?;
     let row = conn
         .query_one(
             &insert,

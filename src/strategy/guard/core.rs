@@ -12,6 +12,28 @@ use crate::strategy::fingerprint;
 
 type Result<T> = std::result::Result<T, tokio_postgres::Error>;
 
+/// A loser reads the claim, and whether it is stale.
+const READ: &str = "SELECT id, status, request_fingerprint, response_code, response_body, worker,
+        locked_at < now() - make_interval(secs => $2)
+     FROM idempotency_keys WHERE key = $1";
+
+/// Resume one's own claim or take over a stale one, checked again under the row's lock.
+const TAKE_OVER: &str = "UPDATE idempotency_keys SET locked_at = now(), worker = $2
+     WHERE id = $1 AND status = 'pending'
+       AND (worker = $2 OR locked_at < now() - make_interval(secs => $3))
+     RETURNING id";
+
+/// What the trace shows for the caller's work, whose statements the guard does not see.
+const WORK: &str = "BEGIN; -- then the work's own statements, in this transaction";
+
+/// Complete the claim only while it is still ours.
+const COMPLETE_OWN: &str = "UPDATE idempotency_keys
+     SET status = 'completed', response_code = $3, response_body = $4, completed_at = now()
+     WHERE id = $1 AND worker = $2 AND status = 'pending'";
+
+/// Release the claim so that a retry runs the work again (Powertools).
+const RELEASE: &str = "DELETE FROM idempotency_keys WHERE id = $1";
+
 /// One attempt at the whole request: claim, then the loser's path or the
 /// work and its completion.
 pub(crate) async fn attempt<'c, C, W, Fut, O>(
@@ -56,17 +78,12 @@ async fn lost<C: GuardClient, O: Observer>(
     key: &Key<'_>,
     obs: &mut O,
 ) -> Result<std::result::Result<i64, Verdict>> {
-    let read = client
-        .statement(
-            "SELECT id, status, request_fingerprint, response_code, response_body, worker,
-                    locked_at < now() - make_interval(secs => $2)
-             FROM idempotency_keys WHERE key = $1",
-        )
-        .await?;
+    let read = client.statement(READ).await?;
     let timeout = guard.lock_timeout.as_secs_f64();
     let row = obs
         .step(
             Step::Read,
+            READ,
             client.client().query_opt(&read, &[&key.key, &timeout]),
         )
         .await?;
@@ -102,17 +119,11 @@ async fn lost<C: GuardClient, O: Observer>(
     // Resume our own claim, or take over a stale one. The condition is
     // checked again under the row's lock, so of two requests arriving
     // after the timeout only one gets the row.
-    let take = client
-        .statement(
-            "UPDATE idempotency_keys SET locked_at = now(), worker = $2
-             WHERE id = $1 AND status = 'pending'
-               AND (worker = $2 OR locked_at < now() - make_interval(secs => $3))
-             RETURNING id",
-        )
-        .await?;
+    let take = client.statement(TAKE_OVER).await?;
     let taken = obs
         .step(
             Step::Claim,
+            TAKE_OVER,
             client
                 .client()
                 .query_opt(&take, &[&held.id, &key.owner, &timeout]),
@@ -155,7 +166,7 @@ where
 {
     obs.sent();
     client.client().batch_execute("BEGIN").await?;
-    let reply = match obs.step(Step::Work, work(client)).await {
+    let reply = match obs.step(Step::Work, WORK, work(client)).await {
         Ok(reply) => reply,
         Err(WorkFailed::Service(_)) => {
             obs.sent();
@@ -169,15 +180,10 @@ where
     };
     obs.worked(&reply.body);
     let completed = async {
-        let complete = client
-            .statement(
-                "UPDATE idempotency_keys
-                 SET status = 'completed', response_code = $3, response_body = $4, completed_at = now()
-                 WHERE id = $1 AND worker = $2 AND status = 'pending'",
-            )
-            .await?;
+        let complete = client.statement(COMPLETE_OWN).await?;
         obs.step(
             Step::Complete,
+            COMPLETE_OWN,
             client.client().execute(
                 &complete,
                 &[&claim_id, &key.owner, &reply.status, &reply.body],
@@ -230,11 +236,10 @@ async fn rescue<C: GuardClient, O: Observer>(
             })
         }
         OnFailure::Release => {
-            let release = client
-                .statement("DELETE FROM idempotency_keys WHERE id = $1")
-                .await?;
+            let release = client.statement(RELEASE).await?;
             obs.step(
                 Step::Complete,
+                RELEASE,
                 client.client().execute(&release, &[&claim_id]),
             )
             .await?;
