@@ -29,7 +29,7 @@
 //!   `UPDATE ... WHERE locked_at < now() - interval ...`, so that of two
 //!   takers only one wins (lesson 7).
 //!
-//! Record every statement with `trace.query(Step::..., future)`: that is how
+//! Record every statement with `trace.query(Step::..., SQL, future)`: that is how
 //! idem draws your steps, and where the crash case strikes. The tables are
 //! `idempotency_keys` and `experience_points` (see migrations/).
 
@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use idem::db::{ConnectOptions, Database};
 use idem::race::{Answer, Lease, Outcome, Request, Trace};
-use idem::strategy::work::{award_xp, response_body};
+use idem::strategy::work::{AWARD, award_xp, response_body};
 use idem::strategy::{Handled, OPERATION, Step, Strategy};
 
 /// Your guard. It starts as check-then-store.
@@ -54,11 +54,9 @@ impl Strategy for MyGuard {
             let conn = lease.conn(trace).await?;
 
             // Check: has anyone stored this key?
-            let find = conn
-                .prepare_cached("SELECT response_body FROM idempotency_keys WHERE key = $1")
-                .await?;
+            let find = conn.prepare_cached(FIND).await?;
             if let Some(row) = trace
-                .query(Step::Find, conn.query_opt(&find, &[&req.key]))
+                .query(Step::Find, FIND, conn.query_opt(&find, &[&req.key]))
                 .await?
             {
                 return Ok(Answer {
@@ -72,19 +70,15 @@ impl Strategy for MyGuard {
             }
 
             // Work: nothing stops four other requests from being right here too.
-            let xp = trace.query(Step::Work, award_xp(conn, req)).await?;
+            let xp = trace.query(Step::Work, AWARD, award_xp(conn, req)).await?;
             let body = response_body(xp, &req.params);
 
             // Store: too late to stop anyone.
-            let store = conn
-                .prepare_cached(
-                    "INSERT INTO idempotency_keys (key, operation, status, response_code, response_body, worker)
-                     VALUES ($1, $2, 'completed', 201, $3, $4) ON CONFLICT (key) DO NOTHING",
-                )
-                .await?;
+            let store = conn.prepare_cached(STORE).await?;
             trace
                 .query(
                     Step::Store,
+                    STORE,
                     conn.execute(&store, &[&req.key, &OPERATION, &body, &req.worker_id()]),
                 )
                 .await?;
@@ -99,6 +93,14 @@ impl Strategy for MyGuard {
         })
     }
 }
+
+/// Check: has anyone stored this key?
+const FIND: &str = "SELECT response_body FROM idempotency_keys WHERE key = $1";
+
+/// Store, after the work.
+const STORE: &str =
+    "INSERT INTO idempotency_keys (key, operation, status, response_code, response_body, worker)
+     VALUES ($1, $2, 'completed', 201, $3, $4) ON CONFLICT (key) DO NOTHING";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -77,7 +77,7 @@ pub fn render_with(r: &RaceResult, shown: Shown) -> String {
             let _ = writeln!(out, "{:>10} {:<w$}{:.1}", "0", "", end, w = lane_w - 1);
         }
         Axis::StepOrder => {
-            let _ = writeln!(out, "{:>10} {:<w$}{}", "first", "", "last", w = lane_w - 4);
+            let _ = writeln!(out, "{:>10} {:<w$}last", "first", "", w = lane_w - 4);
         }
     }
     for w in &r.reports {
