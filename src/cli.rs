@@ -357,6 +357,16 @@ pub struct ShowFlags {
     #[arg(long)]
     pub sql: bool,
 
+    /// Write the race's timeline as a page to open in a browser: a lane per
+    /// worker, a bar per step with its SQL, lock waits as arrows (one race only).
+    #[arg(long, value_name = "FILE.html")]
+    pub timeline: Option<std::path::PathBuf>,
+
+    /// Write the race's steps in the Chrome Trace Event format, for
+    /// Perfetto or chrome://tracing (one race only).
+    #[arg(long, value_name = "FILE")]
+    pub trace_json: Option<std::path::PathBuf>,
+
     /// Print one JSON object per race (JSON Lines) and nothing else on stdout.
     #[arg(long)]
     pub json: bool,

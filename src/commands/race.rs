@@ -2,10 +2,11 @@
 
 use anyhow::{Result, bail};
 
-use crate::cli::RaceArgs;
+use crate::cli::{RaceArgs, ShowFlags};
 use crate::db::Database;
 use crate::race::{Race, RaceSettings};
 use crate::report::runs::{RunsSummary, render_summary};
+use crate::report::trace_file::Files;
 use crate::report::{self, Output};
 
 /// What `idem race` will do, checked before the database starts.
@@ -14,6 +15,7 @@ pub struct Plan {
     pub runs: u64,
     pub trace: bool,
     pub sql: bool,
+    pub files: Files,
     pub audit: bool,
     pub out: Output,
 }
@@ -28,17 +30,29 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
         );
     }
     let show = &args.race.show;
-    if (show.trace || show.sql || args.race.eviction.audit) && args.race.shape.runs > 1 {
-        bail!("--trace, --sql and --audit show a single race; drop --runs");
+    let files = trace_files(show);
+    if (show.trace || show.sql || args.race.eviction.audit || !files.is_empty())
+        && args.race.shape.runs > 1
+    {
+        bail!("--trace, --sql, --timeline, --trace-json and --audit show a single race; drop --runs");
     }
     Ok(Plan {
         settings,
         runs: args.race.shape.runs,
         trace: show.trace || show.sql,
         sql: show.sql,
+        files,
         audit: args.race.eviction.audit,
         out: Output::from_json_flag(args.race.show.json),
     })
+}
+
+/// The trace files `--timeline` and `--trace-json` ask for.
+pub fn trace_files(show: &ShowFlags) -> Files {
+    Files {
+        html: show.timeline.clone(),
+        trace_json: show.trace_json.clone(),
+    }
 }
 
 pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
@@ -46,6 +60,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     let race = Race::prepare(db, plan.settings).await?;
     if plan.runs == 1 {
         let result = race.run(1).await?;
+        plan.files.write(&result)?;
         out.record(&result, report::race::render)?;
         if plan.trace {
             let shown = report::timeline::Shown {

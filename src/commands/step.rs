@@ -20,6 +20,7 @@ pub struct Plan {
     pub schedule: Option<Vec<usize>>,
     /// Show each step's statement in the closing timeline.
     pub sql: bool,
+    pub files: report::trace_file::Files,
     pub out: Output,
 }
 
@@ -61,6 +62,7 @@ pub fn plan(args: &StepArgs) -> Result<Plan> {
             .as_ref()
             .map(|s| s.iter().map(|w| *w as usize).collect()),
         sql: args.race.show.sql,
+        files: super::race::trace_files(&args.race.show),
         out: Output::from_json_flag(args.race.show.json),
     })
 }
@@ -78,6 +80,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
             }
         })
         .await?;
+    plan.files.write(&result)?;
     plan.out
         .record(&result, |r| format!("\n{}", report::race::render(r)))?;
     // Time here is mostly a person thinking: the lanes show step order.

@@ -20,6 +20,7 @@ pub mod stores;
 pub mod style;
 pub mod table;
 pub mod timeline;
+pub mod trace_file;
 pub mod width;
 
 pub use output::{BrokenPipe, Output, emit};
