@@ -134,7 +134,13 @@ fn scenario_run_exits_non_zero_with_a_diff_when_a_figure_differs() {
 #[test]
 fn lessons_are_listed_and_a_lesson_runs_straight_through_without_a_terminal() {
     let sandbox = Sandbox::new("lessons");
-    let out = sandbox.idem().arg("lessons").assert().success();
+    // Wide enough that no lesson's line wraps: one table row each.
+    let out = sandbox
+        .idem()
+        .arg("lessons")
+        .env("COLUMNS", "200")
+        .assert()
+        .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
     assert_eq!(
         stdout.lines().filter(|l| l.starts_with('│')).count(),
@@ -150,9 +156,84 @@ fn lessons_are_listed_and_a_lesson_runs_straight_through_without_a_terminal() {
             "Lesson 6: Designing the key itself",
         ))
         .stdout(predicate::str::contains("Random keys"))
-        .stdout(predicate::str::contains("Try it:"))
+        .stdout(predicate::str::contains("Explore on your own: idem "))
         .stdout(predicate::str::contains("FAILED").not());
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}
+
+/// Each lesson shows what its screens point at, in the order they point at
+/// it, and ends with a command to run next.
+#[test]
+fn lessons_show_what_they_narrate_in_order() {
+    let sandbox = Sandbox::new("lessons-show");
+    let told = |n: &str| -> String {
+        let out = sandbox
+            .idem()
+            .args(["lesson", n, "--no-pause"])
+            .env("COLUMNS", "120")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "lesson {n}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let in_order = |text: &str, marks: &[&str]| {
+        let mut from = 0;
+        for mark in marks {
+            let at = text[from..]
+                .find(mark)
+                .unwrap_or_else(|| panic!("{mark:?} missing, or out of order, in:\n{text}"));
+            from += at + mark.len();
+        }
+    };
+    // Lesson 1: one race (why, table, timeline), then the pool of six, then the distribution.
+    in_order(
+        &told("1"),
+        &[
+            "found no key before any was stored",
+            "│ worker │ checkout wait │",
+            "timeline, ms from the start gate",
+            "A pool of six",
+            "XP rows per run",
+            "Explore on your own: idem ",
+        ],
+    );
+    // Lesson 2: the two schedules side by side, the finds-before-stores one first.
+    in_order(
+        &told("2"),
+        &[
+            "both find before either stores",
+            "│ step │ check-then-store",
+            "claim-work-complete",
+            "2 XP rows",
+            "1 XP row",
+            "timeline in step order",
+            "XP rows per run",
+            "Explore on your own: idem ",
+        ],
+    );
+    // Lesson 3: the policies, with poll's reads and block's connection-seconds.
+    in_order(
+        &told("3"),
+        &[
+            "fails fast",
+            "polls",
+            "blocks",
+            "queries/race",
+            "conn-s waiting",
+            "Explore on your own: idem ",
+        ],
+    );
+    // Lesson 5: what an audit finds, in each store.
+    in_order(
+        &told("5"),
+        &[
+            "audit of key",
+            "cache:",
+            "audit of key",
+            "key table:",
+            "Explore on your own: idem ",
+        ],
+    );
 }
 
 fn step(sandbox: &Sandbox, args: &[&str]) -> (bool, String, String) {
@@ -232,10 +313,8 @@ fn a_schedule_that_cannot_proceed_says_so_instead_of_hanging() {
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
 }
 
-/// The interactive mode, through a real pseudo-terminal (util-linux `script`).
-#[test]
-fn the_interactive_mode_takes_turns_from_a_terminal() {
-    let sandbox = Sandbox::new("interactive");
+/// `idem step` in a real pseudo-terminal (util-linux `script`), fed `keys`.
+fn at_a_terminal(sandbox: &Sandbox, keys: &[u8]) -> (bool, String) {
     let idem = assert_cmd::cargo::cargo_bin("idem");
     let command = format!("{} step --workers 2 --work-ms 0", idem.display());
     let mut child = Command::new("script")
@@ -248,19 +327,50 @@ fn the_interactive_mode_takes_turns_from_a_terminal() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("script(1) from util-linux");
-    // Both find before either stores, typed one turn at a time; "x" is refused politely.
-    child
-        .stdin
-        .as_mut()
-        .unwrap()
-        .write_all(b"x\n1\n2\n1\n2\n1\n2\n1\n2\n")
-        .unwrap();
+    child.stdin.as_mut().unwrap().write_all(keys).unwrap();
     let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(out.status.success(), "{stdout}");
-    assert!(stdout.contains("move worker (1-2)"), "{stdout}");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
+}
+
+/// One key moves a worker, without Enter; `q` and Ctrl-D stop cleanly
+/// (exit 0) with a summary of the steps so far, and the rest run to the end.
+#[test]
+fn a_key_moves_a_worker_and_q_or_ctrl_d_stops_cleanly() {
+    for (keys, why) in [
+        (&b"1q"[..], "stopped (q) after 1 steps"),
+        (&b"12\x04"[..], "stopped (end of input) after 2 steps"),
+    ] {
+        let sandbox = Sandbox::new("step-keys");
+        let (ok, stdout) = at_a_terminal(&sandbox, keys);
+        assert!(ok, "{stdout}");
+        assert!(stdout.contains(why), "{stdout}");
+        assert!(stdout.contains("1. worker 1 done"), "{stdout}");
+        assert!(
+            stdout.contains("idem race · check-then-store"),
+            "the race as it ended: {stdout}"
+        );
+        assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+    }
+}
+
+/// The interactive mode, through a real pseudo-terminal (util-linux `script`).
+#[test]
+fn the_interactive_mode_takes_turns_from_a_terminal() {
+    let sandbox = Sandbox::new("interactive");
+    // Both find before either stores, typed one turn at a time (Enter is
+    // not needed, and is ignored); "x" is refused politely.
+    let (ok, stdout) = at_a_terminal(&sandbox, b"x\n1\n2\n1\n2\n1\n2\n1\n2\n");
+    assert!(ok, "{stdout}");
+    assert!(
+        stdout.contains("press 1-2 to move that worker, a to let all run, q to stop"),
+        "{stdout}"
+    );
     assert!(stdout.contains("next: find"), "{stdout}");
-    assert!(stdout.contains("type a worker's number"), "{stdout}");
+    assert!(stdout.contains("press a worker's number"), "{stdout}");
+    assert!(stdout.contains("timeline in step order"), "{stdout}");
     assert!(stdout.contains("experience_points"), "{stdout}");
     assert!(xp_rows(&stdout).contains(" 2 "), "{}", xp_rows(&stdout));
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());

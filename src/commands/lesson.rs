@@ -1,14 +1,18 @@
 //! `idem lessons`, `idem lesson N`, `idem tour`: the course told, with its demonstrations run live.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal};
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use crate::db::Database;
-use crate::lesson::{LESSONS, Lesson};
+use crate::lesson::{LESSONS, Lesson, View};
+use crate::race::RaceResult;
+use crate::report::losers::LoserRow;
+use crate::report::runs::{RunsSummary, render_summary};
 use crate::report::style::{dim, strong};
-use crate::report::{emit, table};
-use crate::scenario::{self, Scenario, builtin};
+use crate::report::{self, emit, table};
+use crate::scenario::{self, Scenario, Verdict, builtin};
 
 pub fn list() -> Result<()> {
     let rows = LESSONS
@@ -35,6 +39,12 @@ pub fn plan(numbers: &[u8]) -> Result<Vec<(&'static Lesson, Vec<Scenario>)>> {
         .collect()
 }
 
+/// A scenario's file name without its folder and `.toml`.
+pub fn name_of(s: &Scenario) -> &str {
+    let file = s.source.rsplit('/').next().unwrap_or(&s.source);
+    file.strip_suffix(".toml").unwrap_or(file)
+}
+
 pub async fn tell(
     lessons: &[(&'static Lesson, Vec<Scenario>)],
     no_pause: bool,
@@ -47,28 +57,146 @@ pub async fn tell(
             strong(format!("Lesson {}: {}", lesson.number, lesson.title))
         ))?;
         for screen in &lesson.screens {
-            emit(&format!("{}\n\n", wrap(screen, 78)))?;
+            emit(&format!("{screen}\n\n"))?;
             wait(pause)?;
         }
         emit(&format!(
             "{}\n\n",
-            dim(format!(
-                "Running the lesson's demonstrations. Look at {}.",
-                lesson.look_at
-            ))
+            dim(format!("Running the lesson's demonstrations. {}", look_at(&lesson.look_at)))
         ))?;
-        for s in scenarios {
-            emit(&format!("{}\n", wrap(s.explain.trim(), 78)))?;
-            let verdict = scenario::run(db, s).await?;
-            emit(&format!(
-                "{}\n",
-                crate::report::scenario::render_verdict(&verdict)
-            ))?;
-        }
-        emit(&format!("{} {}\n", strong("Try it:"), lesson.experiment))?;
+        show_all(lesson, scenarios, db).await?;
+        emit(&format!(
+            "{} {}\n",
+            strong("Explore on your own:"),
+            lesson.experiment
+        ))?;
         wait(pause)?;
     }
     Ok(())
+}
+
+/// "Look at: x" as a sentence.
+fn look_at(text: &str) -> String {
+    let mut text = format!("Look at {text}");
+    if !text.ends_with('.') {
+        text.push('.');
+    }
+    text
+}
+
+/// What one scenario showed, kept for a second look.
+struct Ran {
+    verdict: Verdict,
+    audit: Option<crate::store::audit::Audit>,
+}
+
+/// Runs the lesson's demonstrations in the order its `Shows:` gives, each
+/// scenario once, and shows each as its view asks.
+async fn show_all(lesson: &Lesson, scenarios: &[Scenario], db: &Database) -> Result<()> {
+    let mut ran: BTreeMap<String, Ran> = BTreeMap::new();
+    let mut beside: Option<RaceResult> = None;
+    let mut losers: Vec<LoserRow> = Vec::new();
+    for (i, show) in lesson.shows.iter().enumerate() {
+        let Some(scenario) = scenarios.iter().find(|s| name_of(s) == show.scenario) else {
+            bail!("lesson {} shows {:?}, which is not one of its scenarios", lesson.number, show.scenario);
+        };
+        if !ran.contains_key(&show.scenario) {
+            emit(&format!("{}\n", scenario.explain.trim()))?;
+            let verdict = scenario::run(db, scenario).await?;
+            // The audit reads what the race left, before anything else runs.
+            let audit = match lesson.shows.iter().any(|s| s.scenario == show.scenario && s.view == View::Audit) {
+                true => {
+                    let key = verdict.results.last().map(|r| r.key.clone()).unwrap_or_default();
+                    Some(crate::store::audit::audit(db, &key).await?)
+                }
+                false => None,
+            };
+            emit(&format!("{}\n", report::scenario::render_verdict(&verdict)))?;
+            ran.insert(show.scenario.clone(), Ran { verdict, audit });
+        }
+        let Ran { verdict, audit } = &ran[&show.scenario];
+        let first = verdict.results.first();
+        match (show.view, first) {
+            (View::Verdict, _) | (_, None) => {}
+            (View::Race, Some(r)) => emit(&format!("{}\n", report::race::render(r)))?,
+            (View::Trace, Some(r)) => emit(&format!(
+                "{}\n{}\n",
+                report::race::render(r),
+                report::timeline::render_with(r, Default::default())
+            ))?,
+            (View::Runs, Some(r)) => {
+                let mut summary = RunsSummary::default();
+                verdict.results.iter().for_each(|r| summary.add(r));
+                let line = report::race::settings_line(r);
+                emit(&format!("{}\n", render_summary(&summary, &line, r.strategy.name())))?;
+            }
+            (View::Schedule, Some(r)) => emit(&format!("{}\n", schedule(r)))?,
+            (View::Side, Some(r)) => match beside.take() {
+                None => beside = Some(r.clone()),
+                Some(left) => emit(&format!("{}\n", side_by_side(&left, r)))?,
+            },
+            (View::Losers, Some(r)) => {
+                let policy = r.loser_policy.map_or("none", |l| l.name());
+                losers.push(LoserRow::from_races(policy, &verdict.results));
+                let more = lesson.shows[i + 1..].iter().any(|s| s.view == View::Losers);
+                if !more {
+                    let line = report::race::settings_line_for_every_loser(r);
+                    emit(&format!("{}\n", report::losers::render(&losers, &line)))?;
+                }
+            }
+            (View::Audit, Some(_)) => {
+                if let Some(audit) = audit {
+                    emit(&format!("{}\n", report::stores::render_audit(audit)))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A scheduled race: its steps in the order they were taken.
+fn schedule(r: &RaceResult) -> String {
+    let shown = report::timeline::Shown {
+        axis: report::timeline::Axis::StepOrder,
+        sql: false,
+    };
+    report::timeline::render_with(r, shown)
+}
+
+/// Two scheduled races, their steps side by side in the order they ended.
+fn side_by_side(left: &RaceResult, right: &RaceResult) -> String {
+    let steps = |r: &RaceResult| -> Vec<String> {
+        let mut all: Vec<(usize, &crate::race::StepEvent)> = r
+            .reports
+            .iter()
+            .flat_map(|w| w.steps.iter().map(move |e| (w.worker, e)))
+            .filter(|(_, e)| e.step != crate::strategy::Step::Checkout)
+            .collect();
+        all.sort_by(|a, b| a.1.end_ms.total_cmp(&b.1.end_ms));
+        all.iter()
+            .map(|(w, e)| format!("worker {w} {}: {}", e.step.name(), e.note))
+            .collect()
+    };
+    let (a, b) = (steps(left), steps(right));
+    let rows = (0..a.len().max(b.len()))
+        .map(|i| {
+            vec![
+                (i + 1).to_string(),
+                a.get(i).cloned().unwrap_or_default(),
+                b.get(i).cloned().unwrap_or_default(),
+            ]
+        })
+        .chain([vec![
+            String::new(),
+            crate::race::xp_rows(left.xp_rows),
+            crate::race::xp_rows(right.xp_rows),
+        ]])
+        .collect();
+    table::render(
+        &["step", left.strategy.name(), right.strategy.name()],
+        rows,
+        &[0],
+    )
 }
 
 fn wait(pause: bool) -> Result<()> {
@@ -78,23 +206,4 @@ fn wait(pause: bool) -> Result<()> {
         std::io::stdin().lock().read_line(&mut line)?;
     }
     Ok(())
-}
-
-/// Wraps text at `width` columns, keeping paragraphs.
-fn wrap(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        if !line.is_empty() && line.len() + 1 + word.len() > width {
-            out.push_str(&line);
-            out.push('\n');
-            line.clear();
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    out.push_str(&line);
-    out
 }

@@ -27,6 +27,9 @@ pub struct Verdict {
     pub title: String,
     pub lesson: u8,
     pub checks: Vec<Check>,
+    /// The races it ran, for whoever shows more than the checks (a lesson).
+    #[serde(skip)]
+    pub results: Vec<RaceResult>,
 }
 
 impl Verdict {
@@ -48,6 +51,7 @@ fn check(what: &str, expected: impl ToString, actual: impl ToString, ok: bool) -
 pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
     let e = &scenario.expect;
     let mut checks = Vec::new();
+    let mut ran = Vec::new();
     if let Some(spec) = &scenario.keys {
         let result = simulate(db, &spec.settings()).await?;
         if let Some(x) = e.xp_rows {
@@ -94,12 +98,14 @@ pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
             results.push(result);
         }
         checks.extend(race_checks(scenario, &results));
+        ran = results;
     }
     Ok(Verdict {
         source: scenario.source.clone(),
         title: scenario.title.clone(),
         lesson: scenario.lesson,
         checks,
+        results: ran,
     })
 }
 
