@@ -1,12 +1,16 @@
 //! How wide the screen is, and text made to fit it: paragraphs wrapped at spaces, never a figure cut.
 //!
-//! The width is `COLUMNS` when set, else the terminal's, else 100 (output
-//! going to a file or a pipe). JSON is never fitted.
+//! The width is `COLUMNS` when set, else the terminal's. Output going to a
+//! file or a pipe without `COLUMNS` is not fitted (a pager or an editor
+//! wraps it as it likes), and JSON never is.
 
 use std::io::IsTerminal;
 
 /// Below this, nothing is narrowed further: a table's numbers need room.
 pub const MIN_WIDTH: usize = 40;
+
+/// How wide output is when nothing says: as wide as it needs.
+const UNFITTED: usize = 100_000;
 
 /// The width people's output is fitted to.
 pub fn width() -> usize {
@@ -16,7 +20,7 @@ pub fn width() -> usize {
         .filter(|c| *c > 0);
     columns
         .or_else(terminal_width)
-        .unwrap_or(100)
+        .unwrap_or(UNFITTED)
         .max(MIN_WIDTH)
 }
 
