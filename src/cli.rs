@@ -667,12 +667,37 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quick: bool,
 
+    /// Measure only these sections (repeat the flag, or separate with commas).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "SECTION")]
+    pub only: Vec<BenchSection>,
+
     /// Print the whole report as one JSON object.
     #[arg(long)]
     pub json: bool,
 
     #[command(flatten)]
     pub connect: ConnectArgs,
+}
+
+/// The sections of `idem bench`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BenchSection {
+    /// Start and stop of the disposable cluster.
+    Cluster,
+    /// Default races back to back.
+    Races,
+    /// Whole `idem race` processes, cluster included.
+    Process,
+    /// idem's request loop against pgbench on the same statements.
+    Client,
+    /// Every guard against the raw statement, at two pool sizes.
+    Throughput,
+    /// The guard through `idem serve`'s app against in-process.
+    Wire,
+    /// Every request on one key at once.
+    HotKey,
+    /// Thousands of workers on one key.
+    Scale,
 }
 
 #[derive(Debug, Args)]

@@ -1,7 +1,9 @@
 //! The measurements behind `idem bench`: rerunnable figures, never timed tests.
 
+pub mod client;
 pub mod cluster;
 pub mod pgbench;
+pub mod process;
 pub mod races;
 pub mod throughput;
 pub mod wire;
@@ -14,7 +16,6 @@ use serde::Serialize;
 use crate::strategy::StrategyKind;
 
 pub use cluster::ClusterFigures;
-pub use pgbench::PgbenchFigure;
 pub use throughput::Throughput;
 
 /// Every figure one `idem bench` run measured.
@@ -23,13 +24,18 @@ pub struct BenchReport {
     pub quick: bool,
     pub cores: usize,
     pub postgres: String,
+    /// The sections measured (all, unless `--only` named some); a section
+    /// not measured is `null` or empty.
+    pub sections: Vec<String>,
     pub cluster: Option<ClusterFigures>,
     pub race_rate: Vec<RaceRate>,
+    /// Whole `idem race` processes, the disposable cluster included.
+    pub process: Option<process::ProcessFigure>,
+    /// idem's request loop against pgbench on the same statements.
+    pub client: Option<client::ClientFigures>,
     pub throughput: Vec<Throughput>,
-    /// PostgreSQL's own client on the same statements, for reference.
-    pub pgbench: Vec<PgbenchFigure>,
     /// The guard through `idem serve`'s app against the guard in-process.
-    pub over_http: wire::WireFigure,
+    pub over_http: Option<wire::WireFigure>,
     pub hot_key: Vec<HotKey>,
     pub scale: Vec<ScaleFigure>,
     /// The idem process's peak resident memory over the whole benchmark.

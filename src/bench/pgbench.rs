@@ -25,48 +25,78 @@ INSERT INTO experience_points (user_id, amount, lesson, idempotency_key, worker)
   VALUES (:k, 10, 1, 'k' || :k, 1) ON CONFLICT (idempotency_key) DO NOTHING;
 ";
 
-/// claim-work-complete's three statements, as the strategy sends them.
+/// claim-work-complete's three statements, as the strategy sends them: the
+/// claim's id and the XP row's id carried from one to the next (`\\gset`).
 const CLAIM_WORK_COMPLETE: &str = "\\set k random(1, 1000000000000)
 INSERT INTO idempotency_keys (key, operation, status, request_fingerprint, worker, locked_at)
-  VALUES ('k' || :k, 'award_xp', 'pending', 'fingerprint', 1, now()) ON CONFLICT (key) DO NOTHING RETURNING id;
-INSERT INTO experience_points (user_id, amount, lesson, worker) VALUES (:k, 10, 1, 1) RETURNING id;
+  VALUES ('k' || :k, 'award_xp', 'pending', 'fingerprint', 1, now())
+  ON CONFLICT (key) DO NOTHING RETURNING id AS claim \\gset
+INSERT INTO experience_points (user_id, amount, lesson, worker)
+  VALUES (:k, 10, 1, 1) RETURNING id AS xp \\gset
 UPDATE idempotency_keys SET status = 'completed', response_code = 201,
-  response_body = '{\"xp_id\": 1, \"amount\": 10}', completed_at = now() WHERE key = 'k' || :k;
+  response_body = jsonb_build_object('xp_id', (:xp)::bigint, 'amount', 10), completed_at = now()
+  WHERE id = (:claim)::bigint;
 ";
 
-/// Runs pgbench (when the server binaries include it) on the same cluster,
-/// once with the raw statement and once with claim-work-complete's three:
-/// PostgreSQL's own client, for reference. Empty if there is no pgbench.
-pub async fn measure(db: &Database, clients: usize, seconds: u64) -> Result<Vec<PgbenchFigure>> {
+/// The statements pgbench runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Script {
+    /// insert-unique's one statement.
+    Raw,
+    /// claim-work-complete's three.
+    ClaimWorkComplete,
+}
+
+impl Script {
+    pub fn name(self) -> &'static str {
+        match self {
+            Script::Raw => "raw",
+            Script::ClaimWorkComplete => "claim-work-complete",
+        }
+    }
+
+    fn text(self) -> &'static str {
+        match self {
+            Script::Raw => RAW,
+            Script::ClaimWorkComplete => CLAIM_WORK_COMPLETE,
+        }
+    }
+}
+
+/// Runs pgbench (when the server binaries include it) with `script` on the
+/// same cluster, prepared statements, `clients` connections for `seconds`:
+/// PostgreSQL's own client. `None` without pgbench or on another server.
+pub async fn measure(
+    db: &Database,
+    script: Script,
+    clients: usize,
+    seconds: u64,
+) -> Result<Option<PgbenchFigure>> {
     let Backend::Embedded(cluster) = &db.backend else {
-        return Ok(Vec::new());
+        return Ok(None);
     };
     let pgbench = cluster.bins.dir.join("pgbench");
     if !pgbench.is_file() {
-        return Ok(Vec::new());
+        return Ok(None);
     }
-    let mut figures = Vec::new();
-    for (name, text) in [("raw", RAW), ("claim-work-complete", CLAIM_WORK_COMPLETE)] {
-        db.truncate().await?;
-        let script = cluster.run_dir.join(format!("{name}.sql"));
-        std::fs::write(&script, text)?;
-        let (bin, socket, schema) = (
-            pgbench.clone(),
-            cluster.socket_dir().to_path_buf(),
-            db.schema.clone(),
-        );
-        let tps = tokio::task::spawn_blocking(move || {
-            run(&bin, &socket, &schema, &script, clients, seconds)
-        })
-        .await??;
-        figures.push(PgbenchFigure {
-            script: name,
-            clients,
-            seconds,
-            tps,
-        });
-    }
-    Ok(figures)
+    db.truncate().await?;
+    let file = cluster.run_dir.join(format!("{}.sql", script.name()));
+    std::fs::write(&file, script.text())?;
+    let (bin, socket, schema) = (
+        pgbench.clone(),
+        cluster.socket_dir().to_path_buf(),
+        db.schema.clone(),
+    );
+    let tps = tokio::task::spawn_blocking(move || {
+        run(&bin, &socket, &schema, &file, clients, seconds)
+    })
+    .await??;
+    Ok(Some(PgbenchFigure {
+        script: script.name(),
+        clients,
+        seconds,
+        tps,
+    }))
 }
 
 fn run(

@@ -31,6 +31,9 @@ pub struct Throughput {
     pub pool_size: usize,
     pub requests: usize,
     pub per_second: f64,
+    /// Statements sent per request, each its own round trip (BEGIN and
+    /// COMMIT included).
+    pub statements_per_request: f64,
     /// `per_second` over the raw floor's on the same pool.
     pub ratio_to_raw: Option<f64>,
 }
@@ -68,8 +71,9 @@ pub async fn measure(
             requests,
         ));
     }
+    let mut statements = 0u64;
     while let Some(done) = tasks.join_next().await {
-        done.context("a bench worker panicked")??;
+        statements += done.context("a bench worker panicked")??;
     }
     let elapsed = began.elapsed().as_secs_f64();
     Ok(Throughput {
@@ -78,6 +82,7 @@ pub async fn measure(
         pool_size,
         requests,
         per_second: requests as f64 / elapsed,
+        statements_per_request: statements as f64 / requests.max(1) as f64,
         ratio_to_raw: None,
     })
 }
@@ -88,11 +93,12 @@ async fn run(
     handler: Arc<Handler>,
     next: Arc<AtomicUsize>,
     total: usize,
-) -> Result<()> {
+) -> Result<u64> {
+    let mut statements = 0;
     loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         if i >= total {
-            return Ok(());
+            return Ok(statements);
         }
         match handler.as_ref() {
             Handler::Raw => {
@@ -100,6 +106,7 @@ async fn run(
                 let insert = conn.prepare_cached(RAW_INSERT).await?;
                 conn.execute(&insert, &[&(i as i64), &format!("k{i}"), &(worker as i32)])
                     .await?;
+                statements += 1;
             }
             Handler::Strategy(strategy, fingerprint) => {
                 let params = Params {
@@ -120,6 +127,7 @@ async fn run(
                 let mut lease = Lease::new(pool.clone(), Duration::from_secs(30));
                 lease.conn(&mut trace).await?;
                 strategy.handle(&mut lease, &req, &mut trace).await?;
+                statements += u64::from(trace.queries);
             }
         }
     }

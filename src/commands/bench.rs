@@ -4,7 +4,9 @@ use anyhow::Result;
 
 use crate::bench::throughput::{self};
 use crate::bench::{self as measure, BenchReport, GUARDS, peak_rss_mb};
-use crate::cli::BenchArgs;
+use clap::ValueEnum;
+
+use crate::cli::{BenchArgs, BenchSection};
 use crate::db::{ClusterOptions, Database};
 use crate::report::{self, Output};
 use crate::strategy::StrategyKind;
@@ -13,10 +15,14 @@ use crate::strategy::StrategyKind;
 pub struct Plan {
     pub out: Output,
     pub quick: bool,
+    /// The sections to measure.
+    pub sections: Vec<BenchSection>,
     pub cluster: ClusterOptions,
     pub cold_samples: usize,
     pub warm_samples: usize,
     pub races: usize,
+    /// Whole `idem race` processes timed.
+    pub processes: usize,
     /// (workers, pool size) pairs for the throughput section.
     pub throughput: Vec<(usize, usize)>,
     pub requests: usize,
@@ -26,15 +32,33 @@ pub struct Plan {
     pub scale: Vec<(usize, usize)>,
 }
 
+/// Every section, in the order the report shows them.
+const ALL: [BenchSection; 8] = [
+    BenchSection::Cluster,
+    BenchSection::Races,
+    BenchSection::Process,
+    BenchSection::Client,
+    BenchSection::Throughput,
+    BenchSection::Wire,
+    BenchSection::HotKey,
+    BenchSection::Scale,
+];
+
 pub fn plan(args: &BenchArgs) -> Result<Plan> {
     let quick = args.quick;
+    let sections = match args.only.is_empty() {
+        true => ALL.to_vec(),
+        false => ALL.into_iter().filter(|s| args.only.contains(s)).collect(),
+    };
     Ok(Plan {
         out: Output::from_json_flag(args.json),
         quick,
+        sections,
         cluster: args.connect.options().cluster,
         cold_samples: if quick { 1 } else { 3 },
         warm_samples: if quick { 3 } else { 10 },
         races: if quick { 50 } else { 1000 },
+        processes: if quick { 3 } else { 15 },
         throughput: vec![(5, 5), (50, 50)],
         requests: if quick { 1000 } else { 20_000 },
         hot_key_requests: if quick { 200 } else { 1000 },
@@ -48,41 +72,94 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
 }
 
 pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
-    let steps = (plan.cold_samples + plan.warm_samples) as u64
-        + (StrategyKind::ALL.len() * plan.races) as u64
-        + (plan.throughput.len() * (GUARDS.len() + 1)) as u64
-        + GUARDS.len() as u64
-        + 1
-        + 3 * plan.scale.len() as u64;
+    let on = |s: BenchSection| plan.sections.contains(&s);
+    let steps = [
+        (BenchSection::Cluster, (plan.cold_samples + plan.warm_samples) as u64),
+        (BenchSection::Races, (StrategyKind::ALL.len() * plan.races) as u64),
+        (BenchSection::Process, plan.processes as u64),
+        (BenchSection::Client, 6),
+        (BenchSection::Throughput, (plan.throughput.len() * (GUARDS.len() + 1)) as u64),
+        (BenchSection::Wire, 1),
+        (BenchSection::HotKey, GUARDS.len() as u64),
+        (BenchSection::Scale, 3 * plan.scale.len() as u64),
+    ]
+    .iter()
+    .filter(|(s, _)| on(*s))
+    .map(|(_, n)| n)
+    .sum();
     let progress = plan.out.progress(steps, "steps");
     let tick = || progress.inc(1);
 
-    let cluster = {
-        let opts = plan.cluster.clone();
-        let (cold, warm, bar) = (plan.cold_samples, plan.warm_samples, progress.clone());
-        tokio::task::spawn_blocking(move || {
-            measure::cluster::measure(&opts, cold, warm, || bar.inc(1))
-        })
-        .await??
+    let cluster = match on(BenchSection::Cluster) {
+        true => {
+            let opts = plan.cluster.clone();
+            let (cold, warm, bar) = (plan.cold_samples, plan.warm_samples, progress.clone());
+            tokio::task::spawn_blocking(move || {
+                measure::cluster::measure(&opts, cold, warm, || bar.inc(1))
+            })
+            .await??
+        }
+        false => None,
     };
-
-    let race_rate = measure::races::race_rate(db, plan.races, tick).await?;
-    let throughput = throughput::against_raw(db, &plan.throughput, plan.requests, tick).await?;
-    let pgbench = measure::pgbench::measure(db, 5, plan.pgbench_seconds).await?;
-    let over_http = measure::wire::guard_over_http(db, 5, 5, plan.requests).await?;
-    tick();
-    let hot_key = measure::races::hot_key(db, plan.hot_key_requests, tick).await?;
-    let scale = measure::races::scale(db, &plan.scale, tick).await?;
+    let race_rate = match on(BenchSection::Races) {
+        true => measure::races::race_rate(db, plan.races, tick).await?,
+        false => Vec::new(),
+    };
+    let process = match on(BenchSection::Process) {
+        true => {
+            let (runs, bar) = (plan.processes, progress.clone());
+            Some(
+                tokio::task::spawn_blocking(move || {
+                    measure::process::measure(runs, || bar.inc(1))
+                })
+                .await??,
+            )
+        }
+        false => None,
+    };
+    let client = match on(BenchSection::Client) {
+        true => Some(
+            measure::client::measure_all(db, 5, plan.requests, plan.pgbench_seconds, tick)
+                .await?,
+        ),
+        false => None,
+    };
+    let throughput = match on(BenchSection::Throughput) {
+        true => throughput::against_raw(db, &plan.throughput, plan.requests, tick).await?,
+        false => Vec::new(),
+    };
+    let over_http = match on(BenchSection::Wire) {
+        true => {
+            let figure = measure::wire::guard_over_http(db, 5, 5, plan.requests).await?;
+            tick();
+            Some(figure)
+        }
+        false => None,
+    };
+    let hot_key = match on(BenchSection::HotKey) {
+        true => measure::races::hot_key(db, plan.hot_key_requests, tick).await?,
+        false => Vec::new(),
+    };
+    let scale = match on(BenchSection::Scale) {
+        true => measure::races::scale(db, &plan.scale, tick).await?,
+        false => Vec::new(),
+    };
     progress.finish_and_clear();
 
     let bench = BenchReport {
         quick: plan.quick,
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         postgres: db.server_version().await?,
+        sections: plan
+            .sections
+            .iter()
+            .filter_map(|s| s.to_possible_value().map(|v| v.get_name().to_string()))
+            .collect(),
         cluster,
         race_rate,
+        process,
+        client,
         throughput,
-        pgbench,
         over_http,
         hot_key,
         scale,

@@ -24,6 +24,8 @@ pub fn render(b: &BenchReport) -> String {
     );
     cluster(&mut out, b);
     race_rate(&mut out, b);
+    process(&mut out, b);
+    client(&mut out, b);
     throughput(&mut out, b);
     over_http(&mut out, b);
     hot_key(&mut out, b);
@@ -78,6 +80,9 @@ fn cluster(out: &mut String, b: &BenchReport) {
 
 /// Races back to back: how many a second, and the XP rows they showed.
 fn race_rate(out: &mut String, b: &BenchReport) {
+    if b.race_rate.is_empty() {
+        return;
+    }
     let rows = b
         .race_rate
         .iter()
@@ -113,8 +118,11 @@ fn race_rate(out: &mut String, b: &BenchReport) {
     out.push_str("\n\n");
 }
 
-/// Requests a second per strategy against the raw statement, then pgbench's.
+/// Requests a second per strategy against the raw statement.
 fn throughput(out: &mut String, b: &BenchReport) {
+    if b.throughput.is_empty() {
+        return;
+    }
     let rows = b
         .throughput
         .iter()
@@ -153,27 +161,78 @@ fn throughput(out: &mut String, b: &BenchReport) {
         rows,
         &[2, 3, 4],
     );
+    out.push_str("\n\n");
+}
+
+/// Whole `idem race` processes: start, race, stop.
+fn process(out: &mut String, b: &BenchReport) {
+    let Some(p) = &b.process else {
+        return;
+    };
+    section(
+        out,
+        "idem race, the whole process: disposable cluster start, race, stop",
+        &["runs", "median", "fastest", "slowest", "≤ 170 ms"],
+        vec![vec![
+            p.runs.to_string(),
+            ms(p.median_ms),
+            ms(p.min_ms),
+            ms(p.max_ms),
+            verdict(p.median_ms <= PROCESS_MS),
+        ]],
+        &[0, 1, 2, 3],
+    );
+    out.push_str("\n\n");
+}
+
+/// idem's loop against pgbench on the same statements; statements per request.
+fn client(out: &mut String, b: &BenchReport) {
+    let Some(c) = &b.client else {
+        return;
+    };
+    let rows = c
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.what.clone(),
+                format!("{:.0}", r.idem_per_second),
+                r.against.clone(),
+                r.against_per_second.map_or("—".into(), |p| format!("{p:.0}")),
+                r.ratio.map_or("—".into(), |x| format!("{x:.2}")),
+                r.ratio.map_or(String::new(), |x| verdict(x >= CLIENT_TARGET)),
+            ]
+        })
+        .collect();
+    section(
+        out,
+        &format!(
+            "idem's request loop against the same statements: {} clients, {} requests; pgbench -M prepared for {} s",
+            c.clients, c.requests, c.pgbench_seconds
+        ),
+        &["idem sends", "idem /s", "against", "its /s", "ratio", "≥ 0.9"],
+        rows,
+        &[1, 3, 4],
+    );
     out.push('\n');
-    let raw = b.pgbench.iter().find(|p| p.script == "raw").map(|p| p.tps);
-    for p in &b.pgbench {
-        let ratio = raw
-            .map(|r| format!(", {:.2} × its raw", p.tps / r))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "{}",
-            dim(format!(
-                "pgbench on the same cluster, {} clients for {} s, {}'s statements: {:.0} requests/s{ratio}",
-                p.clients, p.seconds, p.script, p.tps
-            ))
-        );
-    }
-    out.push('\n');
+    let counts = c
+        .statements
+        .iter()
+        .map(|t| format!("{} {:.1}", t.what, t.statements_per_request))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(
+        out,
+        "{}\n",
+        dim(format!("statements per request, each a round trip: {counts}"))
+    );
 }
 
 /// The guard through the app over HTTP, against the guard in-process.
 fn over_http(out: &mut String, b: &BenchReport) {
-    let w = &b.over_http;
+    let Some(w) = &b.over_http else {
+        return;
+    };
     section(
         out,
         "over the wire: the guard through idem serve's app (keep-alive clients) and in-process, same pool",
@@ -192,6 +251,9 @@ fn over_http(out: &mut String, b: &BenchReport) {
 
 /// Every request on one key at once: latencies and the one XP row.
 fn hot_key(out: &mut String, b: &BenchReport) {
+    if b.hot_key.is_empty() {
+        return;
+    }
     let rows = b
         .hot_key
         .iter()
@@ -218,6 +280,9 @@ fn hot_key(out: &mut String, b: &BenchReport) {
 
 /// One race of many workers: wall time and the XP rows.
 fn scale(out: &mut String, b: &BenchReport) {
+    if b.scale.is_empty() {
+        return;
+    }
     let rows = b
         .scale
         .iter()
@@ -244,6 +309,12 @@ fn scale(out: &mut String, b: &BenchReport) {
     );
     out.push('\n');
 }
+
+/// `idem race` as a whole process, median: what it took before this work.
+const PROCESS_MS: f64 = 170.0;
+
+/// idem's loop against its reference.
+const CLIENT_TARGET: f64 = crate::bench::client::TARGET;
 
 /// A row of (name, median, target, met).
 fn row(name: &str, value: String, met: bool, target: &str) -> Vec<String> {
