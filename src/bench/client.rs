@@ -30,6 +30,9 @@ pub struct ClientRow {
     pub against: String,
     pub against_per_second: Option<f64>,
     pub ratio: Option<f64>,
+    /// The client's own CPU per request, µs: idem's, and its reference's.
+    pub idem_cpu_us: f64,
+    pub against_cpu_us: Option<f64>,
 }
 
 /// The section's figures.
@@ -38,6 +41,8 @@ pub struct ClientFigures {
     pub clients: usize,
     pub requests: usize,
     pub pgbench_seconds: u64,
+    /// Interleaved rounds; every figure is the median over them.
+    pub rounds: usize,
     pub rows: Vec<ClientRow>,
     /// Statements per request of every strategy, each a round trip.
     pub statements: Vec<Throughput>,
@@ -45,12 +50,15 @@ pub struct ClientFigures {
 
 /// Measures idem's loop and pgbench on the raw statement and on
 /// claim-work-complete's three, then the guard against claim-work-complete,
+/// in `rounds` interleaved rounds (the machine's noise hits both sides of a
+/// round alike; the report gives each figure's median over the rounds),
 /// then counts every strategy's statements per request.
 pub async fn measure_all(
     db: &Database,
     clients: usize,
     requests: usize,
     seconds: u64,
+    rounds: usize,
     tick: impl Fn(),
 ) -> Result<ClientFigures> {
     let strategy = |kind: StrategyKind| {
@@ -60,30 +68,37 @@ pub async fn measure_all(
         };
         Handler::Strategy(Arc::from(settings.build_strategy()), kind.uses_key_table())
     };
-    let mut rows = Vec::new();
-    let raw = measure(db, "raw", Handler::Raw, clients, clients, requests).await?;
-    tick();
-    let raw_pgbench = pgbench::measure(db, Script::Raw, clients, seconds).await?;
-    tick();
-    rows.push(row(&raw, "pgbench", raw_pgbench.map(|p| p.tps)));
-    let cwc = StrategyKind::ClaimWorkComplete;
-    let idem_cwc = measure(db, cwc.name(), strategy(cwc), clients, clients, requests).await?;
-    tick();
-    let cwc_pgbench = pgbench::measure(db, Script::ClaimWorkComplete, clients, seconds).await?;
-    tick();
-    rows.push(row(&idem_cwc, "pgbench", cwc_pgbench.map(|p| p.tps)));
-    let guard = StrategyKind::Guard;
-    let idem_guard = measure(db, guard.name(), strategy(guard), clients, clients, requests).await?;
-    tick();
-    rows.push(row(&idem_guard, cwc.name(), Some(idem_cwc.per_second)));
+    let (cwc, guard) = (StrategyKind::ClaimWorkComplete, StrategyKind::Guard);
+    let mut samples: [Vec<ClientRow>; 3] = Default::default();
+    let mut last_cwc = None;
+    let mut last_guard = None;
+    let mut last_raw = None;
+    for _ in 0..rounds.max(1) {
+        let raw = measure(db, "raw", Handler::Raw, clients, clients, requests).await?;
+        let raw_pgbench = pgbench::measure(db, Script::Raw, clients, seconds).await?;
+        samples[0].push(row(&raw, "pgbench", raw_pgbench.map(|p| (p.tps, p.cpu_us_per_request))));
+        let idem_cwc = measure(db, cwc.name(), strategy(cwc), clients, clients, requests).await?;
+        let cwc_pgbench = pgbench::measure(db, Script::ClaimWorkComplete, clients, seconds).await?;
+        samples[1].push(row(&idem_cwc, "pgbench", cwc_pgbench.map(|p| (p.tps, p.cpu_us_per_request))));
+        let idem_guard = measure(db, guard.name(), strategy(guard), clients, clients, requests).await?;
+        let reference = (idem_cwc.per_second, idem_cwc.cpu_us_per_request);
+        samples[2].push(row(&idem_guard, cwc.name(), Some(reference)));
+        (last_raw, last_cwc, last_guard) = (Some(raw), Some(idem_cwc), Some(idem_guard));
+        tick();
+    }
+    let rows = samples.iter().map(|s| median_row(s)).collect();
 
-    // Statements per request: a short run of each strategy on fresh keys.
-    let mut statements = vec![raw];
+    // Statements per request: a short run of each other strategy on fresh keys.
+    let mut statements: Vec<Throughput> = last_raw.into_iter().collect();
     for kind in StrategyKind::ALL {
         let counted = match kind {
-            StrategyKind::ClaimWorkComplete => idem_cwc.clone(),
-            StrategyKind::Guard => idem_guard.clone(),
-            _ => measure(db, kind.name(), strategy(kind), clients, clients, 500).await?,
+            StrategyKind::ClaimWorkComplete => last_cwc.clone(),
+            StrategyKind::Guard => last_guard.clone(),
+            _ => None,
+        };
+        let counted = match counted {
+            Some(counted) => counted,
+            None => measure(db, kind.name(), strategy(kind), clients, clients, 500).await?,
         };
         statements.push(counted);
     }
@@ -92,17 +107,37 @@ pub async fn measure_all(
         clients,
         requests,
         pgbench_seconds: seconds,
+        rounds: rounds.max(1),
         rows,
         statements,
     })
 }
 
-fn row(idem: &Throughput, against: &str, reference: Option<f64>) -> ClientRow {
+/// Each figure's median over the rounds.
+fn median_row(rounds: &[ClientRow]) -> ClientRow {
+    let median = |f: &dyn Fn(&ClientRow) -> Option<f64>| {
+        let mut values: Vec<f64> = rounds.iter().filter_map(f).collect();
+        (!values.is_empty()).then(|| crate::race::percentile(&mut values, 0.5))
+    };
+    ClientRow {
+        what: rounds[0].what.clone(),
+        idem_per_second: median(&|r| Some(r.idem_per_second)).unwrap_or(0.0),
+        against: rounds[0].against.clone(),
+        against_per_second: median(&|r| r.against_per_second),
+        ratio: median(&|r| r.ratio),
+        idem_cpu_us: median(&|r| Some(r.idem_cpu_us)).unwrap_or(0.0),
+        against_cpu_us: median(&|r| r.against_cpu_us),
+    }
+}
+
+fn row(idem: &Throughput, against: &str, reference: Option<(f64, f64)>) -> ClientRow {
     ClientRow {
         what: idem.what.clone(),
         idem_per_second: idem.per_second,
         against: against.to_string(),
-        against_per_second: reference,
-        ratio: reference.map(|r| idem.per_second / r),
+        against_per_second: reference.map(|r| r.0),
+        ratio: reference.map(|r| idem.per_second / r.0),
+        idem_cpu_us: idem.cpu_us_per_request,
+        against_cpu_us: reference.map(|r| r.1),
     }
 }

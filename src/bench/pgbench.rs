@@ -17,6 +17,8 @@ pub struct PgbenchFigure {
     pub seconds: u64,
     /// Requests (script runs) per second.
     pub tps: f64,
+    /// pgbench's own CPU time (user and system) per request, µs.
+    pub cpu_us_per_request: f64,
 }
 
 /// The raw floor: insert-unique's one statement.
@@ -87,15 +89,19 @@ pub async fn measure(
         cluster.socket_dir().to_path_buf(),
         db.schema.clone(),
     );
-    let tps = tokio::task::spawn_blocking(move || {
-        run(&bin, &socket, &schema, &file, clients, seconds)
+    let (tps, cpu_us) = tokio::task::spawn_blocking(move || {
+        let before = super::cpu_us(super::Who::Children);
+        let tps = run(&bin, &socket, &schema, &file, clients, seconds)?;
+        anyhow::Ok((tps, super::cpu_us(super::Who::Children) - before))
     })
     .await??;
+    let requests = (tps * seconds as f64).max(1.0);
     Ok(Some(PgbenchFigure {
         script: script.name(),
         clients,
         seconds,
         tps,
+        cpu_us_per_request: cpu_us / requests,
     }))
 }
 

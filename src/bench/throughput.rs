@@ -34,6 +34,8 @@ pub struct Throughput {
     /// Statements sent per request, each its own round trip (BEGIN and
     /// COMMIT included).
     pub statements_per_request: f64,
+    /// idem's own CPU time (user and system, every thread) per request, µs.
+    pub cpu_us_per_request: f64,
     /// `per_second` over the raw floor's on the same pool.
     pub ratio_to_raw: Option<f64>,
 }
@@ -57,25 +59,39 @@ pub async fn measure(
     requests: usize,
 ) -> Result<Throughput> {
     db.truncate().await?;
-    let pool = warm_pool(db.workers_config(), pool_size).await?;
+    // The loop runs on a runtime of its own, one thread, as a client
+    // process like pgbench does: its tasks wake each other without
+    // crossing threads, and the other core is left to PostgreSQL.
+    let config = db.workers_config().clone();
     let handler = Arc::new(handler);
-    let next = Arc::new(AtomicUsize::new(0));
-    let began = Instant::now();
-    let mut tasks = tokio::task::JoinSet::new();
-    for worker in 1..=workers {
-        tasks.spawn(run(
-            worker,
-            pool.clone(),
-            handler.clone(),
-            next.clone(),
-            requests,
-        ));
-    }
-    let mut statements = 0u64;
-    while let Some(done) = tasks.join_next().await {
-        statements += done.context("a bench worker panicked")??;
-    }
-    let elapsed = began.elapsed().as_secs_f64();
+    let (statements, elapsed, cpu) = tokio::task::spawn_blocking(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async move {
+            let pool = warm_pool(&config, pool_size).await?;
+            let next = Arc::new(AtomicUsize::new(0));
+            let cpu = super::cpu_us(super::Who::Me);
+            let began = Instant::now();
+            let mut tasks = tokio::task::JoinSet::new();
+            for worker in 1..=workers {
+                tasks.spawn(run(
+                    worker,
+                    pool.clone(),
+                    handler.clone(),
+                    next.clone(),
+                    requests,
+                ));
+            }
+            let mut statements = 0u64;
+            while let Some(done) = tasks.join_next().await {
+                statements += done.context("a bench worker panicked")??;
+            }
+            let elapsed = began.elapsed().as_secs_f64();
+            anyhow::Ok((statements, elapsed, super::cpu_us(super::Who::Me) - cpu))
+        })
+    })
+    .await??;
     Ok(Throughput {
         what: what.to_string(),
         workers,
@@ -83,6 +99,7 @@ pub async fn measure(
         requests,
         per_second: requests as f64 / elapsed,
         statements_per_request: statements as f64 / requests.max(1) as f64,
+        cpu_us_per_request: cpu / requests.max(1) as f64,
         ratio_to_raw: None,
     })
 }
@@ -95,6 +112,15 @@ async fn run(
     total: usize,
 ) -> Result<u64> {
     let mut statements = 0;
+    // Each client keeps its connection for the whole run, as pgbench's do:
+    // what is measured is the request, not the pool's checkout. The floor
+    // prepares its one statement once.
+    let mut held = Some(checkout(&pool, Duration::from_secs(30)).await?);
+    let insert = match (handler.as_ref(), &held) {
+        (Handler::Raw, Some(conn)) => Some(conn.prepare(RAW_INSERT).await?),
+        _ => None,
+    };
+    let mut key = String::with_capacity(24);
     loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         if i >= total {
@@ -102,9 +128,12 @@ async fn run(
         }
         match handler.as_ref() {
             Handler::Raw => {
-                let conn = checkout(&pool, Duration::from_secs(30)).await?;
-                let insert = conn.prepare_cached(RAW_INSERT).await?;
-                conn.execute(&insert, &[&(i as i64), &format!("k{i}"), &(worker as i32)])
+                let (Some(conn), Some(insert)) = (&held, &insert) else {
+                    unreachable!("the floor holds its connection and statement");
+                };
+                key.clear();
+                let _ = std::fmt::Write::write_fmt(&mut key, format_args!("k{i}"));
+                conn.execute(insert, &[&(i as i64), &key, &(worker as i32)])
                     .await?;
                 statements += 1;
             }
@@ -124,10 +153,15 @@ async fn run(
                     Duration::ZERO,
                 );
                 let mut trace = Trace::new(Instant::now());
-                let mut lease = Lease::new(pool.clone(), Duration::from_secs(30));
+                let wait = Duration::from_secs(30);
+                let mut lease = match held.take() {
+                    Some(conn) => Lease::holding(pool.clone(), wait, conn),
+                    None => Lease::new(pool.clone(), wait),
+                };
                 lease.conn(&mut trace).await?;
                 strategy.handle(&mut lease, &req, &mut trace).await?;
                 statements += u64::from(trace.queries);
+                held = lease.into_conn();
             }
         }
     }

@@ -23,6 +23,8 @@ pub struct Plan {
     pub races: usize,
     /// Whole `idem race` processes timed.
     pub processes: usize,
+    /// Interleaved rounds of the client section.
+    pub client_rounds: usize,
     /// (workers, pool size) pairs for the throughput section.
     pub throughput: Vec<(usize, usize)>,
     pub requests: usize,
@@ -59,10 +61,11 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
         warm_samples: if quick { 3 } else { 10 },
         races: if quick { 50 } else { 1000 },
         processes: if quick { 3 } else { 15 },
+        client_rounds: if quick { 1 } else { 5 },
         throughput: vec![(5, 5), (50, 50)],
         requests: if quick { 1000 } else { 20_000 },
         hot_key_requests: if quick { 200 } else { 1000 },
-        pgbench_seconds: if quick { 1 } else { 5 },
+        pgbench_seconds: if quick { 1 } else { 2 },
         scale: if quick {
             vec![(1000, 50)]
         } else {
@@ -77,7 +80,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         (BenchSection::Cluster, (plan.cold_samples + plan.warm_samples) as u64),
         (BenchSection::Races, (StrategyKind::ALL.len() * plan.races) as u64),
         (BenchSection::Process, plan.processes as u64),
-        (BenchSection::Client, 6),
+        (BenchSection::Client, plan.client_rounds as u64 + 1),
         (BenchSection::Throughput, (plan.throughput.len() * (GUARDS.len() + 1)) as u64),
         (BenchSection::Wire, 1),
         (BenchSection::HotKey, GUARDS.len() as u64),
@@ -119,8 +122,15 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     };
     let client = match on(BenchSection::Client) {
         true => Some(
-            measure::client::measure_all(db, 5, plan.requests, plan.pgbench_seconds, tick)
-                .await?,
+            measure::client::measure_all(
+                db,
+                5,
+                plan.requests,
+                plan.pgbench_seconds,
+                plan.client_rounds,
+                tick,
+            )
+            .await?,
         ),
         false => None,
     };

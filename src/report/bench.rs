@@ -201,18 +201,23 @@ fn client(out: &mut String, b: &BenchReport) {
                 r.against_per_second.map_or("—".into(), |p| format!("{p:.0}")),
                 r.ratio.map_or("—".into(), |x| format!("{x:.2}")),
                 r.ratio.map_or(String::new(), |x| verdict(x >= CLIENT_TARGET)),
+                format!(
+                    "{:.0} / {}",
+                    r.idem_cpu_us,
+                    r.against_cpu_us.map_or("—".into(), |c| format!("{c:.0}"))
+                ),
             ]
         })
         .collect();
     section(
         out,
         &format!(
-            "idem's request loop against the same statements: {} clients, {} requests; pgbench -M prepared for {} s",
-            c.clients, c.requests, c.pgbench_seconds
+            "idem's request loop against the same statements: {} clients, {} requests; pgbench -M prepared for {} s; medians of {} rounds",
+            c.clients, c.requests, c.pgbench_seconds, c.rounds
         ),
-        &["idem sends", "idem /s", "against", "its /s", "ratio", "≥ 0.9"],
+        &["idem sends", "idem /s", "against", "its /s", "ratio", "≥ 0.9", "client CPU µs/req"],
         rows,
-        &[1, 3, 4],
+        &[1, 3, 4, 6],
     );
     out.push('\n');
     let counts = c

@@ -60,6 +60,20 @@ impl Lease {
         }
     }
 
+    /// A lease that already holds `conn`: a client that keeps its
+    /// connection across requests (the benchmark's loop, like pgbench's).
+    pub fn holding(pool: Pool, wait: Duration, conn: Conn) -> Self {
+        Self {
+            conn: Some(conn),
+            ..Self::new(pool, wait)
+        }
+    }
+
+    /// The connection still held, if any, to hand to the next lease.
+    pub fn into_conn(mut self) -> Option<Conn> {
+        self.conn.take()
+    }
+
     /// How long a checkout waits for a free connection before it gives up.
     pub fn wait(&self) -> std::time::Duration {
         self.wait
