@@ -59,6 +59,12 @@ impl PgBinaries {
     fn at(dir: &Path) -> Result<Self> {
         let dir = dir.to_path_buf();
         let postgres = dir.join("postgres").display().to_string();
+        // Asking `postgres --version` costs a process start on every run;
+        // the answer is kept for this very file (same inode, size, mtime).
+        let stamp = stamp(&dir.join("postgres"));
+        if let Some(version) = stamp.as_deref().and_then(known_version) {
+            return Self::checked(Self { dir, version });
+        }
         let output = child::output(
             Command::new(&postgres).arg("--version"),
             &format!("{postgres} --version"),
@@ -77,7 +83,15 @@ impl PgBinaries {
                 )
             })?
             .to_string();
-        let bins = Self { dir, version };
+        if let Some(stamp) = &stamp {
+            remember_version(stamp, &version);
+        }
+        Self::checked(Self { dir, version })
+    }
+
+    /// Refuses a PostgreSQL older than idem supports.
+    fn checked(bins: Self) -> Result<Self> {
+        let postgres = bins.postgres().display().to_string();
         let major: u32 = bins.major().parse().unwrap_or(0);
         if major < MIN_SERVER_VERSION {
             bail!(
@@ -87,6 +101,57 @@ impl PgBinaries {
             );
         }
         Ok(bins)
+    }
+}
+
+/// The file the versions seen are kept in, in idem's cache directory.
+const VERSIONS: &str = "postgres-versions";
+
+/// What identifies one binary file: its path, device, inode, size and
+/// modification time. Any change to the file changes it.
+fn stamp(file: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(file).ok()?;
+    Some(format!(
+        "{}\t{}\t{}\t{}\t{}.{}",
+        file.display(),
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec()
+    ))
+}
+
+/// The version kept for `stamp`, if any.
+fn known_version(stamp: &str) -> Option<String> {
+    let file = super::template::cache_dir().ok()?.join(VERSIONS);
+    let text = std::fs::read_to_string(file).ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix(stamp)?.strip_prefix('\t'))
+        .filter(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit()))
+        .map(str::to_string)
+}
+
+/// Keeps `version` for `stamp` (best effort: a run without a cache just asks again).
+fn remember_version(stamp: &str, version: &str) {
+    let Ok(dir) = super::template::cache_dir() else {
+        return;
+    };
+    if std::fs::create_dir_all(&dir).is_err() {
+        return;
+    }
+    let file = dir.join(VERSIONS);
+    let mut lines: Vec<String> = std::fs::read_to_string(&file)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.starts_with(&format!("{}\t", stamp.split('\t').next().unwrap_or(""))))
+        .map(str::to_string)
+        .collect();
+    lines.push(format!("{stamp}\t{version}"));
+    let staged = dir.join(format!("{VERSIONS}.{}", std::process::id()));
+    if std::fs::write(&staged, lines.join("\n") + "\n").is_ok() {
+        let _ = std::fs::rename(&staged, &file);
     }
 }
 

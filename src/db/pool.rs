@@ -31,10 +31,17 @@ pub async fn warm_pool(config: &tokio_postgres::Config, size: usize) -> Result<P
         .create_timeout(Some(Duration::from_secs(10)))
         .build()
         .context("could not build the workers' pool")?;
-    // Hold each one until all are open, so that none is handed out twice.
-    let mut opened = Vec::with_capacity(size);
+    // Open them all at once (the server starts a process for each, and
+    // two cores start two at a time), each held until all are open, so
+    // that none is handed out twice.
+    let mut opening = tokio::task::JoinSet::new();
     for _ in 0..size {
-        let conn = pool.get().await.map_err(|e| {
+        let pool = pool.clone();
+        opening.spawn(async move { pool.get().await });
+    }
+    let mut opened = Vec::with_capacity(size);
+    while let Some(conn) = opening.join_next().await {
+        let conn = conn.context("opening a connection panicked")?.map_err(|e| {
             anyhow::anyhow!("could not open the workers' connections: {}", describe(&e))
         })?;
         opened.push(conn);

@@ -1,6 +1,9 @@
 //! The guard's algorithm, once: on any client, watched by any observer.
 
 use std::future::Future;
+use std::task::Poll;
+
+use tokio_postgres::error::SqlState;
 
 use serde_json::{Value, json};
 
@@ -23,13 +26,32 @@ const TAKE_OVER: &str = "UPDATE idempotency_keys SET locked_at = now(), worker =
        AND (worker = $2 OR locked_at < now() - make_interval(secs => $3))
      RETURNING id";
 
-/// What the trace shows for the caller's work, whose statements the guard does not see.
+/// What the trace shows for the caller's work, whose statements the guard
+/// does not see. BEGIN goes out in the same round trip as the work's first
+/// statement.
 const WORK: &str = "BEGIN; -- then the work's own statements, in this transaction";
 
-/// Complete the claim only while it is still ours.
-const COMPLETE_OWN: &str = "UPDATE idempotency_keys
-     SET status = 'completed', response_code = $3, response_body = $4, completed_at = now()
-     WHERE id = $1 AND worker = $2 AND status = 'pending'";
+/// Complete the claim only while it is still ours; if it is not (taken over
+/// while we worked), fail with division by zero, so that the transaction
+/// is aborted and the COMMIT sent right behind it in the same round trip
+/// rolls back instead.
+const COMPLETE_OWN: &str = "WITH completed AS (
+       UPDATE idempotency_keys
+       SET status = 'completed', response_code = $3, response_body = $4, completed_at = now()
+       WHERE id = $1 AND worker = $2 AND status = 'pending'
+       RETURNING 1)
+     SELECT 1 / (SELECT count(*)::int FROM completed); COMMIT";
+
+/// The completion alone, as it is prepared (COMMIT goes as its own message).
+const COMPLETE_SQL: &str = "WITH completed AS (
+       UPDATE idempotency_keys
+       SET status = 'completed', response_code = $3, response_body = $4, completed_at = now()
+       WHERE id = $1 AND worker = $2 AND status = 'pending'
+       RETURNING 1)
+     SELECT 1 / (SELECT count(*)::int FROM completed)";
+
+/// What COMPLETE_OWN answers when the claim is no longer ours.
+const NOT_OURS: SqlState = SqlState::DIVISION_BY_ZERO;
 
 /// Release the claim so that a retry runs the work again (Powertools).
 const RELEASE: &str = "DELETE FROM idempotency_keys WHERE id = $1";
@@ -165,8 +187,29 @@ where
     O: Observer,
 {
     obs.sent();
-    client.client().batch_execute("BEGIN").await?;
-    let reply = match obs.step(Step::Work, WORK, work(client)).await {
+    let working = work(client);
+    let begun_and_worked = async {
+        // BEGIN is sent first (on the first poll), then the work's first
+        // statement right behind it: one round trip, in this order.
+        let mut begin = std::pin::pin!(client.client().batch_execute("BEGIN"));
+        let sent = std::future::poll_fn(|cx| Poll::Ready(begin.as_mut().poll(cx))).await;
+        let (begun, worked) = tokio::join!(
+            async {
+                match sent {
+                    Poll::Ready(done) => done,
+                    Poll::Pending => begin.await,
+                }
+            },
+            working
+        );
+        (begun, worked)
+    };
+    let (begun, worked) = obs.step(Step::Work, WORK, begun_and_worked).await;
+    if let Err(err) = begun {
+        let _ = client.client().batch_execute("ROLLBACK").await;
+        return Err(err);
+    }
+    let reply = match worked {
         Ok(reply) => reply,
         Err(WorkFailed::Service(_)) => {
             obs.sent();
@@ -179,36 +222,49 @@ where
         }
     };
     obs.worked(&reply.body);
-    let completed = async {
-        let complete = client.statement(COMPLETE_OWN).await?;
-        obs.step(
-            Step::Complete,
-            COMPLETE_OWN,
-            client.client().execute(
-                &complete,
-                &[&claim_id, &key.owner, &reply.status, &reply.body],
-            ),
+    let complete = match client.statement(COMPLETE_SQL).await {
+        Ok(complete) => complete,
+        Err(err) => {
+            let _ = client.client().batch_execute("ROLLBACK").await;
+            return Err(err);
+        }
+    };
+    obs.sent();
+    let completed_and_committed = async {
+        // The completion is sent first, the COMMIT right behind it: one
+        // round trip. A completion that fails aborts the transaction, and
+        // the COMMIT then rolls it back.
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+            [&claim_id, &key.owner, &reply.status, &reply.body];
+        let mut completed = std::pin::pin!(client.client().execute(&complete, &params));
+        let sent = std::future::poll_fn(|cx| Poll::Ready(completed.as_mut().poll(cx))).await;
+        tokio::join!(
+            async {
+                match sent {
+                    Poll::Ready(done) => done,
+                    Poll::Pending => completed.await,
+                }
+            },
+            client.client().batch_execute("COMMIT")
         )
-        .await
-    }
-    .await;
-    match completed {
-        Ok(1) => {
-            obs.sent();
-            client.client().batch_execute("COMMIT").await?;
+    };
+    let (completed, committed) = obs
+        .step(Step::Complete, COMPLETE_OWN, completed_and_committed)
+        .await;
+    match (completed, committed) {
+        (Ok(_), Ok(())) => {
             obs.note("completed");
             Ok(Verdict::Done(reply))
         }
-        Ok(_) => {
-            // Someone took the claim over while we worked: our rows go.
-            obs.sent();
-            client.client().batch_execute("ROLLBACK").await?;
+        (Err(err), Ok(())) if err.code() == Some(&NOT_OURS) => {
+            // Someone took the claim over while we worked: the COMMIT
+            // rolled our rows back.
             obs.note("claim lost to a takeover; rolled back");
             Ok(Verdict::InFlight {
                 why: "claim taken over",
             })
         }
-        Err(err) => {
+        (Err(err), _) | (Ok(_), Err(err)) => {
             let _ = client.client().batch_execute("ROLLBACK").await;
             Err(err)
         }
