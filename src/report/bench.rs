@@ -229,7 +229,9 @@ fn client(out: &mut String, b: &BenchReport) {
     let _ = writeln!(
         out,
         "{}\n",
-        dim(format!("statements per request, each a round trip: {counts}"))
+        dim(format!(
+            "statements per request: {counts} (the guard's BEGIN and COMMIT travel with the statements beside them: 3 round trips)"
+        ))
     );
 }
 
