@@ -120,7 +120,7 @@ fn run(
             "-c",
             &clients.to_string(),
             "-j",
-            "2",
+            &super::throughput::CLIENT_THREADS.to_string(),
             "-T",
             &seconds.to_string(),
             "-f",

@@ -40,6 +40,9 @@ pub struct Throughput {
     pub ratio_to_raw: Option<f64>,
 }
 
+/// The client's threads, as many as pgbench's (`-j 2`).
+pub const CLIENT_THREADS: usize = 2;
+
 /// What one request does.
 pub enum Handler {
     /// The floor: one `INSERT ... ON CONFLICT DO NOTHING`.
@@ -59,37 +62,71 @@ pub async fn measure(
     requests: usize,
 ) -> Result<Throughput> {
     db.truncate().await?;
-    // The loop runs on a runtime of its own, one thread, as a client
-    // process like pgbench does: its tasks wake each other without
-    // crossing threads, and the other core is left to PostgreSQL.
+    // The loop is a client process like pgbench: CLIENT_THREADS threads,
+    // each an event loop of its own (a one-thread runtime) with its share
+    // of the workers and of the pool, so that its tasks wake each other
+    // without crossing threads.
     let config = db.workers_config().clone();
     let handler = Arc::new(handler);
+    let threads = CLIENT_THREADS.min(workers).min(pool_size).max(1);
     let (statements, elapsed, cpu) = tokio::task::spawn_blocking(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        runtime.block_on(async move {
-            let pool = warm_pool(&config, pool_size).await?;
-            let next = Arc::new(AtomicUsize::new(0));
-            let cpu = super::cpu_us(super::Who::Me);
-            let began = Instant::now();
-            let mut tasks = tokio::task::JoinSet::new();
-            for worker in 1..=workers {
-                tasks.spawn(run(
-                    worker,
-                    pool.clone(),
-                    handler.clone(),
-                    next.clone(),
-                    requests,
-                ));
-            }
-            let mut statements = 0u64;
-            while let Some(done) = tasks.join_next().await {
-                statements += done.context("a bench worker panicked")??;
-            }
-            let elapsed = began.elapsed().as_secs_f64();
-            anyhow::Ok((statements, elapsed, super::cpu_us(super::Who::Me) - cpu))
-        })
+        let next = Arc::new(AtomicUsize::new(0));
+        let ready = Arc::new(std::sync::Barrier::new(threads + 1));
+        let mut loops = Vec::with_capacity(threads);
+        for t in 0..threads {
+            let share = |n: usize| n / threads + usize::from(t < n % threads);
+            let (config, handler, next, ready) =
+                (config.clone(), handler.clone(), next.clone(), ready.clone());
+            let (first, count, pool_share) = (
+                (0..t).map(share).sum::<usize>() + 1,
+                share(workers),
+                share(pool_size).max(1),
+            );
+            loops.push(std::thread::spawn(move || -> Result<u64> {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                let runtime = match runtime {
+                    Ok(runtime) => runtime,
+                    Err(err) => {
+                        // Still at the start line, so that no one waits for us.
+                        ready.wait();
+                        return Err(err.into());
+                    }
+                };
+                runtime.block_on(async move {
+                    let pool = warm_pool(&config, pool_share).await;
+                    ready.wait();
+                    let pool = pool?;
+                    let mut tasks = tokio::task::JoinSet::new();
+                    for worker in first..first + count {
+                        tasks.spawn(run(
+                            worker,
+                            pool.clone(),
+                            handler.clone(),
+                            next.clone(),
+                            requests,
+                        ));
+                    }
+                    let mut statements = 0u64;
+                    while let Some(done) = tasks.join_next().await {
+                        statements += done.context("a bench worker panicked")??;
+                    }
+                    Ok(statements)
+                })
+            }));
+        }
+        ready.wait();
+        let cpu = super::cpu_us(super::Who::Me);
+        let began = Instant::now();
+        let mut statements = 0u64;
+        for handle in loops {
+            statements += handle
+                .join()
+                .map_err(|_| anyhow::anyhow!("a bench thread panicked"))??;
+        }
+        let elapsed = began.elapsed().as_secs_f64();
+        anyhow::Ok((statements, elapsed, super::cpu_us(super::Who::Me) - cpu))
     })
     .await??;
     Ok(Throughput {
