@@ -232,13 +232,17 @@ impl Drop for Cluster {
 }
 
 /// The server's settings: a socket only, and no durability, since every
-/// cluster is thrown away (as pg_tmp and testing.postgresql do).
+/// cluster is thrown away (as pg_tmp and testing.postgresql do). Dynamic
+/// shared memory lives in files inside the data directory (`mmap`), not in
+/// `/dev/shm/PostgreSQL.*` segments a killed server would leave behind:
+/// removing the run directory removes it all.
 fn server_settings() -> Vec<String> {
     [
         "listen_addresses=".to_string(),
         "fsync=off".to_string(),
         "synchronous_commit=off".to_string(),
         "full_page_writes=off".to_string(),
+        "dynamic_shared_memory_type=mmap".to_string(),
         format!("max_connections={MAX_CONNECTIONS}"),
     ]
     .into_iter()
