@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::race::outcome_cell;
 use super::style::{dim, strong};
 use crate::http::app::Handled;
-use crate::race::{RaceSettings, Transport};
+use crate::race::RaceSettings;
 use crate::strategy::StrategyKind;
 
 /// The ready line: `--json` prints it as one object.
@@ -33,7 +33,6 @@ pub struct Ready {
 
 impl Ready {
     pub fn new(addr: SocketAddr, schema: &str, database_url: String, s: &RaceSettings) -> Self {
-        debug_assert!(s.transport == Transport::InProcess);
         Self {
             url: format!("http://{addr}"),
             endpoint: format!("http://{addr}/lessons/1/complete"),

@@ -187,23 +187,8 @@ where
     O: Observer,
 {
     obs.sent();
-    let working = work(client);
-    let begun_and_worked = async {
-        // BEGIN is sent first (on the first poll), then the work's first
-        // statement right behind it: one round trip, in this order.
-        let mut begin = std::pin::pin!(client.client().batch_execute("BEGIN"));
-        let sent = std::future::poll_fn(|cx| Poll::Ready(begin.as_mut().poll(cx))).await;
-        let (begun, worked) = tokio::join!(
-            async {
-                match sent {
-                    Poll::Ready(done) => done,
-                    Poll::Pending => begin.await,
-                }
-            },
-            working
-        );
-        (begun, worked)
-    };
+    // BEGIN, then the work's first statement right behind it: one round trip.
+    let begun_and_worked = in_order(client.client().batch_execute("BEGIN"), work(client));
     let (begun, worked) = obs.step(Step::Work, WORK, begun_and_worked).await;
     if let Err(err) = begun {
         let _ = client.client().batch_execute("ROLLBACK").await;
@@ -230,24 +215,15 @@ where
         }
     };
     obs.sent();
-    let completed_and_committed = async {
-        // The completion is sent first, the COMMIT right behind it: one
-        // round trip. A completion that fails aborts the transaction, and
-        // the COMMIT then rolls it back.
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-            [&claim_id, &key.owner, &reply.status, &reply.body];
-        let mut completed = std::pin::pin!(client.client().execute(&complete, &params));
-        let sent = std::future::poll_fn(|cx| Poll::Ready(completed.as_mut().poll(cx))).await;
-        tokio::join!(
-            async {
-                match sent {
-                    Poll::Ready(done) => done,
-                    Poll::Pending => completed.await,
-                }
-            },
-            client.client().batch_execute("COMMIT")
-        )
-    };
+    // The completion, then the COMMIT right behind it: one round trip. A
+    // completion that fails aborts the transaction, and the COMMIT then
+    // rolls it back.
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+        [&claim_id, &key.owner, &reply.status, &reply.body];
+    let completed_and_committed = in_order(
+        client.client().execute(&complete, &params),
+        client.client().batch_execute("COMMIT"),
+    );
     let (completed, committed) = obs
         .step(Step::Complete, COMPLETE_OWN, completed_and_committed)
         .await;
@@ -269,6 +245,22 @@ where
             Err(err)
         }
     }
+}
+
+/// Runs two requests together, `first`'s sent before `second`'s:
+/// tokio-postgres sends a request on its future's first poll, and the
+/// connection answers in the order it was asked, so the two share one
+/// round trip, in this order.
+async fn in_order<A: Future, B: Future>(first: A, second: B) -> (A::Output, B::Output) {
+    let mut first = std::pin::pin!(first);
+    let sent = std::future::poll_fn(|cx| Poll::Ready(first.as_mut().poll(cx))).await;
+    let first = async {
+        match sent {
+            Poll::Ready(done) => done,
+            Poll::Pending => first.await,
+        }
+    };
+    tokio::join!(first, second)
 }
 
 /// The work failed: store the failure, or release the claim.
