@@ -435,7 +435,7 @@ fn every_command_leaves_a_users_objects_as_they_were() {
     let server = Server::with_user_objects();
     let before = server.user_state();
     let sandbox = Sandbox::new("trust-every-command");
-    let commands: [&[&str]; 10] = [
+    let commands: [&[&str]; 11] = [
         &["race", "-s", "guard", "--work-ms", "1"],
         &["race", "--http", "-s", "guard", "--work-ms", "1"],
         &["compare", "--work-ms", "1"],
@@ -458,6 +458,13 @@ fn every_command_leaves_a_users_objects_as_they_were() {
         &["lesson", "4", "--no-pause"],
         &["challenge"],
         &["reap", "--older-than", "1d"],
+        // Every section that works in the database it is given.
+        &[
+            "bench",
+            "--quick",
+            "--only",
+            "races,client,throughput,wire,hot-key,scale",
+        ],
     ];
     for args in commands {
         let out = sandbox
