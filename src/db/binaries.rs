@@ -45,13 +45,10 @@ impl PgBinaries {
                     INSTALL_HINT
                 );
             }
-            return Self::at(dir);
+            return Self::at(&installation(dir));
         }
-        match candidates()
-            .into_iter()
-            .find(|dir| has_server_binaries(dir))
-        {
-            Some(dir) => Self::at(&dir),
+        match candidates().find(|dir| has_server_binaries(dir)) {
+            Some(dir) => Self::at(&installation(&dir)),
             None => bail!("no PostgreSQL server binaries (initdb, postgres) found; {INSTALL_HINT}"),
         }
     }
@@ -159,38 +156,65 @@ const INSTALL_HINT: &str = "install PostgreSQL (Debian/Ubuntu: `apt-get install 
 macOS: `brew install postgresql@16`), point --pg-bin (or IDEM_PG_BIN) at its bin directory, \
 or pass --database-url to use a running server";
 
+/// The installation's own directory when `dir` only links to its binaries
+/// (e.g. `/usr/local/bin/postgres -> /usr/lib/postgresql/15/bin/postgres`),
+/// where its other programs (`pgbench`) live too. PostgreSQL itself finds
+/// its files from the resolved path the same way.
+fn installation(dir: &Path) -> PathBuf {
+    std::fs::canonicalize(dir.join("postgres"))
+        .ok()
+        .and_then(|real| real.parent().map(Path::to_path_buf))
+        .filter(|real| has_server_binaries(real))
+        .unwrap_or_else(|| dir.to_path_buf())
+}
+
 fn has_server_binaries(dir: &Path) -> bool {
     dir.join("initdb").is_file() && dir.join("postgres").is_file()
 }
 
-/// Where PostgreSQL's server binaries usually live, most specific first.
-fn candidates() -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
+/// Where PostgreSQL's server binaries usually live, in the order they are
+/// tried. Looking in a directory costs a `stat`; asking `pg_config` costs
+/// a process (on Debian a wrapper script that starts two more, about 50 ms,
+/// a third of a whole `idem race`), so it is asked only when the plain
+/// places have nothing: for installs that put only the client tools on
+/// `PATH`, such as PGDG's packages on Red Hat (`/usr/pgsql-N/bin`).
+fn candidates() -> impl Iterator<Item = PathBuf> {
+    // On PATH: what the user chose (Homebrew, Postgres.app, custom builds).
+    let path: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).collect())
+        .unwrap_or_default();
+    // Debian and Ubuntu keep each major version apart; the newest first,
+    // as Debian's own pg_config wrapper picks.
+    let debian = versioned_dirs(Path::new("/usr/lib/postgresql"), "bin");
     // pg_config knows where its own installation keeps them.
-    if let Ok(out) = child::output(
-        Command::new("pg_config").arg("--bindir"),
-        "pg_config --bindir",
-        ASK_LIMIT,
-    ) && out.status.success()
-    {
-        dirs.push(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
-    }
-    // On PATH (Homebrew, Postgres.app, custom builds).
-    if let Some(path) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&path));
-    }
-    // Debian and Ubuntu keep each major version apart; prefer the newest.
-    dirs.extend(versioned_dirs(Path::new("/usr/lib/postgresql"), "bin"));
-    dirs.push(PathBuf::from("/usr/local/pgsql/bin"));
-    // Homebrew on Apple silicon and Intel.
-    for prefix in ["/opt/homebrew/opt", "/usr/local/opt"] {
-        dirs.extend(
-            versioned_dirs(Path::new(prefix), "bin")
-                .into_iter()
-                .filter(|d| d.to_string_lossy().contains("postgresql")),
-        );
-    }
-    dirs
+    let pg_config = std::iter::once_with(|| {
+        child::output(
+            Command::new("pg_config").arg("--bindir"),
+            "pg_config --bindir",
+            ASK_LIMIT,
+        )
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    })
+    .flatten();
+    // Source builds' default, and Homebrew on Apple silicon and Intel.
+    let elsewhere = std::iter::once_with(|| {
+        let mut dirs = vec![PathBuf::from("/usr/local/pgsql/bin")];
+        for prefix in ["/opt/homebrew/opt", "/usr/local/opt"] {
+            dirs.extend(
+                versioned_dirs(Path::new(prefix), "bin")
+                    .into_iter()
+                    .filter(|d| d.to_string_lossy().contains("postgresql")),
+            );
+        }
+        dirs
+    })
+    .flatten();
+    path.into_iter()
+        .chain(debian)
+        .chain(pg_config)
+        .chain(elsewhere)
 }
 
 /// Subdirectories of `root` sorted by their numeric version, newest first, each joined with `leaf`.
