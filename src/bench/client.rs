@@ -4,15 +4,18 @@
 //! idem spends per request is taken from PostgreSQL. So idem's loop is
 //! measured against PostgreSQL's own client, pgbench with prepared
 //! statements, running the very statements idem sends, with as many
-//! clients, on the same cluster, one after the other.
+//! clients, on the same cluster, one after the other. The same statements
+//! sent bare through tokio-postgres split the difference in two: what the
+//! driver costs against libpq, and what idem's own code costs on top.
 
 use std::sync::Arc;
 
 use anyhow::Result;
 use serde::Serialize;
 
-use super::pgbench::{self, Script};
-use super::throughput::{Handler, Throughput, measure};
+use super::pgbench;
+use super::script::Script;
+use super::throughput::{Budget, Handler, Throughput, measure};
 use crate::db::Database;
 use crate::race::RaceSettings;
 use crate::strategy::StrategyKind;
@@ -39,8 +42,8 @@ pub struct ClientRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct ClientFigures {
     pub clients: usize,
-    pub requests: usize,
-    pub pgbench_seconds: u64,
+    /// How long each client (idem's loop, pgbench) runs in each round.
+    pub seconds: u64,
     /// Interleaved rounds; every figure is the median over them.
     pub rounds: usize,
     pub rows: Vec<ClientRow>,
@@ -48,15 +51,15 @@ pub struct ClientFigures {
     pub statements: Vec<Throughput>,
 }
 
-/// Measures idem's loop and pgbench on the raw statement and on
-/// claim-work-complete's three, then the guard against claim-work-complete,
-/// in `rounds` interleaved rounds (the machine's noise hits both sides of a
-/// round alike; the report gives each figure's median over the rounds),
-/// then counts every strategy's statements per request.
+/// Measures the raw statement and claim-work-complete's three, bare and
+/// through pgbench; claim-work-complete as idem runs it, against both; then
+/// the guard against claim-work-complete. Each runs for `seconds`, in
+/// `rounds` interleaved rounds (the machine's noise hits both sides of a
+/// round alike; the report gives each figure's median over the rounds).
+/// Then counts every strategy's statements per request.
 pub async fn measure_all(
     db: &Database,
     clients: usize,
-    requests: usize,
     seconds: u64,
     rounds: usize,
     tick: impl Fn(),
@@ -69,20 +72,33 @@ pub async fn measure_all(
         Handler::Strategy(Arc::from(settings.build_strategy()), kind.uses_key_table())
     };
     let (cwc, guard) = (StrategyKind::ClaimWorkComplete, StrategyKind::Guard);
-    let mut samples: [Vec<ClientRow>; 3] = Default::default();
+    let bare = |script: Script| Handler::Bare(script);
+    let cwc_bare_name = format!("{}, bare", cwc.name());
+    // idem's loop runs as long as pgbench does: a fixed count would give
+    // the fast raw statement a fraction of pgbench's time, where a
+    // connection's first statements weigh more.
+    let budget = Budget::For(std::time::Duration::from_secs(seconds));
+    let mut samples: [Vec<ClientRow>; 5] = Default::default();
     let mut last_cwc = None;
     let mut last_guard = None;
     let mut last_raw = None;
     for _ in 0..rounds.max(1) {
-        let raw = measure(db, "raw", Handler::Raw, clients, clients, requests).await?;
-        let raw_pgbench = pgbench::measure(db, Script::Raw, clients, seconds).await?;
-        samples[0].push(row(&raw, "pgbench", raw_pgbench.map(|p| (p.tps, p.cpu_us_per_request))));
-        let idem_cwc = measure(db, cwc.name(), strategy(cwc), clients, clients, requests).await?;
-        let cwc_pgbench = pgbench::measure(db, Script::ClaimWorkComplete, clients, seconds).await?;
-        samples[1].push(row(&idem_cwc, "pgbench", cwc_pgbench.map(|p| (p.tps, p.cpu_us_per_request))));
-        let idem_guard = measure(db, guard.name(), strategy(guard), clients, clients, requests).await?;
+        let pgbench = async |script| {
+            let figure = pgbench::measure(db, script, clients, seconds).await?;
+            anyhow::Ok(figure.map(|p| (p.tps, p.cpu_us_per_request)))
+        };
+        let raw = measure(db, "raw", bare(Script::Raw), clients, clients, budget).await?;
+        samples[0].push(row(&raw, "pgbench", pgbench(Script::Raw).await?));
+        let cwc_bare = measure(db, &cwc_bare_name, bare(Script::ClaimWorkComplete), clients, clients, budget).await?;
+        let cwc_pgbench = pgbench(Script::ClaimWorkComplete).await?;
+        samples[1].push(row(&cwc_bare, "pgbench", cwc_pgbench));
+        let idem_cwc = measure(db, cwc.name(), strategy(cwc), clients, clients, budget).await?;
+        samples[2].push(row(&idem_cwc, "pgbench", cwc_pgbench));
+        let reference = (cwc_bare.per_second, cwc_bare.cpu_us_per_request);
+        samples[3].push(row(&idem_cwc, &cwc_bare_name, Some(reference)));
+        let idem_guard = measure(db, guard.name(), strategy(guard), clients, clients, budget).await?;
         let reference = (idem_cwc.per_second, idem_cwc.cpu_us_per_request);
-        samples[2].push(row(&idem_guard, cwc.name(), Some(reference)));
+        samples[4].push(row(&idem_guard, cwc.name(), Some(reference)));
         (last_raw, last_cwc, last_guard) = (Some(raw), Some(idem_cwc), Some(idem_guard));
         tick();
     }
@@ -105,8 +121,7 @@ pub async fn measure_all(
     tick();
     Ok(ClientFigures {
         clients,
-        requests,
-        pgbench_seconds: seconds,
+        seconds,
         rounds: rounds.max(1),
         rows,
         statements,

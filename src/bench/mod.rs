@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod pgbench;
 pub mod process;
 pub mod races;
+pub mod script;
 pub mod throughput;
 pub mod wire;
 

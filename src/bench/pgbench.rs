@@ -1,4 +1,4 @@
-//! One reference figure from PostgreSQL's own client: pgbench running the raw floor's statement.
+//! One reference figure from PostgreSQL's own client: pgbench running a script of idem's statements.
 
 use std::path::Path;
 use std::process::Command;
@@ -6,6 +6,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
+use super::script::Script;
 use crate::db::{Backend, Database};
 
 /// What pgbench measured for one script.
@@ -19,50 +20,6 @@ pub struct PgbenchFigure {
     pub tps: f64,
     /// pgbench's own CPU time (user and system) per request, µs.
     pub cpu_us_per_request: f64,
-}
-
-/// The raw floor: insert-unique's one statement.
-const RAW: &str = "\\set k random(1, 1000000000000)
-INSERT INTO experience_points (user_id, amount, lesson, idempotency_key, worker)
-  VALUES (:k, 10, 1, 'k' || :k, 1) ON CONFLICT (idempotency_key) DO NOTHING;
-";
-
-/// claim-work-complete's three statements, as the strategy sends them: the
-/// claim's id and the XP row's id carried from one to the next (`\\gset`).
-const CLAIM_WORK_COMPLETE: &str = "\\set k random(1, 1000000000000)
-INSERT INTO idempotency_keys (key, operation, status, request_fingerprint, worker, locked_at)
-  VALUES ('k' || :k, 'award_xp', 'pending', 'fingerprint', 1, now())
-  ON CONFLICT (key) DO NOTHING RETURNING id AS claim \\gset
-INSERT INTO experience_points (user_id, amount, lesson, worker)
-  VALUES (:k, 10, 1, 1) RETURNING id AS xp \\gset
-UPDATE idempotency_keys SET status = 'completed', response_code = 201,
-  response_body = jsonb_build_object('xp_id', (:xp)::bigint, 'amount', 10), completed_at = now()
-  WHERE id = (:claim)::bigint;
-";
-
-/// The statements pgbench runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Script {
-    /// insert-unique's one statement.
-    Raw,
-    /// claim-work-complete's three.
-    ClaimWorkComplete,
-}
-
-impl Script {
-    pub fn name(self) -> &'static str {
-        match self {
-            Script::Raw => "raw",
-            Script::ClaimWorkComplete => "claim-work-complete",
-        }
-    }
-
-    fn text(self) -> &'static str {
-        match self {
-            Script::Raw => RAW,
-            Script::ClaimWorkComplete => CLAIM_WORK_COMPLETE,
-        }
-    }
 }
 
 /// Runs pgbench (when the server binaries include it) with `script` on the
@@ -83,7 +40,7 @@ pub async fn measure(
     }
     db.truncate().await?;
     let file = cluster.run_dir.join(format!("{}.sql", script.name()));
-    std::fs::write(&file, script.text())?;
+    std::fs::write(&file, script.pgbench_text())?;
     let (bin, socket, schema) = (
         pgbench.clone(),
         cluster.socket_dir().to_path_buf(),

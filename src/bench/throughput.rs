@@ -1,7 +1,7 @@
 //! Guard throughput: many distinct keys through a pool, against the raw single-statement floor.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -9,18 +9,13 @@ use deadpool_postgres::Pool;
 use serde::Serialize;
 
 use super::GUARDS;
+use super::script::{Prepared, Script};
 use crate::db::Database;
 use crate::db::pool::{checkout, warm_pool};
 use crate::race::RaceSettings;
 use crate::race::{Lease, Request, Trace};
 use crate::strategy::fingerprint::Params;
 use crate::strategy::{OPERATION, Strategy};
-
-/// The floor: the very statement insert-unique sends, one prepared
-/// statement per request with nothing of idem's around it.
-pub const RAW_INSERT: &str =
-    "INSERT INTO experience_points (user_id, amount, lesson, idempotency_key, worker)
-     VALUES ($1, 10, 1, $2, $3) ON CONFLICT (idempotency_key) DO NOTHING";
 
 /// Requests per second for one way of handling requests.
 #[derive(Debug, Clone, Serialize)]
@@ -45,22 +40,39 @@ pub const CLIENT_THREADS: usize = 2;
 
 /// What one request does.
 pub enum Handler {
-    /// The floor: one `INSERT ... ON CONFLICT DO NOTHING`.
-    Raw,
+    /// A script's statements, bare: prepared once per connection, sent
+    /// straight through tokio-postgres with nothing of idem's around them.
+    /// `Bare(Script::Raw)` is the raw floor.
+    Bare(Script),
     /// A strategy, and whether its requests carry fingerprints.
     Strategy(Arc<dyn Strategy>, bool),
 }
 
-/// Sends `requests` requests with distinct keys through `workers` tasks
-/// sharing a pool of `pool_size`, and measures requests per second.
+/// How much a measurement sends.
+#[derive(Debug, Clone, Copy)]
+pub enum Budget {
+    /// This many requests.
+    Requests(usize),
+    /// As many requests as fit in this time, as pgbench's `-T` does.
+    For(Duration),
+}
+
+/// Sends requests with distinct keys through `workers` tasks sharing a
+/// pool of `pool_size`, as many as `budget` allows, and measures requests
+/// per second.
 pub async fn measure(
     db: &Database,
     what: &str,
     handler: Handler,
     workers: usize,
     pool_size: usize,
-    requests: usize,
+    budget: impl Into<Budget>,
 ) -> Result<Throughput> {
+    let budget = budget.into();
+    let total = match budget {
+        Budget::Requests(n) => n,
+        Budget::For(_) => usize::MAX,
+    };
     db.truncate().await?;
     // The loop is a client process like pgbench: CLIENT_THREADS threads,
     // each an event loop of its own (a one-thread runtime) with its share
@@ -69,22 +81,31 @@ pub async fn measure(
     let config = db.workers_config().clone();
     let handler = Arc::new(handler);
     let threads = CLIENT_THREADS.min(workers).min(pool_size).max(1);
-    let (statements, elapsed, cpu) = tokio::task::spawn_blocking(move || {
+    let (requests, statements, elapsed, cpu) = tokio::task::spawn_blocking(move || {
         let next = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
         let ready = Arc::new(std::sync::Barrier::new(threads + 1));
         let mut loops = Vec::with_capacity(threads);
         for t in 0..threads {
             let share = |n: usize| n / threads + usize::from(t < n % threads);
-            let (config, handler, next, ready) =
-                (config.clone(), handler.clone(), next.clone(), ready.clone());
+            let (config, handler, next, stop, ready) = (
+                config.clone(),
+                handler.clone(),
+                next.clone(),
+                stop.clone(),
+                ready.clone(),
+            );
             let (first, count, pool_share) = (
                 (0..t).map(share).sum::<usize>() + 1,
                 share(workers),
                 share(pool_size).max(1),
             );
             loops.push(std::thread::spawn(move || -> Result<u64> {
+                // I/O and timers only: with signals and processes too, each
+                // park would also look for orphaned child processes.
                 let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
+                    .enable_io()
+                    .enable_time()
                     .build();
                 let runtime = match runtime {
                     Ok(runtime) => runtime,
@@ -104,8 +125,8 @@ pub async fn measure(
                             worker,
                             pool.clone(),
                             handler.clone(),
-                            next.clone(),
-                            requests,
+                            (next.clone(), stop.clone()),
+                            total,
                         ));
                     }
                     let mut statements = 0u64;
@@ -119,6 +140,10 @@ pub async fn measure(
         ready.wait();
         let cpu = super::cpu_us(super::Who::Me);
         let began = Instant::now();
+        if let Budget::For(time) = budget {
+            std::thread::sleep(time);
+            stop.store(true, Ordering::Relaxed);
+        }
         let mut statements = 0u64;
         for handle in loops {
             statements += handle
@@ -126,7 +151,14 @@ pub async fn measure(
                 .map_err(|_| anyhow::anyhow!("a bench thread panicked"))??;
         }
         let elapsed = began.elapsed().as_secs_f64();
-        anyhow::Ok((statements, elapsed, super::cpu_us(super::Who::Me) - cpu))
+        // Every request handed out below `total` was sent.
+        let requests = next.load(Ordering::Relaxed).min(total);
+        anyhow::Ok((
+            requests,
+            statements,
+            elapsed,
+            super::cpu_us(super::Who::Me) - cpu,
+        ))
     })
     .await??;
     Ok(Throughput {
@@ -145,34 +177,35 @@ async fn run(
     worker: usize,
     pool: Pool,
     handler: Arc<Handler>,
-    next: Arc<AtomicUsize>,
+    (next, stop): (Arc<AtomicUsize>, Arc<AtomicBool>),
     total: usize,
 ) -> Result<u64> {
     let mut statements = 0;
     // Each client keeps its connection for the whole run, as pgbench's do:
-    // what is measured is the request, not the pool's checkout. The floor
-    // prepares its one statement once.
+    // what is measured is the request, not the pool's checkout. A bare
+    // script prepares its statements once.
     let mut held = Some(checkout(&pool, Duration::from_secs(30)).await?);
-    let insert = match (handler.as_ref(), &held) {
-        (Handler::Raw, Some(conn)) => Some(conn.prepare(RAW_INSERT).await?),
+    let bare: Option<Prepared> = match (handler.as_ref(), &held) {
+        (Handler::Bare(script), Some(conn)) => Some(script.prepare(conn).await?),
         _ => None,
     };
     let mut key = String::with_capacity(24);
     loop {
+        // The time is up: stop before taking a number, so that every
+        // number taken below `total` is a request sent.
+        if stop.load(Ordering::Relaxed) {
+            return Ok(statements);
+        }
         let i = next.fetch_add(1, Ordering::Relaxed);
         if i >= total {
             return Ok(statements);
         }
         match handler.as_ref() {
-            Handler::Raw => {
-                let (Some(conn), Some(insert)) = (&held, &insert) else {
-                    unreachable!("the floor holds its connection and statement");
+            Handler::Bare(_) => {
+                let (Some(conn), Some(bare)) = (&held, &bare) else {
+                    unreachable!("a bare script holds its connection and statements");
                 };
-                key.clear();
-                let _ = std::fmt::Write::write_fmt(&mut key, format_args!("k{i}"));
-                conn.execute(insert, &[&(i as i64), &key, &(worker as i32)])
-                    .await?;
-                statements += 1;
+                statements += u64::from(bare.send(conn, i, worker as i32, &mut key).await?);
             }
             Handler::Strategy(strategy, fingerprint) => {
                 let params = Params {
@@ -189,7 +222,7 @@ async fn run(
                     *fingerprint,
                     Duration::ZERO,
                 );
-                let mut trace = Trace::new(Instant::now());
+                let mut trace = Trace::counting();
                 let wait = Duration::from_secs(30);
                 let mut lease = match held.take() {
                     Some(conn) => Lease::holding(pool.clone(), wait, conn),
@@ -214,7 +247,7 @@ pub async fn against_raw(
 ) -> Result<Vec<Throughput>> {
     let mut throughput = Vec::new();
     for &(workers, pool) in shapes {
-        let raw = measure(db, "raw", Handler::Raw, workers, pool, requests).await?;
+        let raw = measure(db, "raw", Handler::Bare(Script::Raw), workers, pool, requests).await?;
         tick();
         for strategy in GUARDS {
             let settings = RaceSettings {
@@ -233,4 +266,10 @@ pub async fn against_raw(
         throughput.insert(throughput.len() - GUARDS.len(), raw);
     }
     Ok(throughput)
+}
+
+impl From<usize> for Budget {
+    fn from(requests: usize) -> Self {
+        Budget::Requests(requests)
+    }
 }

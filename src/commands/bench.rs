@@ -125,7 +125,6 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
             measure::client::measure_all(
                 db,
                 5,
-                plan.requests,
                 plan.pgbench_seconds,
                 plan.client_rounds,
                 tick,
