@@ -33,6 +33,9 @@ pub struct ClientRow {
     pub against: String,
     pub against_per_second: Option<f64>,
     pub ratio: Option<f64>,
+    /// The lowest and highest of the rounds' own ratios: how much the
+    /// machine moved the figure.
+    pub ratio_spread: Option<(f64, f64)>,
     /// The client's own CPU per request, µs: idem's, and its reference's.
     pub idem_cpu_us: f64,
     pub against_cpu_us: Option<f64>,
@@ -140,6 +143,13 @@ fn median_row(rounds: &[ClientRow]) -> ClientRow {
         against: rounds[0].against.clone(),
         against_per_second: median(&|r| r.against_per_second),
         ratio: median(&|r| r.ratio),
+        ratio_spread: rounds
+            .iter()
+            .filter_map(|r| r.ratio)
+            .fold(None, |spread, x| match spread {
+                None => Some((x, x)),
+                Some((low, high)) => Some((f64::min(low, x), f64::max(high, x))),
+            }),
         idem_cpu_us: median(&|r| Some(r.idem_cpu_us)).unwrap_or(0.0),
         against_cpu_us: median(&|r| r.against_cpu_us),
     }
@@ -152,6 +162,7 @@ fn row(idem: &Throughput, against: &str, reference: Option<(f64, f64)>) -> Clien
         against: against.to_string(),
         against_per_second: reference.map(|r| r.0),
         ratio: reference.map(|r| idem.per_second / r.0),
+        ratio_spread: None,
         idem_cpu_us: idem.cpu_us_per_request,
         against_cpu_us: reference.map(|r| r.1),
     }

@@ -185,6 +185,12 @@ fn process(out: &mut String, b: &BenchReport) {
     out.push_str("\n\n");
 }
 
+/// A ratio with two decimals, cut rather than rounded, so that 0.899
+/// reads 0.89 beside its "no".
+fn cut(ratio: f64) -> String {
+    format!("{:.2}", (ratio * 100.0).floor() / 100.0)
+}
+
 /// idem's loop against pgbench on the same statements; statements per request.
 fn client(out: &mut String, b: &BenchReport) {
     let Some(c) = &b.client else {
@@ -199,9 +205,9 @@ fn client(out: &mut String, b: &BenchReport) {
                 format!("{:.0}", r.idem_per_second),
                 r.against.clone(),
                 r.against_per_second.map_or("—".into(), |p| format!("{p:.0}")),
-                // Cut, not rounded, so that 0.899 reads 0.89 beside its "no".
-                r.ratio
-                    .map_or("—".into(), |x| format!("{:.2}", (x * 100.0).floor() / 100.0)),
+                r.ratio.map_or("—".into(), cut),
+                r.ratio_spread
+                    .map_or("—".into(), |(low, high)| format!("{}–{}", cut(low), cut(high))),
                 r.ratio.map_or(String::new(), |x| verdict(x >= CLIENT_TARGET)),
                 format!(
                     "{:.0} / {}",
@@ -214,12 +220,21 @@ fn client(out: &mut String, b: &BenchReport) {
     section(
         out,
         &format!(
-            "idem's request loop against the same statements: {} clients, {} s each (pgbench -M prepared); medians of {} rounds",
+            "idem's request loop against the same statements: {} clients, {} s each (pgbench -M prepared); medians of {} rounds, spread from the lowest round to the highest",
             c.clients, c.seconds, c.rounds
         ),
-        &["idem sends", "idem /s", "against", "its /s", "ratio", "≥ 0.9", "client CPU µs/req"],
+        &[
+            "idem sends",
+            "idem /s",
+            "against",
+            "its /s",
+            "ratio",
+            "spread",
+            "≥ 0.9",
+            "client CPU µs/req",
+        ],
         rows,
-        &[1, 3, 4, 6],
+        &[1, 3, 4, 5, 7],
     );
     out.push('\n');
     let _ = writeln!(
