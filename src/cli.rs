@@ -688,7 +688,7 @@ pub enum BenchSection {
     Races,
     /// Whole `idem race` processes, cluster included.
     Process,
-    /// idem's request loop against pgbench on the same statements.
+    /// idem's request loop against pgbench and the bare driver, same statements.
     Client,
     /// Every guard against the raw statement, at two pool sizes.
     Throughput,
