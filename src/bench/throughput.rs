@@ -20,14 +20,16 @@ use crate::strategy::{OPERATION, Strategy};
 /// Requests per second for one way of handling requests.
 #[derive(Debug, Clone, Serialize)]
 pub struct Throughput {
-    /// `raw` for the floor, else the strategy's name.
+    /// `raw` for the floor, a strategy's name, or a script's name with
+    /// `, bare` for its statements sent bare.
     pub what: String,
     pub workers: usize,
     pub pool_size: usize,
+    /// Requests sent, every one of them answered.
     pub requests: usize,
     pub per_second: f64,
-    /// Statements sent per request, each its own round trip (BEGIN and
-    /// COMMIT included).
+    /// Statements sent per request, BEGIN and COMMIT included (the guard
+    /// sends those two in the round trips of the statements beside them).
     pub statements_per_request: f64,
     /// idem's own CPU time (user and system, every thread) per request, µs.
     pub cpu_us_per_request: f64,
