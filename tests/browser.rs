@@ -76,13 +76,9 @@ fn the_timeline_page_opens_in_a_browser_with_its_lanes_bars_and_arrows() {
         .arg(&page)
         .arg("--trace-json")
         .arg(&trace)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success();
+    let out = out.get_output();
     let race: Value = serde_json::from_slice(&out.stdout).unwrap();
     let reports = race["reports"].as_array().unwrap();
     let steps: usize = reports

@@ -418,19 +418,9 @@ fn the_ruby_starter_fails_the_challenge() {
         return;
     }
     let server = common::server::Server::start();
-    let mut app = std::process::Command::new("ruby")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ruby/app.rb"))
-        .env("DATABASE_URL", server.url())
-        .env("PORT", "0")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let line = common::first_line_then_drain(&mut app);
-    let _app = common::app::KillOnDrop(app);
-    let base = line
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("the app says where it listens: {line:?}"));
+    let mut ruby = std::process::Command::new("ruby");
+    ruby.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ruby/app.rb"));
+    let (_app, base) = common::app::start_example(ruby, &server.url());
     let sandbox = common::Sandbox::new("ruby-challenge");
     let out = sandbox
         .idem()

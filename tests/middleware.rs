@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::app::{expected_marks, marks_of};
 use common::server::Server;
@@ -49,19 +49,7 @@ fn probe(url: &str, server: &Server, headers: &[String]) -> (Value, Vec<(String,
 fn axum_idempotent_lets_concurrent_requests_all_do_the_work() {
     let binary = build();
     let server = Server::start();
-    let mut child = Command::new(binary)
-        .env("DATABASE_URL", server.url())
-        .env("PORT", "0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let line = common::first_line_then_drain(&mut child);
-    let _app = common::app::KillOnDrop(child);
-    let base = line
-        .strip_prefix("listening on ")
-        .expect("where it listens")
-        .to_string();
+    let (_app, base) = common::app::start_example(Command::new(binary), &server.url());
     let url = format!("{base}/lessons/1/complete");
 
     // An API client without a session cookie: the middleware caches a

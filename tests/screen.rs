@@ -104,13 +104,9 @@ fn every_command_fits_80_columns() {
             .idem()
             .env("COLUMNS", WIDTH.to_string())
             .args(*args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .assert()
+            .success();
+        let out = out.get_output();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(!text.trim().is_empty(), "{args:?} printed nothing");
         let wide = too_wide(&text);
@@ -168,13 +164,9 @@ fn serve_and_probe_fit_80_columns() {
             r#"{"user_id": 1, "amount": 10}"#,
         ])
         .args(app.count_args())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success();
+    let out = out.get_output();
     let text = String::from_utf8_lossy(&out.stdout);
     let wide = too_wide(&text);
     assert!(wide.is_empty(), "probe:\n{}", wide.join("\n"));

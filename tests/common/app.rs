@@ -167,6 +167,26 @@ pub fn expected_marks(marks: [&str; 4]) -> Vec<(String, String)> {
 /// A child process killed when this goes out of scope (a learner's app).
 pub struct KillOnDrop(pub Child);
 
+/// A learner's example app (`app`, not yet started) run against the
+/// server at `database_url` on a free port: the app and the base URL its
+/// first line names ("listening on http://...").
+pub fn start_example(mut app: std::process::Command, database_url: &str) -> (KillOnDrop, String) {
+    let mut child = app
+        .env("DATABASE_URL", database_url)
+        .env("PORT", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let line = first_line_then_drain(&mut child);
+    let child = KillOnDrop(child);
+    let base = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("the app says where it listens: {line:?}"))
+        .to_string();
+    (child, base)
+}
+
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         let _ = self.0.kill();
