@@ -45,7 +45,11 @@ pub fn main() -> ExitCode {
         Err(err) => {
             // clap's first line says what is wrong; the usage it adds is one `--help` away.
             let text = err.to_string();
-            let mut first = text.lines().next().unwrap_or("invalid arguments").to_string();
+            let mut first = text
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .to_string();
             // "...were not provided:" names them on the lines below.
             if first.ends_with(':') {
                 let named: Vec<&str> = text

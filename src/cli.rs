@@ -14,7 +14,9 @@ use crate::keys::{CrashPoint, DEFAULT_CRASH_AT, DEFAULT_KEYS_WORK_MS, KeyKind};
 use crate::race::fault::FaultPoint;
 use crate::race::input::RaceInput;
 use crate::race::limits::{self, Origin};
-use crate::race::{CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE, DEFAULT_STRATEGY, RaceSettings};
+use crate::race::{
+    CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE, DEFAULT_STRATEGY, RaceSettings,
+};
 use crate::store::StoreKind;
 use crate::strategy::guard::OnFailure;
 use crate::strategy::{LoserKind, StrategyKind};
@@ -93,7 +95,13 @@ impl ColorChoice {
 pub struct ConnectArgs {
     /// A PostgreSQL server to use instead of a disposable cluster. idem works
     /// in a schema of its own (idem_<run id>) and drops it at the end.
-    #[arg(long, global = true, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        env = "DATABASE_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
     pub database_url: Option<String>,
 
     /// Directory holding PostgreSQL's `initdb` and `postgres` (found if not given).

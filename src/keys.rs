@@ -18,9 +18,9 @@ use uuid::Uuid;
 
 use crate::db::Database;
 use crate::db::pool::warm_pool;
+use crate::race::RaceSettings;
 use crate::race::{Lease, Outcome, Request, Trace};
 use crate::strategy::fingerprint::Params;
-use crate::race::RaceSettings;
 use crate::strategy::{OPERATION, Strategy, StrategyKind, work};
 
 /// The namespace of idem's derived keys (UUIDv5).

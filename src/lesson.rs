@@ -153,7 +153,10 @@ pub fn parse(number: u8, text: &str) -> Result<Lesson, String> {
         .map(|item| {
             let item = item.trim();
             let (scenario, view) = match item.split_once(':') {
-                Some((s, v)) => (s, View::parse(v).ok_or(format!("no view {v:?} (in {item:?})"))?),
+                Some((s, v)) => (
+                    s,
+                    View::parse(v).ok_or(format!("no view {v:?} (in {item:?})"))?,
+                ),
                 None => (item, View::Verdict),
             };
             Ok(Show {
@@ -208,12 +211,22 @@ mod tests {
             let scenarios = crate::scenario::builtin::for_lesson(lesson.number).unwrap();
             let names: BTreeSet<String> = scenarios
                 .iter()
-                .map(|s| s.source.trim_start_matches("scenarios/").trim_end_matches(".toml").to_string())
+                .map(|s| {
+                    s.source
+                        .trim_start_matches("scenarios/")
+                        .trim_end_matches(".toml")
+                        .to_string()
+                })
                 .collect();
             let names: BTreeSet<&str> = names.iter().map(String::as_str).collect();
             assert_eq!(shown, names, "lesson {}", lesson.number);
             let sides = lesson.shows.iter().filter(|s| s.view == View::Side).count();
-            assert_eq!(sides % 2, 0, "lesson {}: `side` views come in pairs", lesson.number);
+            assert_eq!(
+                sides % 2,
+                0,
+                "lesson {}: `side` views come in pairs",
+                lesson.number
+            );
         }
     }
 
@@ -227,10 +240,40 @@ mod tests {
             .is_ok()
         );
         let shows = "Shows: 1-a";
-        assert!(parse(1, &format!("T\n\n> L\n\nscreen\n\n{shows}\n\nLook at: x\n\nTry it: `idem race`")).is_err());
-        assert!(parse(1, &format!("# T\n\n> L\n\n{shows}\n\nLook at: x\n\nTry it: `idem race`")).is_err());
-        assert!(parse(1, &format!("# T\n\n> L\n\nscreen\n\n{shows}\n\nLook: x\n\nTry it: `idem race`")).is_err());
-        assert!(parse(1, "# T\n\n> L\n\nscreen\n\nShows: 1-a:wide\n\nLook at: x\n\nTry it: `idem race`").is_err());
-        assert!(parse(1, "# T\n\n> L\n\nscreen\n\nLook at: x\n\nTry it: `idem race`").is_err());
+        assert!(
+            parse(
+                1,
+                &format!("T\n\n> L\n\nscreen\n\n{shows}\n\nLook at: x\n\nTry it: `idem race`")
+            )
+            .is_err()
+        );
+        assert!(
+            parse(
+                1,
+                &format!("# T\n\n> L\n\n{shows}\n\nLook at: x\n\nTry it: `idem race`")
+            )
+            .is_err()
+        );
+        assert!(
+            parse(
+                1,
+                &format!("# T\n\n> L\n\nscreen\n\n{shows}\n\nLook: x\n\nTry it: `idem race`")
+            )
+            .is_err()
+        );
+        assert!(
+            parse(
+                1,
+                "# T\n\n> L\n\nscreen\n\nShows: 1-a:wide\n\nLook at: x\n\nTry it: `idem race`"
+            )
+            .is_err()
+        );
+        assert!(
+            parse(
+                1,
+                "# T\n\n> L\n\nscreen\n\nLook at: x\n\nTry it: `idem race`"
+            )
+            .is_err()
+        );
     }
 }

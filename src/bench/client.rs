@@ -92,14 +92,23 @@ pub async fn measure_all(
         };
         let raw = measure(db, "raw", bare(Script::Raw), clients, clients, budget).await?;
         samples[0].push(row(&raw, "pgbench", pgbench(Script::Raw).await?));
-        let cwc_bare = measure(db, &cwc_bare_name, bare(Script::ClaimWorkComplete), clients, clients, budget).await?;
+        let cwc_bare = measure(
+            db,
+            &cwc_bare_name,
+            bare(Script::ClaimWorkComplete),
+            clients,
+            clients,
+            budget,
+        )
+        .await?;
         let cwc_pgbench = pgbench(Script::ClaimWorkComplete).await?;
         samples[1].push(row(&cwc_bare, "pgbench", cwc_pgbench));
         let idem_cwc = measure(db, cwc.name(), strategy(cwc), clients, clients, budget).await?;
         samples[2].push(row(&idem_cwc, "pgbench", cwc_pgbench));
         let reference = (cwc_bare.per_second, cwc_bare.cpu_us_per_request);
         samples[3].push(row(&idem_cwc, &cwc_bare_name, Some(reference)));
-        let idem_guard = measure(db, guard.name(), strategy(guard), clients, clients, budget).await?;
+        let idem_guard =
+            measure(db, guard.name(), strategy(guard), clients, clients, budget).await?;
         let reference = (idem_cwc.per_second, idem_cwc.cpu_us_per_request);
         samples[4].push(row(&idem_guard, cwc.name(), Some(reference)));
         (last_raw, last_cwc, last_guard) = (Some(raw), Some(idem_cwc), Some(idem_guard));

@@ -249,7 +249,15 @@ pub async fn against_raw(
 ) -> Result<Vec<Throughput>> {
     let mut throughput = Vec::new();
     for &(workers, pool) in shapes {
-        let raw = measure(db, "raw", Handler::Bare(Script::Raw), workers, pool, requests).await?;
+        let raw = measure(
+            db,
+            "raw",
+            Handler::Bare(Script::Raw),
+            workers,
+            pool,
+            requests,
+        )
+        .await?;
         tick();
         for strategy in GUARDS {
             let settings = RaceSettings {

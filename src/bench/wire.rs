@@ -65,7 +65,10 @@ pub async fn guard_over_http(
     };
     let app = Arc::new(App::new(pool, guard, shape, clients, None));
     let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let target = Target::parse(&format!("http://{}/lessons/1/complete", listener.local_addr()?))?;
+    let target = Target::parse(&format!(
+        "http://{}/lessons/1/complete",
+        listener.local_addr()?
+    ))?;
     let server = tokio::spawn(async move {
         let _ = app.serve(listener).await;
     });

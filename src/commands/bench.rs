@@ -77,11 +77,20 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
 pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     let on = |s: BenchSection| plan.sections.contains(&s);
     let steps = [
-        (BenchSection::Cluster, (plan.cold_samples + plan.warm_samples) as u64),
-        (BenchSection::Races, (StrategyKind::ALL.len() * plan.races) as u64),
+        (
+            BenchSection::Cluster,
+            (plan.cold_samples + plan.warm_samples) as u64,
+        ),
+        (
+            BenchSection::Races,
+            (StrategyKind::ALL.len() * plan.races) as u64,
+        ),
         (BenchSection::Process, plan.processes as u64),
         (BenchSection::Client, plan.client_rounds as u64 + 1),
-        (BenchSection::Throughput, (plan.throughput.len() * (GUARDS.len() + 1)) as u64),
+        (
+            BenchSection::Throughput,
+            (plan.throughput.len() * (GUARDS.len() + 1)) as u64,
+        ),
         (BenchSection::Wire, 1),
         (BenchSection::HotKey, GUARDS.len() as u64),
         (BenchSection::Scale, 3 * plan.scale.len() as u64),
@@ -112,24 +121,16 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         true => {
             let (runs, bar) = (plan.processes, progress.clone());
             Some(
-                tokio::task::spawn_blocking(move || {
-                    measure::process::measure(runs, || bar.inc(1))
-                })
-                .await??,
+                tokio::task::spawn_blocking(move || measure::process::measure(runs, || bar.inc(1)))
+                    .await??,
             )
         }
         false => None,
     };
     let client = match on(BenchSection::Client) {
         true => Some(
-            measure::client::measure_all(
-                db,
-                5,
-                plan.pgbench_seconds,
-                plan.client_rounds,
-                tick,
-            )
-            .await?,
+            measure::client::measure_all(db, 5, plan.pgbench_seconds, plan.client_rounds, tick)
+                .await?,
         ),
         false => None,
     };

@@ -9,12 +9,12 @@ use bytes::Bytes;
 
 use crate::challenge::{LOCK_TIMEOUT, judge};
 use crate::cli::ChallengeArgs;
+use crate::db::Database;
 use crate::probe::Probe;
 use crate::probe::conformance::{self, Mark};
-use crate::report::challenge::render_checks;
-use crate::db::Database;
 use crate::report::Output;
 use crate::report::challenge::render;
+use crate::report::challenge::render_checks;
 use crate::strategy::guard::Guard;
 
 /// The course's award as a learner's app receives it.
@@ -35,7 +35,15 @@ pub fn plan_http(args: &ChallengeArgs) -> Result<Option<Probe>> {
         return Ok(None);
     };
     let counter = super::probe::counter(&args.count)?;
-    Probe::new(url, "POST", &[], Bytes::from_static(AWARD.as_bytes()), HTTP_TIMEOUT, counter).map(Some)
+    Probe::new(
+        url,
+        "POST",
+        &[],
+        Bytes::from_static(AWARD.as_bytes()),
+        HTTP_TIMEOUT,
+        counter,
+    )
+    .map(Some)
 }
 
 /// Judges the app at the probe's URL with the challenge's four cases.

@@ -62,7 +62,10 @@ pub async fn tell(
         }
         emit(&format!(
             "{}\n\n",
-            dim(format!("Running the lesson's demonstrations. {}", look_at(&lesson.look_at)))
+            dim(format!(
+                "Running the lesson's demonstrations. {}",
+                look_at(&lesson.look_at)
+            ))
         ))?;
         show_all(lesson, scenarios, db).await?;
         emit(&format!(
@@ -98,15 +101,27 @@ async fn show_all(lesson: &Lesson, scenarios: &[Scenario], db: &Database) -> Res
     let mut losers: Vec<LoserRow> = Vec::new();
     for (i, show) in lesson.shows.iter().enumerate() {
         let Some(scenario) = scenarios.iter().find(|s| name_of(s) == show.scenario) else {
-            bail!("lesson {} shows {:?}, which is not one of its scenarios", lesson.number, show.scenario);
+            bail!(
+                "lesson {} shows {:?}, which is not one of its scenarios",
+                lesson.number,
+                show.scenario
+            );
         };
         if !ran.contains_key(&show.scenario) {
             emit(&format!("{}\n", scenario.explain.trim()))?;
             let verdict = scenario::run(db, scenario).await?;
             // The audit reads what the race left, before anything else runs.
-            let audit = match lesson.shows.iter().any(|s| s.scenario == show.scenario && s.view == View::Audit) {
+            let audit = match lesson
+                .shows
+                .iter()
+                .any(|s| s.scenario == show.scenario && s.view == View::Audit)
+            {
                 true => {
-                    let key = verdict.results.last().map(|r| r.key.clone()).unwrap_or_default();
+                    let key = verdict
+                        .results
+                        .last()
+                        .map(|r| r.key.clone())
+                        .unwrap_or_default();
                     Some(crate::store::audit::audit(db, &key).await?)
                 }
                 false => None,
@@ -128,7 +143,10 @@ async fn show_all(lesson: &Lesson, scenarios: &[Scenario], db: &Database) -> Res
                 let mut summary = RunsSummary::default();
                 verdict.results.iter().for_each(|r| summary.add(r));
                 let line = report::race::settings_line(r);
-                emit(&format!("{}\n", render_summary(&summary, &line, r.strategy.name())))?;
+                emit(&format!(
+                    "{}\n",
+                    render_summary(&summary, &line, r.strategy.name())
+                ))?;
             }
             (View::Schedule, Some(r)) => emit(&format!("{}\n", schedule(r)))?,
             (View::Side, Some(r)) => match beside.take() {

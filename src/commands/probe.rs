@@ -35,16 +35,18 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
         counter,
     )?;
     let key = match &args.key {
-        Some(key) => {
-            crate::http::wire::parse_key(std::iter::once(crate::http::wire::quote_key(key).as_bytes()))
-                .map_err(|e| anyhow::anyhow!("--key: {e}"))?
-        }
+        Some(key) => crate::http::wire::parse_key(std::iter::once(
+            crate::http::wire::quote_key(key).as_bytes(),
+        ))
+        .map_err(|e| anyhow::anyhow!("--key: {e}"))?,
         None => uuid::Uuid::new_v4().to_string(),
     };
     let conformance = match (args.conformance, &args.other_data) {
         (true, Some(other)) => Some(body_of(other, "--other-data")?),
         (true, None) => Some(conformance::other_body(&probe.body)?),
-        (false, Some(_)) => bail!("--other-data is the body of --conformance's reuse case; add --conformance"),
+        (false, Some(_)) => {
+            bail!("--other-data is the body of --conformance's reuse case; add --conformance")
+        }
         (false, None) => None,
     };
     Ok(Plan {

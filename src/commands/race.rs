@@ -34,7 +34,9 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
     if (show.trace || show.sql || args.race.eviction.audit || !files.is_empty())
         && args.race.shape.runs > 1
     {
-        bail!("--trace, --sql, --timeline, --trace-json and --audit show a single race; drop --runs");
+        bail!(
+            "--trace, --sql, --timeline, --trace-json and --audit show a single race; drop --runs"
+        );
     }
     Ok(Plan {
         settings,

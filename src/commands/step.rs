@@ -5,7 +5,6 @@ use std::io::{BufRead, IsTerminal};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-
 use anyhow::{Result, bail};
 
 use crate::cli::StepArgs;
@@ -38,7 +37,9 @@ pub fn plan(args: &StepArgs) -> Result<Plan> {
         bail!("idem step drives one plain race; faults and cache pressure are for `idem race`");
     }
     if args.race.shape.http {
-        bail!("idem step pauses workers inside idem, between statements; --http is for `idem race`");
+        bail!(
+            "idem step pauses workers inside idem, between statements; --http is for `idem race`"
+        );
     }
     if let Some(schedule) = &args.schedule
         && let Some(bad) = schedule
@@ -147,7 +148,9 @@ async fn interactive(controller: &mut Controller, db: &Database) -> Result<()> {
                 }
                 _ => emit(&format!(
                     "{}\n",
-                    warn(format!("{c:?}: press a worker's number (1-{workers}), a or q"))
+                    warn(format!(
+                        "{c:?}: press a worker's number (1-{workers}), a or q"
+                    ))
                 ))?,
             },
         }

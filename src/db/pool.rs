@@ -41,9 +41,11 @@ pub async fn warm_pool(config: &tokio_postgres::Config, size: usize) -> Result<P
     }
     let mut opened = Vec::with_capacity(size);
     while let Some(conn) = opening.join_next().await {
-        let conn = conn.context("opening a connection panicked")?.map_err(|e| {
-            anyhow::anyhow!("could not open the workers' connections: {}", describe(&e))
-        })?;
+        let conn = conn
+            .context("opening a connection panicked")?
+            .map_err(|e| {
+                anyhow::anyhow!("could not open the workers' connections: {}", describe(&e))
+            })?;
         opened.push(conn);
     }
     drop(opened);

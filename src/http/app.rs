@@ -160,7 +160,13 @@ impl App {
     /// `POST /lessons/{lesson}/complete`: one award, guarded by the strategy.
     async fn complete(&self, lesson: i32, req: hyper::Request<Incoming>) -> Response {
         let (parts, body) = req.into_parts();
-        let key = wire::parse_key(parts.headers.get_all(KEY_HEADER).iter().map(HeaderValue::as_bytes));
+        let key = wire::parse_key(
+            parts
+                .headers
+                .get_all(KEY_HEADER)
+                .iter()
+                .map(HeaderValue::as_bytes),
+        );
         let key = match key {
             Ok(key) => key,
             Err(err @ wire::KeyError::Missing) => {
@@ -180,7 +186,13 @@ impl App {
         };
         let award = match serde_json::from_slice::<Award>(&body) {
             Ok(award) if award.amount > 0 => award,
-            Ok(_) => return problem(400, "invalid_body", "amount must be a positive whole number"),
+            Ok(_) => {
+                return problem(
+                    400,
+                    "invalid_body",
+                    "amount must be a positive whole number",
+                );
+            }
             Err(err) => {
                 let detail = format!(
                     "the body must be a JSON object {{\"user_id\": N, \"amount\": N}}: {err}"
@@ -317,7 +329,8 @@ fn not_allowed(allow: &'static str) -> Response {
 fn with_body(status: u16, content_type: &'static str, body: &Value) -> Response {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     let mut response = hyper::Response::new(Full::new(Bytes::from(bytes)));
-    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    *response.status_mut() =
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));

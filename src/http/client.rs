@@ -28,9 +28,9 @@ pub struct Target {
 impl Target {
     /// Reads `url`; refuses what this client cannot send (https, credentials in the URL).
     pub fn parse(url: &str) -> Result<Self> {
-        let uri: Uri = url
-            .parse()
-            .map_err(|_| anyhow::anyhow!("that is not a URL; give one like http://127.0.0.1:8080/path"))?;
+        let uri: Uri = url.parse().map_err(|_| {
+            anyhow::anyhow!("that is not a URL; give one like http://127.0.0.1:8080/path")
+        })?;
         match uri.scheme_str() {
             Some("http") => {}
             Some("https") => bail!(
@@ -39,14 +39,17 @@ impl Target {
             Some(other) => bail!("{other}:// is not HTTP; give an http:// URL"),
             None => bail!("the URL has no scheme; give one like http://127.0.0.1:8080/path"),
         }
-        let authority = uri
-            .authority()
-            .context("the URL has no host")?
-            .clone();
+        let authority = uri.authority().context("the URL has no host")?.clone();
         if authority.as_str().contains('@') {
-            bail!("credentials in the URL are not sent; pass them as a header (--header 'Authorization: ...')");
+            bail!(
+                "credentials in the URL are not sent; pass them as a header (--header 'Authorization: ...')"
+            );
         }
-        let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_owned();
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
         Ok(Self {
             host,
             port: authority.port_u16().unwrap_or(80),
@@ -108,10 +111,18 @@ impl Drop for Connection {
 /// Opens a connection to `target` within `timeout`.
 pub async fn connect(target: &Target, timeout: Duration) -> Result<Connection> {
     let place = target.authority.clone();
-    let stream = tokio::time::timeout(timeout, TcpStream::connect((target.host.as_str(), target.port)))
-        .await
-        .map_err(|_| anyhow::anyhow!("could not connect to {place} within {} ms", timeout.as_millis()))?
-        .map_err(|e| anyhow::anyhow!("could not connect to {place}: {e}"))?;
+    let stream = tokio::time::timeout(
+        timeout,
+        TcpStream::connect((target.host.as_str(), target.port)),
+    )
+    .await
+    .map_err(|_| {
+        anyhow::anyhow!(
+            "could not connect to {place} within {} ms",
+            timeout.as_millis()
+        )
+    })?
+    .map_err(|e| anyhow::anyhow!("could not connect to {place}: {e}"))?;
     let _ = stream.set_nodelay(true);
     let (sender, connection) = http1::handshake(TokioIo::new(stream))
         .await
@@ -148,11 +159,9 @@ impl Connection {
                     hyper_reason(&e)
                 )
             })?;
-            let response = self
-                .sender
-                .send_request(request)
-                .await
-                .map_err(|e| anyhow::anyhow!("{place} did not answer in HTTP: {}", hyper_reason(&e)))?;
+            let response = self.sender.send_request(request).await.map_err(|e| {
+                anyhow::anyhow!("{place} did not answer in HTTP: {}", hyper_reason(&e))
+            })?;
             let (parts, body) = response.into_parts();
             let body = body
                 .collect()
@@ -166,9 +175,9 @@ impl Connection {
                 at: Instant::now(),
             })
         };
-        tokio::time::timeout(timeout, exchange)
-            .await
-            .map_err(|_| anyhow::anyhow!("{place} did not answer within {} ms", timeout.as_millis()))?
+        tokio::time::timeout(timeout, exchange).await.map_err(|_| {
+            anyhow::anyhow!("{place} did not answer within {} ms", timeout.as_millis())
+        })?
     }
 }
 
@@ -185,5 +194,6 @@ fn hyper_reason(err: &hyper::Error) -> String {
 pub async fn once(target: &Target, req: &Outgoing, timeout: Duration) -> Result<Received> {
     let started = Instant::now();
     let mut conn = connect(target, timeout).await?;
-    conn.send(req, timeout.saturating_sub(started.elapsed())).await
+    conn.send(req, timeout.saturating_sub(started.elapsed()))
+        .await
 }

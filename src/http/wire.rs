@@ -57,7 +57,9 @@ pub fn parse_key<'a>(mut values: impl Iterator<Item = &'a [u8]>) -> Result<Strin
             {
                 return Err(KeyError::Malformed(match bad {
                     b' ' | b'\t' => "a bare key cannot hold spaces; quote it",
-                    b'"' | b'\\' | b',' => "a bare key cannot hold quotes, backslashes or commas; quote it",
+                    b'"' | b'\\' | b',' => {
+                        "a bare key cannot hold quotes, backslashes or commas; quote it"
+                    }
                     _ => "only printable ASCII is allowed",
                 }));
             }
@@ -72,8 +74,14 @@ pub fn parse_key<'a>(mut values: impl Iterator<Item = &'a [u8]>) -> Result<Strin
 }
 
 fn trim(raw: &[u8]) -> &[u8] {
-    let start = raw.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(raw.len());
-    let end = raw.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    let start = raw
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(raw.len());
+    let end = raw
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
     &raw[start..end]
 }
 
@@ -87,7 +95,11 @@ fn unquote(inner: &[u8]) -> Result<String, KeyError> {
                 Some(&e @ (b'"' | b'\\')) => key.push(char::from(e)),
                 _ => return Err(KeyError::Malformed("only \\\" and \\\\ may be escaped")),
             },
-            b'"' => return Err(KeyError::Malformed("a quote inside the key must be escaped")),
+            b'"' => {
+                return Err(KeyError::Malformed(
+                    "a quote inside the key must be escaped",
+                ));
+            }
             0x20..=0x7e => key.push(char::from(b)),
             _ => return Err(KeyError::Malformed("only printable ASCII is allowed")),
         }
@@ -179,7 +191,10 @@ mod tests {
         assert_eq!(key("8e03978e").unwrap(), "8e03978e");
         assert_eq!(key(" \"a b\" ").unwrap(), "a b");
         assert_eq!(key(r#""say \"hi\" \\ o""#).unwrap(), r#"say "hi" \ o"#);
-        assert_eq!(key(&quote_key(r#"say "hi" \ o"#)).unwrap(), r#"say "hi" \ o"#);
+        assert_eq!(
+            key(&quote_key(r#"say "hi" \ o"#)).unwrap(),
+            r#"say "hi" \ o"#
+        );
     }
 
     #[test]
@@ -195,7 +210,10 @@ mod tests {
         assert!(matches!(key("a b"), Err(KeyError::Malformed(_))));
         assert!(matches!(key(r#""a\nb""#), Err(KeyError::Malformed(_))));
         assert!(matches!(key("\"é\""), Err(KeyError::Malformed(_))));
-        assert_eq!(key(&"k".repeat(MAX_KEY_LEN)).map(|k| k.len()), Ok(MAX_KEY_LEN));
+        assert_eq!(
+            key(&"k".repeat(MAX_KEY_LEN)).map(|k| k.len()),
+            Ok(MAX_KEY_LEN)
+        );
         assert_eq!(
             key(&"k".repeat(MAX_KEY_LEN + 1)),
             Err(KeyError::TooLong(MAX_KEY_LEN + 1))

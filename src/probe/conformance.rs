@@ -54,16 +54,18 @@ impl Check {
 /// changed, or a field added to an object without numbers.
 pub fn other_body(body: &Bytes) -> Result<Bytes> {
     let Ok(mut value) = serde_json::from_slice::<Value>(body) else {
-        bail!("--conformance needs a second body for its reuse case; the body is not JSON, so give --other-data");
+        bail!(
+            "--conformance needs a second body for its reuse case; the body is not JSON, so give --other-data"
+        );
     };
     if !bump_first_number(&mut value) {
         match value.as_object_mut() {
             Some(object) => {
                 object.insert("idem_probe_variant".into(), Value::from(1));
             }
-            None => bail!(
-                "--conformance needs a second body for its reuse case; give --other-data"
-            ),
+            None => {
+                bail!("--conformance needs a second body for its reuse case; give --other-data")
+            }
         }
     }
     Ok(Bytes::from(value.to_string()))
@@ -108,7 +110,10 @@ fn status_of(shot: &Shot) -> String {
 /// The effects between two counts, as words; empty when not counted.
 fn effects_words(before: Option<i64>, after: Option<i64>) -> (Option<i64>, String) {
     match before.zip(after) {
-        Some((b, a)) => (Some(a - b), format!("; {} effect{}", a - b, if a - b == 1 { "" } else { "s" })),
+        Some((b, a)) => (
+            Some(a - b),
+            format!("; {} effect{}", a - b, if a - b == 1 { "" } else { "s" }),
+        ),
         None => (None, String::new()),
     }
 }
@@ -146,7 +151,11 @@ pub async fn run(
             "same key, other body",
             "422, and no new effect",
             second.status == Some(422) && effects.unwrap_or(0) == 0,
-            format!("first {}, then {}{words}", status_of(&first), status_of(&second)),
+            format!(
+                "first {}, then {}{words}",
+                status_of(&first),
+                status_of(&second)
+            ),
         )
     } else {
         Check {
@@ -175,7 +184,11 @@ pub async fn run(
             "{}; {} distinct bod{}{words}",
             said(&shots),
             super::distinct_bodies(&shots),
-            if super::distinct_bodies(&shots) == 1 { "y" } else { "ies" }
+            if super::distinct_bodies(&shots) == 1 {
+                "y"
+            } else {
+                "ies"
+            }
         ),
     ));
 

@@ -31,9 +31,12 @@ impl Counter {
         if url.trim().is_empty() {
             bail!("--count-database-url is empty");
         }
-        let config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e: tokio_postgres::Error| anyhow::anyhow!("--count-database-url {shown} is not a connection string: {}", scrub(&e.to_string())))?;
+        let config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
+            anyhow::anyhow!(
+                "--count-database-url {shown} is not a connection string: {}",
+                scrub(&e.to_string())
+            )
+        })?;
         Ok(Self {
             sql: sql.trim().trim_end_matches(';').to_owned(),
             config,
@@ -46,21 +49,23 @@ impl Counter {
     pub async fn count(&self) -> Result<i64> {
         tokio::time::timeout(COUNT_TIMEOUT, self.count_now())
             .await
-            .map_err(|_| anyhow::anyhow!("--count-sql took longer than {} s", COUNT_TIMEOUT.as_secs()))?
+            .map_err(|_| {
+                anyhow::anyhow!("--count-sql took longer than {} s", COUNT_TIMEOUT.as_secs())
+            })?
     }
 
     async fn count_now(&self) -> Result<i64> {
-        let (client, connection) = self
-            .config
-            .connect(NoTls)
-            .await
-            .map_err(|e| {
-                let cause = e
-                    .as_db_error()
-                    .map(|d| d.message().to_owned())
-                    .unwrap_or_else(|| e.to_string());
-                anyhow::anyhow!("could not connect to {} for --count-sql: {}", self.shown, scrub(&cause))
-            })?;
+        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
+            let cause = e
+                .as_db_error()
+                .map(|d| d.message().to_owned())
+                .unwrap_or_else(|| e.to_string());
+            anyhow::anyhow!(
+                "could not connect to {} for --count-sql: {}",
+                self.shown,
+                scrub(&cause)
+            )
+        })?;
         let driver = tokio::spawn(async move {
             let _ = connection.await;
         });
@@ -81,16 +86,24 @@ impl Counter {
         driver.abort();
         let rows = rows?;
         let [row] = rows.as_slice() else {
-            bail!("--count-sql must return one row with one number; it returned {} rows", rows.len());
+            bail!(
+                "--count-sql must return one row with one number; it returned {} rows",
+                rows.len()
+            );
         };
         if row.len() != 1 {
-            bail!("--count-sql must return one column; it returned {}", row.len());
+            bail!(
+                "--count-sql must return one column; it returned {}",
+                row.len()
+            );
         }
         let number = match *row.columns()[0].type_() {
             Type::INT8 => row.try_get::<_, Option<i64>>(0)?,
             Type::INT4 => row.try_get::<_, Option<i32>>(0)?.map(i64::from),
             Type::INT2 => row.try_get::<_, Option<i16>>(0)?.map(i64::from),
-            ref other => bail!("--count-sql must return a whole number (bigint, integer); it returned {other}: cast it with ::bigint"),
+            ref other => bail!(
+                "--count-sql must return a whole number (bigint, integer); it returned {other}: cast it with ::bigint"
+            ),
         };
         number.context("--count-sql returned NULL; wrap it in coalesce(..., 0)")
     }

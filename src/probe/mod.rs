@@ -54,7 +54,10 @@ impl Probe {
         let target = Target::parse(url)?;
         let method = Method::from_bytes(method.trim().to_ascii_uppercase().as_bytes())
             .map_err(|_| anyhow::anyhow!("{method:?} is not an HTTP method"))?;
-        let headers = headers.iter().map(|h| header(h)).collect::<Result<Vec<_>>>()?;
+        let headers = headers
+            .iter()
+            .map(|h| header(h))
+            .collect::<Result<Vec<_>>>()?;
         let shown_url = match url.split_once('?') {
             Some((base, _)) => format!("{base}?…"),
             None => url.to_owned(),
@@ -78,8 +81,13 @@ impl Probe {
         {
             headers.push((HeaderName::from_static(KEY_HEADER), value));
         }
-        let has_type = headers.iter().any(|(n, _)| n == hyper::header::CONTENT_TYPE);
-        if !has_type && !body.is_empty() && serde_json::from_slice::<serde_json::Value>(body).is_ok() {
+        let has_type = headers
+            .iter()
+            .any(|(n, _)| n == hyper::header::CONTENT_TYPE);
+        if !has_type
+            && !body.is_empty()
+            && serde_json::from_slice::<serde_json::Value>(body).is_ok()
+        {
             headers.push((
                 hyper::header::CONTENT_TYPE,
                 HeaderValue::from_static("application/json"),
@@ -102,8 +110,12 @@ impl Probe {
         let deadline = Instant::now() + self.timeout;
         let mut shots = JoinSet::new();
         for request in 1..=n {
-            let (target, outgoing, ready, mut gate) =
-                (self.target.clone(), outgoing.clone(), ready.clone(), gate_rx.clone());
+            let (target, outgoing, ready, mut gate) = (
+                self.target.clone(),
+                outgoing.clone(),
+                ready.clone(),
+                gate_rx.clone(),
+            );
             shots.spawn(async move {
                 let left = deadline.saturating_duration_since(Instant::now());
                 let connected = client::connect(&target, left).await;
@@ -166,8 +178,12 @@ fn header(text: &str) -> Result<(HeaderName, HeaderValue)> {
     if let Some((_, credential)) = value.split_once(' ') {
         hide(credential.trim());
     }
-    let value = HeaderValue::from_str(value)
-        .map_err(|_| anyhow::anyhow!("--header {}: the value is not valid in a header", name.as_str()))?;
+    let value = HeaderValue::from_str(value).map_err(|_| {
+        anyhow::anyhow!(
+            "--header {}: the value is not valid in a header",
+            name.as_str()
+        )
+    })?;
     Ok((name, value))
 }
 
@@ -326,7 +342,10 @@ pub async fn probe(p: &Probe, key: &str, n: usize) -> Result<ProbeResult> {
 }
 
 fn judge(shots: &[Shot], effects: Option<Effects>) -> Verdict {
-    let fresh_successes = shots.iter().filter(|s| s.succeeded() && !s.replayed).count();
+    let fresh_successes = shots
+        .iter()
+        .filter(|s| s.succeeded() && !s.replayed)
+        .count();
     let differing = shots
         .iter()
         .filter(|s| s.succeeded() && s.same_as_first_success == Some(false))
@@ -355,7 +374,8 @@ fn judge(shots: &[Shot], effects: Option<Effects>) -> Verdict {
         },
         None => Verdict {
             held: None,
-            summary: "the statuses are consistent; count the effects with --count-sql to be sure".into(),
+            summary: "the statuses are consistent; count the effects with --count-sql to be sure"
+                .into(),
         },
     }
 }

@@ -95,28 +95,46 @@ const fn with_default(limit: Limit, default: u64) -> Limit {
 pub const WORKERS: Limit = with_default(limit("--workers", "race.workers", 1, 100_000), 5);
 pub const POOL_SIZE: Limit = with_default(limit("--pool-size", "race.pool_size", 1, 10_000), 5);
 pub const WORK_MS: Limit = with_default(limit("--work-ms", "race.work_ms", 0, 3_600_000), 20);
-pub const CHECKOUT_TIMEOUT_MS: Limit = with_default(limit(
-    "--checkout-timeout-ms",
-    "race.checkout_timeout_ms",
-    1,
-    3_600_000,
-), 30_000);
+pub const CHECKOUT_TIMEOUT_MS: Limit = with_default(
+    limit(
+        "--checkout-timeout-ms",
+        "race.checkout_timeout_ms",
+        1,
+        3_600_000,
+    ),
+    30_000,
+);
 pub const THREADS: Limit = with_default(limit("--threads", "race.threads", 1, 10_000), 5);
 pub const RUNS: Limit = with_default(limit("--runs", "expect.runs", 1, 1_000_000), 1);
 pub const AMOUNT: Limit = limit("--amounts", "race.amounts", 1, 1_000_000);
 pub const POLL_MS: Limit = with_default(limit("--poll-ms", "race.poll_ms", 1, 3_600_000), 5);
-pub const WAIT_TIMEOUT_MS: Limit = with_default(limit("--wait-timeout-ms", "race.wait_timeout_ms", 1, 3_600_000), 2000);
-pub const CACHE_MAX_ENTRIES: Limit = with_default(limit(
-    "--cache-max-entries",
-    "race.cache_max_entries",
-    1,
-    100_000_000,
-), crate::store::cache::DEFAULT_MAX_ENTRIES);
-pub const CACHE_PRESSURE: Limit = with_default(limit("--cache-pressure", "race.cache_pressure", 0, 1_000_000), 0);
-pub const LOCK_TIMEOUT_MS: Limit = with_default(limit("--lock-timeout-ms", "race.lock_timeout_ms", 1, 3_600_000), 1000);
+pub const WAIT_TIMEOUT_MS: Limit = with_default(
+    limit("--wait-timeout-ms", "race.wait_timeout_ms", 1, 3_600_000),
+    2000,
+);
+pub const CACHE_MAX_ENTRIES: Limit = with_default(
+    limit(
+        "--cache-max-entries",
+        "race.cache_max_entries",
+        1,
+        100_000_000,
+    ),
+    crate::store::cache::DEFAULT_MAX_ENTRIES,
+);
+pub const CACHE_PRESSURE: Limit = with_default(
+    limit("--cache-pressure", "race.cache_pressure", 0, 1_000_000),
+    0,
+);
+pub const LOCK_TIMEOUT_MS: Limit = with_default(
+    limit("--lock-timeout-ms", "race.lock_timeout_ms", 1, 3_600_000),
+    1000,
+);
 pub const FAIL_WORK: Limit = limit("--fail-work", "race.fail_work", 1, 100_000);
 pub const CRASH_WORKER: Limit = limit("--crash worker=", "race.crash.worker", 1, 100_000);
-pub const RECOVERY_RETRIES: Limit = with_default(limit("--recovery-retries", "race.recovery_retries", 1, 100), 1);
+pub const RECOVERY_RETRIES: Limit = with_default(
+    limit("--recovery-retries", "race.recovery_retries", 1, 100),
+    1,
+);
 pub const CLIENTS: Limit = with_default(limit("--clients", "keys.clients", 1, 1000), 1);
 pub const INTENTS: Limit = with_default(limit("--intents", "keys.intents", 1, 100), 2);
 pub const RETRIES: Limit = with_default(limit("--retries", "keys.retries", 1, 100), 2);

@@ -3,8 +3,8 @@
 mod blocking;
 pub mod input;
 pub mod limits;
-mod result;
 mod over_http;
+mod result;
 mod runner;
 mod settings;
 pub mod stepper;
@@ -13,9 +13,9 @@ mod worker_report;
 
 /// The request contract, as the harness's users name it.
 pub use crate::request::fault;
-pub use crate::request::{Lease, Outcome, Request, StepEvent, Trace};
 #[cfg(feature = "internals")]
 pub use crate::request::{Answer, Failure};
+pub use crate::request::{Lease, Outcome, Request, StepEvent, Trace};
 #[cfg(feature = "internals")]
 pub use result::EXPECTED_XP_ROWS;
 pub use result::{RaceResult, histogram, outcome_totals, percentile, xp_rows};
@@ -23,7 +23,7 @@ pub use runner::Race;
 #[cfg(feature = "internals")]
 pub use settings::MAX_KEY_LEN;
 pub use settings::{
-    CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE,
-    DEFAULT_STRATEGY, RaceSettings, Transport,
+    CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE, DEFAULT_STRATEGY, RaceSettings,
+    Transport,
 };
 pub use worker_report::WorkerReport;

@@ -177,7 +177,8 @@ fn joined(
         Some(h) => {
             let shift = ms_between(opened, h.arrived);
             let pid = h.trace.backend_pid;
-            let mut report = WorkerReport::new(h.request, h.answer, h.trace, h.checkouts, answer_ms);
+            let mut report =
+                WorkerReport::new(h.request, h.answer, h.trace, h.checkouts, answer_ms);
             for step in &mut report.steps {
                 step.start_ms += shift;
                 step.end_ms += shift;

@@ -11,8 +11,8 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
 use super::blocking::BlockWatch;
-use super::result::RaceResult;
 use super::over_http::{Wire, WireEnd, run_client};
+use super::result::RaceResult;
 use super::settings::{RaceSettings, Transport};
 use super::stepper::Controller;
 use super::worker_report::WorkerReport;

@@ -292,7 +292,9 @@ impl RaceSettings {
         if self.transport == Transport::Http {
             let http = origin.name("--http", "race.http = true");
             if self.crash.is_some() || self.kill_connection {
-                bail!("{http} races requests on the wire; the crash and kill faults are in-process only");
+                bail!(
+                    "{http} races requests on the wire; the crash and kill faults are in-process only"
+                );
             }
             if self.cache_pressure > 0 {
                 bail!(

@@ -204,11 +204,14 @@ fn client(out: &mut String, b: &BenchReport) {
                 r.what.clone(),
                 format!("{:.0}", r.idem_per_second),
                 r.against.clone(),
-                r.against_per_second.map_or("—".into(), |p| format!("{p:.0}")),
+                r.against_per_second
+                    .map_or("—".into(), |p| format!("{p:.0}")),
                 r.ratio.map_or("—".into(), cut),
-                r.ratio_spread
-                    .map_or("—".into(), |(low, high)| format!("{}–{}", cut(low), cut(high))),
-                r.ratio.map_or(String::new(), |x| verdict(x >= CLIENT_TARGET)),
+                r.ratio_spread.map_or("—".into(), |(low, high)| {
+                    format!("{}–{}", cut(low), cut(high))
+                }),
+                r.ratio
+                    .map_or(String::new(), |x| verdict(x >= CLIENT_TARGET)),
                 format!(
                     "{:.0} / {}",
                     r.idem_cpu_us,
@@ -240,7 +243,9 @@ fn client(out: &mut String, b: &BenchReport) {
     let _ = writeln!(
         out,
         "{}",
-        dim("bare: the same statements prepared once and sent straight through tokio-postgres, nothing of idem's around them; pgbench sends them through libpq")
+        dim(
+            "bare: the same statements prepared once and sent straight through tokio-postgres, nothing of idem's around them; pgbench sends them through libpq"
+        )
     );
     let counts = c
         .statements
@@ -265,7 +270,13 @@ fn over_http(out: &mut String, b: &BenchReport) {
     section(
         out,
         "over the wire: the guard through idem serve's app (keep-alive clients) and in-process, same pool",
-        &["clients/pool", "requests", "over HTTP /s", "in-process /s", "× in-process"],
+        &[
+            "clients/pool",
+            "requests",
+            "over HTTP /s",
+            "in-process /s",
+            "× in-process",
+        ],
         vec![vec![
             format!("{}/{}", w.clients, w.pool_size),
             w.requests.to_string(),

@@ -14,7 +14,9 @@ pub fn render(r: &ProbeResult) -> String {
         .iter()
         .map(|s| {
             let status = match (s.status, &s.error) {
-                (Some(status), _) if (200..300).contains(&status) => good(status.to_string()).to_string(),
+                (Some(status), _) if (200..300).contains(&status) => {
+                    good(status.to_string()).to_string()
+                }
                 (Some(status), _) if status >= 500 => bad(status.to_string()).to_string(),
                 (Some(status), _) => warn(status.to_string()).to_string(),
                 (None, Some(error)) => bad(format!("none: {error}")).to_string(),
@@ -30,7 +32,11 @@ pub fn render(r: &ProbeResult) -> String {
                 s.request.to_string(),
                 status,
                 format!("{:.1} ms", s.latency_ms),
-                if s.replayed { "yes".into() } else { "—".into() },
+                if s.replayed {
+                    "yes".into()
+                } else {
+                    "—".into()
+                },
                 same,
             ]
         })
@@ -46,7 +52,13 @@ pub fn render(r: &ProbeResult) -> String {
         r.key
     );
     text.push_str(&super::table::render(
-        &["request", "status", "latency", "replayed", "body vs first success"],
+        &[
+            "request",
+            "status",
+            "latency",
+            "replayed",
+            "body vs first success",
+        ],
         rows,
         &[2],
     ));
@@ -64,7 +76,10 @@ pub fn render(r: &ProbeResult) -> String {
                 text,
                 "  effects          {} {}",
                 bad(e.effects.to_string()),
-                bad(format!("✗ duplicate: {} for one key ({} before, {} after)", e.effects, e.before, e.after))
+                bad(format!(
+                    "✗ duplicate: {} for one key ({} before, {} after)",
+                    e.effects, e.before, e.after
+                ))
             );
         }
         Some(e) => {
@@ -76,7 +91,11 @@ pub fn render(r: &ProbeResult) -> String {
             );
         }
         None => {
-            let _ = writeln!(text, "  effects          {}", dim("not counted (--count-sql)"));
+            let _ = writeln!(
+                text,
+                "  effects          {}",
+                dim("not counted (--count-sql)")
+            );
         }
     }
     let verdict = match r.verdict.held {

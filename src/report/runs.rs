@@ -5,9 +5,9 @@ use std::fmt::Write;
 
 use super::style::{bad, dim, good, strong};
 use super::table;
+use crate::race::xp_rows;
 use crate::race::{Outcome, RaceResult};
 pub use crate::race::{histogram, outcome_totals};
-use crate::race::xp_rows;
 
 /// What R races of one strategy came to.
 #[derive(Debug, Clone, Default)]

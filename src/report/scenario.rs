@@ -26,8 +26,18 @@ pub fn render_verdict(v: &Verdict) -> String {
     // Three aligned columns: what, what was seen, what was expected. When
     // a line would not fit the screen, the expectation goes on the next
     // line, under what was seen.
-    let what_w = v.checks.iter().map(|c| c.what.chars().count()).max().unwrap_or(0);
-    let seen_w = v.checks.iter().map(|c| c.actual.chars().count()).max().unwrap_or(0);
+    let what_w = v
+        .checks
+        .iter()
+        .map(|c| c.what.chars().count())
+        .max()
+        .unwrap_or(0);
+    let seen_w = v
+        .checks
+        .iter()
+        .map(|c| c.actual.chars().count())
+        .max()
+        .unwrap_or(0);
     let screen = super::width::width();
     for c in &v.checks {
         let sign = if c.ok { good("✓") } else { bad("✗") };

@@ -154,7 +154,8 @@ mod tests {
             "12345.6 ms".to_string(),
         ]];
         let wide = natural_widths(&["worker", "did", "answered at"], &rows);
-        let narrowed = narrowed(&["worker", "did", "answered at"], &rows, &[0, 2], &wide, 30).unwrap();
+        let narrowed =
+            narrowed(&["worker", "did", "answered at"], &rows, &[0, 2], &wide, 30).unwrap();
         assert_eq!(narrowed[0], wide[0]);
         // "answered at" wraps its header down to its cells' width first.
         assert_eq!(narrowed[2], "12345.6 ms".len());
@@ -166,7 +167,11 @@ mod tests {
     fn too_many_columns_become_records() {
         let header: Vec<String> = (0..12).map(|i| format!("column {i}")).collect();
         let header: Vec<&str> = header.iter().map(String::as_str).collect();
-        let rows = vec![(0..12).map(|i| format!("value-{i}-0000")).collect::<Vec<_>>()];
+        let rows = vec![
+            (0..12)
+                .map(|i| format!("value-{i}-0000"))
+                .collect::<Vec<_>>(),
+        ];
         let text = records(&header, &rows, 40);
         assert!(widest(&text) <= 40, "{text}");
         assert!(text.contains("column 11  value-11-0000"));

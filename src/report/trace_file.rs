@@ -124,7 +124,11 @@ pub fn html(r: &RaceResult) -> String {
             LEFT + PLOT_W + 12.0,
             y + BAR_H * 0.7,
             outcome_class(w.outcome),
-            if w.status == 0 { "—".to_string() } else { w.status.to_string() },
+            if w.status == 0 {
+                "—".to_string()
+            } else {
+                w.status.to_string()
+            },
             w.outcome.name()
         );
         svg.push_str("</g>\n");
@@ -210,7 +214,11 @@ fn bar(svg: &mut String, r: &RaceResult, e: &StepEvent, x1: f64, x2: f64, y: f64
     let room = ((w - 6.0) / 6.5).floor() as usize;
     if room >= 4 {
         let text: String = if label.chars().count() > room {
-            label.chars().take(room.saturating_sub(1)).chain(['…']).collect()
+            label
+                .chars()
+                .take(room.saturating_sub(1))
+                .chain(['…'])
+                .collect()
         } else {
             label
         };

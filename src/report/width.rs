@@ -103,13 +103,19 @@ mod tests {
         assert!(fitted.lines().all(|l| visible(l) <= 14));
         assert_eq!(fit("short\n\nlines", 10), "short\n\nlines");
         // A word wider than the screen is never cut.
-        assert_eq!(fit("a https://example.com/long b", 10), "a\nhttps://example.com/long\nb");
+        assert_eq!(
+            fit("a https://example.com/long b", 10),
+            "a\nhttps://example.com/long\nb"
+        );
     }
 
     #[test]
     fn colour_codes_take_no_room() {
         let red = "\u{1b}[31mred\u{1b}[0m";
         assert_eq!(visible(red), 3);
-        assert_eq!(fit(&format!("{red} {red} {red}"), 7), format!("{red} {red}\n{red}"));
+        assert_eq!(
+            fit(&format!("{red} {red} {red}"), 7),
+            format!("{red} {red}\n{red}")
+        );
     }
 }

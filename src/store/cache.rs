@@ -100,9 +100,7 @@ pub const UPSERT: &str =
 
 /// Reads an entry; an expired or unreadable one counts as absent.
 pub async fn read(conn: &Conn, key: &str) -> Result<Option<Entry>, tokio_postgres::Error> {
-    let read = conn
-        .prepare_cached(READ)
-        .await?;
+    let read = conn.prepare_cached(READ).await?;
     let row = conn.query_opt(&read, &[&key_hash(key)]).await?;
     Ok(row
         .and_then(|row| serde_json::from_slice::<Entry>(row.get::<_, &[u8]>(0)).ok())
@@ -130,9 +128,7 @@ pub async fn write_unless_exist(
 ) -> Result<bool, tokio_postgres::Error> {
     conn.batch_execute("BEGIN").await?;
     let written = async {
-        let lock = conn
-            .prepare_cached(LOCK)
-            .await?;
+        let lock = conn.prepare_cached(LOCK).await?;
         let existing = conn.query_opt(&lock, &[&key_hash(key)]).await?;
         let live = existing
             .and_then(|row| serde_json::from_slice::<Entry>(row.get::<_, &[u8]>(0)).ok())

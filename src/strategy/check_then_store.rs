@@ -36,7 +36,11 @@ impl Strategy for CheckThenStore {
             // 1. Check: has anyone stored this key yet?
             let find = conn.prepare_cached(FIND).await?;
             let found = trace
-                .query(Step::Find, FIND, conn.query_opt(&find, &[&req.key, &OPERATION]))
+                .query(
+                    Step::Find,
+                    FIND,
+                    conn.query_opt(&find, &[&req.key, &OPERATION]),
+                )
                 .await?;
             if let Some(row) = found {
                 let body: Option<Value> = row.get(0);

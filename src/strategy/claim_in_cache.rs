@@ -49,7 +49,9 @@ impl Strategy for ClaimInCache {
             trace.queries += 4;
             if !won {
                 trace.note("entry exists");
-                let entry = trace.query(Step::Read, cache::READ, cache::read(conn, &req.key)).await?;
+                let entry = trace
+                    .query(Step::Read, cache::READ, cache::read(conn, &req.key))
+                    .await?;
                 let Some(entry) = entry else {
                     trace.note("gone");
                     return Ok(conflict(req, "entry vanished", "answered 409", None));
@@ -66,7 +68,9 @@ impl Strategy for ClaimInCache {
             trace.note("written: claim won");
 
             // 2. Work.
-            let xp = trace.query(Step::Work, work::AWARD, work::award_xp(conn, req)).await?;
+            let xp = trace
+                .query(Step::Work, work::AWARD, work::award_xp(conn, req))
+                .await?;
             trace.note(format!("made XP #{xp}"));
             let body = work::response_body(xp, &req.params);
 

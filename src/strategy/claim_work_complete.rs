@@ -55,7 +55,9 @@ async fn work_and_complete(
     trace: &mut Trace,
     claim_id: i64,
 ) -> Result<Answer, Failure> {
-    let xp = trace.query(Step::Work, work::AWARD, work::award_xp(conn, req)).await?;
+    let xp = trace
+        .query(Step::Work, work::AWARD, work::award_xp(conn, req))
+        .await?;
     trace.note(format!("made XP #{xp}"));
     let body = work::response_body(xp, &req.params);
     complete(&**conn, trace, claim_id, 201, &body).await?;

@@ -16,7 +16,8 @@ pub const INSERT: &str =
      RETURNING id";
 
 /// The row the key already made, for the replay.
-pub const FIND: &str = "SELECT id, amount, lesson FROM experience_points WHERE idempotency_key = $1";
+pub const FIND: &str =
+    "SELECT id, amount, lesson FROM experience_points WHERE idempotency_key = $1";
 
 /// The single-statement guard.
 pub struct InsertUnique;

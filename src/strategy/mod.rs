@@ -52,9 +52,7 @@ pub trait Strategy: Send + Sync {
 }
 
 /// The strategies by name, as `--strategy` spells them.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StrategyKind {
     /// The work with no key at all.

@@ -15,7 +15,9 @@ impl Strategy for NoGuard {
     ) -> Handled<'a> {
         Box::pin(async move {
             let conn = lease.conn(trace).await?;
-            let xp = trace.query(Step::Work, work::AWARD, work::award_xp(conn, req)).await?;
+            let xp = trace
+                .query(Step::Work, work::AWARD, work::award_xp(conn, req))
+                .await?;
             trace.note(format!("made XP #{xp}"));
             Ok(Answer {
                 outcome: Outcome::Created,

@@ -45,7 +45,8 @@ async fn complete(
         .await
         .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     let xp: i64 = row.get(0);
-    let body = json!({ "xp_id": xp, "user_id": award.user_id, "amount": award.amount, "lesson": lesson });
+    let body =
+        json!({ "xp_id": xp, "user_id": award.user_id, "amount": award.amount, "lesson": lesson });
     Ok((StatusCode::CREATED, Json(body)))
 }
 
@@ -81,8 +82,12 @@ async fn main() {
         .layer(IdempotentLayer::<MokaStore>::new(idempotency))
         .route("/session", post(start_session))
         .layer(
-            SessionLayer::new(store)
-                .with_cookie_options(CookieOptions::build().name("session").max_age(3600).path("/")),
+            SessionLayer::new(store).with_cookie_options(
+                CookieOptions::build()
+                    .name("session")
+                    .max_age(3600)
+                    .path("/"),
+            ),
         )
         .layer(CookieManagerLayer::new())
         .with_state(Arc::new(db));
