@@ -31,6 +31,7 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
     }
     let show = &args.race.show;
     let files = trace_files(show);
+    files.check()?;
     if (show.trace || show.sql || args.race.eviction.audit || !files.is_empty())
         && args.race.shape.runs > 1
     {
@@ -62,7 +63,6 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     let race = Race::prepare(db, plan.settings).await?;
     if plan.runs == 1 {
         let result = race.run(1).await?;
-        plan.files.write(&result)?;
         out.record(&result, report::race::render)?;
         if plan.trace {
             let shown = report::timeline::Shown {
@@ -75,7 +75,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
             let audit = crate::store::audit::audit(db, &result.key).await?;
             out.text(|| report::stores::render_audit(&audit))?;
         }
-        return Ok(());
+        return plan.files.write(&result, out);
     }
 
     let progress = out.progress(plan.runs, "races");

@@ -63,7 +63,11 @@ pub fn plan(args: &StepArgs) -> Result<Plan> {
             .as_ref()
             .map(|s| s.iter().map(|w| *w as usize).collect()),
         sql: args.race.show.sql,
-        files: super::race::trace_files(&args.race.show),
+        files: {
+            let files = super::race::trace_files(&args.race.show);
+            files.check()?;
+            files
+        },
         out: Output::from_json_flag(args.race.show.json),
     })
 }
@@ -81,7 +85,6 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
             }
         })
         .await?;
-    plan.files.write(&result)?;
     plan.out
         .record(&result, |r| format!("\n{}", report::race::render(r)))?;
     // Time here is mostly a person thinking: the lanes show step order.
@@ -90,7 +93,8 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         sql: plan.sql,
     };
     plan.out
-        .text(|| report::timeline::render_with(&result, shown))
+        .text(|| report::timeline::render_with(&result, shown))?;
+    plan.files.write(&result, plan.out)
 }
 
 /// Follows the schedule, printing each step unless `quiet`.

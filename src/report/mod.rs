@@ -3,6 +3,7 @@
 //! Tables, timelines and JSON are all made from the same result structs
 //! (`RaceResult`, `RunsSummary`), so the human and machine views never disagree.
 
+pub mod atomic_file;
 pub mod bench;
 pub mod challenge;
 pub mod explain;
@@ -12,6 +13,7 @@ pub mod output;
 pub mod probe;
 pub mod progress;
 pub mod race;
+pub mod request_log;
 pub mod runs;
 pub mod scenario;
 pub mod serve;

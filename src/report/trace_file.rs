@@ -27,19 +27,38 @@ impl Files {
         self.html.is_none() && self.trace_json.is_none()
     }
 
-    /// Writes each file asked for.
-    pub fn write(&self, r: &RaceResult) -> anyhow::Result<()> {
-        use anyhow::Context;
-        if let Some(path) = &self.html {
-            std::fs::write(path, html(r))
-                .with_context(|| format!("could not write --timeline {}", path.display()))?;
-        }
-        if let Some(path) = &self.trace_json {
-            let text = serde_json::to_string_pretty(&trace_events(r))?;
-            std::fs::write(path, text)
-                .with_context(|| format!("could not write --trace-json {}", path.display()))?;
+    /// Refuses, before the race, a target idem would not write (a link, a
+    /// FIFO, a directory, a device).
+    pub fn check(&self) -> anyhow::Result<()> {
+        for (flag, path) in self.asked() {
+            super::atomic_file::check_target(path, flag)?;
         }
         Ok(())
+    }
+
+    /// Writes each file asked for, whole or not at all, and says so to people.
+    pub fn write(&self, r: &RaceResult, out: super::Output) -> anyhow::Result<()> {
+        for (flag, path) in self.asked() {
+            let contents = match flag {
+                "--timeline" => html(r),
+                _ => serde_json::to_string_pretty(&trace_events(r))?,
+            };
+            super::atomic_file::replace(path, contents.as_bytes(), flag)?;
+            out.text(|| {
+                format!(
+                    "{}\n",
+                    super::style::dim(format!("{flag}: wrote {}", path.display()))
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The files asked for, each with the flag that asked.
+    fn asked(&self) -> impl Iterator<Item = (&'static str, &std::path::Path)> {
+        let html = self.html.as_deref().map(|p| ("--timeline", p));
+        let json = self.trace_json.as_deref().map(|p| ("--trace-json", p));
+        html.into_iter().chain(json)
     }
 }
 
