@@ -561,6 +561,9 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub guard: GuardFlags,
 
+    #[command(flatten)]
+    pub limits: ServeLimitFlags,
+
     /// Print the ready line as a JSON object (with `url` and `schema`) and
     /// no request log.
     #[arg(long)]
@@ -581,6 +584,40 @@ impl ServeArgs {
             &self.stores,
             &self.guard,
         )
+    }
+}
+
+/// What bounds the app's clients: their time and how many connect at once.
+#[derive(Debug, Clone, Args)]
+pub struct ServeLimitFlags {
+    /// How long a client may take to send a request's headers, and again
+    /// its body (a stalled body is answered 408).
+    #[arg(help_heading = "Limits")]
+    #[arg(long, default_value_t = crate::http::listener::DEFAULT_READ_TIMEOUT_MS, value_name = "MS",
+          allow_negative_numbers = true, value_parser = whole::<1, 3_600_000>)]
+    pub read_timeout_ms: u64,
+
+    /// How long a connection may sit idle before the app closes it.
+    #[arg(help_heading = "Limits")]
+    #[arg(long, default_value_t = crate::http::listener::DEFAULT_IDLE_TIMEOUT_MS, value_name = "MS",
+          allow_negative_numbers = true, value_parser = whole::<1, 3_600_000>)]
+    pub idle_timeout_ms: u64,
+
+    /// How many connections may be open at once (fewer if the descriptor
+    /// limit, ulimit -n, allows fewer); past it a new one is answered 503.
+    #[arg(help_heading = "Limits")]
+    #[arg(long, default_value_t = crate::http::listener::DEFAULT_MAX_CONNECTIONS as u64, value_name = "N",
+          allow_negative_numbers = true, value_parser = whole::<1, 1_000_000>)]
+    pub max_connections: u64,
+}
+
+impl ServeLimitFlags {
+    pub fn limits(&self) -> crate::http::listener::Limits {
+        crate::http::listener::Limits {
+            read_timeout: Duration::from_millis(self.read_timeout_ms),
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            max_connections: self.max_connections as usize,
+        }
     }
 }
 

@@ -116,7 +116,11 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
                 // Ctrl-C or SIGTERM is how a server is stopped: the schema is
                 // gone by now, and that is a clean end.
                 Err(err) if err.is::<signals::Interrupted>() => {
-                    eprintln!("idem serve: stopped; its tables are gone");
+                    let dropped = match report::request_log::dropped() {
+                        0 => String::new(),
+                        n => format!(" ({n} log lines dropped: stdout did not keep up)"),
+                    };
+                    eprintln!("idem serve: stopped; its tables are gone{dropped}");
                     Ok(())
                 }
                 other => other,

@@ -69,9 +69,10 @@ pub async fn guard_over_http(
         "http://{}/lessons/1/complete",
         listener.local_addr()?
     ))?;
-    let server = tokio::spawn(async move {
-        let _ = app.serve(listener).await;
-    });
+    let server =
+        tokio::spawn(
+            async move { crate::http::listener::serve_with_defaults(app, listener).await },
+        );
     let next = Arc::new(AtomicUsize::new(0));
     let began = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();

@@ -1,23 +1,27 @@
 //! `idem serve`: the course's app over HTTP, one strategy, until Ctrl-C.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 
 use crate::cli::ServeArgs;
 use crate::db::Database;
 use crate::http::app::Handled;
+use crate::http::listener::{self, Limits, Note, descriptor_limit};
 use crate::race::limits::Origin;
 use crate::race::{Race, RaceSettings};
+use crate::report::Output;
+use crate::report::request_log::RequestLog;
 use crate::report::serve::{Ready, Served, render_ready, render_served};
-use crate::report::{Output, emit};
+use crate::report::width::width;
 
 /// What `idem serve` will do, checked before the database starts.
 pub struct Plan {
     pub settings: RaceSettings,
     pub listen: SocketAddr,
+    pub limits: Limits,
     pub out: Output,
 }
 
@@ -32,6 +36,7 @@ pub fn plan(args: &ServeArgs) -> Result<Plan> {
     Ok(Plan {
         settings,
         listen: args.listen,
+        limits: args.limits.limits(),
         out: Output::from_json_flag(args.json),
     })
 }
@@ -40,31 +45,35 @@ pub fn plan(args: &ServeArgs) -> Result<Plan> {
 /// goes with it, then the run's schema.
 pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     let out = plan.out;
+    let pooled = plan.settings.pool_size;
+    let Some(cap) = plan.limits.connections_allowed(pooled) else {
+        bail!(
+            "the descriptor limit (ulimit -n {}) leaves no room for connections beside a pool of {pooled}; raise it",
+            descriptor_limit().unwrap_or(0)
+        );
+    };
     let listener = TcpListener::bind(plan.listen)
         .await
         .with_context(|| format!("could not listen on {}", plan.listen))?;
     let addr = listener.local_addr()?;
-    let race = Race::prepare(db, plan.settings).await?;
-    let (log, mut logged) = mpsc::unbounded_channel::<Served>();
-    let watch = out.for_people().then(|| {
-        Box::new(move |handled: Handled| {
-            let _ = log.send(Served::from(&handled));
-        }) as crate::http::app::Watch
-    });
-    let (app, _held) = race.open_app(watch).await?;
-    let ready = Ready::new(addr, &db.schema, db.shown_url(), &race.settings);
-    out.record(&ready, render_ready)?;
-    let app = std::sync::Arc::new(app);
-    let served = app.serve(listener);
-    // The log ends only with the app: with no log (--json) it never does.
-    let printed = async {
-        while let Some(line) = logged.recv().await {
-            emit(&render_served(&line))?;
-        }
-        std::future::pending::<Result<()>>().await
-    };
-    tokio::select! {
-        served = served => served,
-        printed = printed => printed,
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "warning: idem serve listens on {addr}, reachable from other machines; the app has no authentication"
+        );
     }
+    let race = Race::prepare(db, plan.settings).await?;
+    let log = match out.for_people() {
+        true => Some(RequestLog::start(width())?),
+        false => None,
+    };
+    let watch = log.clone().map(|log| {
+        Box::new(move |handled: Handled| log.offer(render_served(&Served::from(&handled))))
+            as crate::http::app::Watch
+    });
+    let note = log.map(|log| Arc::new(move |said: String| log.offer(format!("{said}\n"))) as Note);
+    let (app, _held) = race.open_app(watch).await?;
+    let ready = Ready::new(addr, &db.schema, db.shown_url(), &race.settings, cap);
+    out.record(&ready, render_ready)?;
+    listener::serve(Arc::new(app), listener, plan.limits, cap, note).await;
+    Ok(())
 }

@@ -5,7 +5,6 @@
 //! Only the edges are new: reading the key and the body off the wire, and
 //! writing the answer back as a status, headers and a body.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -13,18 +12,14 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use bytes::Bytes;
 use deadpool_postgres::Pool;
+use http_body_util::LengthLimitError;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
+use hyper::header::{ALLOW, CONNECTION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use hyper::{Method, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
 
 use super::wire::{self, KEY_HEADER, MAX_BODY_BYTES, PROBLEM_JSON, REPLAYED_HEADER, WORKER_HEADER};
 use crate::db::pool;
@@ -68,8 +63,8 @@ pub struct App {
     pool: Pool,
     strategy: Arc<dyn Strategy>,
     shape: Shape,
-    /// One permit per app server thread: a request waits here for a free
-    /// thread before it is read, as it would in Puma's queue.
+    /// One permit per app server thread: a request, once read, waits here
+    /// for a free thread, as it would in Puma's queue.
     threads: Arc<Semaphore>,
     /// Numbers requests that do not name their worker.
     numbered: AtomicUsize,
@@ -106,38 +101,16 @@ impl App {
         }
     }
 
-    /// Accepts connections on `listener` and serves each on its own task,
-    /// until this future is dropped (which drops every connection too).
-    pub async fn serve(self: Arc<Self>, listener: TcpListener) -> Result<()> {
-        let mut connections = JoinSet::new();
-        loop {
-            let (stream, _) = listener.accept().await?;
-            // Small answers go out at once, not after Nagle's delay.
-            let _ = stream.set_nodelay(true);
-            let app = self.clone();
-            connections.spawn(async move {
-                let service = service_fn(move |req| {
-                    let app = app.clone();
-                    async move { Ok::<_, Infallible>(app.route(req).await) }
-                });
-                // A client that hangs up mid-request is its own business.
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-            while connections.try_join_next().is_some() {}
-        }
-    }
-
-    /// Finds the handler for a request and answers it.
-    pub async fn route(&self, req: hyper::Request<Incoming>) -> Response {
-        let Ok(_thread) = self.threads.acquire().await else {
-            return problem(503, "shutting_down", "the app is stopping");
-        };
+    /// Finds the handler for a request and answers it; a body must arrive
+    /// within `read_timeout`.
+    pub async fn route(&self, req: hyper::Request<Incoming>, read_timeout: Duration) -> Response {
         let path = req.uri().path().to_owned();
         if path == "/counts" {
             return match *req.method() {
-                Method::GET | Method::HEAD => self.counts().await,
+                Method::GET | Method::HEAD => match self.threads.acquire().await {
+                    Ok(_thread) => self.counts().await,
+                    Err(_) => stopping(),
+                },
                 _ => not_allowed("GET"),
             };
         }
@@ -152,13 +125,21 @@ impl App {
             return not_allowed("POST");
         }
         match lesson {
-            Ok(lesson) => self.complete(lesson, req).await,
+            Ok(lesson) => self.complete(lesson, req, read_timeout).await,
             Err(detail) => problem(404, "not_found", &detail),
         }
     }
 
     /// `POST /lessons/{lesson}/complete`: one award, guarded by the strategy.
-    async fn complete(&self, lesson: i32, req: hyper::Request<Incoming>) -> Response {
+    /// The request is read whole before it waits for a thread, as Puma's
+    /// reactor buffers a body before a thread takes it: a client that
+    /// stalls mid-body holds no thread, only its own connection.
+    async fn complete(
+        &self,
+        lesson: i32,
+        req: hyper::Request<Incoming>,
+        read_timeout: Duration,
+    ) -> Response {
         let (parts, body) = req.into_parts();
         let key = wire::parse_key(
             parts
@@ -174,31 +155,30 @@ impl App {
             }
             Err(err) => return problem(400, "idempotency_key_invalid", &err.to_string()),
         };
-        let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
-            Ok(body) => body.to_bytes(),
-            Err(_) => {
-                return problem(
+        let read = tokio::time::timeout(read_timeout, Limited::new(body, MAX_BODY_BYTES).collect());
+        let body = match read.await {
+            Ok(Ok(body)) => body.to_bytes(),
+            Ok(Err(err)) if err.downcast_ref::<LengthLimitError>().is_some() => {
+                return closing(problem(
                     413,
                     "body_too_large",
                     &format!("the body must be at most {MAX_BODY_BYTES} bytes"),
-                );
+                ));
+            }
+            // The client went away mid-body: nobody reads this answer.
+            Ok(Err(_)) => return closing(problem(400, "invalid_body", "the body was cut off")),
+            Err(_) => {
+                let waited = read_timeout.as_millis();
+                let detail = format!("the body did not arrive within {waited} ms");
+                return closing(problem(408, "body_timeout", &detail));
             }
         };
-        let award = match serde_json::from_slice::<Award>(&body) {
-            Ok(award) if award.amount > 0 => award,
-            Ok(_) => {
-                return problem(
-                    400,
-                    "invalid_body",
-                    "amount must be a positive whole number",
-                );
-            }
-            Err(err) => {
-                let detail = format!(
-                    "the body must be a JSON object {{\"user_id\": N, \"amount\": N}}: {err}"
-                );
-                return problem(400, "invalid_body", &detail);
-            }
+        let award = match award_of(&body) {
+            Ok(award) => award,
+            Err(detail) => return problem(400, "invalid_body", &detail),
+        };
+        let Ok(_thread) = self.threads.acquire().await else {
+            return stopping();
         };
         let worker = parts
             .headers
@@ -252,6 +232,47 @@ impl App {
             Err(err) => problem(500, "database_error", &err.to_string()),
         }
     }
+}
+
+/// The award in a body: a JSON object (an array of the same numbers is not
+/// one), with a positive amount.
+fn award_of(body: &[u8]) -> Result<Award, String> {
+    let shape = "the body must be a JSON object {\"user_id\": N, \"amount\": N}";
+    let value: Value = serde_json::from_slice(body).map_err(|err| format!("{shape}: {err}"))?;
+    if !value.is_object() {
+        return Err(format!("{shape}, not {}", json_kind(&value)));
+    }
+    let award: Award = serde_json::from_value(value).map_err(|err| format!("{shape}: {err}"))?;
+    if award.amount <= 0 {
+        return Err("amount must be a positive whole number".into());
+    }
+    Ok(award)
+}
+
+/// `an array`, `a string`, ...: what a JSON value is, for a message.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The answer while the app shuts down.
+fn stopping() -> Response {
+    problem(503, "shutting_down", "the app is stopping")
+}
+
+/// The response, with the connection closed after it: the request was not
+/// read whole, so what follows on the wire cannot be trusted as a request.
+fn closing(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 /// The lesson in `/lessons/{lesson}/complete`; `None` for any other path,

@@ -3,9 +3,11 @@
 //! [`app`] answers `POST /lessons/{lesson}/complete` with a strategy,
 //! exactly as a race's worker would handle the request; [`wire`] is what
 //! both ends agree on (the `Idempotency-Key` header, the problem bodies,
-//! how a status reads as an outcome); [`client`] sends requests on
+//! how a status reads as an outcome); [`listener`] is the app's front door
+//! (connection cap, read and idle timeouts); [`client`] sends requests on
 //! connections opened before a start gate, so that they arrive together.
 
 pub mod app;
 pub mod client;
+pub mod listener;
 pub mod wire;

@@ -87,9 +87,10 @@ impl Wire {
             s.threads,
             Some(watch),
         ));
-        let server = tokio::spawn(async move {
-            let _ = app.serve(listener).await;
-        });
+        let server =
+            tokio::spawn(
+                async move { crate::http::listener::serve_with_defaults(app, listener).await },
+            );
         Ok(Self { server, end })
     }
 }

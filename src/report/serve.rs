@@ -29,10 +29,18 @@ pub struct Ready {
     pub threads: usize,
     pub work_ms: u64,
     pub fingerprint: bool,
+    /// How many connections the app takes at once.
+    pub max_connections: usize,
 }
 
 impl Ready {
-    pub fn new(addr: SocketAddr, schema: &str, database_url: String, s: &RaceSettings) -> Self {
+    pub fn new(
+        addr: SocketAddr,
+        schema: &str,
+        database_url: String,
+        s: &RaceSettings,
+        max_connections: usize,
+    ) -> Self {
         Self {
             url: format!("http://{addr}"),
             endpoint: format!("http://{addr}/lessons/1/complete"),
@@ -45,6 +53,7 @@ impl Ready {
             threads: s.threads,
             work_ms: s.work_ms(),
             fingerprint: s.fingerprint,
+            max_connections,
         }
     }
 }
@@ -71,7 +80,10 @@ pub fn render_ready(r: &Ready) -> String {
             "tables in schema {} · pool {} ({runner}) · {} threads · work {} ms",
             r.schema, r.pool_size, r.threads, r.work_ms
         )),
-        dim("Ctrl-C stops it and drops the schema"),
+        dim(format!(
+            "up to {} connections at once · Ctrl-C stops it and drops the schema",
+            r.max_connections
+        )),
         dim(calls),
     )
 }
