@@ -632,6 +632,12 @@ pub struct CountFlags {
     /// The database --count-sql runs on (its password is never printed).
     #[arg(long, value_name = "URL", requires = "count_sql")]
     pub count_database_url: Option<String>,
+
+    /// How long connecting and each count may take; past it the query is
+    /// cancelled on the server.
+    #[arg(long, default_value_t = crate::probe::count::DEFAULT_COUNT_TIMEOUT_MS, value_name = "MS",
+          allow_negative_numbers = true, value_parser = whole::<1, 3_600_000>)]
+    pub count_timeout_ms: u64,
 }
 
 #[derive(Debug, Args)]
@@ -664,6 +670,12 @@ pub struct ProbeArgs {
     /// [default: the body with its first number changed].
     #[arg(long, value_name = "BODY|@FILE")]
     pub other_data: Option<String>,
+
+    /// The most of each answer's body that is read; a longer one is
+    /// reported for its request, and the probe goes on.
+    #[arg(long, default_value_t = crate::http::client::DEFAULT_MAX_RESPONSE_BYTES as u64, value_name = "BYTES",
+          allow_negative_numbers = true, value_parser = whole::<1, 1_073_741_824>)]
+    pub max_response_bytes: u64,
 
     /// How long the whole probe may take, in ms.
     #[arg(long, default_value_t = 30_000, value_name = "MS",

@@ -48,6 +48,7 @@ pub fn plan_http(args: &ChallengeArgs) -> Result<Option<Probe>> {
 
 /// Judges the app at the probe's URL with the challenge's four cases.
 pub async fn execute_http(probe: Probe, out: Output) -> Result<()> {
+    super::probe::check_counter(probe.counter.as_ref()).await?;
     let other = Bytes::from_static(OTHER_AWARD.as_bytes());
     let key = format!("idem-challenge-{}", uuid::Uuid::new_v4());
     let checks = conformance::run(&probe, &other, &key, 5).await?;

@@ -31,20 +31,69 @@ pub fn redact(target: &str) -> String {
     shown
 }
 
-/// Removes every remembered password from `text`.
+/// Removes every remembered password from `text`, and every remembered
+/// header value where it stands as a whole token.
 pub fn scrub(text: &str) -> String {
-    let seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     let mut text = text.to_string();
+    let seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     for secret in seen.iter() {
         text = text.replace(secret.as_str(), HIDDEN);
+    }
+    drop(seen);
+    let tokens = TOKENS.lock().unwrap_or_else(|e| e.into_inner());
+    for token in tokens.iter() {
+        text = replace_whole(&text, token);
     }
     text
 }
 
-/// Remembers a secret given some other way (an `Authorization` header's
-/// value, say), so that [`scrub`] removes it from anything printed.
-pub fn hide(secret: &str) {
-    remember(vec![secret.to_owned()]);
+/// Every header value given on the command line (and the credential after
+/// an `Authorization` scheme), hidden only where it stands whole: a short
+/// value such as `12` must not garble `127.0.0.1:8012` in an error.
+static TOKENS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Header values shorter than this are not hidden: too short to be a secret,
+/// too likely to stand in unrelated text.
+const MIN_TOKEN_CHARS: usize = 4;
+
+/// Remembers a header's value, so that [`scrub`] hides it wherever it stands
+/// as a whole token; for `Scheme credential` values, the credential too.
+pub fn hide_header_value(value: &str) {
+    let value = value.trim();
+    let mut tokens = TOKENS.lock().unwrap_or_else(|e| e.into_inner());
+    let credential = value.split_once(' ').map(|(_, c)| c.trim());
+    for token in std::iter::once(value).chain(credential) {
+        if token.chars().count() >= MIN_TOKEN_CHARS && !tokens.iter().any(|t| t == token) {
+            tokens.push(token.to_owned());
+        }
+    }
+    tokens.sort_by_key(|t| std::cmp::Reverse(t.len()));
+}
+
+/// Characters that continue a token (base64 and URL-safe alphabets; not
+/// `.`, which more often ends a sentence than a token).
+fn continues_token(c: char) -> bool {
+    c.is_alphanumeric() || "-_~+/=".contains(c)
+}
+
+/// `text` with each occurrence of `token` that no token character touches
+/// on either side replaced by the hidden mark.
+fn replace_whole(text: &str, token: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(token) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + token.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        if before.is_some_and(continues_token) || after.is_some_and(continues_token) {
+            out.push_str(token);
+        } else {
+            out.push_str(HIDDEN);
+        }
+        rest = &rest[at + token.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn remember(found: Vec<String>) {
@@ -219,7 +268,20 @@ fn percent_decode(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{redact, scrub};
+    use super::{hide_header_value, redact, scrub};
+
+    #[test]
+    fn header_values_are_hidden_only_where_they_stand_whole() {
+        hide_header_value("Bearer tok-3141592653");
+        hide_header_value("12");
+        hide_header_value("8001x");
+        assert_eq!(
+            scrub("sent Bearer tok-3141592653 to 127.0.0.1:8001 (12 ms)"),
+            "sent *** to 127.0.0.1:8001 (12 ms)"
+        );
+        assert_eq!(scrub("token tok-3141592653."), "token ***.");
+        assert_eq!(scrub("port 8001xy"), "port 8001xy");
+    }
 
     #[test]
     fn every_place_a_password_can_hide_is_hidden() {

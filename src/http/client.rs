@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper::header::{CONTENT_LENGTH, HOST, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Uri};
@@ -15,7 +15,11 @@ use tokio::task::JoinHandle;
 
 use super::wire::REPLAYED_HEADER;
 
-/// Where requests go: an `http://` URL, checked once.
+/// The most of a response's body a client reads unless told otherwise.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+
+/// Where requests go (an `http://` URL, checked once), and how much of an
+/// answer is read there.
 #[derive(Debug, Clone)]
 pub struct Target {
     host: String,
@@ -23,6 +27,19 @@ pub struct Target {
     authority: String,
     /// The path and query every request is sent to.
     pub path: String,
+    /// A longer body is not read: the request is reported as [`BodyTooLarge`].
+    pub max_response_bytes: usize,
+}
+
+/// A response whose body was longer than the client reads.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{place} answered {status} with a body over {limit} bytes; it was not read further (--max-response-bytes)"
+)]
+pub struct BodyTooLarge {
+    pub place: String,
+    pub status: u16,
+    pub limit: usize,
 }
 
 impl Target {
@@ -57,6 +74,7 @@ impl Target {
             path: uri
                 .path_and_query()
                 .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned()),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         })
     }
 }
@@ -100,6 +118,7 @@ pub struct Connection {
     sender: SendRequest<Full<Bytes>>,
     driver: JoinHandle<()>,
     authority: String,
+    max_response_bytes: usize,
 }
 
 impl Drop for Connection {
@@ -134,6 +153,7 @@ pub async fn connect(target: &Target, timeout: Duration) -> Result<Connection> {
         sender,
         driver,
         authority: place,
+        max_response_bytes: target.max_response_bytes,
     })
 }
 
@@ -163,11 +183,20 @@ impl Connection {
                 anyhow::anyhow!("{place} did not answer in HTTP: {}", hyper_reason(&e))
             })?;
             let (parts, body) = response.into_parts();
-            let body = body
+            let limit = self.max_response_bytes;
+            let body = Limited::new(body, limit)
                 .collect()
                 .await
-                .map_err(|e| anyhow::anyhow!("{place} broke off its answer: {}", hyper_reason(&e)))?
-                .to_bytes();
+                .map_err(|e| match e.downcast::<hyper::Error>() {
+                    Ok(e) => anyhow::anyhow!("{place} broke off its answer: {}", hyper_reason(&e)),
+                    Err(_) => BodyTooLarge {
+                        place: place.clone(),
+                        status: parts.status.as_u16(),
+                        limit,
+                    }
+                    .into(),
+                })?;
+            let body = body.to_bytes();
             anyhow::Ok(Received {
                 status: parts.status.as_u16(),
                 headers: parts.headers,

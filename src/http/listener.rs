@@ -16,8 +16,8 @@
 use std::convert::Infallible;
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -70,12 +70,23 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// How long a connection told to close may take to finish what it sends.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
-/// What a connection past the cap is told before it is closed.
-const OVER_CAP: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
-content-type: application/problem+json\r\nretry-after: 1\r\nconnection: close\r\n\
-content-length: 133\r\n\r\n\
-{\"type\":\"about:blank\",\"title\":\"Service Unavailable\",\"status\":503,\
-\"code\":\"too_many_connections\",\"detail\":\"the app has too many open connections\"}";
+/// What a connection past the cap is told before it is closed: written
+/// out once, as bytes, since no request of its own is read.
+static OVER_CAP: LazyLock<Vec<u8>> = LazyLock::new(|| {
+    let body = super::wire::problem(
+        503,
+        "too_many_connections",
+        "the app has too many open connections; try again",
+    )
+    .to_string();
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: {}\r\nretry-after: 1\r\n\
+         connection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        super::wire::PROBLEM_JSON,
+        body.len()
+    )
+    .into_bytes()
+});
 
 /// Something the front door wants the operator to know (an `accept` error).
 pub type Note = Arc<dyn Fn(String) + Send + Sync>;
@@ -136,7 +147,7 @@ pub async fn serve(
         };
         let Ok(permit) = open.clone().try_acquire_owned() else {
             // Best effort: a client that cannot take 200 bytes now gets a close.
-            let _ = stream.try_write(OVER_CAP);
+            let _ = stream.try_write(&OVER_CAP);
             continue;
         };
         // Small answers go out at once, not after Nagle's delay.
@@ -338,7 +349,7 @@ mod tests {
 
     #[test]
     fn the_over_cap_answer_says_its_length_truly() {
-        let text = std::str::from_utf8(OVER_CAP).unwrap();
+        let text = std::str::from_utf8(&OVER_CAP).unwrap();
         let (head, body) = text.split_once("\r\n\r\n").unwrap();
         assert!(head.contains(&format!("content-length: {}", body.len())));
         let body: serde_json::Value = serde_json::from_str(body).unwrap();

@@ -1,29 +1,54 @@
-//! Effects counted where they land: a user's query, run read-only on the user's database, before and after.
+//! Effects counted where they land: a user's query, checked to be one read-only query returning one whole number, then run read-only on the user's database, before and after.
+//!
+//! The query comes from the command line and runs with the user's role, so
+//! what it may do is narrowed three times:
+//! - before anything runs, it must read as a query (`SELECT`, `WITH`,
+//!   `VALUES`, `TABLE`, after any comments) and the server must parse it
+//!   as one statement with one column of a whole-number type: `COPY`,
+//!   `SET`, `CALL`, several statements and the like are refused;
+//! - it runs inside `BEGIN READ ONLY` with a `statement_timeout`, and the
+//!   transaction is rolled back: no table, sequence or setting changes;
+//! - if the server does not give up in time, idem cancels the statement
+//!   on the server (a cancel request), so no backend is left running it.
+//!
+//! A read-only transaction does not stop a function that acts outside the
+//! database's tables (`pg_terminate_backend`, `pg_cancel_backend`,
+//! `lo_export`, `dblink`, ...): those need privileges a counting role does
+//! not need, which is why a superuser's URL gets a note recommending a role
+//! with only `pg_read_all_data`.
 
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use tokio_postgres::NoTls;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Type;
+use tokio_postgres::{Client, NoTls, Statement};
 
 use crate::db::secret::{redact, scrub};
 
-/// How long connecting and counting may take.
-const COUNT_TIMEOUT: Duration = Duration::from_secs(15);
+/// `--count-timeout-ms`'s default: how long connecting and counting may take.
+pub const DEFAULT_COUNT_TIMEOUT_MS: u64 = 15_000;
+
+/// How long past the server's own timeout idem waits before it cancels.
+const CANCEL_MARGIN: Duration = Duration::from_secs(2);
+
+/// What the query may begin with, after comments.
+const QUERY_WORDS: [&str; 4] = ["select", "with", "values", "table"];
 
 /// A query that returns the number of effects so far, and where it runs.
 #[derive(Debug, Clone)]
 pub struct Counter {
     sql: String,
     config: tokio_postgres::Config,
+    timeout: Duration,
     /// The database URL with any password hidden.
     pub shown: String,
 }
 
 impl Counter {
-    /// Checks the URL (without connecting); its password is remembered so
-    /// that no message ever shows it.
-    pub fn new(sql: &str, url: &str) -> Result<Self> {
+    /// Checks the URL and the query's text (without connecting); the URL's
+    /// password is remembered so that no message ever shows it.
+    pub fn new(sql: &str, url: &str, timeout: Duration) -> Result<Self> {
         let shown = redact(url);
         if sql.trim().is_empty() {
             bail!("--count-sql is empty; give a query such as SELECT count(*) FROM payments");
@@ -31,80 +56,265 @@ impl Counter {
         if url.trim().is_empty() {
             bail!("--count-database-url is empty");
         }
-        let config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
-            anyhow::anyhow!(
-                "--count-database-url {shown} is not a connection string: {}",
-                scrub(&e.to_string())
-            )
-        })?;
+        let sql = sql.trim().trim_end_matches(';').trim_end().to_owned();
+        check_is_query(&sql)?;
+        let mut config: tokio_postgres::Config =
+            url.parse().map_err(|e: tokio_postgres::Error| {
+                anyhow::anyhow!(
+                    "--count-database-url {shown} is not a connection string: {}",
+                    scrub(&e.to_string())
+                )
+            })?;
+        config.connect_timeout(timeout);
         Ok(Self {
-            sql: sql.trim().trim_end_matches(';').to_owned(),
+            sql,
             config,
+            timeout,
             shown,
         })
     }
 
-    /// Runs the query in a read-only transaction that is rolled back, so it
-    /// cannot change anything whatever it says; returns its one number.
-    pub async fn count(&self) -> Result<i64> {
-        tokio::time::timeout(COUNT_TIMEOUT, self.count_now())
-            .await
-            .map_err(|_| {
-                anyhow::anyhow!("--count-sql took longer than {} s", COUNT_TIMEOUT.as_secs())
-            })?
+    /// Asks the server whether the query is one statement returning one
+    /// whole number, before it is ever run; returns notes for the user (a
+    /// superuser's URL).
+    pub async fn check(&self) -> Result<Vec<String>> {
+        self.bounded(async {
+            let (client, _driver) = self.connect().await?;
+            self.prepare(&client).await?;
+            let superuser: bool = client
+                .query_one("SELECT current_setting('is_superuser') = 'on'", &[])
+                .await?
+                .get(0);
+            let mut notes = Vec::new();
+            if superuser {
+                notes.push(
+                    "--count-database-url connects as a superuser; a role granted only pg_read_all_data counts as well and can do less"
+                        .to_owned(),
+                );
+            }
+            Ok(notes)
+        })
+        .await
     }
 
-    async fn count_now(&self) -> Result<i64> {
+    /// Runs the query in a read-only transaction that is rolled back, and
+    /// returns its one number.
+    pub async fn count(&self) -> Result<i64> {
+        self.bounded(async {
+            let (client, _driver) = self.connect().await?;
+            let statement = self.prepare(&client).await?;
+            let cancel = client.cancel_token();
+            let counted = async {
+                client
+                    .batch_execute(&format!(
+                        "BEGIN READ ONLY; SET LOCAL statement_timeout = {}",
+                        self.timeout.as_millis()
+                    ))
+                    .await?;
+                let rows = client.query(&statement, &[]).await;
+                let _ = client.batch_execute("ROLLBACK").await;
+                rows
+            };
+            // The server gives up at its statement_timeout; should it not
+            // (a network that lost the error, say), the statement is
+            // cancelled there, not merely abandoned here.
+            let rows = match tokio::time::timeout(self.timeout + CANCEL_MARGIN, counted).await {
+                Ok(rows) => rows.map_err(|e| self.failed(&e))?,
+                Err(_) => {
+                    let _ = cancel.cancel_query(NoTls).await;
+                    bail!(self.too_slow());
+                }
+            };
+            number_of(&rows)
+        })
+        .await
+    }
+
+    /// Runs `work` within the count's time (connecting included).
+    async fn bounded<T>(&self, work: impl Future<Output = Result<T>>) -> Result<T> {
+        let limit = self.timeout + CANCEL_MARGIN * 2;
+        tokio::time::timeout(limit, work)
+            .await
+            .map_err(|_| anyhow::anyhow!(self.too_slow()))?
+    }
+
+    fn too_slow(&self) -> String {
+        format!(
+            "--count-sql took longer than {} ms (--count-timeout-ms) and was cancelled on the server",
+            self.timeout.as_millis()
+        )
+    }
+
+    /// A connection; the returned guard stops its driver when dropped.
+    async fn connect(&self) -> Result<(Client, Driver)> {
         let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
-            let cause = e
-                .as_db_error()
-                .map(|d| d.message().to_owned())
-                .unwrap_or_else(|| e.to_string());
             anyhow::anyhow!(
                 "could not connect to {} for --count-sql: {}",
                 self.shown,
-                scrub(&cause)
+                scrub(&db_message(&e))
             )
         })?;
         let driver = tokio::spawn(async move {
             let _ = connection.await;
         });
-        let counted = async {
-            client.batch_execute("BEGIN READ ONLY").await?;
-            // One statement only: the extended protocol refuses a second.
-            let rows = client.query(self.sql.as_str(), &[]).await;
-            let _ = client.batch_execute("ROLLBACK").await;
-            anyhow::Ok(rows?)
-        };
-        let rows = counted.await.map_err(|e| {
-            let cause = e
-                .downcast_ref::<tokio_postgres::Error>()
-                .and_then(|e| e.as_db_error().map(|d| d.message().to_owned()))
-                .unwrap_or_else(|| format!("{e:#}"));
-            anyhow::anyhow!("--count-sql failed: {}", scrub(&cause))
-        });
-        driver.abort();
-        let rows = rows?;
-        let [row] = rows.as_slice() else {
+        Ok((client, Driver(driver)))
+    }
+
+    /// The query parsed by the server as one statement with one
+    /// whole-number column; nothing is run.
+    async fn prepare(&self, client: &Client) -> Result<Statement> {
+        let statement = client.prepare(&self.sql).await.map_err(|e| {
+            if e.code() == Some(&SqlState::SYNTAX_ERROR)
+                && db_message(&e).contains("multiple commands")
+            {
+                anyhow::anyhow!("--count-sql must be one statement; it holds several")
+            } else {
+                anyhow::anyhow!(
+                    "--count-sql was refused by the server: {}",
+                    scrub(&db_message(&e))
+                )
+            }
+        })?;
+        let columns = statement.columns();
+        let [column] = columns else {
             bail!(
-                "--count-sql must return one row with one number; it returned {} rows",
-                rows.len()
+                "--count-sql must return one column with one number; it returns {}",
+                columns.len()
             );
         };
-        if row.len() != 1 {
+        if !matches!(*column.type_(), Type::INT8 | Type::INT4 | Type::INT2) {
             bail!(
-                "--count-sql must return one column; it returned {}",
-                row.len()
+                "--count-sql must return a whole number (bigint, integer); it returns {}: cast it with ::bigint",
+                column.type_()
             );
         }
-        let number = match *row.columns()[0].type_() {
-            Type::INT8 => row.try_get::<_, Option<i64>>(0)?,
-            Type::INT4 => row.try_get::<_, Option<i32>>(0)?.map(i64::from),
-            Type::INT2 => row.try_get::<_, Option<i16>>(0)?.map(i64::from),
-            ref other => bail!(
-                "--count-sql must return a whole number (bigint, integer); it returned {other}: cast it with ::bigint"
-            ),
-        };
-        number.context("--count-sql returned NULL; wrap it in coalesce(..., 0)")
+        Ok(statement)
+    }
+
+    fn failed(&self, e: &tokio_postgres::Error) -> anyhow::Error {
+        if e.code() == Some(&SqlState::QUERY_CANCELED) {
+            return anyhow::anyhow!(self.too_slow());
+        }
+        anyhow::anyhow!("--count-sql failed: {}", scrub(&db_message(e)))
+    }
+}
+
+/// Aborts a connection's driver task when dropped, closing the connection.
+struct Driver(tokio::task::JoinHandle<()>);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The server's message when there is one, else the driver's.
+fn db_message(e: &tokio_postgres::Error) -> String {
+    e.as_db_error()
+        .map(|d| d.message().to_owned())
+        .unwrap_or_else(|| e.to_string())
+}
+
+/// The one number in the one row.
+fn number_of(rows: &[tokio_postgres::Row]) -> Result<i64> {
+    let [row] = rows else {
+        bail!(
+            "--count-sql must return one row with one number; it returned {} rows",
+            rows.len()
+        );
+    };
+    let number = match *row.columns()[0].type_() {
+        Type::INT8 => row.try_get::<_, Option<i64>>(0)?,
+        Type::INT4 => row.try_get::<_, Option<i32>>(0)?.map(i64::from),
+        _ => row.try_get::<_, Option<i16>>(0)?.map(i64::from),
+    };
+    number.context("--count-sql returned NULL; wrap it in coalesce(..., 0)")
+}
+
+/// Refuses a text that does not begin as a query does.
+fn check_is_query(sql: &str) -> Result<()> {
+    let text = skip_comments(sql);
+    if text.starts_with('(') {
+        return Ok(());
+    }
+    let word: String = text
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if QUERY_WORDS.contains(&word.as_str()) {
+        return Ok(());
+    }
+    let began = match word.is_empty() {
+        true => "something else".to_owned(),
+        false => word.to_ascii_uppercase(),
+    };
+    bail!("--count-sql must be a query (SELECT, WITH, VALUES or TABLE); it begins with {began}")
+}
+
+/// `sql` past its leading white space and comments (`-- ...` and nested `/* */`).
+fn skip_comments(mut sql: &str) -> &str {
+    loop {
+        sql = sql.trim_start();
+        if let Some(rest) = sql.strip_prefix("--") {
+            sql = rest.split_once('\n').map_or("", |(_, after)| after);
+        } else if sql.starts_with("/*") {
+            let mut depth = 0usize;
+            let mut end = sql.len();
+            let bytes = sql.as_bytes();
+            let mut i = 0;
+            while i + 1 < bytes.len() {
+                match &bytes[i..i + 2] {
+                    b"/*" => {
+                        depth += 1;
+                        i += 2;
+                    }
+                    b"*/" => {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            end = i;
+                            break;
+                        }
+                    }
+                    _ => i += 1,
+                }
+            }
+            sql = &sql[end..];
+        } else {
+            return sql;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_is_query;
+
+    #[test]
+    fn only_queries_are_taken() {
+        for ok in [
+            "SELECT count(*) FROM t",
+            "  select 1",
+            "-- effects\nWITH x AS (SELECT 1) SELECT count(*) FROM x",
+            "/* a /* nested */ note */ VALUES (1)",
+            "(SELECT 1)",
+            "TABLE counts",
+        ] {
+            assert!(check_is_query(ok).is_ok(), "{ok}");
+        }
+        for (refused, word) in [
+            ("COPY (SELECT 1) TO PROGRAM 'touch /tmp/x'", "COPY"),
+            ("-- hi\n  set statement_timeout = 0", "SET"),
+            ("CALL p()", "CALL"),
+            ("/* unterminated", "something else"),
+            ("DELETE FROM t RETURNING 1", "DELETE"),
+        ] {
+            let err = check_is_query(refused).unwrap_err().to_string();
+            assert!(
+                err.ends_with(&format!("begins with {word}")),
+                "{refused}: {err}"
+            );
+        }
     }
 }

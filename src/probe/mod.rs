@@ -22,7 +22,7 @@ use serde::Serialize;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
-use crate::db::secret::hide;
+use crate::db::secret::hide_header_value;
 use crate::http::client::{self, Outgoing, Target};
 use crate::http::wire::{KEY_HEADER, quote_key};
 pub use count::Counter;
@@ -56,7 +56,8 @@ impl Probe {
             .map_err(|_| anyhow::anyhow!("{method:?} is not an HTTP method"))?;
         let headers = headers
             .iter()
-            .map(|h| header(h))
+            .enumerate()
+            .map(|(i, h)| header(i + 1, h))
             .collect::<Result<Vec<_>>>()?;
         let shown_url = match url.split_once('?') {
             Some((base, _)) => format!("{base}?…"),
@@ -71,6 +72,13 @@ impl Probe {
             timeout,
             counter,
         })
+    }
+
+    /// Reads at most `bytes` of each answer's body; a longer one is reported
+    /// as such for that request, and the probe goes on.
+    pub fn reading_at_most(mut self, bytes: usize) -> Self {
+        self.target.max_response_bytes = bytes;
+        self
     }
 
     /// The request with `key` (or none) and `body`.
@@ -163,22 +171,25 @@ impl Probe {
     }
 }
 
-/// `Name: value`, checked; the values of credential headers are hidden from every message.
-fn header(text: &str) -> Result<(HeaderName, HeaderValue)> {
+/// `Name: value`, checked. A header is never shown by its value (nor, when
+/// it cannot be read as a header, at all): it may carry a credential, which
+/// is also remembered so that no error from below can show it.
+fn header(number: usize, text: &str) -> Result<(HeaderName, HeaderValue)> {
     let Some((name, value)) = text.split_once(':') else {
-        bail!("--header {text:?} has no colon; write it as 'Name: value'");
+        bail!(
+            "--header number {number} has no colon; write it as 'Name: value' (its text is not shown: it may hold a secret)"
+        );
     };
-    let name = HeaderName::from_bytes(name.trim().as_bytes())
-        .map_err(|_| anyhow::anyhow!("--header: {:?} is not a header name", name.trim()))?;
+    hide_header_value(value);
+    let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
+        anyhow::anyhow!(
+            "--header number {number}: the part before the colon is not a header name (not shown: it may hold a secret)"
+        )
+    })?;
     if name.as_str() == KEY_HEADER {
         bail!("--header cannot set Idempotency-Key; use --key");
     }
-    let value = value.trim();
-    hide(value);
-    if let Some((_, credential)) = value.split_once(' ') {
-        hide(credential.trim());
-    }
-    let value = HeaderValue::from_str(value).map_err(|_| {
+    let value = HeaderValue::from_str(value.trim()).map_err(|_| {
         anyhow::anyhow!(
             "--header {}: the value is not valid in a header",
             name.as_str()
@@ -290,12 +301,19 @@ pub struct Effects {
 }
 
 impl Effects {
-    pub fn between(before: i64, after: i64) -> Self {
-        Self {
+    /// The count's change; a change that does not fit in 64 bits (a
+    /// counter that wrapped, say) is an error, never a wrong figure.
+    pub fn between(before: i64, after: i64) -> Result<Self> {
+        let Some(effects) = after.checked_sub(before) else {
+            bail!(
+                "--count-sql went from {before} to {after}: the difference does not fit in 64 bits, so the effects cannot be told"
+            );
+        };
+        Ok(Self {
             before,
             after,
-            effects: after - before,
-        }
+            effects,
+        })
     }
 }
 
@@ -305,6 +323,20 @@ pub struct Verdict {
     /// `true`: one effect; `false`: duplicates (or a sign of them); `null`: cannot tell.
     pub held: Option<bool>,
     pub summary: String,
+    /// `false` when the answers themselves make the probe unable to judge
+    /// (a redirect it does not follow, a status outside HTTP's range): the
+    /// run then fails, whatever was counted.
+    pub judged: bool,
+}
+
+impl Verdict {
+    fn judged(held: Option<bool>, summary: String) -> Self {
+        Self {
+            held,
+            summary,
+            judged: true,
+        }
+    }
 }
 
 /// A whole probe: what was sent, what came back, what it did.
@@ -326,7 +358,10 @@ pub async fn probe(p: &Probe, key: &str, n: usize) -> Result<ProbeResult> {
     let before = p.count().await?;
     let shots = p.volley(Some(key), &p.body, n).await;
     let after = p.count().await?;
-    let effects = before.zip(after).map(|(b, a)| Effects::between(b, a));
+    let effects = match before.zip(after) {
+        Some((b, a)) => Some(Effects::between(b, a)?),
+        None => None,
+    };
     let verdict = judge(&shots, effects);
     Ok(ProbeResult {
         url: p.shown_url.clone(),
@@ -342,6 +377,13 @@ pub async fn probe(p: &Probe, key: &str, n: usize) -> Result<ProbeResult> {
 }
 
 fn judge(shots: &[Shot], effects: Option<Effects>) -> Verdict {
+    if let Some(summary) = unjudgeable(shots) {
+        return Verdict {
+            held: None,
+            summary,
+            judged: false,
+        };
+    }
     let fresh_successes = shots
         .iter()
         .filter(|s| s.succeeded() && !s.replayed)
@@ -351,31 +393,51 @@ fn judge(shots: &[Shot], effects: Option<Effects>) -> Verdict {
         .filter(|s| s.succeeded() && s.same_as_first_success == Some(false))
         .count();
     match effects.map(|e| e.effects) {
-        Some(n) if n > 1 => Verdict {
-            held: Some(false),
-            summary: format!("duplicate: {n} effects for one key"),
-        },
-        Some(1) => Verdict {
-            held: Some(true),
-            summary: "held: one effect for one key".into(),
-        },
-        Some(n) => Verdict {
-            held: None,
-            summary: format!(
+        Some(n) if n > 1 => {
+            Verdict::judged(Some(false), format!("duplicate: {n} effects for one key"))
+        }
+        Some(1) => Verdict::judged(Some(true), "held: one effect for one key".into()),
+        Some(n) => Verdict::judged(
+            None,
+            format!(
                 "no effect counted ({n}): did every request fail, or does the query count something else?"
             ),
-        },
-        None if differing > 0 => Verdict {
-            held: Some(false),
-            summary: format!(
+        ),
+        None if differing > 0 => Verdict::judged(
+            Some(false),
+            format!(
                 "suspect: {fresh_successes} requests succeeded without a replay and {differing} got another body than the first; \
                  count the effects with --count-sql to know"
             ),
-        },
-        None => Verdict {
-            held: None,
-            summary: "the statuses are consistent; count the effects with --count-sql to be sure"
-                .into(),
-        },
+        ),
+        None => Verdict::judged(
+            None,
+            "the statuses are consistent; count the effects with --count-sql to be sure".into(),
+        ),
     }
+}
+
+/// Why these answers cannot be judged, if they cannot: a redirect (the
+/// probe follows none, so the request never reached what it guards) or a
+/// status outside HTTP's 100–599.
+fn unjudgeable(shots: &[Shot]) -> Option<String> {
+    let statuses: Vec<u16> = shots.iter().filter_map(|s| s.status).collect();
+    let odd: BTreeSet<u16> = statuses
+        .iter()
+        .copied()
+        .filter(|s| !(100..=599).contains(s))
+        .collect();
+    if let Some(status) = odd.first() {
+        return Some(format!(
+            "cannot judge: status {status} is not an HTTP status (100–599); is this an HTTP API?"
+        ));
+    }
+    let redirects = statuses.iter().filter(|s| (300..400).contains(*s)).count();
+    if redirects > 0 {
+        return Some(format!(
+            "cannot judge: {redirects} of {} answers were redirects (3xx), which the probe does not follow; point it at the URL that does the work",
+            shots.len()
+        ));
+    }
+    None
 }
