@@ -25,14 +25,19 @@ pub struct Plan {
 
 pub fn plan(args: &StepArgs) -> Result<Plan> {
     let mut settings = args.race.settings(args.strategy)?;
+    // Before the pool is sized from it, so that no message names a pool
+    // the user never asked for.
+    if !(2..=5).contains(&settings.workers) {
+        bail!(
+            "idem step drives 2 to 5 workers; give --workers from 2 to 5, not {}",
+            settings.workers
+        );
+    }
     // Every worker gets a connection unless --pool-size says otherwise.
     if args.race.app.pool_size == 5 && settings.workers + 1 > 5 {
         settings.pool_size = settings.workers + 1;
     }
     settings.validate()?;
-    if !(2..=5).contains(&settings.workers) {
-        bail!("idem step drives 2 to 5 workers; got {}", settings.workers);
-    }
     if settings.crash.is_some() || settings.kill_connection || settings.cache_pressure > 0 {
         bail!("idem step drives one plain race; faults and cache pressure are for `idem race`");
     }
@@ -258,6 +263,15 @@ fn read_key(stop: &AtomicBool) -> Result<Option<u8>> {
     let mut byte = 0u8;
     let mut n = 0;
     while !stop.load(Ordering::Relaxed) {
+        // After Ctrl-Z and `fg` the shell has put line mode back: take it off again.
+        // SAFETY: termios is plain data; tcgetattr fills it for fd 0.
+        let mut now: libc::termios = unsafe { std::mem::zeroed() };
+        // SAFETY: fd 0 is open; `now` is writable; `raw` is valid as above.
+        if unsafe { libc::tcgetattr(0, &mut now) } == 0
+            && now.c_lflag & (libc::ICANON | libc::ECHO) != 0
+        {
+            unsafe { libc::tcsetattr(0, libc::TCSANOW, &raw) };
+        }
         let mut ready = libc::pollfd {
             fd: 0,
             events: libc::POLLIN,

@@ -2,7 +2,9 @@
 
 use serde_json::{Value, json};
 
-use crate::request::{MAX_KEY_LEN, Outcome};
+use crate::request::Outcome;
+pub use crate::request::key::KeyError;
+use crate::request::key::{self, PRINTABLE_ASCII};
 
 /// The request header that carries the key (IETF draft, Stripe).
 pub const KEY_HEADER: &str = "idempotency-key";
@@ -20,24 +22,9 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 /// The largest request body the app reads.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
-/// Why an `Idempotency-Key` header was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KeyError {
-    #[error("this endpoint needs an Idempotency-Key header")]
-    Missing,
-    #[error("send one Idempotency-Key header, not {0}")]
-    Repeated(usize),
-    #[error("the Idempotency-Key is empty")]
-    Empty,
-    #[error("the Idempotency-Key is {0} characters long; at most {MAX_KEY_LEN} are allowed")]
-    TooLong(usize),
-    #[error("the Idempotency-Key is malformed: {0}")]
-    Malformed(&'static str),
-}
-
 /// Reads the key from the header's values: the draft's structured-field
 /// string (`"abc"`, with `\"` and `\\` escapes) or a bare token (`abc`),
-/// printable ASCII either way, at most [`MAX_KEY_LEN`] characters.
+/// printable ASCII either way, at most [`crate::request::MAX_KEY_LEN`] characters.
 pub fn parse_key<'a>(mut values: impl Iterator<Item = &'a [u8]>) -> Result<String, KeyError> {
     let Some(raw) = values.next() else {
         return Err(KeyError::Missing);
@@ -60,17 +47,14 @@ pub fn parse_key<'a>(mut values: impl Iterator<Item = &'a [u8]>) -> Result<Strin
                     b'"' | b'\\' | b',' => {
                         "a bare key cannot hold quotes, backslashes or commas; quote it"
                     }
-                    _ => "only printable ASCII is allowed",
+                    _ => PRINTABLE_ASCII,
                 }));
             }
             String::from_utf8_lossy(token).into_owned()
         }
     };
-    match key.chars().count() {
-        0 => Err(KeyError::Empty),
-        n if n > MAX_KEY_LEN => Err(KeyError::TooLong(n)),
-        _ => Ok(key),
-    }
+    key::check(&key)?;
+    Ok(key)
 }
 
 fn trim(raw: &[u8]) -> &[u8] {
@@ -101,7 +85,7 @@ fn unquote(inner: &[u8]) -> Result<String, KeyError> {
                 ));
             }
             0x20..=0x7e => key.push(char::from(b)),
-            _ => return Err(KeyError::Malformed("only printable ASCII is allowed")),
+            _ => return Err(KeyError::Malformed(PRINTABLE_ASCII)),
         }
     }
     Ok(key)
@@ -181,6 +165,7 @@ pub fn outcome_of(status: u16, replayed: bool, body: Option<&Value>) -> Outcome 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::request::MAX_KEY_LEN;
 
     fn key(raw: &str) -> Result<String, KeyError> {
         parse_key(std::iter::once(raw.as_bytes()))

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::fault::FaultPoint;
 use super::limits::{self, Limit, Origin};
+use crate::request::key::{self, KeyError};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
 use crate::strategy::fingerprint::Params;
@@ -38,6 +39,10 @@ pub const DEFAULT_STORE: StoreKind = StoreKind::Table;
 pub const DEFAULT_ON_FAILURE: OnFailure = OnFailure::Store;
 
 pub use crate::request::MAX_KEY_LEN;
+
+/// The longest `--cache-max-age`: about a hundred years, far from where the
+/// store's `now() - max_age` would leave PostgreSQL's timestamp range.
+pub const MAX_CACHE_AGE: Duration = Duration::from_secs(5218 * 604_800);
 
 /// Everything one race needs to know.
 #[derive(Debug, Clone, Serialize)]
@@ -186,6 +191,13 @@ impl RaceSettings {
             }
         }
         limits::CACHE_MAX_ENTRIES.check(self.cache.max_entries, origin)?;
+        if self.cache.max_age > MAX_CACHE_AGE {
+            bail!(
+                "{} is longer than {} weeks (about 100 years), the longest age the cache store takes",
+                origin.name("--cache-max-age", "race.cache_max_age"),
+                MAX_CACHE_AGE.as_secs() / 604_800
+            );
+        }
         limits::CACHE_PRESSURE.check(self.cache_pressure, origin)?;
         limits::LOCK_TIMEOUT_MS.check(ms(self.lock_timeout), origin)?;
         limits::RECOVERY_RETRIES.check(self.recovery_retries as u64, origin)?;
@@ -199,19 +211,19 @@ impl RaceSettings {
         Ok(())
     }
 
-    /// A key a client could send: not empty, not longer than Stripe allows.
+    /// A key every transport can carry: the one rule of [`key::check`].
     fn check_key(&self, origin: Origin) -> Result<()> {
-        if self.key.is_empty() {
-            bail!("{} must not be empty", origin.name("--key", "race.key"));
+        let name = origin.name("--key", "race.key");
+        match key::check(&self.key) {
+            Ok(()) => Ok(()),
+            Err(KeyError::Empty) => bail!("{name} must not be empty"),
+            Err(KeyError::TooLong(n)) => {
+                bail!("{name} is {n} characters long; at most {MAX_KEY_LEN} are allowed")
+            }
+            Err(_) => bail!(
+                "{name} may hold printable ASCII only (an Idempotency-Key is a structured-field string)"
+            ),
         }
-        let key_chars = self.key.chars().count();
-        if key_chars > MAX_KEY_LEN {
-            bail!(
-                "{} is {key_chars} characters long; at most {MAX_KEY_LEN} are allowed",
-                origin.name("--key", "race.key")
-            );
-        }
-        Ok(())
     }
 
     /// Settings that make sense alone but not together.

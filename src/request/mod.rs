@@ -10,6 +10,7 @@
 mod answer;
 pub mod fault;
 mod hook;
+pub mod key;
 mod lease;
 mod observer;
 mod params;
