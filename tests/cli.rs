@@ -456,7 +456,7 @@ fn a_scenario_file_is_held_to_the_flags_bounds() {
 }
 
 #[test]
-fn a_crash_point_given_twice_and_an_overlong_key_in_characters_are_refused() {
+fn a_crash_point_given_twice_a_key_no_transport_can_carry_and_an_overlong_key_are_refused() {
     let line = refused(&[
         "race",
         "-s",
@@ -473,10 +473,17 @@ fn a_crash_point_given_twice_and_an_overlong_key_in_characters_are_refused() {
         "worker=1,worker=2,at=after-claim",
     ]);
     assert!(line.contains("given twice"), "{line}");
-    // 256 two-byte characters: too long by one character, not by 257 bytes.
-    let key = "é".repeat(256);
-    let line = refused(&["race", "--key", &key]);
+    let line = refused(&["race", "--key", &"k".repeat(256)]);
     assert!(line.contains("256 characters"), "{line}");
+    // One rule for every transport: a key the wire cannot carry is refused
+    // before the race, in-process as over HTTP.
+    for transport in [&[][..], &["--http"][..]] {
+        let line = refused(&[&["race", "--key", "é"][..], transport].concat());
+        assert!(
+            line.contains("--key may hold printable ASCII only"),
+            "{line}"
+        );
+    }
 }
 
 #[test]
@@ -519,4 +526,28 @@ fn the_scenario_checker_refuses_expectations_that_cannot_be_checked() {
         let line = refused(&["scenario", "list", file.to_str().unwrap()]);
         assert!(line.contains(expected), "{body}\n→ {line}");
     }
+}
+
+#[test]
+fn a_cache_age_past_what_a_timestamp_holds_is_refused_before_the_race() {
+    let line = refused(&[
+        "race",
+        "-s",
+        "claim-work-complete",
+        "--store",
+        "cache",
+        "--cache-max-age",
+        "3000000w",
+    ]);
+    assert!(
+        line.contains("--cache-max-age is longer than 5218 weeks"),
+        "{line}"
+    );
+}
+
+#[test]
+fn idem_step_names_only_the_flags_the_user_gave() {
+    let line = refused(&["step", "--workers", "100000"]);
+    assert!(line.contains("--workers from 2 to 5, not 100000"), "{line}");
+    assert!(!line.contains("--pool-size"), "{line}");
 }

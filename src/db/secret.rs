@@ -76,16 +76,27 @@ fn continues_token(c: char) -> bool {
     c.is_alphanumeric() || "-_~+/=".contains(c)
 }
 
+/// Whether the characters beside a match (nearest first) continue it: a
+/// token character, or a `.` with a letter or digit beyond it (`127.0.0.1`
+/// continues past `0.0.1`; a sentence's last full stop does not).
+fn touches(beside: &mut impl Iterator<Item = char>) -> bool {
+    match beside.next() {
+        Some('.') => beside.next().is_some_and(char::is_alphanumeric),
+        Some(c) => continues_token(c),
+        None => false,
+    }
+}
+
 /// `text` with each occurrence of `token` that no token character touches
 /// on either side replaced by the hidden mark.
 fn replace_whole(text: &str, token: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find(token) {
-        let before = rest[..at].chars().next_back();
-        let after = rest[at + token.len()..].chars().next();
+        let mut before = rest[..at].chars().rev();
+        let mut after = rest[at + token.len()..].chars();
         out.push_str(&rest[..at]);
-        if before.is_some_and(continues_token) || after.is_some_and(continues_token) {
+        if touches(&mut before) || touches(&mut after) {
             out.push_str(token);
         } else {
             out.push_str(HIDDEN);
@@ -281,6 +292,8 @@ mod tests {
         );
         assert_eq!(scrub("token tok-3141592653."), "token ***.");
         assert_eq!(scrub("port 8001xy"), "port 8001xy");
+        hide_header_value("0.0.1");
+        assert_eq!(scrub("to 127.0.0.1:80"), "to 127.0.0.1:80");
     }
 
     #[test]

@@ -8,14 +8,15 @@
 //!   `SET`, `CALL`, several statements and the like are refused;
 //! - it runs inside `BEGIN READ ONLY` with a `statement_timeout`, and the
 //!   transaction is rolled back: no table, sequence or setting changes;
+//!   a superuser's count runs as `pg_read_all_data` in that transaction;
 //! - if the server does not give up in time, idem cancels the statement
 //!   on the server (a cancel request), so no backend is left running it.
 //!
 //! A read-only transaction does not stop a function that acts outside the
 //! database's tables (`pg_terminate_backend`, `pg_cancel_backend`,
 //! `lo_export`, `dblink`, ...): those need privileges a counting role does
-//! not need, which is why a superuser's URL gets a note recommending a role
-//! with only `pg_read_all_data`.
+//! not need, which is why a superuser counts as `pg_read_all_data`, and its
+//! URL gets a note recommending a role with only that.
 
 use std::time::Duration;
 
@@ -31,6 +32,14 @@ pub const DEFAULT_COUNT_TIMEOUT_MS: u64 = 15_000;
 
 /// How long past the server's own timeout idem waits before it cancels.
 const CANCEL_MARGIN: Duration = Duration::from_secs(2);
+
+/// A superuser counts as `pg_read_all_data` (PostgreSQL 14+), for this
+/// transaction only: it reads every table and view, and holds none of the
+/// powers a count has no use for (ending sessions, running programs,
+/// writing files).
+const DROP_SUPERUSER: &str = "SELECT set_config('role', 'pg_read_all_data', true) \
+     WHERE current_setting('is_superuser') = 'on' \
+     AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_read_all_data')";
 
 /// What the query may begin with, after comments.
 const QUERY_WORDS: [&str; 4] = ["select", "with", "values", "table"];
@@ -81,16 +90,28 @@ impl Counter {
         self.bounded(async {
             let (client, _driver) = self.connect().await?;
             self.prepare(&client).await?;
-            let superuser: bool = client
-                .query_one("SELECT current_setting('is_superuser') = 'on'", &[])
-                .await?
-                .get(0);
+            let row = client
+                .query_one(
+                    "SELECT current_setting('is_superuser') = 'on',
+                            EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_read_all_data')",
+                    &[],
+                )
+                .await?;
+            let (superuser, readers): (bool, bool) = (row.get(0), row.get(1));
             let mut notes = Vec::new();
-            if superuser {
-                notes.push(
-                    "--count-database-url connects as a superuser; a role granted only pg_read_all_data counts as well and can do less"
+            match (superuser, readers) {
+                (true, true) => notes.push(
+                    "--count-database-url connects as a superuser, so the count runs as pg_read_all_data \
+                     (it reads every table, and cannot end sessions or write files); a role granted only \
+                     pg_read_all_data would need no such switch"
                         .to_owned(),
-                );
+                ),
+                (true, false) => notes.push(
+                    "--count-database-url connects as a superuser, and this server has no pg_read_all_data \
+                     (PostgreSQL 14+): the count runs with all of a superuser's powers; give a role that can only read"
+                        .to_owned(),
+                ),
+                _ => {}
             }
             Ok(notes)
         })
@@ -107,7 +128,7 @@ impl Counter {
             let counted = async {
                 client
                     .batch_execute(&format!(
-                        "BEGIN READ ONLY; SET LOCAL statement_timeout = {}",
+                        "BEGIN READ ONLY; SET LOCAL statement_timeout = {}; {DROP_SUPERUSER}",
                         self.timeout.as_millis()
                     ))
                     .await?;
@@ -169,10 +190,7 @@ impl Counter {
             {
                 anyhow::anyhow!("--count-sql must be one statement; it holds several")
             } else {
-                anyhow::anyhow!(
-                    "--count-sql was refused by the server: {}",
-                    scrub(&db_message(&e))
-                )
+                anyhow::anyhow!("--count-sql failed: {}", scrub(&db_message(&e)))
             }
         })?;
         let columns = statement.columns();

@@ -177,13 +177,13 @@ impl Probe {
 fn header(number: usize, text: &str) -> Result<(HeaderName, HeaderValue)> {
     let Some((name, value)) = text.split_once(':') else {
         bail!(
-            "--header number {number} has no colon; write it as 'Name: value' (its text is not shown: it may hold a secret)"
+            "--header number {number} has no colon; write it as 'Name: value' (its text is not shown: it may hold a credential)"
         );
     };
     hide_header_value(value);
     let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
         anyhow::anyhow!(
-            "--header number {number}: the part before the colon is not a header name (not shown: it may hold a secret)"
+            "--header number {number}: the part before the colon is not a header name (not shown: it may hold a credential)"
         )
     })?;
     if name.as_str() == KEY_HEADER {

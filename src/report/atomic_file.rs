@@ -44,43 +44,75 @@ pub fn check_target(path: &Path, flag: &str) -> Result<()> {
 
 /// Writes `contents` to `path` whole or not at all (see the module's doc).
 pub fn replace(path: &Path, contents: &[u8], flag: &str) -> Result<()> {
-    check_target(path, flag)?;
-    let shown = path.display();
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-        bail!("{flag} {shown}: give a file name");
-    };
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    sweep_stale(&dir, name);
-    let staged = dir.join(format!(
-        "{}{}-{}.tmp",
-        staged_prefix(name),
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ));
-    let written = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&staged)?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-        fs::rename(&staged, path)
-    })();
-    if let Err(err) = written {
-        let _ = fs::remove_file(&staged);
-        return Err(err).with_context(|| format!("could not write {flag} {shown}"));
+    Staged::write(path, contents, flag)?.commit()
+}
+
+/// The contents, written and synced beside the target under a name of
+/// their own; the target is untouched until [`Staged::commit`]. Dropped
+/// uncommitted, the staged file is removed.
+struct Staged {
+    staged: PathBuf,
+    target: PathBuf,
+    dir: PathBuf,
+    flag: String,
+}
+
+impl Staged {
+    fn write(path: &Path, contents: &[u8], flag: &str) -> Result<Self> {
+        check_target(path, flag)?;
+        let shown = path.display();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            bail!("{flag} {shown}: give a file name");
+        };
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        sweep_stale(&dir, name);
+        let staged = Self {
+            staged: dir.join(format!(
+                "{}{}-{}.tmp",
+                staged_prefix(name),
+                std::process::id(),
+                uuid::Uuid::new_v4().simple()
+            )),
+            target: path.to_path_buf(),
+            dir,
+            flag: flag.to_owned(),
+        };
+        let written = (|| {
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o644)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&staged.staged)?;
+            file.write_all(contents)?;
+            file.sync_all()
+        })();
+        written.with_context(|| format!("could not write {flag} {shown}"))?;
+        Ok(staged)
     }
-    // The rename is durable once the directory is synced; a failure here
-    // leaves a written file, so it is not reported.
-    if let Ok(dir) = fs::File::open(&dir) {
-        let _ = dir.sync_all();
+
+    /// Renames the staged file over the target: from here on the target is
+    /// the new contents, whole.
+    fn commit(self) -> Result<()> {
+        fs::rename(&self.staged, &self.target)
+            .with_context(|| format!("could not write {} {}", self.flag, self.target.display()))?;
+        // The rename is durable once the directory is synced; a failure here
+        // leaves a written file, so it is not reported.
+        if let Ok(dir) = fs::File::open(&self.dir) {
+            let _ = dir.sync_all();
+        }
+        Ok(())
     }
-    Ok(())
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        // After a commit the staged name is gone already.
+        let _ = fs::remove_file(&self.staged);
+    }
 }
 
 /// `.NAME.idem-`: how the staged copies of `NAME` begin (then a pid).
@@ -152,6 +184,28 @@ mod tests {
         assert_eq!(fs::read_to_string(&target).unwrap(), "new");
         let names: Vec<_> = fs::read_dir(&dir).unwrap().flatten().collect();
         assert_eq!(names.len(), 1, "only the target is left");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_write_killed_before_its_rename_leaves_the_old_file_whole() {
+        let dir = scratch("killed");
+        let target = dir.join("page.html");
+        fs::write(&target, "the previous good page").unwrap();
+        // A kill can land only before the rename (this) or after it.
+        let staged = Staged::write(&target, &vec![b'x'; 10 << 20], "--timeline").unwrap();
+        let left = staged.staged.clone();
+        std::mem::forget(staged);
+        assert_eq!(
+            fs::read_to_string(&target).unwrap(),
+            "the previous good page"
+        );
+        // The next write of a killed run's target sweeps what it left.
+        let dead = dir.join(format!("{}4194305-abc.tmp", staged_prefix("page.html")));
+        fs::rename(&left, &dead).unwrap();
+        replace(&target, b"new", "--timeline").unwrap();
+        assert!(!dead.exists());
+        assert_eq!(fs::read_to_string(&target).unwrap(), "new");
         fs::remove_dir_all(dir).unwrap();
     }
 
