@@ -502,6 +502,34 @@ fn a_header_is_never_shown_by_its_value() {
     );
 }
 
+#[test]
+fn a_body_from_a_file_is_bounded() {
+    let sandbox = Sandbox::new("data-file");
+    let big = sandbox.dir.join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(16 * 1024 * 1024 + 1)
+        .unwrap();
+    for (data, said) in [
+        ("@/dev/zero".to_string(), "is not a regular file"),
+        (
+            format!("@{}", big.display()),
+            "is over 16777216 bytes (16 MiB)",
+        ),
+    ] {
+        let out = sandbox
+            .idem()
+            .args(["probe", "http://127.0.0.1:9/x", "--data", &data])
+            .timeout(Duration::from_secs(10))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(said), "{data}: {stderr}");
+    }
+    std::fs::remove_file(big).unwrap();
+}
+
 /// `idem probe` at `app`, counting with `sql`; its exit code and stderr.
 fn count_with(app: &Served, sql: &str, extra: &[&str]) -> (Option<i32>, String) {
     let out = app
