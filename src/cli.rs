@@ -621,6 +621,61 @@ impl ServeLimitFlags {
     }
 }
 
+/// How a client reaches an HTTP service: TLS trust and the protocol.
+#[derive(Debug, Clone, Args)]
+pub struct ReachFlags {
+    /// Trust the CA certificates in this PEM file instead of the system's (https).
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure", help_heading = "Reaching the service")]
+    pub cacert: Option<PathBuf>,
+
+    /// Do not check the server's certificate (https); the output says so.
+    #[arg(long, help_heading = "Reaching the service")]
+    pub insecure: bool,
+
+    /// Insist on HTTP/2, through TLS's ALPN (https); all requests go as
+    /// streams of one connection, released in one packet.
+    #[arg(long, conflicts_with = "http1_1", help_heading = "Reaching the service")]
+    pub http2: bool,
+
+    /// Speak HTTP/2 over cleartext from the first byte (h2c, http:// URLs).
+    #[arg(long, conflicts_with_all = ["http1_1", "http2"], help_heading = "Reaching the service")]
+    pub http2_prior_knowledge: bool,
+
+    /// Offer only HTTP/1.1 in ALPN (https): one connection per request.
+    #[arg(long = "http1.1", id = "http1_1", help_heading = "Reaching the service")]
+    pub http1_1: bool,
+}
+
+impl ReachFlags {
+    pub fn reach(&self) -> crate::http::client::Reach {
+        use crate::http::client::{Offer, Reach, Trust};
+        let trust = match (&self.cacert, self.insecure) {
+            (_, true) => Trust::Nothing,
+            (Some(file), false) => Trust::CaFile(file.clone()),
+            (None, false) => Trust::System,
+        };
+        let offer = match (self.http2 || self.http2_prior_knowledge, self.http1_1) {
+            (true, _) => Offer::Http2,
+            (false, true) => Offer::Http11,
+            (false, false) => Offer::Both,
+        };
+        Reach {
+            trust,
+            offer,
+            prior_knowledge: self.http2_prior_knowledge,
+        }
+    }
+}
+
+/// How HTTP/1.1 requests leave together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReleaseFlag {
+    /// Each request sent but its final byte, then every final byte from one loop.
+    LastByte,
+    /// Whole requests, each sent by its own task when the gate opens.
+    Whole,
+}
+
 /// Where effects are counted: a query and the database it runs on.
 #[derive(Debug, Clone, Args)]
 pub struct CountFlags {
@@ -676,6 +731,13 @@ pub struct ProbeArgs {
     #[arg(long, default_value_t = crate::http::client::DEFAULT_MAX_RESPONSE_BYTES as u64, value_name = "BYTES",
           allow_negative_numbers = true, value_parser = whole::<1, 1_073_741_824>)]
     pub max_response_bytes: u64,
+
+    /// How HTTP/1.1 requests are released (HTTP/2 always goes in one packet).
+    #[arg(long, value_enum, default_value_t = ReleaseFlag::LastByte, value_name = "MODE")]
+    pub release: ReleaseFlag,
+
+    #[command(flatten)]
+    pub reach: ReachFlags,
 
     /// How long the whole probe may take, in ms.
     #[arg(long, default_value_t = 30_000, value_name = "MS",
@@ -879,6 +941,9 @@ pub struct ChallengeArgs {
 
     #[command(flatten)]
     pub count: CountFlags,
+
+    #[command(flatten)]
+    pub reach: ReachFlags,
 
     /// One JSON object per case.
     #[arg(long)]

@@ -37,6 +37,7 @@ pub fn plan_http(args: &ChallengeArgs) -> Result<Option<Probe>> {
     let counter = super::probe::counter(&args.count)?;
     Probe::new(
         url,
+        &args.reach.reach(),
         "POST",
         &[],
         Bytes::from_static(AWARD.as_bytes()),

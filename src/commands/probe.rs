@@ -6,9 +6,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 
-use crate::cli::{CountFlags, ProbeArgs};
+use crate::cli::{CountFlags, ProbeArgs, ReleaseFlag};
 use crate::probe::conformance::{self, Mark};
-use crate::probe::{Counter, Probe, probe};
+use crate::probe::{Counter, Http1Release, Probe, probe};
 use crate::report::Output;
 use crate::report::probe::{render, render_checks};
 
@@ -29,13 +29,18 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
     let counter = counter(&args.count)?;
     let probe = Probe::new(
         &args.url,
+        &args.reach.reach(),
         &args.method,
         &args.headers,
         body,
         Duration::from_millis(args.timeout_ms),
         counter,
     )?
-    .reading_at_most(args.max_response_bytes as usize);
+    .reading_at_most(args.max_response_bytes as usize)
+    .releasing(match args.release {
+        ReleaseFlag::LastByte => Http1Release::LastByte,
+        ReleaseFlag::Whole => Http1Release::Whole,
+    });
     let key = match &args.key {
         Some(key) => crate::http::wire::parse_key(std::iter::once(
             crate::http::wire::quote_key(key).as_bytes(),

@@ -1,5 +1,6 @@
-//! A plain HTTP/1.1 client whose connections are opened before the start gate, so that N requests leave together.
+//! The client idem's races and probes send with: where requests go (`http://` or `https://`, and how), connections opened before a start gate, and one request on its own over HTTP/1.1 or HTTP/2.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -10,17 +11,40 @@ use hyper::header::{CONTENT_LENGTH, HOST, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Uri};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
-use tokio::net::TcpStream;
+use rustls::ClientConfig;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
 
+use super::stream::{Protocol, Stream};
+pub use super::tls::{Offer, Trust};
 use super::wire::REPLAYED_HEADER;
 
 /// The most of a response's body a client reads unless told otherwise.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1024 * 1024;
 
-/// Where requests go (an `http://` URL, checked once), and how much of an
-/// answer is read there.
+/// How a client reaches its target beyond the URL: which certificates it
+/// trusts, which protocols it offers, and whether a cleartext URL speaks
+/// HTTP/2 from the first byte (`--http2-prior-knowledge`).
 #[derive(Debug, Clone)]
+pub struct Reach {
+    pub trust: Trust,
+    pub offer: Offer,
+    pub prior_knowledge: bool,
+}
+
+impl Default for Reach {
+    fn default() -> Self {
+        Self {
+            trust: Trust::System,
+            offer: Offer::Both,
+            prior_knowledge: false,
+        }
+    }
+}
+
+/// Where requests go (an `http://` or `https://` URL, checked once), how
+/// they get there, and how much of an answer is read.
+#[derive(Clone)]
 pub struct Target {
     host: String,
     port: u16,
@@ -29,6 +53,22 @@ pub struct Target {
     pub path: String,
     /// A longer body is not read: the request is reported as [`BodyTooLarge`].
     pub max_response_bytes: usize,
+    /// For `https://`: the TLS configuration, offering [`Reach::offer`].
+    tls: Option<Arc<ClientConfig>>,
+    /// `http://` spoken as HTTP/2 from the start.
+    prior_knowledge: bool,
+    /// `--insecure`: certificates were not checked.
+    pub unverified: bool,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("authority", &self.authority)
+            .field("path", &self.path)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
 }
 
 /// A response whose body was longer than the client reads.
@@ -43,25 +83,39 @@ pub struct BodyTooLarge {
 }
 
 impl Target {
-    /// Reads `url`; refuses what this client cannot send (https, credentials in the URL).
+    /// Reads `url` for the default reach (the system's roots, ALPN's choice).
     pub fn parse(url: &str) -> Result<Self> {
+        Self::parse_with(url, &Reach::default())
+    }
+
+    /// Reads `url`; refuses what no client should send (credentials in the
+    /// URL) and reach settings that do not fit the scheme.
+    pub fn parse_with(url: &str, reach: &Reach) -> Result<Self> {
         let uri: Uri = url.parse().map_err(|_| {
             anyhow::anyhow!("that is not a URL; give one like http://127.0.0.1:8080/path")
         })?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => bail!(
-                "https is not supported yet: point idem at a plain-HTTP address of the service (a local or staging port)"
-            ),
-            Some(other) => bail!("{other}:// is not HTTP; give an http:// URL"),
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            Some(other) => bail!("{other}:// is not HTTP; give an http:// or https:// URL"),
             None => bail!("the URL has no scheme; give one like http://127.0.0.1:8080/path"),
-        }
+        };
         let authority = uri.authority().context("the URL has no host")?.clone();
         if authority.as_str().contains('@') {
             bail!(
                 "credentials in the URL are not sent; pass them as a header (--header 'Authorization: ...')"
             );
         }
+        if https && reach.prior_knowledge {
+            bail!("--http2-prior-knowledge is for http:// URLs; over https, --http2 asks for HTTP/2");
+        }
+        if !https && reach.offer == Offer::Http2 && !reach.prior_knowledge {
+            bail!("--http2 asks for HTTP/2 in TLS's ALPN; for http://, give --http2-prior-knowledge");
+        }
+        let tls = match https {
+            true => Some(super::tls::client_config(&reach.trust, reach.offer)?),
+            false => None,
+        };
         let host = authority
             .host()
             .trim_start_matches('[')
@@ -69,13 +123,48 @@ impl Target {
             .to_owned();
         Ok(Self {
             host,
-            port: authority.port_u16().unwrap_or(80),
+            port: authority
+                .port_u16()
+                .unwrap_or(if https { 443 } else { 80 }),
             authority: authority.to_string(),
             path: uri
                 .path_and_query()
                 .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned()),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            unverified: https && reach.trust == Trust::Nothing,
+            tls,
+            prior_knowledge: reach.prior_knowledge,
         })
+    }
+
+    /// `http` or `https`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() { "https" } else { "http" }
+    }
+
+    /// `host:port` as the URL gave it.
+    pub fn authority(&self) -> &str {
+        &self.authority
+    }
+
+    /// Opens a stream to the target (TLS included), within `timeout`.
+    pub async fn open(&self, timeout: Duration) -> Result<Stream> {
+        super::stream::open(
+            &self.host,
+            self.port,
+            &self.authority,
+            self.tls.clone(),
+            timeout,
+        )
+        .await
+    }
+
+    /// What `stream`, opened to this target, speaks.
+    pub fn protocol_of(&self, stream: &Stream) -> Protocol {
+        match (self.prior_knowledge, stream.negotiated()) {
+            (true, _) | (_, Some(Protocol::Http2)) => Protocol::Http2,
+            _ => Protocol::Http11,
+        }
     }
 }
 
@@ -127,34 +216,32 @@ impl Drop for Connection {
     }
 }
 
-/// Opens a connection to `target` within `timeout`.
+/// Opens an HTTP/1.1 connection to `target` within `timeout`.
 pub async fn connect(target: &Target, timeout: Duration) -> Result<Connection> {
-    let place = target.authority.clone();
-    let stream = tokio::time::timeout(
-        timeout,
-        TcpStream::connect((target.host.as_str(), target.port)),
-    )
-    .await
-    .map_err(|_| {
-        anyhow::anyhow!(
-            "could not connect to {place} within {} ms",
-            timeout.as_millis()
-        )
-    })?
-    .map_err(|e| anyhow::anyhow!("could not connect to {place}: {e}"))?;
-    let _ = stream.set_nodelay(true);
-    let (sender, connection) = http1::handshake(TokioIo::new(stream))
-        .await
-        .with_context(|| format!("could not speak HTTP to {place}"))?;
-    let driver = tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    Ok(Connection {
-        sender,
-        driver,
-        authority: place,
-        max_response_bytes: target.max_response_bytes,
-    })
+    let stream = target.open(timeout).await?;
+    Connection::over(stream, target).await
+}
+
+impl Connection {
+    /// Speaks HTTP/1.1 to `target` over `io`, a stream already open to it.
+    pub async fn over<T>(io: T, target: &Target) -> Result<Connection>
+    where
+        T: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    {
+        let place = target.authority.clone();
+        let (sender, connection) = http1::handshake(TokioIo::new(io))
+            .await
+            .with_context(|| format!("could not speak HTTP to {place}"))?;
+        let driver = tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(Connection {
+            sender,
+            driver,
+            authority: place,
+            max_response_bytes: target.max_response_bytes,
+        })
+    }
 }
 
 impl Connection {
@@ -219,10 +306,29 @@ fn hyper_reason(err: &hyper::Error) -> String {
     }
 }
 
-/// One request on a fresh connection: connect, send, read.
+/// One request on a fresh connection: connect, send, read; over HTTP/2
+/// when the target speaks it.
 pub async fn once(target: &Target, req: &Outgoing, timeout: Duration) -> Result<Received> {
     let started = Instant::now();
-    let mut conn = connect(target, timeout).await?;
-    conn.send(req, timeout.saturating_sub(started.elapsed()))
-        .await
+    let stream = target.open(timeout).await?;
+    let left = timeout.saturating_sub(started.elapsed());
+    if target.protocol_of(&stream) == Protocol::Http2 {
+        let sent = super::single_packet::burst(
+            stream,
+            target.scheme(),
+            &target.authority,
+            req,
+            1,
+            left,
+            target.max_response_bytes,
+        )
+        .await?;
+        return sent
+            .answers
+            .into_iter()
+            .next()
+            .context("the HTTP/2 connection sent no request")?;
+    }
+    let mut conn = Connection::over(stream, target).await?;
+    conn.send(req, left).await
 }

@@ -9,5 +9,9 @@
 
 pub mod app;
 pub mod client;
+pub mod last_byte;
 pub mod listener;
+pub mod single_packet;
+pub mod stream;
+pub mod tls;
 pub mod wire;

@@ -170,7 +170,7 @@ pub async fn run(
     //    is 409 or the same body as the success.
     let key = format!("{key_base}-concurrent");
     let before = probe.count().await?;
-    let shots = probe.volley(Some(&key), body, concurrent).await;
+    let shots = probe.volley(Some(&key), body, concurrent).await.shots;
     let (effects, words) = effects_words(before, probe.count().await?);
     let consistent = shots.iter().filter(|s| s.succeeded()).count() >= 1
         && shots.iter().all(|s| {

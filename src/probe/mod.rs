@@ -9,6 +9,7 @@
 
 pub mod conformance;
 pub mod count;
+pub mod release;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -19,13 +20,11 @@ use bytes::Bytes;
 use hyper::Method;
 use hyper::header::{HeaderName, HeaderValue};
 use serde::Serialize;
-use tokio::sync::{Semaphore, watch};
-use tokio::task::JoinSet;
-
 use crate::db::secret::hide_header_value;
-use crate::http::client::{self, Outgoing, Target};
+use crate::http::client::{self, Outgoing, Reach, Target};
 use crate::http::wire::{KEY_HEADER, quote_key};
 pub use count::Counter;
+pub use release::{Http1Release, Release};
 
 /// What to send, where, and where to count.
 #[derive(Debug, Clone)]
@@ -39,19 +38,29 @@ pub struct Probe {
     /// How long each volley may take, connections included.
     pub timeout: Duration,
     pub counter: Option<Counter>,
+    /// How HTTP/1.1 requests are released.
+    http1: Http1Release,
+}
+
+/// One volley: what each request got, and how they were released.
+#[derive(Debug, Clone)]
+pub struct Volley {
+    pub shots: Vec<Shot>,
+    pub release: Release,
 }
 
 impl Probe {
     /// Checks everything a probe needs before anything is sent.
     pub fn new(
         url: &str,
+        reach: &Reach,
         method: &str,
         headers: &[String],
         body: Bytes,
         timeout: Duration,
         counter: Option<Counter>,
     ) -> Result<Self> {
-        let target = Target::parse(url)?;
+        let target = Target::parse_with(url, reach)?;
         let method = Method::from_bytes(method.trim().to_ascii_uppercase().as_bytes())
             .map_err(|_| anyhow::anyhow!("{method:?} is not an HTTP method"))?;
         let headers = headers
@@ -71,7 +80,14 @@ impl Probe {
             body,
             timeout,
             counter,
+            http1: Http1Release::default(),
         })
+    }
+
+    /// Releases HTTP/1.1 requests as `http1` says (HTTP/2 always goes in one packet).
+    pub fn releasing(mut self, http1: Http1Release) -> Self {
+        self.http1 = http1;
+        self
     }
 
     /// Reads at most `bytes` of each answer's body; a longer one is reported
@@ -109,50 +125,14 @@ impl Probe {
         }
     }
 
-    /// Sends `n` copies of one request at once: every connection is opened
-    /// first, then a gate releases them all. One shot per request, in order.
-    pub async fn volley(&self, key: Option<&str>, body: &Bytes, n: usize) -> Vec<Shot> {
+    /// Sends `n` copies of one request at once, released as tightly as the
+    /// protocol allows ([`release`]). One shot per request, in order.
+    pub async fn volley(&self, key: Option<&str>, body: &Bytes, n: usize) -> Volley {
         let outgoing = Arc::new(self.outgoing(key, body));
-        let (gate, gate_rx) = watch::channel(None::<Instant>);
-        let ready = Arc::new(Semaphore::new(0));
-        let deadline = Instant::now() + self.timeout;
-        let mut shots = JoinSet::new();
-        for request in 1..=n {
-            let (target, outgoing, ready, mut gate) = (
-                self.target.clone(),
-                outgoing.clone(),
-                ready.clone(),
-                gate_rx.clone(),
-            );
-            shots.spawn(async move {
-                let left = deadline.saturating_duration_since(Instant::now());
-                let connected = client::connect(&target, left).await;
-                ready.add_permits(1);
-                let opened = match gate.wait_for(Option::is_some).await {
-                    Ok(at) => at.unwrap_or_else(Instant::now),
-                    Err(_) => Instant::now(),
-                };
-                let left = deadline.saturating_duration_since(Instant::now());
-                let received = match connected {
-                    Ok(mut conn) => conn.send(&outgoing, left).await,
-                    Err(err) => Err(err),
-                };
-                Shot::new(request, opened, received)
-            });
-        }
-        if let Ok(permits) = ready.acquire_many(n as u32).await {
-            permits.forget();
-        }
-        gate.send_replace(Some(Instant::now()));
-        let mut all = Vec::with_capacity(n);
-        while let Some(shot) = shots.join_next().await {
-            if let Ok(shot) = shot {
-                all.push(shot);
-            }
-        }
-        all.sort_by_key(|s| s.request);
-        mark_first_success(&mut all);
-        all
+        let (mut shots, release) =
+            release::volley(&self.target, outgoing, n, self.http1, self.timeout).await;
+        mark_first_success(&mut shots);
+        Volley { shots, release }
     }
 
     /// One request on its own.
@@ -351,12 +331,14 @@ pub struct ProbeResult {
     pub distinct_bodies: usize,
     pub effects: Option<Effects>,
     pub verdict: Verdict,
+    /// How the requests were released.
+    pub release: Release,
 }
 
 /// Counts, fires `n` requests with `key`, counts again, and judges.
 pub async fn probe(p: &Probe, key: &str, n: usize) -> Result<ProbeResult> {
     let before = p.count().await?;
-    let shots = p.volley(Some(key), &p.body, n).await;
+    let Volley { shots, release } = p.volley(Some(key), &p.body, n).await;
     let after = p.count().await?;
     let effects = match before.zip(after) {
         Some((b, a)) => Some(Effects::between(b, a)?),
@@ -373,6 +355,7 @@ pub async fn probe(p: &Probe, key: &str, n: usize) -> Result<ProbeResult> {
         shots,
         effects,
         verdict,
+        release,
     })
 }
 

@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::style::{bad, dim, good, strong, warn};
 use crate::probe::ProbeResult;
+use crate::probe::release::{LOOSE, Release};
 
 pub use super::challenge::render_checks;
 
@@ -70,6 +71,10 @@ pub fn render(r: &ProbeResult) -> String {
         .join(", ");
     let _ = writeln!(text, "\n\n  statuses         {statuses}");
     let _ = writeln!(text, "  distinct bodies  {}", r.distinct_bodies);
+    let _ = writeln!(text, "  release          {}", release_line(&r.release));
+    for note in &r.release.notes {
+        let _ = writeln!(text, "                   {}", warn(note));
+    }
     match r.effects {
         Some(e) if e.effects > 1 => {
             let _ = writeln!(
@@ -103,6 +108,38 @@ pub fn render(r: &ProbeResult) -> String {
         Some(false) => bad(&r.verdict.summary).to_string(),
         None => warn(&r.verdict.summary).to_string(),
     };
-    let _ = writeln!(text, "\n{verdict}\n");
+    let _ = writeln!(text, "\n{verdict}");
+    if r.verdict.held == Some(true) && r.release.loose() {
+        let _ = writeln!(
+            text,
+            "{}",
+            warn(format!(
+                "the release was looser than {} ms: a guard that held here may still fail a tighter race",
+                LOOSE.as_millis()
+            ))
+        );
+    }
+    text.push('\n');
     text
+}
+
+/// `last byte · HTTP/1.1 over TLS · final writes 38 µs apart`
+pub fn release_line(r: &Release) -> String {
+    let over = match (r.tls, r.verified) {
+        (false, _) => String::new(),
+        (true, true) => " over TLS".to_owned(),
+        (true, false) => " over TLS (certificate not checked: --insecure)".to_owned(),
+    };
+    let spread = match r.final_writes {
+        Some(1) => format!("all final frames in one write, queued {:.0} µs apart", r.spread_us),
+        Some(n) => format!("final frames in {n} writes, {:.0} µs apart", r.spread_us),
+        None => format!("final writes {:.0} µs apart", r.spread_us),
+    };
+    format!(
+        "{} · {}{over} · {} sent · {}",
+        r.mode.name(),
+        r.protocol.name(),
+        r.sent,
+        dim(spread)
+    )
 }

@@ -1,0 +1,201 @@
+//! HTTPS for the probe's clients: rustls with the system's roots (or `--cacert`, or no verification with `--insecure`), SNI, ALPN offering `h2` and `http/1.1`, and certificate errors in one line.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+/// Which certificates the client trusts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Trust {
+    /// The system's root certificates.
+    #[default]
+    System,
+    /// The CAs in a PEM file (`--cacert`), instead of the system's.
+    CaFile(PathBuf),
+    /// None checked at all (`--insecure`).
+    Nothing,
+}
+
+/// Which protocols the client offers in ALPN, in order of preference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offer {
+    /// `h2`, then `http/1.1`: the server picks.
+    Both,
+    /// Only `h2` (`--http2`).
+    Http2,
+    /// Only `http/1.1` (`--http1.1`).
+    Http11,
+}
+
+impl Offer {
+    fn protocols(self) -> Vec<Vec<u8>> {
+        match self {
+            Offer::Both => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+            Offer::Http2 => vec![b"h2".to_vec()],
+            Offer::Http11 => vec![b"http/1.1".to_vec()],
+        }
+    }
+}
+
+/// The crypto every TLS connection of idem's uses: ring's.
+pub fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A client configuration for `trust`, offering `offer`.
+pub fn client_config(trust: &Trust, offer: Offer) -> Result<Arc<ClientConfig>> {
+    let provider = provider();
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .context("the TLS library refused its own defaults")?;
+    let mut config = match trust {
+        Trust::Nothing => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerification(provider)))
+            .with_no_client_auth(),
+        Trust::System => builder
+            .with_root_certificates(system_roots()?)
+            .with_no_client_auth(),
+        Trust::CaFile(path) => builder
+            .with_root_certificates(roots_from(path, "--cacert")?)
+            .with_no_client_auth(),
+    };
+    config.alpn_protocols = offer.protocols();
+    Ok(Arc::new(config))
+}
+
+/// The system's root certificates (the files OpenSSL would read).
+pub fn system_roots() -> Result<RootCertStore> {
+    let found = rustls_native_certs::load_native_certs();
+    let mut roots = RootCertStore::empty();
+    let (added, _) = roots.add_parsable_certificates(found.certs);
+    if added == 0 {
+        bail!(
+            "no system root certificates were found (Debian: ca-certificates); give --cacert FILE or --insecure"
+        );
+    }
+    Ok(roots)
+}
+
+/// The certificates in a PEM file, as roots; `flag` names the setting.
+pub fn roots_from(path: &Path, flag: &str) -> Result<RootCertStore> {
+    let shown = path.display();
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+        .map_err(|e| anyhow::anyhow!("{flag} {shown}: could not read it: {e}"))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| anyhow::anyhow!("{flag} {shown}: not a PEM certificate file: {e}"))?;
+    let mut roots = RootCertStore::empty();
+    let (added, _) = roots.add_parsable_certificates(certs);
+    if added == 0 {
+        bail!("{flag} {shown} holds no certificate");
+    }
+    Ok(roots)
+}
+
+/// Opens TLS on `tcp` to `host` (its name for SNI and for the certificate);
+/// the protocol the server chose comes with the stream.
+pub async fn connect(
+    config: Arc<ClientConfig>,
+    host: &str,
+    tcp: TcpStream,
+) -> Result<TlsStream<TcpStream>> {
+    let name = ServerName::try_from(host.to_owned())
+        .map_err(|_| anyhow::anyhow!("{host} is not a name TLS can check a certificate against"))?;
+    TlsConnector::from(config)
+        .connect(name, tcp)
+        .await
+        .map_err(|e| anyhow::anyhow!("TLS to {host} failed: {}", handshake_reason(&e)))
+}
+
+/// A failed handshake in a few words: for a certificate, why it was refused.
+fn handshake_reason(err: &std::io::Error) -> String {
+    let Some(tls) = err.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()) else {
+        return err.to_string();
+    };
+    match tls {
+        rustls::Error::InvalidCertificate(cert) => {
+            let why = match cert {
+                CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+                    "it has expired".to_owned()
+                }
+                CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+                    "it is not valid yet".to_owned()
+                }
+                CertificateError::UnknownIssuer => {
+                    "its issuer is not trusted (give its CA with --cacert, or --insecure)".to_owned()
+                }
+                CertificateError::NotValidForName
+                | CertificateError::NotValidForNameContext { .. } => {
+                    "it is for another name".to_owned()
+                }
+                CertificateError::Revoked => "it is revoked".to_owned(),
+                CertificateError::BadSignature => "its signature is bad".to_owned(),
+                other => format!("{other:?}"),
+            };
+            format!("the server's certificate was refused: {why}")
+        }
+        rustls::Error::NoApplicationProtocol => {
+            "the server speaks none of the protocols offered (ALPN)".to_owned()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// `--insecure`: every certificate is taken; signatures are still checked,
+/// so the handshake itself stays sound.
+#[derive(Debug)]
+struct NoVerification(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
