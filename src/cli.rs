@@ -564,6 +564,15 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub limits: ServeLimitFlags,
 
+    /// Serve HTTPS with this PEM certificate chain (and --tls-key); HTTP/2
+    /// is offered beside HTTP/1.1.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
     /// Print the ready line as a JSON object (with `url` and `schema`) and
     /// no request log.
     #[arg(long)]

@@ -22,6 +22,8 @@ pub struct Plan {
     pub settings: RaceSettings,
     pub listen: SocketAddr,
     pub limits: Limits,
+    /// `--tls-cert` and `--tls-key`, read and checked.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
     pub out: Output,
 }
 
@@ -37,6 +39,10 @@ pub fn plan(args: &ServeArgs) -> Result<Plan> {
         settings,
         listen: args.listen,
         limits: args.limits.limits(),
+        tls: match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(crate::http::tls::server_config(cert, key)?),
+            _ => None,
+        },
         out: Output::from_json_flag(args.json),
     })
 }
@@ -72,8 +78,10 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     });
     let note = log.map(|log| Arc::new(move |said: String| log.offer(format!("{said}\n"))) as Note);
     let (app, _held) = race.open_app(watch).await?;
-    let ready = Ready::new(addr, &db.schema, db.shown_url(), &race.settings, cap);
+    let scheme = if plan.tls.is_some() { "https" } else { "http" };
+    let ready = Ready::new(scheme, addr, &db.schema, db.shown_url(), &race.settings, cap);
     out.record(&ready, render_ready)?;
-    listener::serve(Arc::new(app), listener, plan.limits, cap, note).await;
+    let tls = plan.tls.map(tokio_rustls::TlsAcceptor::from);
+    listener::serve(Arc::new(app), listener, plan.limits, cap, note, tls).await;
     Ok(())
 }

@@ -21,13 +21,14 @@ use std::sync::{Arc, LazyLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
 
 use super::app::App;
 
@@ -129,6 +130,7 @@ pub async fn serve(
     limits: Limits,
     cap: usize,
     note: Option<Note>,
+    tls: Option<TlsAcceptor>,
 ) {
     let open = Arc::new(Semaphore::new(cap.max(1)));
     let mut connections = JoinSet::new();
@@ -152,9 +154,18 @@ pub async fn serve(
         };
         // Small answers go out at once, not after Nagle's delay.
         let _ = stream.set_nodelay(true);
-        let app = app.clone();
+        let (app, tls) = (app.clone(), tls.clone());
         connections.spawn(async move {
-            connection(app, stream, limits).await;
+            match tls {
+                None => connection(app, stream, limits).await,
+                // The handshake is bounded as the headers are.
+                Some(tls) => {
+                    let handshake = tokio::time::timeout(limits.read_timeout, tls.accept(stream));
+                    if let Ok(Ok(stream)) = handshake.await {
+                        connection(app, stream, limits).await;
+                    }
+                }
+            }
             drop(permit);
         });
     }
@@ -164,7 +175,7 @@ pub async fn serve(
 /// races and benches reach it on a loopback port.
 pub async fn serve_with_defaults(app: Arc<App>, listener: TcpListener) {
     let limits = Limits::default();
-    serve(app, listener, limits, limits.max_connections, None).await
+    serve(app, listener, limits, limits.max_connections, None, None).await
 }
 
 /// Counts `accept` failures and says one at most once a second.
@@ -198,8 +209,12 @@ impl Failures {
 }
 
 /// One client's connection, from its first byte until it closes, is closed
-/// for idling, or the app stops.
-async fn connection(app: Arc<App>, stream: TcpStream, limits: Limits) {
+/// for idling, or the app stops: HTTP/1.1, or HTTP/2 (by its preface, over
+/// TLS or cleartext).
+async fn connection<T>(app: Arc<App>, stream: T, limits: Limits)
+where
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let activity = Arc::new(Activity::new());
     let in_flight = Arc::new(AtomicUsize::new(0));
     let io = Watched {
@@ -214,10 +229,13 @@ async fn connection(app: Arc<App>, stream: TcpStream, limits: Limits) {
             Ok::<_, Infallible>(app.route(req, limits.read_timeout).await)
         }
     });
-    let conn = http1::Builder::new()
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.read_timeout)
-        .serve_connection(TokioIo::new(io), service);
+        .header_read_timeout(limits.read_timeout);
+    builder.http2().timer(TokioTimer::new());
+    let conn = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
     let tick = (limits.idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut closing_since: Option<Instant> = None;
@@ -285,12 +303,12 @@ impl Drop for InFlight<'_> {
 }
 
 /// A stream that notes when bytes move, for the idle timeout.
-struct Watched {
-    io: TcpStream,
+struct Watched<T> {
+    io: T,
     activity: Arc<Activity>,
 }
 
-impl AsyncRead for Watched {
+impl<T: AsyncRead + Unpin> AsyncRead for Watched<T> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -305,7 +323,7 @@ impl AsyncRead for Watched {
     }
 }
 
-impl AsyncWrite for Watched {
+impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

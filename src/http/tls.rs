@@ -1,4 +1,4 @@
-//! HTTPS for the probe's clients: rustls with the system's roots (or `--cacert`, or no verification with `--insecure`), SNI, ALPN offering `h2` and `http/1.1`, and certificate errors in one line.
+//! HTTPS with rustls: for the probe's clients, the system's roots (or `--cacert`, or no verification with `--insecure`), SNI, ALPN offering `h2` and `http/1.1`, and certificate errors in one line; for `idem serve`, a certificate and key of the user's.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -99,6 +99,28 @@ pub fn roots_from(path: &Path, flag: &str) -> Result<RootCertStore> {
         bail!("{flag} {shown} holds no certificate");
     }
     Ok(roots)
+}
+
+/// A server configuration from a PEM certificate chain and its private key
+/// (`idem serve --tls-cert --tls-key`), offering `h2` and `http/1.1`.
+pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| anyhow::anyhow!("--tls-cert {}: could not read it: {e}", cert.display()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| anyhow::anyhow!("--tls-cert {}: not a PEM certificate file: {e}", cert.display()))?;
+    if chain.is_empty() {
+        bail!("--tls-cert {} holds no certificate", cert.display());
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| anyhow::anyhow!("--tls-key {}: no private key read: {e}", key.display()))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .context("the TLS library refused its own defaults")?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| anyhow::anyhow!("--tls-cert and --tls-key do not go together: {e}"))?;
+    config.alpn_protocols = Offer::Both.protocols();
+    Ok(Arc::new(config))
 }
 
 /// Opens TLS on `tcp` to `host` (its name for SNI and for the certificate);

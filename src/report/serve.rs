@@ -35,6 +35,7 @@ pub struct Ready {
 
 impl Ready {
     pub fn new(
+        scheme: &str,
         addr: SocketAddr,
         schema: &str,
         database_url: String,
@@ -42,8 +43,8 @@ impl Ready {
         max_connections: usize,
     ) -> Self {
         Self {
-            url: format!("http://{addr}"),
-            endpoint: format!("http://{addr}/lessons/1/complete"),
+            url: format!("{scheme}://{addr}"),
+            endpoint: format!("{scheme}://{addr}/lessons/1/complete"),
             schema: schema.to_owned(),
             database_url,
             count_sql: format!("SELECT count(*) FROM {schema}.experience_points"),
