@@ -714,9 +714,16 @@ pub struct ProbeArgs {
           allow_negative_numbers = true, value_parser = whole::<1, 1000>)]
     pub requests: u64,
 
-    /// The Idempotency-Key every request carries [default: a random UUID].
+    /// The Idempotency-Key every request carries [default: a random UUID,
+    /// a fresh one for each burst].
     #[arg(long, short = 'k', value_name = "KEY")]
     pub key: Option<String>,
+
+    /// Send R bursts, a fresh key each (unless --key), and report in how
+    /// many the guard let duplicates through.
+    #[arg(long, default_value_t = 1, value_name = "R",
+          allow_negative_numbers = true, value_parser = whole::<1, 100_000>)]
+    pub runs: u64,
 
     /// The HTTP method.
     #[arg(long, short = 'X', default_value = "POST", value_name = "METHOD")]

@@ -8,14 +8,17 @@ use bytes::Bytes;
 
 use crate::cli::{CountFlags, ProbeArgs, ReleaseFlag};
 use crate::probe::conformance::{self, Mark};
+use crate::probe::bursts::Bursts;
 use crate::probe::{Counter, Http1Release, Probe, probe};
 use crate::report::Output;
-use crate::report::probe::{render, render_checks};
+use crate::report::probe::{render, render_bursts, render_checks};
 
 /// What `idem probe` will do, checked before anything is sent.
 pub struct Plan {
     pub probe: Probe,
-    pub key: String,
+    /// `--key`, or `None` for a fresh key per burst.
+    pub key: Option<String>,
+    pub runs: usize,
     pub requests: usize,
     pub conformance: Option<Bytes>,
     pub out: Output,
@@ -42,12 +45,17 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
         ReleaseFlag::Whole => Http1Release::Whole,
     });
     let key = match &args.key {
-        Some(key) => crate::http::wire::parse_key(std::iter::once(
-            crate::http::wire::quote_key(key).as_bytes(),
-        ))
-        .map_err(|e| anyhow::anyhow!("--key: {e}"))?,
-        None => uuid::Uuid::new_v4().to_string(),
+        Some(key) => Some(
+            crate::http::wire::parse_key(std::iter::once(
+                crate::http::wire::quote_key(key).as_bytes(),
+            ))
+            .map_err(|e| anyhow::anyhow!("--key: {e}"))?,
+        ),
+        None => None,
     };
+    if args.runs > 1 && args.conformance {
+        bail!("--conformance checks its cases once; drop --runs");
+    }
     let conformance = match (args.conformance, &args.other_data) {
         (true, Some(other)) => Some(body_of(other, "--other-data")?),
         (true, None) => Some(conformance::other_body(&probe.body)?),
@@ -59,6 +67,7 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
     Ok(Plan {
         probe,
         key,
+        runs: args.runs as usize,
         requests: args.requests as usize,
         conformance,
         out: Output::from_json_flag(args.json),
@@ -124,7 +133,11 @@ pub async fn check_counter(counter: Option<&Counter>) -> Result<()> {
 pub async fn execute(plan: Plan) -> Result<()> {
     let out = plan.out;
     check_counter(plan.probe.counter.as_ref()).await?;
-    let result = probe(&plan.probe, &plan.key, plan.requests).await?;
+    if plan.runs > 1 {
+        return bursts(&plan).await;
+    }
+    let key = plan.key.clone().unwrap_or_else(fresh_key);
+    let result = probe(&plan.probe, &key, plan.requests).await?;
     if result.shots.iter().all(|s| s.status.is_none())
         && let Some(error) = result.shots.iter().find_map(|s| s.error.clone())
     {
@@ -133,7 +146,7 @@ pub async fn execute(plan: Plan) -> Result<()> {
     out.record(&result, render)?;
     let mut failed = result.verdict.held == Some(false) && result.effects.is_some();
     if let Some(other) = &plan.conformance {
-        let checks = conformance::run(&plan.probe, other, &plan.key, plan.requests).await?;
+        let checks = conformance::run(&plan.probe, other, &key, plan.requests).await?;
         for check in &checks {
             out.record(check, |_| String::new())?;
         }
@@ -145,6 +158,39 @@ pub async fn execute(plan: Plan) -> Result<()> {
     }
     if failed {
         bail!("the endpoint did not hold (see above)");
+    }
+    Ok(())
+}
+
+/// A key of its own for one burst.
+fn fresh_key() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// `--runs R`: R bursts, each a line of `--json`, then what they came to.
+async fn bursts(plan: &Plan) -> Result<()> {
+    let out = plan.out;
+    let progress = out.progress(plan.runs as u64, "bursts");
+    let mut summary = Bursts::new(plan.requests);
+    let mut spreads = Vec::with_capacity(plan.runs);
+    let mut unjudged = None;
+    for _ in 0..plan.runs {
+        let key = plan.key.clone().unwrap_or_else(fresh_key);
+        let result = probe(&plan.probe, &key, plan.requests).await?;
+        if !result.verdict.judged {
+            unjudged.get_or_insert(result.verdict.summary.clone());
+        }
+        summary.add(&result, &mut spreads);
+        out.record(&result, |_| String::new())?;
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    out.record(&summary, |s| render_bursts(&plan.probe.shown_url, s))?;
+    if let Some(why) = unjudged {
+        bail!("the probe could not judge the endpoint: {why}");
+    }
+    if summary.with_duplicates > 0 && plan.probe.counter.is_some() {
+        bail!("the endpoint did not hold: {}", summary.rate());
     }
     Ok(())
 }

@@ -7,6 +7,7 @@
 //! before and after: more than one effect for one key is duplicate work,
 //! whatever the statuses said. [`conformance`] runs the IETF draft's cases.
 
+pub mod bursts;
 pub mod conformance;
 pub mod count;
 pub mod release;

@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::style::{bad, dim, good, strong, warn};
 use crate::probe::ProbeResult;
+use crate::probe::bursts::Bursts;
 use crate::probe::release::{LOOSE, Release};
 
 pub use super::challenge::render_checks;
@@ -142,4 +143,54 @@ pub fn release_line(r: &Release) -> String {
         r.sent,
         dim(spread)
     )
+}
+
+/// What `idem probe --runs R` came to, for people.
+pub fn render_bursts(url: &str, b: &Bursts) -> String {
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "{} {} · {} bursts of {} requests\n",
+        strong("idem probe ·"),
+        strong(url),
+        b.bursts,
+        b.requests_per_burst
+    );
+    let rate = b.rate();
+    let rate = match b.with_duplicates {
+        0 => good(rate).to_string(),
+        _ => bad(rate).to_string(),
+    };
+    let _ = writeln!(
+        text,
+        "  {rate} {}",
+        dim(format!("(held in {}, undecided in {})", b.held, b.undecided))
+    );
+    if !b.effects.is_empty() {
+        let effects = b
+            .effects
+            .iter()
+            .map(|(effects, bursts)| format!("{effects} in {bursts}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = writeln!(text, "  effects per burst  {effects}");
+    }
+    let statuses = b
+        .statuses
+        .iter()
+        .map(|(status, n)| format!("{status} ×{n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(text, "  statuses           {statuses}");
+    if let Some(mode) = b.mode {
+        let _ = writeln!(
+            text,
+            "  release            {} · final writes {:.0} µs apart (median), {:.0} µs at most",
+            mode.name(),
+            b.spread_us_median,
+            b.spread_us_max
+        );
+    }
+    text.push('\n');
+    text
 }
