@@ -634,7 +634,12 @@ impl ServeLimitFlags {
 #[derive(Debug, Clone, Args)]
 pub struct ReachFlags {
     /// Trust the CA certificates in this PEM file instead of the system's (https).
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure", help_heading = "Reaching the service")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "insecure",
+        help_heading = "Reaching the service"
+    )]
     pub cacert: Option<PathBuf>,
 
     /// Do not check the server's certificate (https); the output says so.
@@ -643,7 +648,11 @@ pub struct ReachFlags {
 
     /// Insist on HTTP/2, through TLS's ALPN (https); all requests go as
     /// streams of one connection, released in one packet.
-    #[arg(long, conflicts_with = "http1_1", help_heading = "Reaching the service")]
+    #[arg(
+        long,
+        conflicts_with = "http1_1",
+        help_heading = "Reaching the service"
+    )]
     pub http2: bool,
 
     /// Speak HTTP/2 over cleartext from the first byte (h2c, http:// URLs).
@@ -651,7 +660,11 @@ pub struct ReachFlags {
     pub http2_prior_knowledge: bool,
 
     /// Offer only HTTP/1.1 in ALPN (https): one connection per request.
-    #[arg(long = "http1.1", id = "http1_1", help_heading = "Reaching the service")]
+    #[arg(
+        long = "http1.1",
+        id = "http1_1",
+        help_heading = "Reaching the service"
+    )]
     pub http1_1: bool,
 }
 
@@ -829,6 +842,8 @@ pub enum BenchSection {
     Throughput,
     /// The guard through `idem serve`'s app against in-process.
     Wire,
+    /// The probe's release modes: arrival spread at a loopback server.
+    Release,
     /// Every request on one key at once.
     HotKey,
     /// Thousands of workers on one key.

@@ -1,10 +1,12 @@
 //! The measurements behind `idem bench`: rerunnable figures, never timed tests.
 
+pub mod arrival;
 pub mod client;
 pub mod cluster;
 pub mod pgbench;
 pub mod process;
 pub mod races;
+pub mod release;
 pub mod script;
 pub mod throughput;
 pub mod wire;
@@ -37,6 +39,8 @@ pub struct BenchReport {
     pub throughput: Vec<Throughput>,
     /// The guard through `idem serve`'s app against the guard in-process.
     pub over_http: Option<wire::WireFigure>,
+    /// How tightly the probe's requests reach a server, per release mode.
+    pub release: Vec<release::ReleaseFigure>,
     pub hot_key: Vec<HotKey>,
     pub scale: Vec<ScaleFigure>,
     /// The idem process's peak resident memory over the whole benchmark.

@@ -35,13 +35,14 @@ pub struct Plan {
 }
 
 /// Every section, in the order the report shows them.
-const ALL: [BenchSection; 8] = [
+const ALL: [BenchSection; 9] = [
     BenchSection::Cluster,
     BenchSection::Races,
     BenchSection::Process,
     BenchSection::Client,
     BenchSection::Throughput,
     BenchSection::Wire,
+    BenchSection::Release,
     BenchSection::HotKey,
     BenchSection::Scale,
 ];
@@ -92,6 +93,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
             (plan.throughput.len() * (GUARDS.len() + 1)) as u64,
         ),
         (BenchSection::Wire, 1),
+        (BenchSection::Release, 1),
         (BenchSection::HotKey, GUARDS.len() as u64),
         (BenchSection::Scale, 3 * plan.scale.len() as u64),
     ]
@@ -146,6 +148,14 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         }
         false => None,
     };
+    let release = match on(BenchSection::Release) {
+        true => {
+            let figures = measure::release::measure(plan.quick).await?;
+            tick();
+            figures
+        }
+        false => Vec::new(),
+    };
     let hot_key = match on(BenchSection::HotKey) {
         true => measure::races::hot_key(db, plan.hot_key_requests, tick).await?,
         false => Vec::new(),
@@ -171,6 +181,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         client,
         throughput,
         over_http,
+        release,
         hot_key,
         scale,
         peak_rss_mb: peak_rss_mb(),

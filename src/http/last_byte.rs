@@ -9,7 +9,9 @@
 //!
 //! [`Held`] is the stream hyper writes to: it passes every byte on but the
 //! latest, and answers hyper's flush only once the gate has sent that one.
-//! [`Trigger`] is the gate's side of the same stream.
+//! [`Trigger`] is the gate's side of the same stream: at the release it
+//! takes each final byte (over TLS, sealed ahead into its record), sends
+//! them all straight to their sockets in one loop, then wakes the clients.
 
 use std::io;
 use std::pin::Pin;
@@ -96,20 +98,71 @@ impl Trigger {
             && unacknowledged(shared.io.raw_fd()) == Some(0)
     }
 
-    /// Sends the final byte now, from this thread, if the socket takes it
-    /// (a TLS stream sends it as a record of its own); otherwise the
-    /// client's task sends it when it is next woken. Either way the client
-    /// is told it may read its answer.
-    pub fn release(&self) {
+    /// Takes the final byte out of the client's hands and makes it ready
+    /// for the wire: for TLS, already encrypted as a record of its own.
+    /// The client is not told; [`Trigger::wake`] does that, after the send.
+    fn prepare(&self) -> Ready {
         let mut shared = lock(&self.shared);
         shared.released = true;
-        let mut cx = Context::from_waker(Waker::noop());
-        let _ = shared.drive(&mut cx);
-        if shared.pending.is_empty() {
-            let _ = Pin::new(&mut shared.io).poll_flush(&mut cx);
+        let fd = shared.io.raw_fd();
+        // A request not staged in time goes out as the client's own write.
+        if shared.pending.len() != 1 {
+            return Ready {
+                fd,
+                bytes: Vec::new(),
+            };
         }
-        if let Some(waker) = shared.waiting.take() {
+        let last = std::mem::take(&mut shared.pending);
+        let bytes = match &mut shared.io {
+            Stream::Plain(_) => last,
+            Stream::Tls(tls) => {
+                let session = tls.get_mut().1;
+                let mut record = Vec::new();
+                let sealed = std::io::Write::write_all(&mut session.writer(), &last)
+                    .and_then(|()| session.write_tls(&mut record).map(drop));
+                match sealed {
+                    Ok(()) => record,
+                    // Left to the client's own write, which reports the failure.
+                    Err(_) => {
+                        shared.pending = last;
+                        Vec::new()
+                    }
+                }
+            }
+        };
+        Ready { fd, bytes }
+    }
+
+    /// Tells the client its request is whole: it may read its answer.
+    fn wake(&self) {
+        if let Some(waker) = lock(&self.shared).waiting.take() {
             waker.wake();
+        }
+    }
+}
+
+/// One connection's final bytes, ready to go.
+struct Ready {
+    fd: std::os::fd::RawFd,
+    bytes: Vec<u8>,
+}
+
+impl Ready {
+    /// One non-blocking send; the socket's queue is empty (the request was
+    /// staged), so a few bytes always fit. Bytes it did not take are
+    /// reported by the client's read failing, as a broken connection is.
+    fn send(&self) {
+        if self.bytes.is_empty() {
+            return;
+        }
+        // SAFETY: `fd` is an open socket and `bytes` a valid buffer.
+        unsafe {
+            libc::send(
+                self.fd,
+                self.bytes.as_ptr().cast(),
+                self.bytes.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            );
         }
     }
 }
@@ -129,14 +182,21 @@ pub async fn all_staged(triggers: &[Trigger], limit: Duration) -> bool {
     }
 }
 
-/// Releases every trigger in one tight loop; returns when the first and the
-/// last final byte were handed to the kernel.
+/// Releases every trigger: each final byte (or its TLS record) is made
+/// ready first, then all go out in one loop of `send` calls, and only then
+/// are the clients woken to read their answers. Returns when the first and
+/// the last send were made.
 pub fn release_all(triggers: &[Trigger]) -> (Instant, Instant) {
+    let ready: Vec<Ready> = triggers.iter().map(Trigger::prepare).collect();
     let first = Instant::now();
-    for trigger in triggers {
-        trigger.release();
+    for one in &ready {
+        one.send();
     }
-    (first, Instant::now())
+    let last = Instant::now();
+    for trigger in triggers {
+        trigger.wake();
+    }
+    (first, last)
 }
 
 impl AsyncRead for Held {

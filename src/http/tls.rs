@@ -8,7 +8,9 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
@@ -21,6 +23,8 @@ pub enum Trust {
     System,
     /// The CAs in a PEM file (`--cacert`), instead of the system's.
     CaFile(PathBuf),
+    /// One certificate, trusted as a root (a test's or a bench's own).
+    Certificate(CertificateDer<'static>),
     /// None checked at all (`--insecure`).
     Nothing,
 }
@@ -68,6 +72,13 @@ pub fn client_config(trust: &Trust, offer: Offer) -> Result<Arc<ClientConfig>> {
         Trust::CaFile(path) => builder
             .with_root_certificates(roots_from(path, "--cacert")?)
             .with_no_client_auth(),
+        Trust::Certificate(cert) => {
+            let mut roots = RootCertStore::empty();
+            roots
+                .add(cert.clone())
+                .context("the certificate to trust is not one")?;
+            builder.with_root_certificates(roots).with_no_client_auth()
+        }
     };
     config.alpn_protocols = offer.protocols();
     Ok(Arc::new(config))
@@ -107,7 +118,12 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .map_err(|e| anyhow::anyhow!("--tls-cert {}: could not read it: {e}", cert.display()))?
         .collect::<Result<_, _>>()
-        .map_err(|e| anyhow::anyhow!("--tls-cert {}: not a PEM certificate file: {e}", cert.display()))?;
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "--tls-cert {}: not a PEM certificate file: {e}",
+                cert.display()
+            )
+        })?;
     if chain.is_empty() {
         bail!("--tls-cert {} holds no certificate", cert.display());
     }
@@ -140,7 +156,10 @@ pub async fn connect(
 
 /// A failed handshake in a few words: for a certificate, why it was refused.
 fn handshake_reason(err: &std::io::Error) -> String {
-    let Some(tls) = err.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()) else {
+    let Some(tls) = err
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>())
+    else {
         return err.to_string();
     };
     match tls {
@@ -153,7 +172,8 @@ fn handshake_reason(err: &std::io::Error) -> String {
                     "it is not valid yet".to_owned()
                 }
                 CertificateError::UnknownIssuer => {
-                    "its issuer is not trusted (give its CA with --cacert, or --insecure)".to_owned()
+                    "its issuer is not trusted (give its CA with --cacert, or --insecure)"
+                        .to_owned()
                 }
                 CertificateError::NotValidForName
                 | CertificateError::NotValidForNameContext { .. } => {

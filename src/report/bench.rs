@@ -28,6 +28,7 @@ pub fn render(b: &BenchReport) -> String {
     client(&mut out, b);
     throughput(&mut out, b);
     over_http(&mut out, b);
+    release(&mut out, b);
     hot_key(&mut out, b);
     scale(&mut out, b);
     let _ = writeln!(
@@ -285,6 +286,44 @@ fn over_http(out: &mut String, b: &BenchReport) {
             format!("{:.2}", w.ratio),
         ]],
         &[1, 2, 3, 4],
+    );
+    out.push_str("\n\n");
+}
+
+/// The probe's release modes, as a loopback server saw the requests end.
+fn release(out: &mut String, b: &BenchReport) {
+    if b.release.is_empty() {
+        return;
+    }
+    let rows = b
+        .release
+        .iter()
+        .map(|r| {
+            let one_read = match r.mode {
+                crate::probe::release::Mode::SinglePacket => {
+                    format!("{}/{}", r.in_one_read, r.bursts)
+                }
+                _ => "—".into(),
+            };
+            vec![
+                r.mode.name().to_string(),
+                format!("{}{}", r.protocol.name(), if r.tls { " + TLS" } else { "" }),
+                r.requests.to_string(),
+                format!("{:.0}", r.median_us),
+                format!("{:.0}", r.p90_us),
+                one_read,
+                format!("{:.0}", r.client_median_us),
+            ]
+        })
+        .collect();
+    section(
+        out,
+        "release: from the first to the last request's final byte at the server, µs (bursts each)",
+        &[
+            "mode", "protocol", "N", "median", "p90", "one read", "client",
+        ],
+        rows,
+        &[2, 3, 4, 6],
     );
     out.push_str("\n\n");
 }
