@@ -132,7 +132,7 @@ impl ConnectArgs {
             cluster: ClusterOptions {
                 pg_bin: self.pg_bin.clone(),
                 pg_user: self.pg_user.clone(),
-                template_cache: None,
+                ..ClusterOptions::default()
             },
             keep: self.keep,
             schema: None,

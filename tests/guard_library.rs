@@ -8,11 +8,8 @@ use serde_json::json;
 
 /// A plain client, as a service would hold one.
 async fn client(db: &Database) -> tokio_postgres::Client {
-    let (client, connection) = db
-        .workers_config()
-        .connect(tokio_postgres::NoTls)
-        .await
-        .unwrap();
+    let workers = db.workers_config();
+    let (client, connection) = workers.config.connect(workers.tls.clone()).await.unwrap();
     tokio::spawn(connection);
     client
 }

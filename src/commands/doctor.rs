@@ -5,7 +5,7 @@ use std::fmt::Write;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::db::{Backend, Database};
+use crate::db::{Backend, Database, Encryption};
 use crate::report::Output;
 use crate::report::style::{dim, strong};
 
@@ -24,10 +24,15 @@ pub struct Findings {
     pub run_dir: Option<String>,
     pub start_ms: Option<f64>,
     pub stop_ms: Option<f64>,
+    /// The bookkeeping connection (sqlx), as the server sees it.
+    pub bookkeeping_tls: Encryption,
+    /// A workers' connection (the pool's tokio-postgres), as the server sees it.
+    pub workers_tls: Encryption,
 }
 
 /// Looks around, closes the database (timing the stop), and reports.
 pub async fn execute(db: Database, out: Output) -> Result<()> {
+    let (bookkeeping_tls, workers_tls) = db.encryption().await?;
     let mut findings = Findings {
         backend: "server",
         server_version: db.server_version().await?,
@@ -40,6 +45,8 @@ pub async fn execute(db: Database, out: Output) -> Result<()> {
         run_dir: None,
         start_ms: None,
         stop_ms: None,
+        bookkeeping_tls,
+        workers_tls,
     };
     match &db.backend {
         Backend::Embedded(cluster) => {
@@ -110,6 +117,15 @@ fn render(f: &Findings) -> String {
             row("database", f.url.clone().unwrap_or_default());
         }
     }
+    let tls = match (f.bookkeeping_tls.describe(), f.workers_tls.describe()) {
+        (bookkeeping, workers) if bookkeeping == workers => bookkeeping,
+        (bookkeeping, workers) => format!("bookkeeping {bookkeeping}, workers {workers}"),
+    };
+    let over = match f.backend {
+        "disposable" => dim(" (a unix socket: nothing to encrypt)").to_string(),
+        _ => String::new(),
+    };
+    row("connections", format!("{tls}{over}"));
     row(
         "schema",
         format!("{} {}", f.schema, dim("(this run's own; dropped at exit)")),

@@ -62,6 +62,9 @@ pub struct ClusterOptions {
     pub pg_user: Option<String>,
     /// Where the initdb template is cached; the user's cache directory if `None`.
     pub template_cache: Option<PathBuf>,
+    /// More `name=value` server settings, after idem's own (which they can
+    /// override): how a test starts a server that listens on TCP with TLS.
+    pub server_settings: Vec<String>,
 }
 
 /// A running disposable cluster. Dropping it stops it and removes its files.
@@ -119,6 +122,7 @@ impl Cluster {
             .arg("-k")
             .arg(&run_dir)
             .args(server_settings())
+            .args(opts.server_settings.iter().flat_map(|s| ["-c", s.as_str()]))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

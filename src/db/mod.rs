@@ -16,6 +16,7 @@ pub mod pool;
 pub mod run_schema;
 pub mod secret;
 pub mod template;
+pub mod tls;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -23,6 +24,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use tls::Tls;
 
 pub use cluster::{Cluster, ClusterOptions};
 pub use secret::redact;
@@ -69,7 +71,7 @@ pub struct Database {
     /// sqlx's pool for bookkeeping: schema, migrations, resets and counts.
     pub meta: PgPool,
     /// The workers' connection settings (search_path pinned to the schema).
-    workers_config: tokio_postgres::Config,
+    workers_config: pool::Connect,
     keep: bool,
     /// The schema came from `--schema`: an earlier run's, left as it was found.
     existing: bool,
@@ -95,7 +97,7 @@ impl Database {
             Some(schema) => (uuid::Uuid::nil(), schema.clone()),
             None => run_schema::new_run(),
         };
-        let (backend, sqlx_opts, pg_config) = match &opts.database_url {
+        let (backend, sqlx_opts, pg_config, tls) = match &opts.database_url {
             Some(url) => server(url)?,
             None if opts.keep => {
                 bail!("--keep needs --database-url: the disposable cluster is always removed")
@@ -111,11 +113,15 @@ impl Database {
             .acquire_timeout(CONNECT_TIMEOUT)
             .connect_lazy_with(sqlx_opts);
 
-        let mut workers_config = pg_config;
-        workers_config
+        let mut config = pg_config;
+        config
             .options(format!("-c search_path={schema}"))
             .application_name("idem-worker")
             .connect_timeout(CONNECT_TIMEOUT);
+        let workers_config = pool::Connect {
+            config,
+            tls: tls.connector()?,
+        };
 
         let mut db = Database {
             backend,
@@ -273,7 +279,6 @@ impl Database {
             .await?)
     }
 
-    /// Settings for the workers' connections.
     /// A URL another program can use to reach this database, safe to print:
     /// the disposable cluster's socket, or the user's URL with its password hidden.
     pub fn shown_url(&self) -> String {
@@ -281,7 +286,7 @@ impl Database {
         match &self.backend {
             Backend::Server { url } => url.clone(),
             Backend::Embedded(_) => {
-                let c = &self.workers_config;
+                let c = &self.workers_config.config;
                 let host = match c.get_hosts().first() {
                     Some(Host::Unix(dir)) => dir.display().to_string(),
                     Some(Host::Tcp(host)) => host.clone(),
@@ -300,7 +305,28 @@ impl Database {
         }
     }
 
-    pub fn workers_config(&self) -> &tokio_postgres::Config {
+    /// How the bookkeeping connection (sqlx) and a workers' connection
+    /// (tokio-postgres) reach the server: encrypted or not, and how.
+    pub async fn encryption(&self) -> Result<(Encryption, Encryption)> {
+        const ASK: &str =
+            "SELECT ssl, version, cipher FROM pg_stat_ssl WHERE pid = pg_backend_pid()";
+        let row: (bool, Option<String>, Option<String>) =
+            sqlx::query_as(ASK).fetch_one(&self.meta).await?;
+        let bookkeeping = Encryption::from_row(row);
+        let pool = pool::warm_pool(&self.workers_config, 1).await?;
+        let conn = pool::checkout(&pool, CONNECT_TIMEOUT).await.map_err(|e| {
+            anyhow::anyhow!(
+                "could not open a workers' connection: {}",
+                pool::describe(&e)
+            )
+        })?;
+        let row = conn.query_one(ASK, &[]).await?;
+        let workers = Encryption::from_row((row.get(0), row.get(1), row.get(2)));
+        Ok((bookkeeping, workers))
+    }
+
+    /// Settings for the workers' connections.
+    pub fn workers_config(&self) -> &pool::Connect {
         &self.workers_config
     }
 
@@ -353,8 +379,9 @@ async fn finish_schema(meta: &PgPool, schema: &str, keep: bool) -> Result<()> {
 }
 
 /// How to reach a server the user named: its connection settings for
-/// sqlx and for the workers' pool, and how to name it in messages.
-fn server(url: &str) -> Result<(Backend, PgConnectOptions, tokio_postgres::Config)> {
+/// sqlx and for the workers' pool (TLS as the URL's `sslmode` says, for
+/// both), and how to name it in messages.
+fn server(url: &str) -> Result<(Backend, PgConnectOptions, tokio_postgres::Config, Tls)> {
     let shown = redact(url);
     if url.trim().is_empty() {
         bail!(
@@ -364,21 +391,25 @@ fn server(url: &str) -> Result<(Backend, PgConnectOptions, tokio_postgres::Confi
     }
     let malformed =
         |e: &dyn std::error::Error| anyhow::anyhow!("malformed database URL {shown}: {}", chain(e));
-    let sqlx_opts = PgConnectOptions::from_str(url).map_err(|e| malformed(&e))?;
-    let mut pg_config = tokio_postgres::Config::from_str(url).map_err(|e| malformed(&e))?;
+    let (tls, rest) =
+        Tls::take_from(url).map_err(|e| anyhow::anyhow!("database URL {shown}: {e}"))?;
+    let sqlx_opts = tls.for_sqlx(PgConnectOptions::from_str(&rest).map_err(|e| malformed(&e))?);
+    let mut pg_config = tokio_postgres::Config::from_str(&rest).map_err(|e| malformed(&e))?;
+    pg_config.ssl_mode(tls.driver_mode());
     // libpq, and sqlx, read PGPASSWORD when the URL has no password.
     if pg_config.get_password().is_none()
         && let Ok(password) = std::env::var("PGPASSWORD")
     {
         pg_config.password(password);
     }
-    Ok((Backend::Server { url: shown }, sqlx_opts, pg_config))
+    Ok((Backend::Server { url: shown }, sqlx_opts, pg_config, tls))
 }
 
-/// Starts a disposable cluster and says how to reach it.
+/// Starts a disposable cluster and says how to reach it (its unix socket:
+/// no TLS).
 async fn embedded(
     opts: &ClusterOptions,
-) -> Result<(Backend, PgConnectOptions, tokio_postgres::Config)> {
+) -> Result<(Backend, PgConnectOptions, tokio_postgres::Config, Tls)> {
     let cluster_opts = opts.clone();
     let cluster = tokio::task::spawn_blocking(move || Cluster::start(&cluster_opts))
         .await
@@ -393,7 +424,12 @@ async fn embedded(
         .host_path(&dir)
         .user("postgres")
         .dbname("postgres");
-    Ok((Backend::Embedded(Box::new(cluster)), sqlx_opts, pg_config))
+    Ok((
+        Backend::Embedded(Box::new(cluster)),
+        sqlx_opts,
+        pg_config,
+        Tls::disabled(),
+    ))
 }
 
 /// One connection first, so a refused or rejected connection is reported
@@ -404,11 +440,11 @@ async fn probe(backend: &Backend, options: &PgConnectOptions) -> Result<()> {
             drop(conn.close().await);
             Ok(())
         }
-        Ok(Err(e)) => bail!(
-            "could not connect to {}: {}",
-            backend.describe(),
-            first_line(&chain(&e))
-        ),
+        Ok(Err(e)) => {
+            let said = first_line(&chain(&e));
+            let hint = tls::hint_for(&said);
+            bail!("could not connect to {}: {said}{hint}", backend.describe())
+        }
         Err(_) => bail!(
             "could not connect to {}: no answer within {} s",
             backend.describe(),
@@ -427,6 +463,35 @@ impl Backend {
                 cluster.run_dir.display()
             ),
             Backend::Server { url } => format!("the server at {url}"),
+        }
+    }
+}
+
+/// Whether a connection is encrypted, as the server sees it (`pg_stat_ssl`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Encryption {
+    pub encrypted: bool,
+    /// `TLSv1.3` and the like.
+    pub version: Option<String>,
+    pub cipher: Option<String>,
+}
+
+impl Encryption {
+    fn from_row((encrypted, version, cipher): (bool, Option<String>, Option<String>)) -> Self {
+        Self {
+            encrypted,
+            version,
+            cipher,
+        }
+    }
+
+    /// `TLSv1.3 (TLS_AES_256_GCM_SHA384)`, or `not encrypted`.
+    pub fn describe(&self) -> String {
+        match (self.encrypted, &self.version, &self.cipher) {
+            (true, Some(version), Some(cipher)) => format!("{version} ({cipher})"),
+            (true, Some(version), None) => version.clone(),
+            (true, None, _) => "encrypted".into(),
+            (false, ..) => "not encrypted".into(),
         }
     }
 }

@@ -10,17 +10,33 @@ use anyhow::{Context, Result};
 use deadpool_postgres::{
     Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime, Timeouts,
 };
-use tokio_postgres::NoTls;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// A pooled connection, as a worker holds it.
 pub type Conn = Object;
 
+/// How the workers' connections reach the server: tokio-postgres's settings
+/// and the TLS connector that checks what the URL's `sslmode` asks.
+#[derive(Clone)]
+pub struct Connect {
+    pub config: tokio_postgres::Config,
+    pub tls: MakeRustlsConnect,
+}
+
+impl std::fmt::Debug for Connect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connect")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Builds a pool of at most `size` connections and opens them all, as a warm
 /// application pool would be by the time requests arrive.
-pub async fn warm_pool(config: &tokio_postgres::Config, size: usize) -> Result<Pool> {
+pub async fn warm_pool(connect: &Connect, size: usize) -> Result<Pool> {
     let manager = Manager::from_config(
-        config.clone(),
-        NoTls,
+        connect.config.clone(),
+        connect.tls.clone(),
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },

@@ -257,7 +257,8 @@ fn is_secret_key(key: &str) -> bool {
     SECRET_KEYS.contains(&key.to_ascii_lowercase().as_str())
 }
 
-fn percent_decode(text: &str) -> String {
+/// `%2F` and the like decoded (a URL's user-info or query part).
+pub fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

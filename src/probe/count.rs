@@ -23,9 +23,11 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Type;
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{Client, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::db::secret::{redact, scrub};
+use crate::db::tls::Tls;
 
 /// `--count-timeout-ms`'s default: how long connecting and counting may take.
 pub const DEFAULT_COUNT_TIMEOUT_MS: u64 = 15_000;
@@ -45,10 +47,12 @@ const DROP_SUPERUSER: &str = "SELECT set_config('role', 'pg_read_all_data', true
 const QUERY_WORDS: [&str; 4] = ["select", "with", "values", "table"];
 
 /// A query that returns the number of effects so far, and where it runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Counter {
     sql: String,
     config: tokio_postgres::Config,
+    /// TLS as the URL's `sslmode` says.
+    tls: MakeRustlsConnect,
     timeout: Duration,
     /// The database URL with any password hidden.
     pub shown: String,
@@ -67,17 +71,21 @@ impl Counter {
         }
         let sql = sql.trim().trim_end_matches(';').trim_end().to_owned();
         check_is_query(&sql)?;
+        let (tls, rest) = Tls::take_from(url)
+            .map_err(|e| anyhow::anyhow!("--count-database-url {shown}: {e}"))?;
         let mut config: tokio_postgres::Config =
-            url.parse().map_err(|e: tokio_postgres::Error| {
+            rest.parse().map_err(|e: tokio_postgres::Error| {
                 anyhow::anyhow!(
                     "--count-database-url {shown} is not a connection string: {}",
                     scrub(&e.to_string())
                 )
             })?;
-        config.connect_timeout(timeout);
+        config.connect_timeout(timeout).ssl_mode(tls.driver_mode());
+        let tls = tls.connector()?;
         Ok(Self {
             sql,
             config,
+            tls,
             timeout,
             shown,
         })
@@ -142,7 +150,7 @@ impl Counter {
             let rows = match tokio::time::timeout(self.timeout + CANCEL_MARGIN, counted).await {
                 Ok(rows) => rows.map_err(|e| self.failed(&e))?,
                 Err(_) => {
-                    let _ = cancel.cancel_query(NoTls).await;
+                    let _ = cancel.cancel_query(self.tls.clone()).await;
                     bail!(self.too_slow());
                 }
             };
@@ -168,11 +176,12 @@ impl Counter {
 
     /// A connection; the returned guard stops its driver when dropped.
     async fn connect(&self) -> Result<(Client, Driver)> {
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
+        let (client, connection) = self.config.connect(self.tls.clone()).await.map_err(|e| {
+            let said = scrub(&db_message(&e));
+            let hint = crate::db::tls::hint_for(&said);
             anyhow::anyhow!(
-                "could not connect to {} for --count-sql: {}",
-                self.shown,
-                scrub(&db_message(&e))
+                "could not connect to {} for --count-sql: {said}{hint}",
+                self.shown
             )
         })?;
         let driver = tokio::spawn(async move {
@@ -214,6 +223,15 @@ impl Counter {
             return anyhow::anyhow!(self.too_slow());
         }
         anyhow::anyhow!("--count-sql failed: {}", scrub(&db_message(e)))
+    }
+}
+
+impl std::fmt::Debug for Counter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Counter")
+            .field("sql", &self.sql)
+            .field("shown", &self.shown)
+            .finish_non_exhaustive()
     }
 }
 
