@@ -358,12 +358,13 @@ fn bad_input_is_one_line_and_leaves_nothing() {
             let _ = stream.write_all(b"SSH-2.0-OpenSSH_9.2\r\n");
         }
     });
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["probe", &nobody], "could not connect"),
         (&["probe", &not_http], "did not answer in HTTP"),
+        (&["probe", "ftp://127.0.0.1/x"], "ftp:// is not HTTP"),
         (
-            &["probe", "https://example.com/x"],
-            "https is not supported",
+            &["probe", "https://127.0.0.1:1/x", "--http2-prior-knowledge"],
+            "--http2-prior-knowledge is for http:// URLs",
         ),
         (
             &["probe", "http://user:secret@127.0.0.1:1/x"],

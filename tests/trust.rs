@@ -10,7 +10,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::server::{LOOKALIKES, Server};
+use common::server::{EVERY_COMMAND, LOOKALIKES, Server};
 use common::{Sandbox, signal};
 use predicates::prelude::*;
 
@@ -435,38 +435,7 @@ fn every_command_leaves_a_users_objects_as_they_were() {
     let server = Server::with_user_objects();
     let before = server.user_state();
     let sandbox = Sandbox::new("trust-every-command");
-    let commands: [&[&str]; 11] = [
-        &["race", "-s", "guard", "--work-ms", "1"],
-        &["race", "--http", "-s", "guard", "--work-ms", "1"],
-        &["compare", "--work-ms", "1"],
-        &["stores", "--runs", "1", "--cache-max-entries", "20"],
-        &["keys"],
-        &[
-            "step",
-            "--workers",
-            "2",
-            "--work-ms",
-            "0",
-            "--schedule",
-            "1,2,1,2",
-        ],
-        &[
-            "scenario",
-            "run",
-            "scenarios/2-schedule-claim-work-complete.toml",
-        ],
-        &["lesson", "4", "--no-pause"],
-        &["challenge"],
-        &["reap", "--older-than", "1d"],
-        // Every section that works in the database it is given.
-        &[
-            "bench",
-            "--quick",
-            "--only",
-            "races,client,throughput,wire,hot-key,scale",
-        ],
-    ];
-    for args in commands {
+    for args in EVERY_COMMAND {
         let out = sandbox
             .idem()
             .args(args)

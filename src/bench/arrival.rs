@@ -68,6 +68,7 @@ const GOAWAY: u8 = 0x7;
 const END_STREAM: u8 = 0x1;
 const ACK: u8 = 0x1;
 const END_HEADERS: u8 = 0x4;
+const MAX_CONCURRENT_STREAMS: u16 = 0x3;
 
 /// The answer to each HTTP/1.1 request.
 const OK_11: &[u8] =
@@ -76,6 +77,16 @@ const OK_11: &[u8] =
 impl ArrivalServer {
     /// Starts on a free loopback port, with TLS when `tls` is given.
     pub async fn start(speaks: Speaks, tls: Option<TlsAcceptor>) -> Result<Self> {
+        Self::start_with(speaks, tls, None).await
+    }
+
+    /// [`ArrivalServer::start`], an HTTP/2 server announcing at most
+    /// `max_streams` concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS).
+    pub async fn start_with(
+        speaks: Speaks,
+        tls: Option<TlsAcceptor>,
+        max_streams: Option<u32>,
+    ) -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
         let arrivals = Arc::new(Mutex::new(Vec::new()));
@@ -90,10 +101,10 @@ impl ArrivalServer {
                 let stream = Stamped::new(stream);
                 tokio::spawn(async move {
                     match tls {
-                        None => serve(stream, speaks, number, noted).await,
+                        None => serve(stream, speaks, max_streams, number, noted).await,
                         Some(tls) => {
                             if let Ok(stream) = tls.accept(stream).await {
-                                serve(stream, speaks, number, noted).await;
+                                serve(stream, speaks, max_streams, number, noted).await;
                             }
                         }
                     }
@@ -121,8 +132,13 @@ impl ArrivalServer {
     }
 }
 
-async fn serve<T>(mut io: T, speaks: Speaks, connection: usize, noted: Arc<Mutex<Vec<Arrival>>>)
-where
+async fn serve<T>(
+    mut io: T,
+    speaks: Speaks,
+    max_streams: Option<u32>,
+    connection: usize,
+    noted: Arc<Mutex<Vec<Arrival>>>,
+) where
     T: AsyncRead + AsyncWrite + Unpin + Stamps,
 {
     let mut seen = Vec::new();
@@ -133,8 +149,17 @@ where
         Speaks::Http2 => Some(H2State::default()),
     };
     if h2.is_some() {
-        // Our SETTINGS, empty: every default stands.
-        if io.write_all(&frame(SETTINGS, 0, 0, &[])).await.is_err() {
+        // Our SETTINGS: every default stands but the stream limit, if any.
+        let mut settings = Vec::new();
+        if let Some(most) = max_streams {
+            settings.extend_from_slice(&MAX_CONCURRENT_STREAMS.to_be_bytes());
+            settings.extend_from_slice(&most.to_be_bytes());
+        }
+        if io
+            .write_all(&frame(SETTINGS, 0, 0, &settings))
+            .await
+            .is_err()
+        {
             return;
         }
     }

@@ -163,7 +163,7 @@ fn percentile_us(samples: &mut [Duration], pct: usize) -> f64 {
 
 /// A certificate for `localhost` made for this run, and a TLS acceptor
 /// that serves it.
-fn loopback_certificate() -> Result<(CertificateDer<'static>, TlsAcceptor)> {
+pub fn loopback_certificate() -> Result<(CertificateDer<'static>, TlsAcceptor)> {
     let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])?;
     let cert = made.cert.der().clone();
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.signing_key.serialize_der()));

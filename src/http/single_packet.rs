@@ -122,9 +122,12 @@ async fn burst_now(
     if streams.is_empty() {
         bail!("{authority} lets no request's body out (HTTP/2 flow control)");
     }
+    // A server may answer (and close the stream) before the body is all
+    // there, as one does for a request it refuses outright: a send that
+    // finds its stream closed is no failure, the answer tells.
     for (_, send) in &mut streams {
         if !body.is_empty() {
-            send.send_data(body.clone(), false)?;
+            let _ = send.send_data(body.clone(), false);
         }
     }
     // Everything but the final frames is at the server once this returns.
@@ -135,7 +138,7 @@ async fn burst_now(
     writes.mark();
     let first = Instant::now();
     for (_, send) in &mut streams {
-        send.send_data(last.clone(), true)?;
+        let _ = send.send_data(last.clone(), true);
     }
     let released = (first, Instant::now());
 
@@ -175,7 +178,10 @@ fn h2_request(scheme: &str, authority: &str, req: &Outgoing) -> Result<hyper::Re
             request = request.header(name, value);
         }
     }
-    request = request.header(hyper::header::CONTENT_LENGTH, HeaderValue::from(req.body.len()));
+    request = request.header(
+        hyper::header::CONTENT_LENGTH,
+        HeaderValue::from(req.body.len()),
+    );
     Ok(request.body(())?)
 }
 

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod app;
+pub mod certs;
 pub mod races;
 pub mod server;
 

@@ -6,6 +6,7 @@
 //! idem: ordinary tables with rows, and schemas whose names look like idem's
 //! run schemas without being idem's (one even with a forged mark).
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -15,7 +16,7 @@ use idem::db::{Cluster, ClusterOptions};
 /// Schemas a user made whose names have the shape of idem's.
 pub const LOOKALIKES: [&str; 3] = ["idem_0badc0de", "idem_1badc0de", "idem_2badc0de"];
 
-const USER_OBJECTS: &str = "
+pub const USER_OBJECTS: &str = "
 CREATE TABLE public.orders (id serial PRIMARY KEY, note text NOT NULL);
 INSERT INTO public.orders (note) SELECT 'order ' || g FROM generate_series(1, 3) g;
 
@@ -75,14 +76,112 @@ ORDER BY 1
 /// A running server; stopped and removed when dropped.
 pub struct Server {
     pub cluster: Cluster,
+    /// The port of its socket (and, with TLS, of 127.0.0.1), if not 5432.
+    pub port: Option<u16>,
 }
+
+/// Every command that touches a user's database, as the trust tests run
+/// them against a server holding the user's objects.
+pub const EVERY_COMMAND: [&[&str]; 11] = [
+    &["race", "-s", "guard", "--work-ms", "1"],
+    &["race", "--http", "-s", "guard", "--work-ms", "1"],
+    &["compare", "--work-ms", "1"],
+    &["stores", "--runs", "1", "--cache-max-entries", "20"],
+    &["keys"],
+    &[
+        "step",
+        "--workers",
+        "2",
+        "--work-ms",
+        "0",
+        "--schedule",
+        "1,2,1,2",
+    ],
+    &[
+        "scenario",
+        "run",
+        "scenarios/2-schedule-claim-work-complete.toml",
+    ],
+    &["lesson", "4", "--no-pause"],
+    &["challenge"],
+    &["reap", "--older-than", "1d"],
+    // Every section that works in the database it is given.
+    &[
+        "bench",
+        "--quick",
+        "--only",
+        "races,client,throughput,wire,hot-key,scale",
+    ],
+];
 
 impl Server {
     /// An empty server.
     pub fn start() -> Self {
         Self {
             cluster: Cluster::start(&ClusterOptions::default()).expect("a test server starts"),
+            port: None,
         }
+    }
+
+    /// A server that listens on 127.0.0.1 too, and takes only TLS there
+    /// (`hostssl` in pg_hba.conf), with `leaf`'s certificate; its socket
+    /// stays open to the tests' own psql.
+    pub fn tls_only(leaf: &super::certs::Leaf) -> Self {
+        if super::is_root() {
+            for file in [&leaf.cert, &leaf.key] {
+                super::chown_to_postgres(file);
+            }
+        }
+        let mode = std::fs::Permissions::from_mode(0o600);
+        std::fs::set_permissions(&leaf.key, mode).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let options = ClusterOptions {
+            server_settings: vec![
+                "listen_addresses=127.0.0.1".into(),
+                format!("port={port}"),
+                "ssl=on".into(),
+                format!("ssl_cert_file={}", leaf.cert.display()),
+                format!("ssl_key_file={}", leaf.key.display()),
+            ],
+            ..ClusterOptions::default()
+        };
+        let server = Self {
+            cluster: Cluster::start(&options).expect("a TLS test server starts"),
+            port: Some(port),
+        };
+        let hba = server.cluster.run_dir.join("data").join("pg_hba.conf");
+        std::fs::write(
+            &hba,
+            "local all all trust\nhostssl all all 127.0.0.1/32 trust\n",
+        )
+        .unwrap();
+        server.psql("SELECT pg_reload_conf()");
+        // The reload is a signal: wait until a plain TCP connection is refused.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let plain = Command::new(server.cluster.bins.dir.join("psql"))
+                .arg(format!(
+                    "host=127.0.0.1 port={port} user=postgres dbname=postgres sslmode=disable"
+                ))
+                .args(["-X", "-At", "-c", "SELECT 1"])
+                .output()
+                .unwrap();
+            if !plain.status.success() {
+                return server;
+            }
+            assert!(Instant::now() < deadline, "pg_hba.conf took hold");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A URL to the TLS server over 127.0.0.1, with these parameters.
+    pub fn tcp_url(&self, params: &str) -> String {
+        let port = self.port.expect("a server listening on TCP");
+        format!("postgres://postgres@127.0.0.1:{port}/postgres?{params}")
     }
 
     /// A server holding the user's objects above.
@@ -94,8 +193,9 @@ impl Server {
 
     /// The URL idem is given.
     pub fn url(&self) -> String {
+        let port = self.port.map(|p| format!("&port={p}")).unwrap_or_default();
         format!(
-            "postgres://postgres@localhost/postgres?host={}",
+            "postgres://postgres@localhost/postgres?host={}{port}",
             self.socket().display()
         )
     }
@@ -106,8 +206,19 @@ impl Server {
 
     /// Runs SQL with psql and returns its unaligned output; panics on an error.
     pub fn psql(&self, sql: &str) -> String {
+        let port = self.port.unwrap_or(5432).to_string();
         let out = Command::new(self.cluster.bins.dir.join("psql"))
-            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h"])
+            .args([
+                "-X",
+                "-q",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-p",
+                &port,
+                "-h",
+            ])
             .arg(self.socket())
             .args(["-U", "postgres", "-d", "postgres", "-c", sql])
             .output()
