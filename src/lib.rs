@@ -26,7 +26,7 @@ macro_rules! internal {
 
 internal!(
     app, bench, challenge, cli, commands, db, http, keys, lesson, probe, race, report, request,
-    scenario, signals, store, strategy,
+    scenario, signals, store, strategy, tls,
 );
 
 pub use app::main;

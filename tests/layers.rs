@@ -22,6 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("the request contract", &["request"]),
     ("the stores", &["store"]),
     ("the database", &["db"]),
+    ("the TLS both wires share", &["tls"]),
 ];
 
 /// Each top-level module's files.

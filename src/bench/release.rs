@@ -167,7 +167,7 @@ pub fn loopback_certificate() -> Result<(CertificateDer<'static>, TlsAcceptor)> 
     let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])?;
     let cert = made.cert.der().clone();
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.signing_key.serialize_der()));
-    let mut config = rustls::ServerConfig::builder_with_provider(crate::http::tls::provider())
+    let mut config = rustls::ServerConfig::builder_with_provider(crate::tls::provider())
         .with_safe_default_protocol_versions()?
         .with_no_client_auth()
         .with_single_cert(vec![cert.clone()], key)?;

@@ -32,6 +32,8 @@ use sqlx::postgres::{PgConnectOptions, PgSslMode};
 use tokio_postgres::config::SslMode as DriverMode;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use crate::tls::AnyCertificate;
+
 use super::secret::percent_decode;
 
 /// libpq's `sslmode`.
@@ -149,7 +151,7 @@ impl Tls {
 
     /// A connector that checks the server's certificate as the mode says.
     pub fn connector(&self) -> Result<MakeRustlsConnect> {
-        let provider = crate::http::tls::provider();
+        let provider = crate::tls::provider();
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()?;
         let checks = match (self.mode, &self.root_cert) {
@@ -181,11 +183,11 @@ impl Tls {
     /// The roots a verifying mode trusts.
     fn roots(&self) -> Result<RootCertStore> {
         match self.root_cert.as_deref() {
-            Some("system") => crate::http::tls::system_roots(),
-            Some(file) => crate::http::tls::roots_from(std::path::Path::new(file), "sslrootcert"),
+            Some("system") => crate::tls::system_roots(),
+            Some(file) => crate::tls::roots_from(std::path::Path::new(file), "sslrootcert"),
             None => match default_root_cert() {
-                Some(file) => crate::http::tls::roots_from(&file, "sslrootcert"),
-                None => crate::http::tls::system_roots(),
+                Some(file) => crate::tls::roots_from(&file, "sslrootcert"),
+                None => crate::tls::system_roots(),
             },
         }
     }
@@ -322,55 +324,6 @@ fn key_values(text: &str) -> Vec<(String, String, String)> {
             }
         }
         pairs.push((key.clone(), value, format!("{key}={raw}")));
-    }
-}
-
-/// `prefer` and `require`: encrypted, nothing checked (libpq's meaning).
-#[derive(Debug)]
-struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 

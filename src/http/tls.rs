@@ -4,16 +4,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{
-    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
-};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::{CertificateError, ClientConfig, RootCertStore};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
+
+use crate::tls::AnyCertificate;
+pub use crate::tls::{provider, roots_from, system_roots};
 
 /// Which certificates the client trusts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -50,11 +49,6 @@ impl Offer {
     }
 }
 
-/// The crypto every TLS connection of idem's uses: ring's.
-pub fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
 /// A client configuration for `trust`, offering `offer`.
 pub fn client_config(trust: &Trust, offer: Offer) -> Result<Arc<ClientConfig>> {
     let provider = provider();
@@ -64,7 +58,7 @@ pub fn client_config(trust: &Trust, offer: Offer) -> Result<Arc<ClientConfig>> {
     let mut config = match trust {
         Trust::Nothing => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerification(provider)))
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
             .with_no_client_auth(),
         Trust::System => builder
             .with_root_certificates(system_roots()?)
@@ -82,34 +76,6 @@ pub fn client_config(trust: &Trust, offer: Offer) -> Result<Arc<ClientConfig>> {
     };
     config.alpn_protocols = offer.protocols();
     Ok(Arc::new(config))
-}
-
-/// The system's root certificates (the files OpenSSL would read).
-pub fn system_roots() -> Result<RootCertStore> {
-    let found = rustls_native_certs::load_native_certs();
-    let mut roots = RootCertStore::empty();
-    let (added, _) = roots.add_parsable_certificates(found.certs);
-    if added == 0 {
-        bail!(
-            "no system root certificates were found (Debian: ca-certificates); give --cacert FILE or --insecure"
-        );
-    }
-    Ok(roots)
-}
-
-/// The certificates in a PEM file, as roots; `flag` names the setting.
-pub fn roots_from(path: &Path, flag: &str) -> Result<RootCertStore> {
-    let shown = path.display();
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-        .map_err(|e| anyhow::anyhow!("{flag} {shown}: could not read it: {e}"))?
-        .collect::<Result<_, _>>()
-        .map_err(|e| anyhow::anyhow!("{flag} {shown}: not a PEM certificate file: {e}"))?;
-    let mut roots = RootCertStore::empty();
-    let (added, _) = roots.add_parsable_certificates(certs);
-    if added == 0 {
-        bail!("{flag} {shown} holds no certificate");
-    }
-    Ok(roots)
 }
 
 /// A server configuration from a PEM certificate chain and its private key
@@ -189,55 +155,5 @@ fn handshake_reason(err: &std::io::Error) -> String {
             "the server speaks none of the protocols offered (ALPN)".to_owned()
         }
         other => other.to_string(),
-    }
-}
-
-/// `--insecure`: every certificate is taken; signatures are still checked,
-/// so the handshake itself stays sound.
-#[derive(Debug)]
-struct NoVerification(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for NoVerification {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
