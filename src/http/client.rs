@@ -10,8 +10,8 @@ use hyper::client::conn::http1::{self, SendRequest};
 use hyper::header::{CONTENT_LENGTH, HOST, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Uri};
 use hyper_util::rt::TokioIo;
-use serde_json::Value;
 use rustls::ClientConfig;
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
 
@@ -107,10 +107,14 @@ impl Target {
             );
         }
         if https && reach.prior_knowledge {
-            bail!("--http2-prior-knowledge is for http:// URLs; over https, --http2 asks for HTTP/2");
+            bail!(
+                "--http2-prior-knowledge is for http:// URLs; over https, --http2 asks for HTTP/2"
+            );
         }
         if !https && reach.offer == Offer::Http2 && !reach.prior_knowledge {
-            bail!("--http2 asks for HTTP/2 in TLS's ALPN; for http://, give --http2-prior-knowledge");
+            bail!(
+                "--http2 asks for HTTP/2 in TLS's ALPN; for http://, give --http2-prior-knowledge"
+            );
         }
         let tls = match https {
             true => Some(super::tls::client_config(&reach.trust, reach.offer)?),
@@ -123,9 +127,7 @@ impl Target {
             .to_owned();
         Ok(Self {
             host,
-            port: authority
-                .port_u16()
-                .unwrap_or(if https { 443 } else { 80 }),
+            port: authority.port_u16().unwrap_or(if https { 443 } else { 80 }),
             authority: authority.to_string(),
             path: uri
                 .path_and_query()

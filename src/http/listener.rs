@@ -15,22 +15,21 @@
 
 use std::convert::Infallible;
 use std::io;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
 use super::app::App;
+use super::observed::{Observed, Observer};
 
 /// What bounds a client's time and the app's connections.
 #[derive(Debug, Clone, Copy)]
@@ -217,9 +216,9 @@ where
 {
     let activity = Arc::new(Activity::new());
     let in_flight = Arc::new(AtomicUsize::new(0));
-    let io = Watched {
+    let io = Observed {
         io: stream,
-        activity: activity.clone(),
+        observer: activity.clone(),
     };
     let serving = in_flight.clone();
     let service = service_fn(move |req| {
@@ -302,62 +301,14 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// A stream that notes when bytes move, for the idle timeout.
-struct Watched<T> {
-    io: T,
-    activity: Arc<Activity>,
-}
-
-impl<T: AsyncRead + Unpin> AsyncRead for Watched<T> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            self.activity.touch();
-        }
-        polled
-    }
-}
-
-impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
-        }
-        polled
+/// Any byte moved on a connection is activity.
+impl Observer for Activity {
+    fn read(&self, _: usize) {
+        self.touch();
     }
 
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
-        }
-        polled
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
+    fn wrote(&self, _: usize) {
+        self.touch();
     }
 }
 

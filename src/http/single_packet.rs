@@ -13,11 +13,8 @@
 //! burst is cut to what fits, which the report says.
 
 use std::future::Future;
-use std::io;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
@@ -25,9 +22,9 @@ use bytes::Bytes;
 use h2::SendStream;
 use h2::client::{Connection as H2Connection, ResponseFuture};
 use hyper::header::{CONNECTION, HOST, HeaderValue, TRANSFER_ENCODING};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::client::{BodyTooLarge, Outgoing, Received};
+use super::observed::{Observed, Observer};
 use super::stream::Stream;
 
 /// How one burst left.
@@ -72,8 +69,11 @@ async fn burst_now(
     n: usize,
     max_body: usize,
 ) -> Result<Sent> {
-    let counted = Counted::new(stream);
-    let writes = counted.watch.clone();
+    let writes = Arc::new(Writes::default());
+    let counted = Observed {
+        io: stream,
+        observer: writes.clone(),
+    };
     let (mut client, mut conn) = h2::client::Builder::new()
         .initial_window_size(max_body.clamp(65_535, 1 << 24) as u32)
         .handshake::<_, Bytes>(counted)
@@ -274,49 +274,11 @@ impl Writes {
     }
 }
 
+impl Observer for Writes {
+    fn wrote(&self, bytes: usize) {
+        self.record(bytes);
+    }
+}
+
 /// The stream, counting the writes made after the release mark.
-struct Counted {
-    io: Stream,
-    watch: Arc<Writes>,
-}
-
-impl Counted {
-    fn new(io: Stream) -> Self {
-        Self {
-            io,
-            watch: Arc::default(),
-        }
-    }
-}
-
-impl AsyncRead for Counted {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Counted {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = polled {
-            self.watch.record(n);
-        }
-        polled
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
+type Counted = Observed<Stream, Arc<Writes>>;
