@@ -106,10 +106,15 @@ async fn burst_now(
     }
     // Every stream's window granted, or the burst cut to those that got it.
     driving(&mut conn, pings.ping(h2::Ping::opaque())).await?;
-    let fits = streams
-        .iter()
-        .take_while(|(_, s)| s.capacity() >= req.body.len())
-        .count();
+    // A stream the server has already closed (it answered before the
+    // body, as a refusal does) needs no window: its answer tells.
+    let mut fits = 0;
+    for (_, send) in &mut streams {
+        if send.capacity() < req.body.len() && !closed_by_server(send) {
+            break;
+        }
+        fits += 1;
+    }
     if fits < streams.len() {
         capped = Some(format!(
             "the server's flow-control window lets {fits} of {} bodies out before the release; {fits} were sent",
@@ -155,6 +160,13 @@ async fn burst_now(
         final_writes,
         capped,
     })
+}
+
+/// Whether the server has reset the stream (or ended it early), as far as
+/// the connection has read; asked without waiting.
+fn closed_by_server(send: &mut SendStream<Bytes>) -> bool {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    send.poll_reset(&mut cx).is_ready()
 }
 
 /// The body but its last byte, and that byte (an empty final frame when
