@@ -7,8 +7,8 @@ use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 
 use crate::cli::{CountFlags, ProbeArgs, ReleaseFlag};
-use crate::probe::conformance::{self, Mark};
 use crate::probe::bursts::Bursts;
+use crate::probe::conformance::{self, Mark};
 use crate::probe::{Counter, Http1Release, Probe, probe};
 use crate::report::Output;
 use crate::report::probe::{render, render_bursts, render_checks};

@@ -79,7 +79,14 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     let note = log.map(|log| Arc::new(move |said: String| log.offer(format!("{said}\n"))) as Note);
     let (app, _held) = race.open_app(watch).await?;
     let scheme = if plan.tls.is_some() { "https" } else { "http" };
-    let ready = Ready::new(scheme, addr, &db.schema, db.shown_url(), &race.settings, cap);
+    let ready = Ready::new(
+        scheme,
+        addr,
+        &db.schema,
+        db.shown_url(),
+        &race.settings,
+        cap,
+    );
     out.record(&ready, render_ready)?;
     let tls = plan.tls.map(tokio_rustls::TlsAcceptor::from);
     listener::serve(Arc::new(app), listener, plan.limits, cap, note, tls).await;

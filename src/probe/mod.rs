@@ -16,16 +16,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
-use bytes::Bytes;
-use hyper::Method;
-use hyper::header::{HeaderName, HeaderValue};
-use serde::Serialize;
 use crate::db::secret::hide_header_value;
 use crate::http::client::{self, Outgoing, Reach, Target};
 use crate::http::wire::{KEY_HEADER, quote_key};
+use anyhow::{Result, bail};
+use bytes::Bytes;
 pub use count::Counter;
+use hyper::Method;
+use hyper::header::{HeaderName, HeaderValue};
 pub use release::{Http1Release, Release};
+use serde::Serialize;
 
 /// What to send, where, and where to count.
 #[derive(Debug, Clone)]

@@ -181,7 +181,11 @@ async fn single(
         .collect();
     for i in shots.len() + 1..=n {
         let why = sent.capped.clone().unwrap_or_default();
-        shots.push(Shot::new(i, opened, Err(anyhow::anyhow!("not sent: {why}"))));
+        shots.push(Shot::new(
+            i,
+            opened,
+            Err(anyhow::anyhow!("not sent: {why}")),
+        ));
     }
     (shots, release)
 }

@@ -132,7 +132,10 @@ pub fn release_line(r: &Release) -> String {
         (true, false) => " over TLS (certificate not checked: --insecure)".to_owned(),
     };
     let spread = match r.final_writes {
-        Some(1) => format!("all final frames in one write, queued {:.0} µs apart", r.spread_us),
+        Some(1) => format!(
+            "all final frames in one write, queued {:.0} µs apart",
+            r.spread_us
+        ),
         Some(n) => format!("final frames in {n} writes, {:.0} µs apart", r.spread_us),
         None => format!("final writes {:.0} µs apart", r.spread_us),
     };
@@ -164,7 +167,10 @@ pub fn render_bursts(url: &str, b: &Bursts) -> String {
     let _ = writeln!(
         text,
         "  {rate} {}",
-        dim(format!("(held in {}, undecided in {})", b.held, b.undecided))
+        dim(format!(
+            "(held in {}, undecided in {})",
+            b.held, b.undecided
+        ))
     );
     if !b.effects.is_empty() {
         let effects = b
