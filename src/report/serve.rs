@@ -67,9 +67,14 @@ pub fn render_ready(r: &Ready) -> String {
         "runner holds none"
     };
     let award = r#"-d '{"user_id": 42, "amount": 10}'"#;
+    // Over HTTPS both clients need the CA that signed the certificate.
+    let ca = match r.url.starts_with("https:") {
+        true => " --cacert CA.pem",
+        false => "",
+    };
     let calls = format!(
-        "call it:\n  curl -i -X POST {} \\\n    -H 'Idempotency-Key: \"k1\"' {award}\n  curl {}/counts\n\
-         race it:\n  idem probe {} \\\n    {award} \\\n    --count-sql '{}' \\\n    --count-database-url \\\n    '{}'",
+        "call it:\n  curl{ca} -i -X POST {} \\\n    -H 'Idempotency-Key: \"k1\"' {award}\n  curl{ca} {}/counts\n\
+         race it:\n  idem probe {}{ca} \\\n    {award} \\\n    --count-sql '{}' \\\n    --count-database-url \\\n    '{}'",
         r.endpoint, r.url, r.endpoint, r.count_sql, r.database_url
     );
     format!(
