@@ -61,6 +61,7 @@ impl Strategy for MyGuard {
             {
                 return Ok(Answer {
                     outcome: Outcome::Replayed,
+                    replayed: true,
                     saw: "key found".into(),
                     did: "replayed".into(),
                     made_xp: None,
@@ -84,6 +85,7 @@ impl Strategy for MyGuard {
                 .await?;
             Ok(Answer {
                 outcome: Outcome::Created,
+                replayed: false,
                 saw: "no key".into(),
                 did: format!("made XP #{xp}"),
                 made_xp: Some(xp),
@@ -116,7 +118,7 @@ async fn main() -> anyhow::Result<()> {
         "{}",
         idem::report::challenge::render("MyGuard (examples/challenge.rs)", &cases)
     );
-    if cases.iter().all(|c| c.passed) {
+    if cases.iter().all(|c| c.passed()) {
         println!("All four hold. Compare your guard with src/strategy/guard/.");
         Ok(())
     } else {

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use serde::Serialize;
 
 use crate::db::Database;
+use crate::probe::conformance::Check;
 use crate::race::fault::FaultPoint;
 use crate::race::{CrashPlan, Outcome, Race, RaceResult, RaceSettings, xp_rows};
 use crate::strategy::{Strategy, StrategyKind};
@@ -20,19 +20,8 @@ use crate::strategy::{Strategy, StrategyKind};
 /// takes over stale claims should use this one.
 pub const LOCK_TIMEOUT: Duration = Duration::from_millis(500);
 
-/// One case's verdict.
-#[derive(Debug, Clone, Serialize)]
-pub struct CaseResult {
-    pub case: &'static str,
-    /// What the case demands.
-    pub demands: &'static str,
-    pub passed: bool,
-    /// The figures it saw, in a few words.
-    pub saw: String,
-}
-
 /// Runs the four cases against `guard`.
-pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<CaseResult>> {
+pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<Check>> {
     let base = RaceSettings {
         strategy: StrategyKind::Guard,
         lock_timeout: LOCK_TIMEOUT,
@@ -49,12 +38,12 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<CaseRe
 
     // 1. Lesson 1's race: five workers, one key, four connections.
     let r = run(base.clone()).await?;
-    cases.push(CaseResult {
-        case: "five-worker race",
-        demands: "exactly 1 XP row when five requests with one key arrive at once",
-        passed: r.xp_rows == 1,
-        saw: format!("{}; {}", xp_rows(r.xp_rows), statuses(&r)),
-    });
+    cases.push(Check::judged(
+        "five-worker race",
+        "exactly 1 XP row when five requests with one key arrive at once",
+        r.xp_rows == 1,
+        format!("{}; {}", xp_rows(r.xp_rows), statuses(&r)),
+    ));
 
     // 2. Lesson 4: the same key with other amounts.
     let r = run(RaceSettings {
@@ -73,12 +62,12 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<CaseRe
         .iter()
         .filter(|w| Some(w.params.amount) != winner)
         .all(|w| w.status == 422);
-    cases.push(CaseResult {
-        case: "fingerprint",
-        demands: "1 XP row, and 422 for every request whose amount differs from the first",
-        passed: r.xp_rows == 1 && winner.is_some() && others_rejected && r.wrong_replays == 0,
-        saw: format!("{}; {}", xp_rows(r.xp_rows), statuses(&r)),
-    });
+    cases.push(Check::judged(
+        "fingerprint",
+        "1 XP row, and 422 for every request whose amount differs from the first",
+        r.xp_rows == 1 && winner.is_some() && others_rejected && r.wrong_replays == 0,
+        format!("{}; {}", xp_rows(r.xp_rows), statuses(&r)),
+    ));
 
     // 3. Lesson 7: the winner crashes after claiming; a retry comes after the lock timeout.
     let crash = RaceSettings {
@@ -91,16 +80,16 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<CaseRe
     };
     let r = run(crash.clone()).await?;
     let retry = r.reports.iter().find(|w| w.retry).map(|w| w.status);
-    cases.push(CaseResult {
-        case: "crash after claim",
-        demands: "after the lock timeout, the retry answers 201 (or 200) and there is exactly 1 XP row",
-        passed: r.xp_rows == 1 && matches!(retry, Some(201 | 200)),
-        saw: format!(
+    cases.push(Check::judged(
+        "crash after claim",
+        "after the lock timeout, the retry answers 201 (or 200) and there is exactly 1 XP row",
+        r.xp_rows == 1 && matches!(retry, Some(201 | 200)),
+        format!(
             "{}; the retry answered {}",
             xp_rows(r.xp_rows),
             retry.map_or("nothing".into(), |s| s.to_string())
         ),
-    });
+    ));
 
     // 4. Two retries race for the same stale claim.
     let r = run(RaceSettings {
@@ -114,11 +103,11 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<CaseRe
         .filter(|w| w.retry)
         .map(|w| w.status)
         .collect();
-    cases.push(CaseResult {
-        case: "stale claim, two takers",
-        demands: "two retries after the lock timeout: still exactly 1 XP row, and one of them does the work",
-        passed: r.xp_rows == 1 && retries.iter().filter(|s| **s == 201).count() == 1,
-        saw: format!("{}; the retries answered {retries:?}", xp_rows(r.xp_rows)),
-    });
+    cases.push(Check::judged(
+        "stale claim, two takers",
+        "two retries after the lock timeout: still exactly 1 XP row, and one of them does the work",
+        r.xp_rows == 1 && retries.iter().filter(|s| **s == 201).count() == 1,
+        format!("{}; the retries answered {retries:?}", xp_rows(r.xp_rows)),
+    ));
     Ok(cases)
 }

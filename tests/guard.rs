@@ -173,7 +173,7 @@ async fn idems_own_guard_passes_every_challenge_case() {
     db.close().await.unwrap();
     assert_eq!(cases.len(), 4);
     for case in cases {
-        assert!(case.passed, "{}: {}", case.case, case.saw);
+        assert!(case.passed(), "{}: {}", case.case, case.saw);
     }
 }
 

@@ -146,3 +146,51 @@ async fn failed_work_keeps_nothing_and_is_stored_or_released() {
     }
     db.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_caller_chooses_the_failure_reply_and_a_retry_gets_it_back() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let c = client(&db).await;
+    let guard = Guard::default();
+    // The service's own message is passed through in the stored 500.
+    let failed = guard
+        .run(&c, &key("k-message", "fp", 1), |_| async {
+            Err(WorkFailed::Service("the payment gateway timed out".into()))
+        })
+        .await
+        .unwrap();
+    let Verdict::Failed { reply, .. } = failed else {
+        panic!("{failed:?}");
+    };
+    assert_eq!(reply.status, 500);
+    assert_eq!(
+        reply.body["error"]["message"],
+        "the payment gateway timed out"
+    );
+    // A reply of the caller's own: stored, and replayed to the retry.
+    let chosen = Reply {
+        status: 502,
+        body: json!({ "code": "upstream_failed" }),
+    };
+    let failed = guard
+        .run(&c, &key("k-chosen", "fp", 1), |_| {
+            let chosen = chosen.clone();
+            async move { Err(WorkFailed::Replied(chosen)) }
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        failed,
+        Verdict::Failed {
+            reply: chosen.clone(),
+            released: false
+        }
+    );
+    let retry = guard
+        .run(&c, &key("k-chosen", "fp", 2), |tx| award(tx, 10))
+        .await
+        .unwrap();
+    assert_eq!(retry, Verdict::Replay(chosen));
+    assert_eq!(xp_rows(&db).await, 0, "no work was kept");
+    db.close().await.unwrap();
+}

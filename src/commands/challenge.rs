@@ -74,7 +74,7 @@ pub async fn execute(db: &Database, out: Output) -> Result<()> {
         out.record(case, |_| String::new())?;
     }
     out.text(|| render("idem's guard (src/strategy/guard.rs)", &cases))?;
-    if cases.iter().any(|c| !c.passed) {
+    if cases.iter().any(|c| !c.passed()) {
         bail!("the guard failed a case");
     }
     Ok(())

@@ -24,7 +24,6 @@ use tokio::sync::Semaphore;
 use super::wire::{self, KEY_HEADER, MAX_BODY_BYTES, PROBLEM_JSON, REPLAYED_HEADER, WORKER_HEADER};
 use crate::db::pool;
 use crate::request::{Answer, Lease, Outcome, Params, Request, Trace};
-use crate::strategy::guard::REPLAYED_FAILURE;
 use crate::strategy::{OPERATION, Strategy, respond};
 
 /// A response on its way out.
@@ -295,7 +294,7 @@ fn answered(answer: &Answer, req: &Request) -> Response {
         Outcome::Created | Outcome::Duplicate => json_response(201, &body),
         // Every strategy stores its 201 with the body; the replay repeats both.
         Outcome::Replayed => replayed(json_response(201, &body)),
-        Outcome::Failed if answer.did == REPLAYED_FAILURE => replayed(json_response(500, &body)),
+        Outcome::Failed if answer.replayed => replayed(json_response(500, &body)),
         Outcome::Failed => json_response(500, &body),
         Outcome::Conflict => {
             let retry_ms = req.work.as_millis().max(1) as u64;

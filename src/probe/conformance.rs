@@ -27,7 +27,8 @@ impl Mark {
     }
 }
 
-/// One case's verdict.
+/// One case's verdict, the challenge's in-process cases and the draft's
+/// checks over HTTP alike: one shape for people and for `--json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
     pub case: &'static str,
@@ -39,7 +40,8 @@ pub struct Check {
 }
 
 impl Check {
-    fn new(case: &'static str, demands: &'static str, passed: bool, saw: String) -> Self {
+    /// A case that was judged: PASS or FAIL.
+    pub fn judged(case: &'static str, demands: &'static str, passed: bool, saw: String) -> Self {
         let mark = if passed { Mark::Pass } else { Mark::Fail };
         Self {
             case,
@@ -47,6 +49,11 @@ impl Check {
             mark,
             saw,
         }
+    }
+
+    /// Whether the case held.
+    pub fn passed(&self) -> bool {
+        self.mark == Mark::Pass
     }
 }
 
@@ -107,15 +114,19 @@ fn status_of(shot: &Shot) -> String {
     }
 }
 
-/// The effects between two counts, as words; empty when not counted.
-fn effects_words(before: Option<i64>, after: Option<i64>) -> (Option<i64>, String) {
-    match before.zip(after) {
-        Some((b, a)) => (
-            Some(a - b),
-            format!("; {} effect{}", a - b, if a - b == 1 { "" } else { "s" }),
-        ),
+/// The effects between two counts, as words; empty when not counted. A
+/// change that does not fit in 64 bits is an error, as in the probe.
+fn effects_words(before: Option<i64>, after: Option<i64>) -> Result<(Option<i64>, String)> {
+    Ok(match before.zip(after) {
+        Some((b, a)) => {
+            let n = super::Effects::between(b, a)?.effects;
+            (
+                Some(n),
+                format!("; {n} effect{}", if n == 1 { "" } else { "s" }),
+            )
+        }
         None => (None, String::new()),
-    }
+    })
 }
 
 /// Runs the four checks, each on a key of its own made from `key_base`.
@@ -132,8 +143,8 @@ pub async fn run(
     // 1. No key at all: 400, and nothing done.
     let before = probe.count().await?;
     let shot = probe.once(None, body).await;
-    let (effects, words) = effects_words(before, probe.count().await?);
-    checks.push(Check::new(
+    let (effects, words) = effects_words(before, probe.count().await?)?;
+    checks.push(Check::judged(
         "missing key",
         "400, and no effect",
         shot.status == Some(400) && effects.unwrap_or(0) == 0,
@@ -145,9 +156,9 @@ pub async fn run(
     let first = probe.once(Some(&key), body).await;
     let before = probe.count().await?;
     let second = probe.once(Some(&key), other).await;
-    let (effects, words) = effects_words(before, probe.count().await?);
+    let (effects, words) = effects_words(before, probe.count().await?)?;
     checks.push(if first.succeeded() {
-        Check::new(
+        Check::judged(
             "same key, other body",
             "422, and no new effect",
             second.status == Some(422) && effects.unwrap_or(0) == 0,
@@ -171,12 +182,12 @@ pub async fn run(
     let key = format!("{key_base}-concurrent");
     let before = probe.count().await?;
     let shots = probe.volley(Some(&key), body, concurrent).await.shots;
-    let (effects, words) = effects_words(before, probe.count().await?);
+    let (effects, words) = effects_words(before, probe.count().await?)?;
     let consistent = shots.iter().filter(|s| s.succeeded()).count() >= 1
         && shots.iter().all(|s| {
             s.status == Some(409) || (s.succeeded() && s.same_as_first_success == Some(true))
         });
-    checks.push(Check::new(
+    checks.push(Check::judged(
         "concurrent, same key",
         "one effect; the others 409 or the same response",
         consistent && effects.is_none_or(|e| e == 1),
@@ -197,9 +208,9 @@ pub async fn run(
     let first = probe.once(Some(&key), body).await;
     let before = probe.count().await?;
     let retry = probe.once(Some(&key), body).await;
-    let (effects, words) = effects_words(before, probe.count().await?);
+    let (effects, words) = effects_words(before, probe.count().await?)?;
     let same = first.status.is_some() && first.status == retry.status && first.body == retry.body;
-    checks.push(Check::new(
+    checks.push(Check::judged(
         "retry after completion",
         "the same status and body, and no new effect",
         same && effects.unwrap_or(0) == 0,

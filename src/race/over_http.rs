@@ -189,6 +189,7 @@ fn joined(
         // The app answered before any strategy ran (or not at all).
         None => {
             let answer = Answer {
+                replayed: false,
                 outcome: Outcome::Error,
                 saw: "no answer from the app's strategy".into(),
                 did: String::new(),

@@ -1,19 +1,11 @@
 //! Verdicts, one row per case, PASS, FAIL or n/a: the challenge's, and the probe's conformance checks.
 
 use super::style::{bad, dim, good, strong};
-use crate::challenge::CaseResult;
 use crate::probe::conformance::{Check, Mark};
 
 /// The in-process challenge's verdicts.
-pub fn render(name: &str, cases: &[CaseResult]) -> String {
-    let rows = cases
-        .iter()
-        .map(|c| {
-            let mark = if c.passed { Mark::Pass } else { Mark::Fail };
-            (c.case, c.demands, c.saw.as_str(), mark)
-        })
-        .collect();
-    verdicts(&format!("idem challenge · {name}"), rows)
+pub fn render(name: &str, cases: &[Check]) -> String {
+    render_checks(&format!("idem challenge · {name}"), cases)
 }
 
 /// Checks made over HTTP (the challenge with --url, probe --conformance).

@@ -81,6 +81,10 @@ impl Outcome {
 #[derive(Debug, Clone)]
 pub struct Answer {
     pub outcome: Outcome,
+    /// The answer repeats a stored response, byte for byte (a replayed
+    /// success, or a replayed stored failure): what the app marks with
+    /// `Idempotent-Replayed: true`.
+    pub replayed: bool,
     /// What the request found when it looked (e.g. "no key", "claim pending").
     pub saw: String,
     /// What it did about it (e.g. "made XP #2, stored key").

@@ -11,6 +11,7 @@ use crate::request::{Answer, Outcome, Request, Waited};
 pub fn replay(body: Option<Value>, saw: &str, waited: Option<Waited>) -> Answer {
     let xp = body.as_ref().and_then(work::xp_id_of);
     Answer {
+        replayed: true,
         outcome: Outcome::Replayed,
         saw: saw.into(),
         did: xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}")),
@@ -23,6 +24,7 @@ pub fn replay(body: Option<Value>, saw: &str, waited: Option<Waited>) -> Answer 
 /// 409: another request holds the key and has not finished.
 pub fn conflict(req: &Request, saw: &str, did: &str, waited: Option<Waited>) -> Answer {
     Answer {
+        replayed: false,
         outcome: Outcome::Conflict,
         saw: saw.into(),
         did: did.into(),
@@ -35,6 +37,7 @@ pub fn conflict(req: &Request, saw: &str, did: &str, waited: Option<Waited>) -> 
 /// 422: the key was first used with other parameters; no work is done.
 pub fn mismatch(req: &Request) -> Answer {
     Answer {
+        replayed: false,
         outcome: Outcome::Mismatch,
         saw: "key used for other parameters".into(),
         did: "answered 422, no work".into(),

@@ -52,6 +52,7 @@ impl Strategy for CheckThenStore {
                 let xp = body.as_ref().and_then(work::xp_id_of);
                 trace.note("key found");
                 return Ok(Answer {
+                    replayed: true,
                     outcome: Outcome::Replayed,
                     saw: "key found".into(),
                     did: xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}")),
@@ -91,6 +92,7 @@ impl Strategy for CheckThenStore {
                 Ok(_) => {
                     trace.note("key stored");
                     Ok(Answer {
+                        replayed: false,
                         outcome: Outcome::Created,
                         saw: "no key".into(),
                         did: format!("made XP #{xp}, stored key"),
@@ -105,6 +107,7 @@ impl Strategy for CheckThenStore {
                 Err(err) if err.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
                     trace.note("key store lost");
                     Ok(Answer {
+                        replayed: false,
                         outcome: Outcome::Duplicate,
                         saw: "no key".into(),
                         did: format!("made XP #{xp}, key store lost"),

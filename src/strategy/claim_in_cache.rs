@@ -91,6 +91,7 @@ impl Strategy for ClaimInCache {
             trace.queries += 1;
             trace.note("completed");
             Ok(Answer {
+                replayed: false,
                 outcome: Outcome::Created,
                 saw: "no live entry".into(),
                 did: format!("made XP #{xp}, completed"),

@@ -63,6 +63,7 @@ async fn work_and_complete(
     complete(&**conn, trace, claim_id, 201, &body).await?;
     trace.note("completed");
     Ok(Answer {
+        replayed: false,
         outcome: Outcome::Created,
         saw: "claim won".into(),
         did: format!("made XP #{xp}, completed"),

@@ -52,6 +52,7 @@ impl Strategy for InsertUnique {
                 let xp: i64 = row.get(0);
                 trace.note(format!("made XP #{xp}"));
                 return Ok(Answer {
+                    replayed: false,
                     outcome: Outcome::Created,
                     saw: "no XP row for the key".into(),
                     did: format!("made XP #{xp}"),
@@ -74,6 +75,7 @@ impl Strategy for InsertUnique {
                 ..req.params.clone()
             };
             Ok(Answer {
+                replayed: true,
                 outcome: Outcome::Replayed,
                 saw: "XP row exists".into(),
                 did: format!("replayed XP #{xp}"),

@@ -20,6 +20,7 @@ impl Strategy for NoGuard {
                 .await?;
             trace.note(format!("made XP #{xp}"));
             Ok(Answer {
+                replayed: false,
                 outcome: Outcome::Created,
                 saw: "no guard".into(),
                 did: format!("made XP #{xp}"),

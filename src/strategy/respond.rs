@@ -26,6 +26,7 @@ pub async fn respond(
     match handled {
         // A crashed worker answers nothing, whatever its code went on to do.
         _ if trace.crashed() => Answer {
+            replayed: false,
             outcome: Outcome::Crashed,
             saw: trace
                 .events
@@ -41,6 +42,7 @@ pub async fn respond(
         Err(Failure::Checkout(PoolError::Timeout(_))) => {
             trace.note("timed out");
             Answer {
+                replayed: false,
                 outcome: Outcome::CheckoutTimeout,
                 saw: "no free connection".into(),
                 did: format!("gave up after {} ms", lease.wait().as_millis()),
@@ -50,6 +52,7 @@ pub async fn respond(
             }
         }
         Err(failure) => Answer {
+            replayed: false,
             outcome: Outcome::Error,
             saw: "database error".into(),
             did: failure.to_string(),

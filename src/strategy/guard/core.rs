@@ -7,7 +7,7 @@ use tokio_postgres::error::SqlState;
 
 use serde_json::{Value, json};
 
-use super::{Guard, GuardClient, Key, OnFailure, Reply, Verdict, WorkFailed};
+use super::{ClaimState, Guard, GuardClient, Key, OnFailure, Reply, Verdict, WorkFailed};
 use crate::request::{Observer, Step};
 use crate::store::ClaimStatus;
 use crate::strategy::claims::{claim, complete};
@@ -111,7 +111,9 @@ async fn lost<C: GuardClient, O: Observer>(
         .await?;
     let Some(row) = row else {
         obs.note("gone");
-        return Ok(Err(Verdict::InFlight { why: "claim gone" }));
+        return Ok(Err(Verdict::InFlight {
+            why: ClaimState::Gone,
+        }));
     };
     let held = Held {
         id: row.get(0),
@@ -127,15 +129,20 @@ async fn lost<C: GuardClient, O: Observer>(
         return Ok(Err(Verdict::Reused));
     }
     if held.status == ClaimStatus::Completed {
+        // A stored code outside HTTP's range was not stored by a guard.
+        let status = held
+            .response_code
+            .and_then(|c| u16::try_from(c).ok())
+            .unwrap_or(200);
         return Ok(Err(Verdict::Replay(Reply {
-            status: held.response_code.unwrap_or(200),
+            status,
             body: held.body.unwrap_or(Value::Null),
         })));
     }
     let ours = held.owner == Some(key.owner);
     if !ours && !held.stale {
         return Ok(Err(Verdict::InFlight {
-            why: "claim pending",
+            why: ClaimState::Pending,
         }));
     }
     // Resume our own claim, or take over a stale one. The condition is
@@ -164,7 +171,7 @@ async fn lost<C: GuardClient, O: Observer>(
         None => {
             obs.note("another request took it first");
             Ok(Err(Verdict::InFlight {
-                why: "stale claim taken by another",
+                why: ClaimState::TakenByAnother,
             }))
         }
     }
@@ -196,10 +203,15 @@ where
     }
     let reply = match worked {
         Ok(reply) => reply,
-        Err(WorkFailed::Service(_)) => {
+        Err(WorkFailed::Service(message)) => {
             obs.sent();
             client.client().batch_execute("ROLLBACK").await?;
-            return rescue(guard, client, obs, claim_id).await;
+            return rescue(guard, client, obs, claim_id, service_failed(&message)).await;
+        }
+        Err(WorkFailed::Replied(reply)) => {
+            obs.sent();
+            client.client().batch_execute("ROLLBACK").await?;
+            return rescue(guard, client, obs, claim_id, reply).await;
         }
         Err(WorkFailed::Database(err)) => {
             let _ = client.client().batch_execute("ROLLBACK").await;
@@ -218,8 +230,9 @@ where
     // The completion, then the COMMIT right behind it: one round trip. A
     // completion that fails aborts the transaction, and the COMMIT then
     // rolls it back.
+    let code = i32::from(reply.status);
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-        [&claim_id, &key.owner, &reply.status, &reply.body];
+        [&claim_id, &key.owner, &code, &reply.body];
     let completed_and_committed = in_order(
         client.client().execute(&complete, &params),
         client.client().batch_execute("COMMIT"),
@@ -237,7 +250,7 @@ where
             // rolled our rows back.
             obs.note("claim lost to a takeover; rolled back");
             Ok(Verdict::InFlight {
-                why: "claim taken over",
+                why: ClaimState::TakenOver,
             })
         }
         (Err(err), _) | (Ok(_), Err(err)) => {
@@ -263,20 +276,26 @@ async fn in_order<A: Future, B: Future>(first: A, second: B) -> (A::Output, B::O
     tokio::join!(first, second)
 }
 
-/// The work failed: store the failure, or release the claim.
+/// The reply for a service that failed with `message`: a 500, in the
+/// shape Stripe gives its API errors.
+fn service_failed(message: &str) -> Reply {
+    Reply {
+        status: 500,
+        body: json!({ "error": { "type": "api_error", "message": message } }),
+    }
+}
+
+/// The work failed with `reply`: store it, or release the claim.
 async fn rescue<C: GuardClient, O: Observer>(
     guard: &Guard,
     client: &C,
     obs: &mut O,
     claim_id: i64,
+    reply: Reply,
 ) -> Result<Verdict> {
-    let reply = Reply {
-        status: 500,
-        body: json!({ "error": { "type": "api_error", "message": "the award service failed" } }),
-    };
     match guard.on_failure {
         OnFailure::Store => {
-            complete(client, obs, claim_id, reply.status, &reply.body).await?;
+            complete(client, obs, claim_id, i32::from(reply.status), &reply.body).await?;
             obs.note("stored the 500");
             Ok(Verdict::Failed {
                 reply,

@@ -1,6 +1,6 @@
 //! The guard in idem's races: the library's algorithm on a pooled connection, watched by the trace, with retries.
 
-use super::{Guard, Reply, Verdict, WorkFailed, core};
+use super::{ClaimState, Guard, Reply, Verdict, WorkFailed, core};
 use crate::db::pool::Conn;
 use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
 use crate::strategy::answers::{self, mismatch};
@@ -64,16 +64,13 @@ impl Guard {
     }
 }
 
-/// What a request that replayed a stored failure did: the one replay that
-/// is not [`Outcome::Replayed`], so the HTTP app marks it by this.
-pub const REPLAYED_FAILURE: &str = "replayed the stored 500";
-
 /// The verdict as the client sees it, with what the worker saw and did.
 fn answer(req: &Request, verdict: Verdict) -> Answer {
     match verdict {
         Verdict::Done(reply) => {
             let xp = work::xp_id_of(&reply.body);
             Answer {
+                replayed: false,
                 outcome: Outcome::Created,
                 saw: "claim won".into(),
                 did: format!("made XP #{}, completed", xp.unwrap_or_default()),
@@ -83,9 +80,10 @@ fn answer(req: &Request, verdict: Verdict) -> Answer {
             }
         }
         Verdict::Replay(reply) if reply.status == 500 => Answer {
+            replayed: true,
             outcome: Outcome::Failed,
             saw: "claim completed with 500".into(),
-            did: REPLAYED_FAILURE.into(),
+            did: "replayed the stored 500".into(),
             made_xp: None,
             body: Some(reply.body),
             waited: None,
@@ -93,13 +91,14 @@ fn answer(req: &Request, verdict: Verdict) -> Answer {
         Verdict::Replay(reply) => answers::replay(Some(reply.body), "claim completed", None),
         Verdict::InFlight { why } => {
             let did = match why {
-                "claim taken over" => "rolled back its work, 409",
+                ClaimState::TakenOver => "rolled back its work, 409",
                 _ => "answered 409",
             };
-            answers::conflict(req, why, did, None)
+            answers::conflict(req, why.as_str(), did, None)
         }
         Verdict::Reused => mismatch(req),
         Verdict::Failed { reply, released } => Answer {
+            replayed: false,
             outcome: Outcome::Failed,
             saw: "claim won".into(),
             did: if released {

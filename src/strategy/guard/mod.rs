@@ -54,8 +54,8 @@
 //!         })
 //!         .await?;
 //!     Ok(match verdict {
-//!         Verdict::Done(reply) | Verdict::Replay(reply) => (reply.status as u16, reply.body),
-//!         Verdict::Failed { reply, .. } => (reply.status as u16, reply.body),
+//!         Verdict::Done(reply) | Verdict::Replay(reply) => (reply.status, reply.body),
+//!         Verdict::Failed { reply, .. } => (reply.status, reply.body),
 //!         Verdict::InFlight { .. } => (409, json!({ "code": "idempotency_key_in_use" })),
 //!         Verdict::Reused => (422, json!({ "code": "idempotency_key_reused" })),
 //!     })
@@ -66,8 +66,6 @@
 mod core;
 mod harness;
 #[doc(hidden)]
-pub use harness::REPLAYED_FAILURE;
-
 use std::future::Future;
 use std::time::Duration;
 
@@ -140,7 +138,7 @@ pub struct Key<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {
     /// The HTTP status.
-    pub status: i32,
+    pub status: u16,
     /// The JSON body.
     pub body: Value,
 }
@@ -149,8 +147,11 @@ pub struct Reply {
 #[derive(Debug)]
 pub enum WorkFailed {
     /// The work itself failed (a service errored): the guard rescues it as
-    /// [`OnFailure`] says.
+    /// [`OnFailure`] says, with a 500 whose body carries this message.
     Service(String),
+    /// The work failed, and this is the reply its client gets (and, with
+    /// [`OnFailure::Store`], every retry): the caller's own status and body.
+    Replied(Reply),
     /// The database failed under the work: nothing is kept, and the error is
     /// returned, to be retried with the same key if it is transient.
     Database(tokio_postgres::Error),
@@ -165,9 +166,8 @@ pub enum Verdict {
     Replay(Reply),
     /// Another request holds the claim (409): `why` says how it stands.
     InFlight {
-        /// `claim pending`, `claim gone`, `stale claim taken by another`
-        /// or `claim taken over`.
-        why: &'static str,
+        /// How this request found, or lost, the claim.
+        why: ClaimState,
     },
     /// The key was first used with other parameters (422); no work was done.
     Reused,
@@ -178,6 +178,32 @@ pub enum Verdict {
         /// The claim was deleted ([`OnFailure::Release`]).
         released: bool,
     },
+}
+
+/// Why a request answers 409: the claim is someone else's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimState {
+    /// Another request holds it, and is working.
+    Pending,
+    /// It was there, and was gone (released) by the time it was read again.
+    Gone,
+    /// It was stale, and another request took it over first.
+    TakenByAnother,
+    /// This request held it, and lost it to a takeover while it worked: its
+    /// work was rolled back with the completion.
+    TakenOver,
+}
+
+impl ClaimState {
+    /// In a few words: `claim pending`, `claim taken over`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClaimState::Pending => "claim pending",
+            ClaimState::Gone => "claim gone",
+            ClaimState::TakenByAnother => "stale claim taken by another",
+            ClaimState::TakenOver => "claim taken over",
+        }
+    }
 }
 
 /// A connection the guard can run on.
