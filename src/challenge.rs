@@ -82,8 +82,8 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<Check>
     let retry = r.reports.iter().find(|w| w.retry).map(|w| w.status);
     cases.push(Check::judged(
         "crash after claim",
-        "after the lock timeout, the retry answers 201 (or 200) and there is exactly 1 XP row",
-        r.xp_rows == 1 && matches!(retry, Some(201 | 200)),
+        "after the lock timeout, the retry answers 201 and there is exactly 1 XP row",
+        r.xp_rows == 1 && retry == Some(201),
         format!(
             "{}; the retry answered {}",
             xp_rows(r.xp_rows),

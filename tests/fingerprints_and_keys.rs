@@ -15,7 +15,7 @@ const AMOUNTS: [i32; 5] = [10, 20, 10, 30, 10];
 fn winner_amount(r: &RaceResult) -> i32 {
     r.reports
         .iter()
-        .find(|w| w.status == 201)
+        .find(|w| w.outcome == Outcome::Created)
         .expect("one winner")
         .params
         .amount
@@ -57,11 +57,7 @@ async fn a_key_reused_with_other_amounts_gets_422_and_no_work() {
                 );
                 assert!(w.made_xp.is_none());
             } else {
-                assert!(
-                    [201, 200, 409].contains(&w.status),
-                    "{strategy}: {}",
-                    w.status
-                );
+                assert!([201, 409].contains(&w.status), "{strategy}: {}", w.status);
             }
         }
         assert_eq!(r.wrong_replays, 0);
@@ -98,11 +94,11 @@ async fn without_fingerprints_a_reused_key_silently_replays_the_wrong_result() {
         .filter(|w| w.params.amount != winner)
         .count() as u64;
     // Counted from what the clients got back, not from idem's own tally: a
-    // 200 whose body awards another amount than the request asked for.
+    // replayed 201 whose body awards another amount than the request asked for.
     let told_wrong = r
         .reports
         .iter()
-        .filter(|w| w.status == 200)
+        .filter(|w| w.outcome == Outcome::Replayed)
         .filter(|w| w.body.as_ref().unwrap()["amount"] != w.params.amount)
         .count() as u64;
     assert_eq!(
@@ -111,7 +107,11 @@ async fn without_fingerprints_a_reused_key_silently_replays_the_wrong_result() {
     );
     assert_eq!(r.wrong_replays, told_wrong);
     for w in r.reports.iter().filter(|w| w.params.amount != winner) {
-        assert_eq!(w.status, 200, "told it succeeded");
+        assert_eq!(
+            (w.status, w.outcome),
+            (201, Outcome::Replayed),
+            "told it succeeded"
+        );
         assert_eq!(
             w.body.as_ref().unwrap()["amount"],
             winner,
@@ -145,7 +145,7 @@ async fn insert_unique_replays_the_row_that_was_made_not_the_request() {
         .await
         .unwrap();
     db.close().await.unwrap();
-    for w in r.reports.iter().filter(|w| w.status == 200) {
+    for w in r.reports.iter().filter(|w| w.outcome == Outcome::Replayed) {
         assert_eq!(
             w.body.as_ref().unwrap()["amount"],
             made,
@@ -157,7 +157,7 @@ async fn insert_unique_replays_the_row_that_was_made_not_the_request() {
     let differing = r
         .reports
         .iter()
-        .filter(|w| w.status == 200 && w.params.amount != made)
+        .filter(|w| w.outcome == Outcome::Replayed && w.params.amount != made)
         .count() as u64;
     assert_eq!(r.wrong_replays, differing);
 }
@@ -187,18 +187,25 @@ async fn every_attempt_is_sent_and_a_derived_key_replays_the_retries() {
     // The row figures (3 and 1) are scenarios/6-random-keys.toml's and
     // 6-derived-keys.toml's; here, what each attempt was answered.
     assert_eq!((random.attempts_sent, derived.attempts_sent), (3, 3));
-    let statuses = |r: &idem::keys::KeysResult| -> Vec<u16> {
-        r.attempts.iter().map(|a| a.status.unwrap()).collect()
+    let answers = |r: &idem::keys::KeysResult| -> Vec<(u16, Outcome)> {
+        r.attempts
+            .iter()
+            .map(|a| (a.status.unwrap(), a.outcome.unwrap()))
+            .collect()
     };
     assert_eq!(
-        statuses(&random),
-        [201, 201, 201],
+        answers(&random),
+        [(201, Outcome::Created); 3],
         "every new key does the work"
     );
     assert_eq!(
-        statuses(&derived),
-        [201, 200, 200],
-        "the retries are replayed"
+        answers(&derived),
+        [
+            (201, Outcome::Created),
+            (201, Outcome::Replayed),
+            (201, Outcome::Replayed)
+        ],
+        "the retries are replayed: the stored 201"
     );
 }
 
@@ -242,7 +249,7 @@ async fn a_key_derived_from_too_few_fields_merges_two_intents() {
             .attempts
             .iter()
             .filter(|a| a.lesson == 2)
-            .all(|a| a.status == Some(200))
+            .all(|a| a.status == Some(201) && a.outcome == Some(Outcome::Replayed))
     );
     // A crash before sending reaches no server: one request, one row.
     assert_eq!(

@@ -42,7 +42,8 @@ async fn after_a_crash_at_any_point_the_retry_finishes_with_one_xp_row() {
         assert_eq!(r.xp_rows, 1, "{at:?}");
         let retry = r.reports.iter().find(|w| w.retry).unwrap();
         assert_eq!(
-            retry.status, 201,
+            (retry.status, retry.outcome),
+            (201, Outcome::Created),
             "{at:?}: the retry took the stale claim over and did the work"
         );
         assert_eq!(key_status(&db).await, "completed", "{at:?}: never stuck");
@@ -108,7 +109,8 @@ async fn a_killed_connection_mid_work_is_retried_and_the_claim_ends_completed() 
         .find(|w| w.steps.iter().any(|e| e.note.contains("connection killed")))
         .expect("one worker's connection was killed");
     assert_eq!(
-        killed.status, 201,
+        (killed.status, killed.outcome),
+        (201, Outcome::Created),
         "it retried with the same key and finished"
     );
     db.close().await.unwrap();

@@ -59,7 +59,7 @@ fn winners_body(r: &RaceResult) -> serde_json::Value {
     let winner = r
         .reports
         .iter()
-        .find(|w| w.status == 201)
+        .find(|w| w.outcome == Outcome::Created)
         .expect("one winner");
     winner.body.clone().unwrap()
 }
@@ -80,7 +80,11 @@ async fn fail_fast_answers_409_with_stripes_code_and_makes_one_xp_row() {
         assert!(error["message"].as_str().unwrap().contains("retry"));
     }
     // Measured, not declared: every 409 was sent while the winner still worked.
-    let winner = r.reports.iter().find(|w| w.status == 201).unwrap();
+    let winner = r
+        .reports
+        .iter()
+        .find(|w| w.outcome == Outcome::Created)
+        .unwrap();
     assert!(winner.answer_ms >= WORK.as_secs_f64() * 1000.0);
     for w in r.reports.iter().filter(|w| w.status == 409) {
         assert!(
@@ -111,7 +115,7 @@ async fn poll_and_block_with_a_long_enough_wait_replay_the_winners_response() {
         // The counts are scenarios/3-poll.toml's and 3-block.toml's; here,
         // what the replays carry and what waiting held.
         let body = winners_body(&r);
-        for w in r.reports.iter().filter(|w| w.status == 200) {
+        for w in r.reports.iter().filter(|w| w.outcome == Outcome::Replayed) {
             assert_eq!(
                 w.body.as_ref(),
                 Some(&body),
@@ -141,7 +145,12 @@ async fn poll_and_block_with_a_long_enough_wait_replay_the_winners_response() {
                 assert!(most_waiting_on_a_lock >= 1, "block waits on a lock");
                 assert!(waiters.iter().all(|w| w.checkouts == 1));
                 // The losers that waited on the claim's lock name the winner as the holder.
-                let winner = r.reports.iter().find(|w| w.status == 201).unwrap().worker;
+                let winner = r
+                    .reports
+                    .iter()
+                    .find(|w| w.outcome == Outcome::Created)
+                    .unwrap()
+                    .worker;
                 let blocked: Vec<_> = r
                     .reports
                     .iter()
@@ -207,7 +216,11 @@ async fn a_waiting_loser_gives_up_when_its_wait_runs_out() {
             },
         )
         .await;
-        let winner = r.reports.iter().find(|w| w.status == 201).unwrap();
+        let winner = r
+            .reports
+            .iter()
+            .find(|w| w.outcome == Outcome::Created)
+            .unwrap();
         let gave_up: Vec<_> = r.reports.iter().filter(|w| w.status == 409).collect();
         assert_eq!(gave_up.len(), 4, "{policy:?}");
         // Poll gives up when its next read would come after the wait, so at

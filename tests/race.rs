@@ -193,7 +193,7 @@ async fn claim_losers_answer_409_while_pending_and_replay_when_completed() {
         let winner = r
             .reports
             .iter()
-            .find(|w| w.status == 201)
+            .find(|w| w.outcome == Outcome::Created)
             .unwrap()
             .body
             .clone();

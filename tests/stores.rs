@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
-use idem::race::{Race, RaceResult, RaceSettings};
+use idem::race::{Outcome, Race, RaceResult, RaceSettings};
 use idem::store::StoreKind;
 use idem::store::audit::audit;
 use idem::store::cache::CacheLimits;
@@ -47,7 +47,11 @@ async fn the_table_store_makes_one_xp_row_with_and_without_cache_pressure() {
                     .iter()
                     .find(|w| w.retry)
                     .expect("a retry after the pressure");
-                assert_eq!(retry.status, 200, "the table store replays the retry");
+                assert_eq!(
+                    (retry.status, retry.outcome),
+                    (201, Outcome::Replayed),
+                    "the table store replays the retry"
+                );
             }
         }
     }
@@ -98,7 +102,11 @@ async fn the_table_keeps_an_audit_trail_and_the_cache_an_opaque_value() {
     db.close().await.unwrap();
 
     let row = table_audit.table.expect("the claim's row");
-    let winner = table.reports.iter().find(|w| w.status == 201).unwrap();
+    let winner = table
+        .reports
+        .iter()
+        .find(|w| w.outcome == Outcome::Created)
+        .unwrap();
     assert_eq!(row.worker, Some(winner.worker as i32), "who claimed it");
     assert_eq!(row.status, "completed");
     assert_eq!(

@@ -287,30 +287,40 @@ fn lesson_of(path: &str) -> Option<Result<i32, String>> {
     )
 }
 
-/// The strategy's answer as the client gets it.
+/// The strategy's answer as the client gets it: the status from the one
+/// table ([`Outcome::status`]), a replay marked as such, errors as problems.
 fn answered(answer: &Answer, req: &Request) -> Response {
     let body = answer.body.clone().unwrap_or(Value::Null);
-    match answer.outcome {
-        Outcome::Created | Outcome::Duplicate => json_response(201, &body),
-        // Every strategy stores its 201 with the body; the replay repeats both.
-        Outcome::Replayed => replayed(json_response(201, &body)),
-        Outcome::Failed if answer.replayed => replayed(json_response(500, &body)),
-        Outcome::Failed => json_response(500, &body),
+    // A worker that crashed answers nothing in a race; the app must answer.
+    let status = match answer.outcome {
+        Outcome::Crashed => 500,
+        outcome => outcome.status(),
+    };
+    let response = match answer.outcome {
+        Outcome::Created | Outcome::Duplicate | Outcome::Replayed | Outcome::Failed => {
+            json_response(status, &body)
+        }
         Outcome::Conflict => {
             let retry_ms = req.work.as_millis().max(1) as u64;
-            let mut response = problem(409, wire::error_code(Outcome::Conflict), &detail(&body));
+            let mut response = problem(status, wire::error_code(Outcome::Conflict), &detail(&body));
             response
                 .headers_mut()
                 .insert(RETRY_AFTER, HeaderValue::from(retry_ms.div_ceil(1000)));
             response
         }
-        Outcome::Mismatch => problem(422, wire::error_code(Outcome::Mismatch), &detail(&body)),
-        Outcome::CheckoutTimeout => {
-            problem(503, wire::error_code(Outcome::CheckoutTimeout), &answer.did)
-        }
+        Outcome::Mismatch => problem(status, wire::error_code(Outcome::Mismatch), &detail(&body)),
+        Outcome::CheckoutTimeout => problem(
+            status,
+            wire::error_code(Outcome::CheckoutTimeout),
+            &answer.did,
+        ),
         Outcome::Crashed | Outcome::Error => {
-            problem(500, wire::error_code(Outcome::Error), &answer.did)
+            problem(status, wire::error_code(Outcome::Error), &answer.did)
         }
+    };
+    match answer.replayed {
+        true => replayed(response),
+        false => response,
     }
 }
 

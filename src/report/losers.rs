@@ -113,7 +113,7 @@ pub fn render(rows: &[LoserRow], settings_line: &str) -> String {
             "winner p50",
             "losers p50",
             "losers max",
-            "201 / 200 / 409",
+            "created / replayed / 409",
             "queries/race",
             "conn-s waiting",
             "timeouts",

@@ -9,7 +9,7 @@ use serde_json::Value;
 pub enum Outcome {
     /// It did the work, and its XP row is the one the key stands for (201).
     Created,
-    /// It found a finished result and answered with it (200).
+    /// It found a finished result and answered with it: the stored 201.
     Replayed,
     /// Another request held the key and was still working (409 Conflict).
     Conflict,
@@ -65,7 +65,9 @@ impl Outcome {
     pub fn status(self) -> u16 {
         match self {
             Outcome::Created | Outcome::Duplicate => 201,
-            Outcome::Replayed => 200,
+            // A replay repeats the stored response, status included: every
+            // strategy stores its 201 (a stored failure replays as Failed).
+            Outcome::Replayed => 201,
             Outcome::Conflict => 409,
             Outcome::Mismatch => 422,
             Outcome::Failed => 500,

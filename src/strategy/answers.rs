@@ -7,7 +7,7 @@ use super::loser::conflict_body;
 use super::work;
 use crate::request::{Answer, Outcome, Request, Waited};
 
-/// 200: the stored response of the request that did the work.
+/// The stored response of the request that did the work, repeated (201).
 pub fn replay(body: Option<Value>, saw: &str, waited: Option<Waited>) -> Answer {
     let xp = body.as_ref().and_then(work::xp_id_of);
     Answer {
