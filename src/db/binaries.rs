@@ -122,7 +122,7 @@ fn stamp(file: &Path) -> Option<String> {
 
 /// The version kept for `stamp`, if any.
 fn known_version(stamp: &str) -> Option<String> {
-    let file = super::template::cache_dir().ok()?.join(VERSIONS);
+    let file = super::cache_dir::cache_dir().ok()?.join(VERSIONS);
     let text = std::fs::read_to_string(file).ok()?;
     text.lines()
         .find_map(|line| line.strip_prefix(stamp)?.strip_prefix('\t'))
@@ -132,7 +132,7 @@ fn known_version(stamp: &str) -> Option<String> {
 
 /// Keeps `version` for `stamp` (best effort: a run without a cache just asks again).
 fn remember_version(stamp: &str, version: &str) {
-    let Ok(dir) = super::template::cache_dir() else {
+    let Ok(dir) = super::cache_dir::cache_dir() else {
         return;
     };
     if std::fs::create_dir_all(&dir).is_err() {

@@ -89,7 +89,7 @@ impl Cluster {
         let user = cluster_user(opts.pg_user.as_deref())?;
         let cache = match opts.template_cache.clone() {
             Some(cache) => cache,
-            None => template::cache_dir()?,
+            None => super::cache_dir::cache_dir()?,
         };
         // What killed runs left: initdb staging and benchmark scratch
         // directories, then below, run directories.

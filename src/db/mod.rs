@@ -6,6 +6,7 @@
 //! connection pool (see [`pool`]).
 
 pub mod binaries;
+pub mod cache_dir;
 pub mod child;
 pub mod cluster;
 pub mod leftovers;

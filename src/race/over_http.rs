@@ -20,11 +20,9 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
 
-use super::runner::Race;
 use super::settings::RaceSettings;
 use super::worker_report::WorkerReport;
-use crate::db::pool::Conn;
-use crate::http::app::{App, Handled, Shape, Watch};
+use crate::http::app::{App, Handled, Shape};
 use crate::http::client::{self, Outgoing, Received, Target};
 use crate::http::wire::{self, KEY_HEADER, WORKER_HEADER};
 use crate::request::{Answer, Outcome, Request, Trace};
@@ -92,23 +90,6 @@ impl Wire {
                 async move { crate::http::listener::serve_with_defaults(app, listener).await },
             );
         Ok(Self { server, end })
-    }
-}
-
-impl Race<'_> {
-    /// The course's app on this race's pool and strategy, on fresh tables,
-    /// with the runner's connection held (if the settings say so) for as
-    /// long as the returned connection lives: what `idem serve` serves.
-    pub async fn open_app(&self, watch: Option<Watch>) -> Result<(App, Option<Conn>)> {
-        let held = self.start_app().await?;
-        let app = App::new(
-            self.pool.clone(),
-            self.strategy.clone(),
-            self.settings.app_shape(),
-            self.settings.threads,
-            watch,
-        );
-        Ok((app, held))
     }
 }
 

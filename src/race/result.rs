@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::runner::count_outcomes;
 use super::settings::{CrashPlan, RaceSettings, Transport};
 use super::worker_report::WorkerReport;
 use crate::db::RowCounts;
@@ -133,4 +132,13 @@ pub fn xp_rows(n: u64) -> String {
         1 => "1 XP row".to_string(),
         n => format!("{n} XP rows"),
     }
+}
+
+/// Counts outcomes by name, listing every outcome (zero included) so JSON keys are stable.
+pub fn count_outcomes(reports: &[WorkerReport]) -> BTreeMap<Outcome, u64> {
+    let mut counts: BTreeMap<Outcome, u64> = Outcome::ALL.iter().map(|o| (*o, 0)).collect();
+    for report in reports {
+        *counts.entry(report.outcome).or_default() += 1;
+    }
+    counts
 }

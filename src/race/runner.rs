@@ -1,6 +1,6 @@
 //! The race itself: a warm pool, a runner holding one connection, and N workers released together.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -17,7 +17,8 @@ use super::settings::{RaceSettings, Transport};
 use super::stepper::Controller;
 use super::worker_report::WorkerReport;
 use crate::db::Database;
-use crate::db::pool::{self, warm_pool};
+use crate::db::pool::{self, Conn, warm_pool};
+use crate::http::app::{App, Watch};
 use crate::request::fault::{Fault, FaultKind, FaultPoint};
 use crate::request::{Lease, Outcome, Request, StepHook, Trace};
 use crate::store::cache;
@@ -430,11 +431,19 @@ fn mark_duplicates(reports: &mut [WorkerReport], kept_xp: Option<i64>) {
     }
 }
 
-/// Counts outcomes by name, listing every outcome (zero included) so JSON keys are stable.
-pub fn count_outcomes(reports: &[WorkerReport]) -> BTreeMap<Outcome, u64> {
-    let mut counts: BTreeMap<Outcome, u64> = Outcome::ALL.iter().map(|o| (*o, 0)).collect();
-    for report in reports {
-        *counts.entry(report.outcome).or_default() += 1;
+impl Race<'_> {
+    /// The course's app on this race's pool and strategy, on fresh tables,
+    /// with the runner's connection held (if the settings say so) for as
+    /// long as the returned connection lives: what `idem serve` serves.
+    pub async fn open_app(&self, watch: Option<Watch>) -> Result<(App, Option<Conn>)> {
+        let held = self.start_app().await?;
+        let app = App::new(
+            self.pool.clone(),
+            self.strategy.clone(),
+            self.settings.app_shape(),
+            self.settings.threads,
+            watch,
+        );
+        Ok((app, held))
     }
-    counts
 }

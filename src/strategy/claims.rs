@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::guard::{GuardClient, Key};
+use super::guard::client::{GuardClient, Key};
 use crate::request::{Observer, Request, Step};
 
 /// The request as the key table sees it.

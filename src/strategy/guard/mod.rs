@@ -63,6 +63,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub(crate) mod client;
 mod core;
 mod harness;
 #[doc(hidden)]
@@ -71,9 +72,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
-use tokio_postgres::Statement;
 
 use crate::request::Unobserved;
+pub use client::{GuardClient, Key};
 
 /// What the guard does when the work itself fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -118,20 +119,6 @@ impl Default for Guard {
             first_backoff: Duration::from_millis(10),
         }
     }
-}
-
-/// One request, as the guard sees it.
-#[derive(Debug, Clone, Copy)]
-pub struct Key<'a> {
-    /// The idempotency key the client sent.
-    pub key: &'a str,
-    /// The operation, stored beside the key.
-    pub operation: &'a str,
-    /// A fingerprint of the request's parameters; `None` checks none.
-    pub fingerprint: Option<&'a str>,
-    /// Who works on the claim. A request that presents the same owner again
-    /// (its own retry) resumes its pending claim instead of waiting for it.
-    pub owner: i32,
 }
 
 /// A response: the status and body the client gets, and retries replay.
@@ -203,44 +190,6 @@ impl ClaimState {
             ClaimState::TakenByAnother => "stale claim taken by another",
             ClaimState::TakenOver => "claim taken over",
         }
-    }
-}
-
-/// A connection the guard can run on.
-pub trait GuardClient: Send + Sync {
-    /// The client itself.
-    fn client(&self) -> &tokio_postgres::Client;
-
-    /// A prepared statement for `sql` (from a cache where the client has one).
-    fn statement(
-        &self,
-        sql: &'static str,
-    ) -> impl Future<Output = Result<Statement, tokio_postgres::Error>> + Send;
-}
-
-impl GuardClient for tokio_postgres::Client {
-    fn client(&self) -> &tokio_postgres::Client {
-        self
-    }
-
-    fn statement(
-        &self,
-        sql: &'static str,
-    ) -> impl Future<Output = Result<Statement, tokio_postgres::Error>> + Send {
-        self.prepare(sql)
-    }
-}
-
-impl GuardClient for deadpool_postgres::ClientWrapper {
-    fn client(&self) -> &tokio_postgres::Client {
-        self
-    }
-
-    fn statement(
-        &self,
-        sql: &'static str,
-    ) -> impl Future<Output = Result<Statement, tokio_postgres::Error>> + Send {
-        self.prepare_cached(sql)
     }
 }
 
