@@ -6,18 +6,17 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
+use hyper::Uri;
 use hyper::client::conn::http1::{self, SendRequest};
-use hyper::header::{CONTENT_LENGTH, HOST, HeaderMap, HeaderName, HeaderValue};
-use hyper::{Method, Uri};
+use hyper::header::{CONTENT_LENGTH, HOST};
 use hyper_util::rt::TokioIo;
 use rustls::ClientConfig;
-use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
 
+pub use super::message::{BodyTooLarge, Outgoing, Received};
 use super::stream::{Protocol, Stream};
 pub use super::tls::{Offer, Trust};
-use super::wire::REPLAYED_HEADER;
 
 /// The most of a response's body a client reads unless told otherwise.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1024 * 1024;
@@ -69,17 +68,6 @@ impl std::fmt::Debug for Target {
             .field("tls", &self.tls.is_some())
             .finish()
     }
-}
-
-/// A response whose body was longer than the client reads.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "{place} answered {status} with a body over {limit} bytes; it was not read further (--max-response-bytes)"
-)]
-pub struct BodyTooLarge {
-    pub place: String,
-    pub status: u16,
-    pub limit: usize,
 }
 
 impl Target {
@@ -167,40 +155,6 @@ impl Target {
             (true, _) | (_, Some(Protocol::Http2)) => Protocol::Http2,
             _ => Protocol::Http11,
         }
-    }
-}
-
-/// A request to send: a method, a path, headers and a body.
-#[derive(Debug, Clone)]
-pub struct Outgoing {
-    pub method: Method,
-    pub path: String,
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    pub body: Bytes,
-}
-
-/// A response as it arrived.
-#[derive(Debug, Clone)]
-pub struct Received {
-    pub status: u16,
-    pub headers: HeaderMap,
-    pub body: Bytes,
-    /// When the last byte of the body arrived.
-    pub at: Instant,
-}
-
-impl Received {
-    /// Whether the response says it is a replay (`Idempotent-Replayed: true`).
-    pub fn replayed(&self) -> bool {
-        self.headers
-            .get(REPLAYED_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-    }
-
-    /// The body as JSON, if it is JSON.
-    pub fn json(&self) -> Option<Value> {
-        serde_json::from_slice(&self.body).ok()
     }
 }
 

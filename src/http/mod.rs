@@ -11,6 +11,7 @@ pub mod app;
 pub mod client;
 pub mod last_byte;
 pub mod listener;
+pub mod message;
 pub mod observed;
 pub mod single_packet;
 pub mod stream;

@@ -23,7 +23,7 @@ use h2::SendStream;
 use h2::client::{Connection as H2Connection, ResponseFuture};
 use hyper::header::{CONNECTION, HOST, HeaderValue, TRANSFER_ENCODING};
 
-use super::client::{BodyTooLarge, Outgoing, Received};
+use super::message::{BodyTooLarge, Outgoing, Received};
 use super::observed::{Observed, Observer};
 use super::stream::Stream;
 

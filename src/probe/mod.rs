@@ -11,6 +11,7 @@ pub mod bursts;
 pub mod conformance;
 pub mod count;
 pub mod release;
+mod shot;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use hyper::Method;
 use hyper::header::{HeaderName, HeaderValue};
 pub use release::{Http1Release, Release};
 use serde::Serialize;
+pub use shot::Shot;
 
 /// What to send, where, and where to count.
 #[derive(Debug, Clone)]
@@ -177,63 +179,6 @@ fn header(number: usize, text: &str) -> Result<(HeaderName, HeaderValue)> {
         )
     })?;
     Ok((name, value))
-}
-
-/// What one client got.
-#[derive(Debug, Clone, Serialize)]
-pub struct Shot {
-    pub request: usize,
-    /// `None` when no response came.
-    pub status: Option<u16>,
-    /// From the gate to the last byte of the answer.
-    pub latency_ms: f64,
-    /// The response carried `Idempotent-Replayed: true`.
-    pub replayed: bool,
-    /// This request's success was the first to arrive.
-    pub first_success: bool,
-    /// For a success: whether its body equals the first success's byte for
-    /// byte (`None` for any other answer, or without a success).
-    pub same_as_first_success: Option<bool>,
-    /// Why no response came.
-    pub error: Option<String>,
-    #[serde(skip)]
-    pub body: Bytes,
-    #[serde(skip)]
-    answered: Option<Instant>,
-}
-
-impl Shot {
-    fn new(request: usize, opened: Instant, received: Result<client::Received>) -> Self {
-        match received {
-            Ok(r) => Self {
-                request,
-                status: Some(r.status),
-                latency_ms: r.at.saturating_duration_since(opened).as_secs_f64() * 1000.0,
-                replayed: r.replayed(),
-                first_success: false,
-                same_as_first_success: None,
-                error: None,
-                body: r.body,
-                answered: Some(r.at),
-            },
-            Err(err) => Self {
-                request,
-                status: None,
-                latency_ms: opened.elapsed().as_secs_f64() * 1000.0,
-                replayed: false,
-                first_success: false,
-                same_as_first_success: None,
-                error: Some(crate::db::secret::scrub(&format!("{err:#}"))),
-                body: Bytes::new(),
-                answered: None,
-            },
-        }
-    }
-
-    /// A 2xx answer.
-    pub fn succeeded(&self) -> bool {
-        self.status.is_some_and(|s| (200..300).contains(&s))
-    }
 }
 
 /// Compares every answer's body with that of the success that arrived first.

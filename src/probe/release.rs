@@ -7,7 +7,7 @@ use serde::Serialize;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::Shot;
+use super::shot::Shot;
 use crate::http::client::{Connection, Outgoing, Target};
 use crate::http::last_byte::{self, Trigger};
 use crate::http::single_packet;

@@ -1,7 +1,7 @@
 //! What the guard runs on and for: a connection it can prepare statements on, and one request's key as the key table sees it.
 //!
 //! Apart from the guard's own logic, so that the claim and completion it
-//! shares with claim-work-complete ([`crate::strategy::claims`]) can name
+//! shares with claim-work-complete (`strategy/claims.rs`) can name
 //! them without reaching into the guard.
 
 use std::future::Future;
