@@ -160,3 +160,251 @@ fn the_check_reads_uses_as_written() {
     let text = "use crate::race::Race;\nuse crate::{db::Database, strategy};\nfn f() { crate::race::x() }\n";
     assert_eq!(uses(text, &known), known);
 }
+
+/// Circles between files inside a module that are known and not yet
+/// broken: a facade (`mod.rs`) that defines what its files use and also
+/// calls into them. A new circle fails the test below; one of these, once
+/// broken, must leave this list.
+const KNOWN_FILE_CIRCLES: &[&[&str]] = &[
+    &["strategy::guard", "strategy::guard::core"],
+    &[
+        "bench",
+        "bench::client",
+        "bench::pgbench",
+        "bench::process",
+        "bench::throughput",
+        "bench::wire",
+    ],
+];
+
+/// A file's module path: `src/race/runner.rs` is `race::runner`; a
+/// `mod.rs` is its folder's module; `lib.rs` is the root.
+type ModPath = Vec<String>;
+
+fn module_files() -> BTreeMap<ModPath, std::path::PathBuf> {
+    let src = Path::new("src");
+    let mut found = BTreeMap::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                let relative = path.strip_prefix(src).unwrap().with_extension("");
+                let mut at: ModPath = relative
+                    .iter()
+                    .map(|s| s.to_string_lossy().to_string())
+                    .collect();
+                if matches!(at.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+                    at.pop();
+                }
+                found.insert(at, path);
+            }
+        }
+    }
+    found
+}
+
+/// The code of a file: unit tests, comments and re-exports (`pub use`, a
+/// facade's door, not a use) left out.
+fn code_of(text: &str, keep_reexports: bool) -> String {
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => &text[..i],
+        None => text,
+    };
+    text.lines()
+        .map(str::trim_start)
+        .filter(|l| !l.starts_with("//"))
+        .filter(|l| {
+            keep_reexports == (l.starts_with("pub use ") || l.starts_with("pub(crate) use "))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// The module paths named in `text`, read from `at` (whose child modules
+/// are `children`): `crate::a::b`, `super::c`, `self::d`, `child::e`, and
+/// groups `x::{A, b::C}`.
+fn paths_in(text: &str, at: &[String], children: &BTreeSet<String>) -> BTreeSet<ModPath> {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let chars: Vec<char> = text.chars().collect();
+    let mut found = BTreeSet::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let starts = word(chars[i]) && (i == 0 || !(word(chars[i - 1]) || chars[i - 1] == ':'));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && (word(chars[i]) || chars[i] == ':') {
+            i += 1;
+        }
+        let run: String = chars[start..i].iter().collect();
+        if !run.contains("::") {
+            continue;
+        }
+        let mut parts: Vec<String> = run
+            .split("::")
+            .filter(|p| !p.is_empty())
+            .map(String::from)
+            .collect();
+        let mut groups: Vec<Vec<String>> = vec![Vec::new()];
+        let close = chars[i..].iter().position(|c| *c == '}');
+        if let (true, Some(close)) = (run.ends_with("::") && chars.get(i) == Some(&'{'), close) {
+            let inner: String = chars[i + 1..i + close].iter().collect();
+            groups = inner
+                .split(',')
+                .map(|g| {
+                    g.trim()
+                        .split("::")
+                        .filter(|p| !p.is_empty() && p.chars().all(word))
+                        .map(String::from)
+                        .collect()
+                })
+                .collect();
+        }
+        let mut base: ModPath = match parts[0].as_str() {
+            "crate" => {
+                parts.remove(0);
+                Vec::new()
+            }
+            "self" => {
+                parts.remove(0);
+                at.to_vec()
+            }
+            "super" => {
+                let mut base = at.to_vec();
+                while parts.first().map(String::as_str) == Some("super") {
+                    base.pop();
+                    parts.remove(0);
+                }
+                base
+            }
+            first if children.contains(first) => at.to_vec(),
+            _ => continue,
+        };
+        base.extend(parts);
+        for group in groups {
+            let mut full = base.clone();
+            full.extend(group);
+            found.insert(full);
+        }
+    }
+    found
+}
+
+fn children_of(at: &[String], files: &BTreeMap<ModPath, std::path::PathBuf>) -> BTreeSet<String> {
+    files
+        .keys()
+        .filter(|k| k.len() == at.len() + 1 && k.starts_with(at))
+        .map(|k| k[at.len()].clone())
+        .collect()
+}
+
+/// The file where a named path is written: the longest prefix that is a
+/// file, followed through that file's re-exports.
+fn file_of(
+    path: &[String],
+    files: &BTreeMap<ModPath, std::path::PathBuf>,
+    reexports: &BTreeMap<ModPath, BTreeMap<String, ModPath>>,
+) -> Option<ModPath> {
+    let mut path = path.to_vec();
+    for _ in 0..8 {
+        let file = (0..=path.len())
+            .rev()
+            .map(|n| path[..n].to_vec())
+            .find(|prefix| files.contains_key(prefix))?;
+        let target = path
+            .get(file.len())
+            .and_then(|name| reexports.get(&file)?.get(name))
+            .filter(|target| **target != path);
+        match target {
+            Some(target) => {
+                let mut followed = target.clone();
+                followed.extend(path[file.len() + 1..].iter().cloned());
+                path = followed;
+            }
+            None => return Some(file),
+        }
+    }
+    None
+}
+
+fn file_edges() -> BTreeMap<ModPath, BTreeSet<ModPath>> {
+    let files = module_files();
+    let texts: BTreeMap<&ModPath, String> = files
+        .iter()
+        .map(|(at, path)| (at, std::fs::read_to_string(path).unwrap()))
+        .collect();
+    let reexports: BTreeMap<ModPath, BTreeMap<String, ModPath>> = files
+        .keys()
+        .map(|at| {
+            let shown = paths_in(&code_of(&texts[at], true), at, &children_of(at, &files));
+            let names = shown
+                .into_iter()
+                .filter_map(|p| Some((p.last()?.clone(), p)))
+                .collect();
+            (at.clone(), names)
+        })
+        .collect();
+    files
+        .keys()
+        .map(|at| {
+            let used = paths_in(&code_of(&texts[at], false), at, &children_of(at, &files))
+                .iter()
+                .filter_map(|p| file_of(p, &files, &reexports))
+                .filter(|f| f != at && !f.is_empty())
+                .collect();
+            (at.clone(), used)
+        })
+        .collect()
+}
+
+#[test]
+fn no_two_files_use_each_other_but_the_known_circles() {
+    let edges = file_edges();
+    let mut on_circles = BTreeSet::new();
+    for start in edges.keys() {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<&ModPath> = edges[start].iter().collect();
+        while let Some(f) = stack.pop() {
+            if f == start {
+                on_circles.insert(start.join("::"));
+                break;
+            }
+            if seen.insert(f) {
+                stack.extend(edges.get(f).into_iter().flatten());
+            }
+        }
+    }
+    let known: BTreeSet<String> = KNOWN_FILE_CIRCLES
+        .iter()
+        .flat_map(|c| c.iter().map(|f| f.to_string()))
+        .collect();
+    let new: Vec<&String> = on_circles.difference(&known).collect();
+    let broken: Vec<&String> = known.difference(&on_circles).collect();
+    assert_eq!(new, Vec::<&String>::new(), "files on a new circle");
+    assert_eq!(
+        broken,
+        Vec::<&String>::new(),
+        "broken circles: take them off the list"
+    );
+}
+
+#[test]
+fn the_file_check_reads_paths_as_written() {
+    let at: ModPath = vec!["strategy".into(), "guard".into()];
+    let children: BTreeSet<String> = ["core".to_string()].into();
+    let text = "use super::claims::{claim, complete};\nuse crate::db::pool::Conn;\nfn f() { core::attempt() }\n";
+    let used = paths_in(text, &at, &children);
+    let path = |p: &str| p.split("::").map(String::from).collect::<ModPath>();
+    for expected in [
+        "strategy::claims::claim",
+        "db::pool::Conn",
+        "strategy::guard::core::attempt",
+    ] {
+        assert!(used.contains(&path(expected)), "{expected}: {used:?}");
+    }
+}
