@@ -11,9 +11,11 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::db::Database;
+use crate::limits::Origin;
 use crate::probe::conformance::Check;
 use crate::race::fault::FaultPoint;
-use crate::race::{CrashPlan, Outcome, Race, RaceResult, RaceSettings, xp_rows};
+use crate::race::input::RaceInput;
+use crate::race::{CrashPlan, Outcome, Race, RaceResult, xp_rows};
 use crate::strategy::{Strategy, StrategyKind};
 
 /// The lock timeout the crash cases wait out before retrying: a guard that
@@ -22,13 +24,12 @@ pub const LOCK_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Runs the four cases against `guard`.
 pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<Check>> {
-    let base = RaceSettings {
-        strategy: StrategyKind::Guard,
-        lock_timeout: LOCK_TIMEOUT,
-        ..RaceSettings::default()
+    let base = RaceInput {
+        lock_timeout_ms: Some(LOCK_TIMEOUT.as_millis() as u64),
+        ..RaceInput::with_strategy(StrategyKind::Guard)
     };
-    let run = async |settings: RaceSettings| -> Result<RaceResult> {
-        Race::prepare_with(db, settings, guard.clone())
+    let run = async |input: RaceInput| -> Result<RaceResult> {
+        Race::prepare_with(db, input.build(Origin::Flags)?, guard.clone())
             .await?
             .run(1)
             .await
@@ -46,9 +47,9 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<Check>
     ));
 
     // 2. Lesson 4: the same key with other amounts.
-    let r = run(RaceSettings {
-        amounts: vec![10, 20, 10, 30, 10],
-        pool_size: 6,
+    let r = run(RaceInput {
+        amounts: Some(vec![10, 20, 10, 30, 10]),
+        pool_size: Some(6),
         ..base.clone()
     })
     .await?;
@@ -70,12 +71,12 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<Check>
     ));
 
     // 3. Lesson 7: the winner crashes after claiming; a retry comes after the lock timeout.
-    let crash = RaceSettings {
+    let crash = RaceInput {
         crash: Some(CrashPlan {
             worker: None,
             at: FaultPoint::AfterClaim,
         }),
-        pool_size: 6,
+        pool_size: Some(6),
         ..base.clone()
     };
     let r = run(crash.clone()).await?;
@@ -92,8 +93,8 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<Check>
     ));
 
     // 4. Two retries race for the same stale claim.
-    let r = run(RaceSettings {
-        recovery_retries: 2,
+    let r = run(RaceInput {
+        recovery_retries: Some(2),
         ..crash
     })
     .await?;

@@ -18,7 +18,8 @@ use uuid::Uuid;
 
 use crate::db::Database;
 use crate::db::pool::warm_pool;
-use crate::race::RaceSettings;
+use crate::limits::Origin;
+use crate::race::input::RaceInput;
 use crate::race::{Lease, Outcome, Request, Trace};
 use crate::strategy::fingerprint::Params;
 use crate::strategy::{OPERATION, Strategy, StrategyKind, work};
@@ -124,7 +125,7 @@ impl KeysSettings {
 pub const DEFAULT_CRASH_AT: CrashPoint = CrashPoint::AfterWork;
 
 /// How long the server's work takes in these simulations unless told otherwise, in ms.
-pub const DEFAULT_KEYS_WORK_MS: u64 = 1;
+pub const DEFAULT_KEYS_WORK_MS: u64 = crate::limits::KEYS_WORK_MS.default();
 
 /// One attempt a client made.
 #[derive(Debug, Clone, Serialize)]
@@ -170,10 +171,7 @@ pub async fn simulate(db: &Database, s: &KeysSettings) -> Result<KeysResult> {
     db.reset().await?;
     let pool = warm_pool(db.workers_config(), s.clients.min(50)).await?;
     // Fail-fast claim-work-complete on the key table: the shape lesson 6 judges keys with.
-    let shape = RaceSettings {
-        strategy: StrategyKind::ClaimWorkComplete,
-        ..RaceSettings::default()
-    };
+    let shape = RaceInput::with_strategy(StrategyKind::ClaimWorkComplete).build(Origin::Flags)?;
     let strategy: Arc<dyn Strategy> = Arc::from(shape.build_strategy());
     let began = Instant::now();
     let mut clients = tokio::task::JoinSet::new();

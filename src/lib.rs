@@ -25,8 +25,8 @@ macro_rules! internal {
 }
 
 internal!(
-    app, bench, challenge, cli, commands, db, http, keys, lesson, probe, race, report, request,
-    scenario, signals, store, strategy, tls,
+    app, bench, challenge, cli, commands, db, http, keys, lesson, limits, probe, race, report,
+    request, scenario, signals, store, strategy, tls,
 );
 
 pub use app::main;
@@ -34,7 +34,8 @@ pub use strategy::guard;
 
 use anyhow::Result;
 
-use cli::{Cli, Command, ConnectArgs};
+use cli::connection::ConnectArgs;
+use cli::{Cli, Command};
 use db::{ConnectOptions, Database};
 use report::Output;
 use signals::Signals;
@@ -71,8 +72,8 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Scenario(a) => {
             let scenarios = c::scenario::plan(&a)?;
             match a.command {
-                cli::ScenarioCommand::List { .. } => c::scenario::list(&scenarios),
-                cli::ScenarioCommand::Run { json, .. } => {
+                cli::teaching::ScenarioCommand::List { .. } => c::scenario::list(&scenarios),
+                cli::teaching::ScenarioCommand::Run { json, .. } => {
                     let out = Output::from_json_flag(json);
                     with_database(&a.connect, s, async |db| {
                         c::scenario::run(scenarios, out, db).await

@@ -17,7 +17,8 @@ use super::pgbench;
 use super::script::Script;
 use super::throughput::{Budget, Handler, Throughput, measure};
 use crate::db::Database;
-use crate::race::RaceSettings;
+use crate::limits::Origin;
+use crate::race::input::RaceInput;
 use crate::strategy::StrategyKind;
 
 /// The target: idem's loop at least this share of its reference.
@@ -68,11 +69,10 @@ pub async fn measure_all(
     tick: impl Fn(),
 ) -> Result<ClientFigures> {
     let strategy = |kind: StrategyKind| {
-        let settings = RaceSettings {
-            strategy: kind,
-            ..RaceSettings::default()
-        };
-        Handler::Strategy(Arc::from(settings.build_strategy()), kind.uses_key_table())
+        let settings = RaceInput::with_strategy(kind).build(Origin::Flags)?;
+        let handler =
+            Handler::Strategy(Arc::from(settings.build_strategy()), kind.uses_key_table());
+        Ok::<_, anyhow::Error>(handler)
     };
     let (cwc, guard) = (StrategyKind::ClaimWorkComplete, StrategyKind::Guard);
     let bare = |script: Script| Handler::Bare(script);
@@ -103,12 +103,12 @@ pub async fn measure_all(
         .await?;
         let cwc_pgbench = pgbench(Script::ClaimWorkComplete).await?;
         samples[1].push(row(&cwc_bare, "pgbench", cwc_pgbench));
-        let idem_cwc = measure(db, cwc.name(), strategy(cwc), clients, clients, budget).await?;
+        let idem_cwc = measure(db, cwc.name(), strategy(cwc)?, clients, clients, budget).await?;
         samples[2].push(row(&idem_cwc, "pgbench", cwc_pgbench));
         let reference = (cwc_bare.per_second, cwc_bare.cpu_us_per_request);
         samples[3].push(row(&idem_cwc, &cwc_bare_name, Some(reference)));
         let idem_guard =
-            measure(db, guard.name(), strategy(guard), clients, clients, budget).await?;
+            measure(db, guard.name(), strategy(guard)?, clients, clients, budget).await?;
         let reference = (idem_cwc.per_second, idem_cwc.cpu_us_per_request);
         samples[4].push(row(&idem_guard, cwc.name(), Some(reference)));
         (last_raw, last_cwc, last_guard) = (Some(raw), Some(idem_cwc), Some(idem_guard));
@@ -126,7 +126,7 @@ pub async fn measure_all(
         };
         let counted = match counted {
             Some(counted) => counted,
-            None => measure(db, kind.name(), strategy(kind), clients, clients, 500).await?,
+            None => measure(db, kind.name(), strategy(kind)?, clients, clients, 500).await?,
         };
         statements.push(counted);
     }

@@ -1,24 +1,26 @@
 //! Races measured back to back, all on one key at once, and at scale: how fast idem runs the course's races.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Result;
 
 use super::{GUARDS, HotKey, RaceRate, ScaleFigure};
 use crate::db::Database;
-use crate::race::{Outcome, Race, RaceSettings, percentile};
+use crate::limits::Origin;
+use crate::race::input::RaceInput;
+use crate::race::{Outcome, Race, percentile};
 use crate::strategy::StrategyKind;
 
 /// `races` default races of every strategy back to back, with no work time.
 pub async fn race_rate(db: &Database, races: usize, tick: impl Fn()) -> Result<Vec<RaceRate>> {
     let mut race_rate = Vec::new();
     for strategy in StrategyKind::ALL {
-        let settings = RaceSettings {
-            strategy,
-            work: Duration::ZERO,
-            ..RaceSettings::default()
-        };
+        let settings = RaceInput {
+            work_ms: Some(0),
+            ..RaceInput::with_strategy(strategy)
+        }
+        .build(Origin::Flags)?;
         let race = Race::prepare(db, settings).await?;
         let mut xp_rows = BTreeMap::new();
         let began = Instant::now();
@@ -43,13 +45,13 @@ pub async fn race_rate(db: &Database, races: usize, tick: impl Fn()) -> Result<V
 pub async fn hot_key(db: &Database, requests: usize, tick: impl Fn()) -> Result<Vec<HotKey>> {
     let mut hot_key = Vec::new();
     for strategy in GUARDS {
-        let settings = RaceSettings {
-            strategy,
-            workers: requests,
-            pool_size: 50,
-            work: Duration::ZERO,
-            ..RaceSettings::default()
-        };
+        let settings = RaceInput {
+            workers: Some(requests as u64),
+            pool_size: Some(50),
+            work_ms: Some(0),
+            ..RaceInput::with_strategy(strategy)
+        }
+        .build(Origin::Flags)?;
         let result = Race::prepare(db, settings).await?.run(1).await?;
         let mut latencies: Vec<f64> = result.reports.iter().map(|w| w.answer_ms).collect();
         hot_key.push(HotKey {
@@ -78,13 +80,13 @@ pub async fn scale(
             StrategyKind::ClaimWorkComplete,
             StrategyKind::InsertUnique,
         ] {
-            let settings = RaceSettings {
-                strategy,
-                workers,
-                pool_size,
-                work: Duration::ZERO,
-                ..RaceSettings::default()
-            };
+            let settings = RaceInput {
+                workers: Some(workers as u64),
+                pool_size: Some(pool_size as u64),
+                work_ms: Some(0),
+                ..RaceInput::with_strategy(strategy)
+            }
+            .build(Origin::Flags)?;
             let race = Race::prepare(db, settings).await?;
             let began = Instant::now();
             let result = race.run(1).await?;

@@ -12,7 +12,8 @@ use super::GUARDS;
 use super::script::{Prepared, Script};
 use crate::db::Database;
 use crate::db::pool::{checkout, warm_pool};
-use crate::race::RaceSettings;
+use crate::limits::Origin;
+use crate::race::input::RaceInput;
 use crate::race::{Lease, Request, Trace};
 use crate::strategy::fingerprint::Params;
 use crate::strategy::{OPERATION, Strategy};
@@ -260,10 +261,7 @@ pub async fn against_raw(
         .await?;
         tick();
         for strategy in GUARDS {
-            let settings = RaceSettings {
-                strategy,
-                ..RaceSettings::default()
-            };
+            let settings = RaceInput::with_strategy(strategy).build(Origin::Flags)?;
             let handler = Handler::Strategy(
                 Arc::from(settings.build_strategy()),
                 strategy.uses_key_table(),

@@ -17,7 +17,8 @@ use crate::db::pool::warm_pool;
 use crate::http::app::{App, Shape};
 use crate::http::client::{self, Outgoing, Target};
 use crate::http::wire::{KEY_HEADER, quote_key};
-use crate::race::RaceSettings;
+use crate::limits::Origin;
+use crate::race::input::RaceInput;
 use crate::strategy::StrategyKind;
 
 /// The guard's requests per second, over HTTP and in-process.
@@ -40,10 +41,7 @@ pub async fn guard_over_http(
     pool_size: usize,
     requests: usize,
 ) -> Result<WireFigure> {
-    let settings = RaceSettings {
-        strategy: StrategyKind::Guard,
-        ..RaceSettings::default()
-    };
+    let settings = RaceInput::with_strategy(StrategyKind::Guard).build(Origin::Flags)?;
     let guard: Arc<dyn crate::strategy::Strategy> = Arc::from(settings.build_strategy());
     let in_process = measure(
         db,

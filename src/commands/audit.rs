@@ -2,7 +2,7 @@
 
 use anyhow::{Result, bail};
 
-use crate::cli::AuditArgs;
+use crate::cli::teaching::AuditArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::report::{Output, stores::render_audit};
 use crate::store::audit::audit;

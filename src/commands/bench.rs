@@ -6,7 +6,7 @@ use crate::bench::throughput::{self};
 use crate::bench::{self as measure, BenchReport, GUARDS, peak_rss_mb};
 use clap::ValueEnum;
 
-use crate::cli::{BenchArgs, BenchSection};
+use crate::cli::measure::{BenchArgs, BenchSection};
 use crate::db::{ClusterOptions, Database};
 use crate::report::{self, Output};
 use crate::strategy::StrategyKind;

@@ -2,9 +2,9 @@
 
 use anyhow::{Result, bail};
 
-use crate::cli::CompareArgs;
+use crate::cli::race::CompareArgs;
 use crate::db::Database;
-use crate::race::limits::Origin;
+use crate::limits::Origin;
 use crate::race::{Race, RaceResult, RaceSettings};
 use crate::report::losers::LoserRow;
 use crate::report::runs::{RunsSummary, render_compare};
@@ -37,7 +37,7 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
         let rows = LoserKind::ALL
             .iter()
             .map(|&kind| {
-                let input = args.race.input(StrategyKind::ClaimWorkComplete);
+                let input = args.race.input(Some(StrategyKind::ClaimWorkComplete));
                 let s = input.build_with_loser(kind, Origin::Flags)?;
                 Ok((kind.name().to_string(), s))
             })
@@ -46,17 +46,17 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
     } else {
         let rows = StrategyKind::ALL
             .iter()
-            .map(|&s| Ok((s.name().to_string(), args.race.settings(s)?)))
+            .map(|&s| {
+                let settings = args.race.input(None).for_strategy(s).build(Origin::Flags)?;
+                Ok((s.name().to_string(), settings))
+            })
             .collect::<Result<Vec<_>>>()?;
         (Compared::Strategies, rows)
     };
-    for (_, s) in &rows {
-        s.validate()?;
-    }
     Ok(Plan {
         compared,
         rows,
-        runs: args.race.shape.runs,
+        runs: args.race.runs(),
         out: Output::from_json_flag(args.race.show.json),
     })
 }

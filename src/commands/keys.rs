@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use crate::cli::KeysArgs;
+use crate::cli::teaching::KeysArgs;
 use crate::db::Database;
 use crate::keys::{KeyKind, KeysSettings, simulate};
 use crate::report::{self, Output};

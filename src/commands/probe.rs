@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 
-use crate::cli::{CountFlags, ProbeArgs, ReleaseFlag};
+use crate::cli::wire::{CountFlags, ProbeArgs, ReleaseFlag};
 use crate::probe::bursts::Bursts;
 use crate::probe::conformance::{self, Mark};
 use crate::probe::{Counter, Http1Release, Probe, probe};

@@ -2,8 +2,10 @@
 
 use anyhow::{Result, bail};
 
-use crate::cli::{RaceArgs, ShowFlags};
+use crate::cli::output::ShowFlags;
+use crate::cli::race::RaceArgs;
 use crate::db::Database;
+use crate::limits::Origin;
 use crate::race::{Race, RaceSettings};
 use crate::report::runs::{RunsSummary, render_summary};
 use crate::report::trace_file::Files;
@@ -21,27 +23,19 @@ pub struct Plan {
 }
 
 pub fn plan(args: &RaceArgs) -> Result<Plan> {
-    let settings = args.race.settings(args.strategy)?;
-    settings.validate()?;
-    if args.race.losers.loser.is_some() && !args.strategy.has_losers() {
-        bail!(
-            "--loser applies to claim-work-complete; with {} no request loses a claim",
-            args.strategy
-        );
-    }
+    let settings = args.race.input(args.strategy).build(Origin::Flags)?;
+    let runs = args.race.runs();
     let show = &args.race.show;
     let files = trace_files(show);
     files.check()?;
-    if (show.trace || show.sql || args.race.eviction.audit || !files.is_empty())
-        && args.race.shape.runs > 1
-    {
+    if (show.trace || show.sql || args.race.eviction.audit || !files.is_empty()) && runs > 1 {
         bail!(
             "--trace, --sql, --timeline, --trace-json and --audit show a single race; drop --runs"
         );
     }
     Ok(Plan {
         settings,
-        runs: args.race.shape.runs,
+        runs,
         trace: show.trace || show.sql,
         sql: show.sql,
         files,
@@ -91,5 +85,5 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         progress.inc(1);
     }
     progress.finish_and_clear();
-    out.text(|| render_summary(&summary, &line, race.settings.strategy.name()))
+    out.text(|| render_summary(&summary, &line, race.settings.strategy().name()))
 }

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use crate::cli::ReapArgs;
+use crate::cli::teaching::ReapArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::report::{Output, stores::render_reap};
 use crate::store::reap::{reap, seed};

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::{ScenarioArgs, ScenarioCommand};
+use crate::cli::teaching::{ScenarioArgs, ScenarioCommand};
 use crate::db::Database;
 use crate::report::style::{bad, dim, good, strong};
 use crate::report::{Output, emit, table};

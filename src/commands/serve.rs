@@ -6,11 +6,11 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use tokio::net::TcpListener;
 
-use crate::cli::ServeArgs;
+use crate::cli::wire::ServeArgs;
 use crate::db::Database;
 use crate::http::app::Handled;
 use crate::http::listener::{self, Limits, Note, descriptor_limit};
-use crate::race::limits::Origin;
+use crate::limits::Origin;
 use crate::race::{Race, RaceSettings};
 use crate::report::Output;
 use crate::report::request_log::RequestLog;
@@ -29,12 +29,6 @@ pub struct Plan {
 
 pub fn plan(args: &ServeArgs) -> Result<Plan> {
     let settings = args.input().build(Origin::Flags)?;
-    if args.losers.loser.is_some() && !args.strategy.has_losers() {
-        bail!(
-            "--loser applies to claim-work-complete; with {} no request loses a claim",
-            args.strategy
-        );
-    }
     Ok(Plan {
         settings,
         listen: args.listen,
@@ -51,7 +45,7 @@ pub fn plan(args: &ServeArgs) -> Result<Plan> {
 /// goes with it, then the run's schema.
 pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     let out = plan.out;
-    let pooled = plan.settings.pool_size;
+    let pooled = plan.settings.pool_size();
     let Some(cap) = plan.limits.connections_allowed(pooled) else {
         bail!(
             "the descriptor limit (ulimit -n {}) leaves no room for connections beside a pool of {pooled}; raise it",

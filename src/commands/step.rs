@@ -7,16 +7,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Result, bail};
 
-use crate::cli::StepArgs;
+use crate::cli::race::StepArgs;
 use crate::db::Database;
+use crate::race::input::RaceInput;
 use crate::race::stepper::{Controller, Standing};
 use crate::race::{Race, RaceSettings};
 use crate::report::style::{dim, strong, warn};
 use crate::report::{self, Output, emit};
 
 pub struct Plan {
+    /// The race, with its `--schedule` if one was given.
     pub settings: RaceSettings,
-    pub schedule: Option<Vec<usize>>,
     /// Show each step's statement in the closing timeline.
     pub sql: bool,
     pub files: report::trace_file::Files,
@@ -24,38 +25,11 @@ pub struct Plan {
 }
 
 pub fn plan(args: &StepArgs) -> Result<Plan> {
-    let mut settings = args.race.settings(args.strategy)?;
-    // Before the pool is sized from it, so that no message names a pool
-    // the user never asked for.
-    if !(2..=5).contains(&settings.workers) {
-        bail!(
-            "idem step drives 2 to 5 workers; give --workers from 2 to 5, not {}",
-            settings.workers
-        );
+    let settings = RaceInput {
+        schedule: args.schedule.clone(),
+        ..args.race.input(args.strategy)
     }
-    // Every worker gets a connection unless --pool-size says otherwise.
-    if args.race.app.pool_size == 5 && settings.workers + 1 > 5 {
-        settings.pool_size = settings.workers + 1;
-    }
-    settings.validate()?;
-    if settings.crash.is_some() || settings.kill_connection || settings.cache_pressure > 0 {
-        bail!("idem step drives one plain race; faults and cache pressure are for `idem race`");
-    }
-    if args.race.shape.http {
-        bail!(
-            "idem step pauses workers inside idem, between statements; --http is for `idem race`"
-        );
-    }
-    if let Some(schedule) = &args.schedule
-        && let Some(bad) = schedule
-            .iter()
-            .find(|w| !(1..=settings.workers as u64).contains(*w))
-    {
-        bail!(
-            "--schedule names worker {bad}, but there are {} workers",
-            settings.workers
-        );
-    }
+    .build_stepped()?;
     if args.schedule.is_none() && !std::io::stdin().is_terminal() {
         bail!(
             "idem step asks which worker moves next: run it in a terminal, or give --schedule 1,2,..."
@@ -63,10 +37,6 @@ pub fn plan(args: &StepArgs) -> Result<Plan> {
     }
     Ok(Plan {
         settings,
-        schedule: args
-            .schedule
-            .as_ref()
-            .map(|s| s.iter().map(|w| *w as usize).collect()),
         sql: args.race.show.sql,
         files: {
             let files = super::race::trace_files(&args.race.show);
@@ -80,7 +50,7 @@ pub fn plan(args: &StepArgs) -> Result<Plan> {
 pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     let race = Race::prepare(db, plan.settings.clone()).await?;
     let quiet = !plan.out.for_people();
-    let schedule = plan.schedule.clone();
+    let schedule = plan.settings.schedule().map(<[usize]>::to_vec);
     let result = race
         .run_stepped(async |controller: &mut Controller| {
             controller.settle_all().await;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::StoresArgs;
+use crate::cli::teaching::StoresArgs;
 use crate::db::Database;
 use crate::race::stores::{StoresPlan, measure};
 use crate::report::{self, Output};

@@ -19,7 +19,7 @@ use super::stream::{Protocol, Stream};
 pub use super::tls::{Offer, Trust};
 
 /// The most of a response's body a client reads unless told otherwise.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = crate::limits::MAX_RESPONSE_BYTES.default() as usize;
 
 /// How a client reaches its target beyond the URL: which certificates it
 /// trusts, which protocols it offers, and whether a cleartext URL speaks

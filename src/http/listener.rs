@@ -53,11 +53,11 @@ impl Default for Limits {
 }
 
 /// `--read-timeout-ms`'s default.
-pub const DEFAULT_READ_TIMEOUT_MS: u64 = 10_000;
+pub const DEFAULT_READ_TIMEOUT_MS: u64 = crate::limits::READ_TIMEOUT_MS.default();
 /// `--idle-timeout-ms`'s default.
-pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 30_000;
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = crate::limits::IDLE_TIMEOUT_MS.default();
 /// `--max-connections`'s default.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+pub const DEFAULT_MAX_CONNECTIONS: usize = crate::limits::MAX_CONNECTIONS.default() as usize;
 
 /// Descriptors kept back from the connection cap for everything else the
 /// process holds open: its pools' connections to PostgreSQL (added per

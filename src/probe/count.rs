@@ -29,9 +29,6 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use crate::db::secret::{redact, scrub};
 use crate::db::tls::Tls;
 
-/// `--count-timeout-ms`'s default: how long connecting and counting may take.
-pub const DEFAULT_COUNT_TIMEOUT_MS: u64 = 15_000;
-
 /// How long past the server's own timeout idem waits before it cancels.
 const CANCEL_MARGIN: Duration = Duration::from_secs(2);
 

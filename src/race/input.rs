@@ -1,17 +1,20 @@
 //! The one builder: a race as the user described it (flags or a scenario file) turned into checked settings.
 //!
-//! [`RaceInput`] holds what was given and nothing more; it knows neither
-//! clap nor serde. The command line and scenario files each fill one in,
-//! and [`RaceInput::build`] is the only place that applies the defaults,
-//! checks the loser's timings against its policy, and validates the whole
-//! against the one table of limits, naming settings as the user wrote them.
+//! [`RaceInput`] holds what was given and nothing more: `None` is "not
+//! said". The command line fills one in from its flags, and a scenario
+//! file's `[race]` table is one, read by serde. [`RaceInput::build`] is the
+//! only place that applies the defaults, checks the loser's timings against
+//! its policy, and validates the whole against the one table of limits,
+//! naming settings as the user wrote them; the [`RaceSettings`] it returns
+//! cannot be made or changed anywhere else.
 
 use std::time::Duration;
 
 use anyhow::{Result, bail};
+use serde::{Deserialize, Deserializer};
 
-use super::limits::{self, Origin};
 use super::settings::{CrashPlan, RaceSettings, Transport};
+use crate::limits::{self, Origin};
 use crate::store::StoreKind;
 use crate::strategy::guard::OnFailure;
 use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
@@ -22,8 +25,13 @@ pub const DEFAULT_POLL_MS: u64 = limits::POLL_MS.default();
 /// How long a polling or blocking loser waits unless told otherwise.
 pub const DEFAULT_WAIT_TIMEOUT_MS: u64 = limits::WAIT_TIMEOUT_MS.default();
 
-/// What the user gave for one race; `None` takes the default.
-#[derive(Debug, Clone, Default)]
+/// The most workers `idem step` drives, and the fewest.
+pub const STEPPED_WORKERS: std::ops::RangeInclusive<usize> = 2..=5;
+
+/// What the user gave for one race; `None` takes the default. In a
+/// scenario file it is the `[race]` table, and an unknown key is an error.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RaceInput {
     pub strategy: Option<StrategyKind>,
     pub workers: Option<u64>,
@@ -39,6 +47,8 @@ pub struct RaceInput {
     pub fingerprint: Option<bool>,
     pub store: Option<StoreKind>,
     pub cache_max_entries: Option<u64>,
+    /// Written as a duration in a file: `cache_max_age = "2w"`.
+    #[serde(default, deserialize_with = "duration_text")]
     pub cache_max_age: Option<Duration>,
     pub cache_pressure: Option<u64>,
     pub crash: Option<CrashPlan>,
@@ -47,11 +57,30 @@ pub struct RaceInput {
     pub on_failure: Option<OnFailure>,
     pub fail_work: Option<u64>,
     pub recovery_retries: Option<u64>,
+    /// Race over HTTP through the course's app (`idem race --http`).
     pub http: Option<bool>,
+    /// Over HTTP: the app's threads.
     pub threads: Option<u64>,
+    /// Run step by step in this order (worker numbers), as `idem step --schedule`.
+    pub schedule: Option<Vec<u64>>,
+}
+
+fn duration_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let text = String::deserialize(d)?;
+    limits::duration(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 impl RaceInput {
+    /// Nothing said but the strategy.
+    pub fn with_strategy(strategy: StrategyKind) -> RaceInput {
+        RaceInput {
+            strategy: Some(strategy),
+            ..RaceInput::default()
+        }
+    }
+
     /// The checked settings.
     pub fn build(&self, origin: Origin) -> Result<RaceSettings> {
         let loser = self.loser_policy(self.loser, true, origin)?;
@@ -66,41 +95,108 @@ impl RaceInput {
         self.assemble(loser, origin)
     }
 
+    /// The same input for `strategy`, as `compare` runs every strategy in
+    /// turn: the loser's settings go to the strategies that have losers.
+    pub fn for_strategy(&self, strategy: StrategyKind) -> RaceInput {
+        let mut input = RaceInput {
+            strategy: Some(strategy),
+            ..self.clone()
+        };
+        if !strategy.has_losers() {
+            (input.loser, input.poll_ms, input.wait_timeout_ms) = (None, None, None);
+        }
+        input
+    }
+
+    /// The checked settings of a race `idem step` drives from the command
+    /// line: two to five workers, each with a connection of its own unless
+    /// the pool size is given, and none of the faults, which need a race
+    /// that runs by itself.
+    pub fn build_stepped(&self) -> Result<RaceSettings> {
+        let workers = self.workers.unwrap_or(limits::WORKERS.default());
+        // Before the pool is sized from it, so that no message names a pool
+        // the user never asked for.
+        if !STEPPED_WORKERS.contains(&(workers as usize)) {
+            bail!("idem step drives 2 to 5 workers; give --workers from 2 to 5, not {workers}");
+        }
+        if self.crash.is_some()
+            || self.kill_connection == Some(true)
+            || self.cache_pressure.is_some_and(|n| n > 0)
+        {
+            bail!("idem step drives one plain race; faults and cache pressure are for `idem race`");
+        }
+        if self.http == Some(true) {
+            bail!(
+                "idem step pauses workers inside idem, between statements; --http is for `idem race`"
+            );
+        }
+        let input = RaceInput {
+            pool_size: self
+                .pool_size
+                .or((workers + 1 > limits::POOL_SIZE.default()).then_some(workers + 1)),
+            ..self.clone()
+        };
+        input.build(Origin::Flags)
+    }
+
     fn assemble(&self, loser: LoserPolicy, origin: Origin) -> Result<RaceSettings> {
-        let d = RaceSettings::default();
+        let strategy = self.strategy.unwrap_or(super::settings::DEFAULT_STRATEGY);
+        if self.loser.is_some() && !strategy.has_losers() {
+            bail!(
+                "{} applies to claim-work-complete; with {strategy} no request loses a claim",
+                origin.name("--loser", "race.loser")
+            );
+        }
         let ms = Duration::from_millis;
-        let size = |n: Option<u64>, default: usize| n.map_or(default, |n| n as usize);
+        let size = |n: Option<u64>, limit: &limits::Limit| n.unwrap_or(limit.default()) as usize;
         let settings = RaceSettings {
-            strategy: self.strategy.unwrap_or(d.strategy),
-            workers: size(self.workers, d.workers),
-            pool_size: size(self.pool_size, d.pool_size),
-            runner_holds_connection: self
-                .runner_holds_connection
-                .unwrap_or(d.runner_holds_connection),
-            work: self.work_ms.map_or(d.work, ms),
-            key: self.key.clone().unwrap_or_else(|| d.key.clone()),
-            checkout_timeout: self.checkout_timeout_ms.map_or(d.checkout_timeout, ms),
+            strategy,
+            workers: size(self.workers, &limits::WORKERS),
+            pool_size: size(self.pool_size, &limits::POOL_SIZE),
+            runner_holds_connection: self.runner_holds_connection.unwrap_or(true),
+            work: ms(self.work_ms.unwrap_or(limits::WORK_MS.default())),
+            key: self
+                .key
+                .clone()
+                .unwrap_or_else(|| super::settings::DEFAULT_KEY.to_string()),
+            checkout_timeout: ms(self
+                .checkout_timeout_ms
+                .unwrap_or(limits::CHECKOUT_TIMEOUT_MS.default())),
             amounts: self.amounts.clone().unwrap_or_default(),
-            fingerprint: self.fingerprint.unwrap_or(d.fingerprint),
+            fingerprint: self.fingerprint.unwrap_or(true),
             loser,
-            store: self.store.unwrap_or(d.store),
+            store: self.store.unwrap_or(super::settings::DEFAULT_STORE),
             cache: crate::store::cache::CacheLimits {
-                max_entries: self.cache_max_entries.unwrap_or(d.cache.max_entries),
-                max_age: self.cache_max_age.unwrap_or(d.cache.max_age),
+                max_entries: self
+                    .cache_max_entries
+                    .unwrap_or(limits::CACHE_MAX_ENTRIES.default()),
+                max_age: self
+                    .cache_max_age
+                    .unwrap_or(crate::store::cache::CacheLimits::default().max_age),
             },
-            cache_pressure: self.cache_pressure.unwrap_or(d.cache_pressure),
-            crash: self.crash.or(d.crash),
-            kill_connection: self.kill_connection.unwrap_or(d.kill_connection),
-            lock_timeout: self.lock_timeout_ms.map_or(d.lock_timeout, ms),
-            on_failure: self.on_failure.unwrap_or(d.on_failure),
-            fail_work: self.fail_work.map(|w| w as usize).or(d.fail_work),
-            recovery_retries: size(self.recovery_retries, d.recovery_retries),
+            cache_pressure: self
+                .cache_pressure
+                .unwrap_or(limits::CACHE_PRESSURE.default()),
+            crash: self.crash,
+            kill_connection: self.kill_connection.unwrap_or(false),
+            lock_timeout: ms(self
+                .lock_timeout_ms
+                .unwrap_or(limits::LOCK_TIMEOUT_MS.default())),
+            on_failure: self
+                .on_failure
+                .unwrap_or(super::settings::DEFAULT_ON_FAILURE),
+            fail_work: self.fail_work.map(|w| w as usize),
+            recovery_retries: size(self.recovery_retries, &limits::RECOVERY_RETRIES),
             transport: match self.http {
                 Some(true) => Transport::Http,
-                _ => d.transport,
+                _ => Transport::InProcess,
             },
-            threads: size(self.threads, d.threads),
-            ..d
+            threads: size(self.threads, &limits::THREADS),
+            schedule: self
+                .schedule
+                .as_ref()
+                .map(|s| s.iter().map(|&w| w as usize).collect()),
+            ..RaceSettings::fixed()
         };
         settings.validate_from(origin)?;
         Ok(settings)
@@ -119,7 +215,7 @@ impl RaceInput {
         let wait_ms = origin.name("--wait-timeout-ms", "race.wait_timeout_ms");
         let (poll, poll_or_block) = match origin {
             Origin::Flags => ("--loser poll", "--loser poll or block"),
-            Origin::File(_) => (
+            Origin::File => (
                 "race.loser = \"poll\"",
                 "race.loser = \"poll\" or \"block\"",
             ),

@@ -2,7 +2,6 @@
 
 mod blocking;
 pub mod input;
-pub mod limits;
 mod over_http;
 mod result;
 mod runner;

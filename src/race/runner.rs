@@ -48,7 +48,6 @@ impl<'db> Race<'db> {
         settings: RaceSettings,
         strategy: Arc<dyn Strategy>,
     ) -> Result<Self> {
-        settings.validate()?;
         let free = db.free_connections().await?;
         if settings.pool_size as u64 > free {
             bail!(

@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::fault::FaultPoint;
-use super::limits::{self, Limit, Origin};
+use crate::limits::{self, Limit, Origin};
 use crate::request::key::{self, KeyError};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
@@ -44,58 +44,64 @@ pub use crate::request::MAX_KEY_LEN;
 /// store's `now() - max_age` would leave PostgreSQL's timestamp range.
 pub const MAX_CACHE_AGE: Duration = Duration::from_secs(5218 * 604_800);
 
-/// Everything one race needs to know.
+/// Everything one race needs to know, checked: only [`RaceInput::build`]
+/// makes one, and nothing changes it after.
+///
+/// [`RaceInput::build`]: super::input::RaceInput::build
 #[derive(Debug, Clone, Serialize)]
 pub struct RaceSettings {
-    pub strategy: StrategyKind,
-    pub workers: usize,
-    pub pool_size: usize,
+    pub(super) strategy: StrategyKind,
+    pub(super) workers: usize,
+    pub(super) pool_size: usize,
     /// The runner checks out one connection before the race and holds it.
-    pub runner_holds_connection: bool,
+    pub(super) runner_holds_connection: bool,
     #[serde(serialize_with = "as_millis")]
-    pub work: Duration,
-    pub key: String,
+    pub(super) work: Duration,
+    pub(super) key: String,
     #[serde(serialize_with = "as_millis")]
-    pub checkout_timeout: Duration,
-    pub user_id: i64,
+    pub(super) checkout_timeout: Duration,
+    pub(super) user_id: i64,
     /// The XP every worker asks for, unless `amounts` says otherwise.
-    pub amount: i32,
+    pub(super) amount: i32,
     /// `--amounts`: worker i asks for the i-th amount (all on one key).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub amounts: Vec<i32>,
+    pub(super) amounts: Vec<i32>,
     /// The lesson the award is for.
-    pub lesson: i32,
+    pub(super) lesson: i32,
     /// Whether the guard stores and checks request fingerprints (lesson 4).
-    pub fingerprint: bool,
+    pub(super) fingerprint: bool,
     /// What a request that loses the claim does (claim-work-complete).
     #[serde(skip)]
-    pub loser: LoserPolicy,
+    pub(super) loser: LoserPolicy,
     /// Where claim-work-complete keeps its claims (lesson 5).
-    pub store: StoreKind,
+    pub(super) store: StoreKind,
     /// The cache store's limits.
-    pub cache: CacheLimits,
+    pub(super) cache: CacheLimits,
     /// After the race: this many writes of other keys to the cache, then
     /// one retry of the same request (lesson 5's eviction demonstration).
-    pub cache_pressure: u64,
+    pub(super) cache_pressure: u64,
     /// The guard's stale-claim timeout.
     #[serde(serialize_with = "as_millis")]
-    pub lock_timeout: Duration,
+    pub(super) lock_timeout: Duration,
     /// What the guard does when the work fails.
-    pub on_failure: OnFailure,
+    pub(super) on_failure: OnFailure,
     /// `--fail-work N`: worker N's work fails.
-    pub fail_work: Option<usize>,
+    pub(super) fail_work: Option<usize>,
     /// `--crash [worker=N,]at=POINT`: a worker's connection dies at POINT,
     /// and the worker with it; after the lock timeout its request is retried.
-    pub crash: Option<CrashPlan>,
+    pub(super) crash: Option<CrashPlan>,
     /// `--kill-connection`: another session terminates the connection of
     /// the first worker to start its work; the worker lives on.
-    pub kill_connection: bool,
+    pub(super) kill_connection: bool,
     /// How many retries of a crashed (or failed) request are sent at once.
-    pub recovery_retries: usize,
+    pub(super) recovery_retries: usize,
     /// How the workers' requests reach the strategy.
-    pub transport: Transport,
+    pub(super) transport: Transport,
     /// Over HTTP: how many requests the app handles at once (its threads).
-    pub threads: usize,
+    pub(super) threads: usize,
+    /// A stepped race's order of steps, one worker number each.
+    #[serde(skip)]
+    pub(super) schedule: Option<Vec<usize>>,
 }
 
 /// How a race's requests reach the strategy.
@@ -115,15 +121,18 @@ pub enum Transport {
 pub const MAX_HTTP_WORKERS: usize = 2000;
 
 /// A crash planned for one worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CrashPlan {
     /// The worker to crash; `None`: whichever reaches the point first.
     pub worker: Option<usize>,
     pub at: FaultPoint,
 }
 
-impl Default for RaceSettings {
-    fn default() -> Self {
+impl RaceSettings {
+    /// What no flag or file changes, and a placeholder for the rest, which
+    /// the builder fills in.
+    pub(super) fn fixed() -> Self {
         Self {
             strategy: DEFAULT_STRATEGY,
             workers: limits::WORKERS.default() as usize,
@@ -149,19 +158,15 @@ impl Default for RaceSettings {
             recovery_retries: limits::RECOVERY_RETRIES.default() as usize,
             transport: Transport::InProcess,
             threads: limits::THREADS.default() as usize,
+            schedule: None,
         }
     }
 }
 
 impl RaceSettings {
-    /// Rejects settings no race can run with, before anything starts; the
-    /// messages name settings as flags.
-    pub fn validate(&self) -> Result<()> {
-        self.validate_from(Origin::Flags)
-    }
-
-    /// [`validate`](Self::validate), naming settings as `origin` wrote them.
-    pub fn validate_from(&self, origin: Origin) -> Result<()> {
+    /// Rejects settings no race can run with, before anything starts,
+    /// naming settings as `origin` wrote them.
+    pub(super) fn validate_from(&self, origin: Origin) -> Result<()> {
         self.check_bounds(origin)?;
         self.check_key(origin)?;
         self.check_combinations(origin)
@@ -288,6 +293,18 @@ impl RaceSettings {
                 );
             }
         }
+        if let Some(bad) = self
+            .schedule
+            .iter()
+            .flatten()
+            .find(|w| !(1..=self.workers).contains(*w))
+        {
+            bail!(
+                "{} names worker {bad}, but there are {} workers",
+                origin.name("--schedule", "race.schedule"),
+                self.workers
+            );
+        }
         if self.crash.is_some() && self.kill_connection {
             bail!(
                 "{} and {} are two demonstrations; choose one",
@@ -381,6 +398,110 @@ impl RaceSettings {
     /// The loser policy's name, for strategies that have losers.
     pub fn loser_kind(&self) -> Option<LoserKind> {
         self.strategy.has_losers().then(|| self.loser.kind())
+    }
+}
+
+/// What the settings say, one reader per setting (some only idem's tests read).
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
+impl RaceSettings {
+    pub fn strategy(&self) -> StrategyKind {
+        self.strategy
+    }
+
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    pub fn pool_size(&self) -> usize {
+        self.pool_size
+    }
+
+    pub fn runner_holds_connection(&self) -> bool {
+        self.runner_holds_connection
+    }
+
+    pub fn work(&self) -> Duration {
+        self.work
+    }
+
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    pub fn checkout_timeout(&self) -> Duration {
+        self.checkout_timeout
+    }
+
+    pub fn user_id(&self) -> i64 {
+        self.user_id
+    }
+
+    pub fn amount(&self) -> i32 {
+        self.amount
+    }
+
+    pub fn amounts(&self) -> &[i32] {
+        &self.amounts
+    }
+
+    pub fn lesson(&self) -> i32 {
+        self.lesson
+    }
+
+    pub fn fingerprint(&self) -> bool {
+        self.fingerprint
+    }
+
+    pub fn loser(&self) -> LoserPolicy {
+        self.loser
+    }
+
+    pub fn store(&self) -> StoreKind {
+        self.store
+    }
+
+    pub fn cache(&self) -> CacheLimits {
+        self.cache
+    }
+
+    pub fn cache_pressure(&self) -> u64 {
+        self.cache_pressure
+    }
+
+    pub fn lock_timeout(&self) -> Duration {
+        self.lock_timeout
+    }
+
+    pub fn on_failure(&self) -> OnFailure {
+        self.on_failure
+    }
+
+    pub fn fail_work(&self) -> Option<usize> {
+        self.fail_work
+    }
+
+    pub fn crash(&self) -> Option<CrashPlan> {
+        self.crash
+    }
+
+    pub fn kill_connection(&self) -> bool {
+        self.kill_connection
+    }
+
+    pub fn recovery_retries(&self) -> usize {
+        self.recovery_retries
+    }
+
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    pub fn schedule(&self) -> Option<&[usize]> {
+        self.schedule.as_deref()
     }
 }
 

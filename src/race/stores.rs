@@ -5,8 +5,10 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{Race, RaceSettings};
+use super::Race;
+use super::input::RaceInput;
 use crate::db::Database;
+use crate::limits::Origin;
 use crate::store::StoreKind;
 use crate::store::audit::audit;
 use crate::store::cache::CacheLimits;
@@ -57,14 +59,15 @@ pub async fn measure(
 ) -> Result<Vec<StoreFigures>> {
     let mut rows = Vec::new();
     for store in [StoreKind::Table, StoreKind::Cache] {
-        let settings = RaceSettings {
-            strategy: StrategyKind::ClaimWorkComplete,
-            workers: plan.workers,
-            work: plan.work,
-            store,
-            cache: plan.cache,
-            ..RaceSettings::default()
+        let input = RaceInput {
+            workers: Some(plan.workers as u64),
+            work_ms: Some(plan.work.as_millis() as u64),
+            store: Some(store),
+            cache_max_entries: Some(plan.cache.max_entries),
+            cache_max_age: Some(plan.cache.max_age),
+            ..RaceInput::with_strategy(StrategyKind::ClaimWorkComplete)
         };
+        let settings = input.build(Origin::Flags)?;
 
         // 1. The claim race, many times.
         let race = Race::prepare(db, settings.clone()).await?;
@@ -87,11 +90,12 @@ pub async fn measure(
         };
 
         // 3. Other traffic past the cache's limit, then the client's retry.
-        let pressed = RaceSettings {
-            workers: 1,
-            cache_pressure: plan.cache.max_entries + plan.cache.max_entries / 10 + 1,
-            ..settings.clone()
-        };
+        let pressed = RaceInput {
+            workers: Some(1),
+            cache_pressure: Some(plan.cache.max_entries + plan.cache.max_entries / 10 + 1),
+            ..input.clone()
+        }
+        .build(Origin::Flags)?;
         let result = Race::prepare(db, pressed).await?.run(1).await?;
         tick();
         let retry = result.reports.iter().find(|w| w.retry).map(|w| w.outcome);
@@ -100,11 +104,12 @@ pub async fn measure(
         // 4. The cost of one uncontended request.
         let alone = Race::prepare(
             db,
-            RaceSettings {
-                workers: 1,
-                work: Duration::ZERO,
-                ..settings.clone()
-            },
+            RaceInput {
+                workers: Some(1),
+                work_ms: Some(0),
+                ..input.clone()
+            }
+            .build(Origin::Flags)?,
         )
         .await?;
         let mut total = 0.0;

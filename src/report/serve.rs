@@ -48,12 +48,12 @@ impl Ready {
             schema: schema.to_owned(),
             database_url,
             count_sql: format!("SELECT count(*) FROM {schema}.experience_points"),
-            strategy: s.strategy,
-            pool_size: s.pool_size,
-            runner_holds_connection: s.runner_holds_connection,
-            threads: s.threads,
+            strategy: s.strategy(),
+            pool_size: s.pool_size(),
+            runner_holds_connection: s.runner_holds_connection(),
+            threads: s.threads(),
             work_ms: s.work_ms(),
-            fingerprint: s.fingerprint,
+            fingerprint: s.fingerprint(),
             max_connections,
         }
     }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::file::Scenario;
 use crate::db::Database;
 use crate::keys::simulate;
+use crate::limits::Origin;
 use crate::race::stepper::Controller;
 use crate::race::{Outcome, Race, RaceResult, histogram};
 
@@ -82,11 +83,11 @@ pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
             ));
         }
     } else if let Some(spec) = &scenario.race {
-        let race = Race::prepare(db, spec.settings()?).await?;
+        let race = Race::prepare(db, spec.build(Origin::File)?).await?;
         let runs = e.runs.unwrap_or(1).max(1);
         let mut results: Vec<RaceResult> = Vec::new();
         for run in 1..=runs as usize {
-            let result = match &spec.schedule {
+            let result = match race.settings.schedule() {
                 Some(schedule) => {
                     race.run_stepped(async |c: &mut Controller| {
                         c.follow(schedule, |_, _| Ok(())).await

@@ -8,14 +8,9 @@ use anyhow::{Result, bail};
 use serde::Deserialize;
 
 use crate::keys::{CrashPoint, DEFAULT_CRASH_AT, DEFAULT_KEYS_WORK_MS, KeyKind, KeysSettings};
+use crate::limits::{self, Origin};
 use crate::race::Outcome;
-use crate::race::fault::FaultPoint;
 use crate::race::input::RaceInput;
-use crate::race::limits::{self, Origin};
-use crate::race::{CrashPlan, RaceSettings};
-use crate::store::StoreKind;
-use crate::strategy::guard::OnFailure;
-use crate::strategy::{LoserKind, StrategyKind};
 
 /// One demonstration.
 #[derive(Debug, Clone, Deserialize)]
@@ -26,53 +21,13 @@ pub struct Scenario {
     /// What it shows, in a few sentences.
     pub explain: String,
     /// A race (most lessons)...
-    pub race: Option<RaceSpec>,
+    pub race: Option<RaceInput>,
     /// ...or clients with a key design (lesson 6).
     pub keys: Option<KeysSpec>,
     pub expect: Expect,
     /// The file it came from, for messages.
     #[serde(skip)]
     pub source: String,
-}
-
-/// A race's settings; anything left out takes `idem race`'s default.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RaceSpec {
-    pub strategy: Option<StrategyKind>,
-    pub workers: Option<usize>,
-    pub pool_size: Option<usize>,
-    pub runner_holds_connection: Option<bool>,
-    pub work_ms: Option<u64>,
-    pub key: Option<String>,
-    pub checkout_timeout_ms: Option<u64>,
-    pub loser: Option<LoserKind>,
-    pub poll_ms: Option<u64>,
-    pub wait_timeout_ms: Option<u64>,
-    pub store: Option<StoreKind>,
-    pub cache_max_entries: Option<u64>,
-    pub cache_pressure: Option<u64>,
-    pub amounts: Option<Vec<i32>>,
-    pub fingerprint: Option<bool>,
-    pub crash: Option<CrashSpec>,
-    pub kill_connection: Option<bool>,
-    pub lock_timeout_ms: Option<u64>,
-    pub on_failure: Option<OnFailure>,
-    pub fail_work: Option<usize>,
-    pub recovery_retries: Option<usize>,
-    /// Race over HTTP through the course's app (`idem race --http`).
-    pub http: Option<bool>,
-    /// Over HTTP: the app's threads.
-    pub threads: Option<usize>,
-    /// Run step by step in this order (worker numbers), as `idem step --schedule`.
-    pub schedule: Option<Vec<usize>>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CrashSpec {
-    pub worker: Option<usize>,
-    pub at: FaultPoint,
 }
 
 /// A key-design simulation's settings (`idem keys`).
@@ -144,15 +99,15 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
             bail!("{name}: expect.min_rate and expect.max_rate must be between 0 and 1");
         }
     }
-    let origin = Origin::File(&name);
+    let in_file = |err: anyhow::Error| anyhow::anyhow!("{name}: {err}");
     if let Some(runs) = scenario.expect.runs {
-        limits::RUNS.check(runs, origin)?;
+        limits::RUNS.check(runs, Origin::File).map_err(in_file)?;
     }
     if let Some(race) = &scenario.race {
-        race.settings_from(origin).map_err(|e| in_file(&name, e))?;
+        race.build(Origin::File).map_err(in_file)?;
     }
     if let Some(keys) = &scenario.keys {
-        keys.checked(origin)?;
+        keys.checked(Origin::File).map_err(in_file)?;
     }
     check_expectations(&scenario, &name, text)?;
     Ok(scenario)
@@ -253,66 +208,6 @@ fn place(text: &str, key: &str) -> Option<String> {
         }
     }
     None
-}
-
-/// Prefixes an error with the file it is about, unless it names it already.
-fn in_file(name: &str, err: anyhow::Error) -> anyhow::Error {
-    if err.to_string().starts_with(name) {
-        err
-    } else {
-        anyhow::anyhow!("{name}: {err}")
-    }
-}
-
-impl RaceSpec {
-    /// The race settings, checked as `idem race` checks its flags.
-    pub fn settings(&self) -> Result<RaceSettings> {
-        self.settings_from(Origin::File("scenario"))
-    }
-
-    /// What the file says, for the one builder.
-    pub fn input(&self) -> RaceInput {
-        RaceInput {
-            strategy: self.strategy,
-            workers: self.workers.map(|n| n as u64),
-            pool_size: self.pool_size.map(|n| n as u64),
-            runner_holds_connection: self.runner_holds_connection,
-            work_ms: self.work_ms,
-            key: self.key.clone(),
-            checkout_timeout_ms: self.checkout_timeout_ms,
-            loser: self.loser,
-            poll_ms: self.poll_ms,
-            wait_timeout_ms: self.wait_timeout_ms,
-            amounts: self.amounts.clone(),
-            fingerprint: self.fingerprint,
-            store: self.store,
-            cache_max_entries: self.cache_max_entries,
-            cache_max_age: None,
-            cache_pressure: self.cache_pressure,
-            crash: self.crash.map(|c| CrashPlan {
-                worker: c.worker,
-                at: c.at,
-            }),
-            kill_connection: self.kill_connection,
-            lock_timeout_ms: self.lock_timeout_ms,
-            on_failure: self.on_failure,
-            fail_work: self.fail_work.map(|n| n as u64),
-            recovery_retries: self.recovery_retries.map(|n| n as u64),
-            http: self.http,
-            threads: self.threads.map(|n| n as u64),
-        }
-    }
-
-    /// The race settings, with messages naming the file's keys.
-    pub fn settings_from(&self, origin: Origin) -> Result<RaceSettings> {
-        let settings = self.input().build(origin)?;
-        if let Some(schedule) = &self.schedule
-            && schedule.iter().any(|w| !(1..=settings.workers).contains(w))
-        {
-            bail!("schedule names a worker that does not exist");
-        }
-        Ok(settings)
-    }
 }
 
 impl KeysSpec {

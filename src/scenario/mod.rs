@@ -14,5 +14,5 @@ mod file;
 pub use check::Check;
 pub use check::{Verdict, run};
 #[cfg(feature = "internals")]
-pub use file::{Expect, KeysSpec, RaceSpec};
+pub use file::{Expect, KeysSpec};
 pub use file::{Scenario, parse};

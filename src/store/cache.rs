@@ -32,7 +32,7 @@ pub struct CacheLimits {
 }
 
 /// How many entries the cache keeps unless told otherwise.
-pub const DEFAULT_MAX_ENTRIES: u64 = 1000;
+pub const DEFAULT_MAX_ENTRIES: u64 = crate::limits::CACHE_MAX_ENTRIES.default();
 
 impl Default for CacheLimits {
     fn default() -> Self {

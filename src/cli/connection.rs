@@ -1,0 +1,58 @@
+//! Where the tables live: a disposable cluster, or a server named by URL.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::db::{ClusterOptions, ConnectOptions};
+
+/// Where the tables live.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Database")]
+pub struct ConnectArgs {
+    /// A PostgreSQL server to use instead of a disposable cluster. idem works
+    /// in a schema of its own (idem_<run id>) and drops it at the end.
+    #[arg(
+        long,
+        global = true,
+        env = "DATABASE_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub database_url: Option<String>,
+
+    /// Directory holding PostgreSQL's `initdb` and `postgres` (found if not given).
+    #[arg(long, global = true, env = "IDEM_PG_BIN", value_name = "DIR")]
+    pub pg_bin: Option<PathBuf>,
+
+    /// The user the disposable cluster runs as when idem runs as root [default: postgres].
+    #[arg(long, global = true, env = "IDEM_PG_USER", value_name = "NAME")]
+    pub pg_user: Option<String>,
+
+    /// Keep the run's schema on the server (with --database-url) and print its name.
+    #[arg(long, global = true)]
+    pub keep: bool,
+}
+
+/// A schema an earlier run kept (`audit`, `reap`).
+#[derive(Debug, Clone, Args)]
+pub struct KeptSchemaArgs {
+    /// A schema kept by an earlier run with --keep (needs --database-url).
+    #[arg(long, value_name = "SCHEMA")]
+    pub schema: Option<String>,
+}
+
+impl ConnectArgs {
+    pub fn options(&self) -> ConnectOptions {
+        ConnectOptions {
+            database_url: self.database_url.clone(),
+            cluster: ClusterOptions {
+                pg_bin: self.pg_bin.clone(),
+                pg_user: self.pg_user.clone(),
+                ..ClusterOptions::default()
+            },
+            keep: self.keep,
+            schema: None,
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! Every command-line argument idem takes, and nothing else.
+//!
+//! These are the "low" arguments, as close to what the user typed as can
+//! be: a flag that was not given is `None`, never a default filled in by
+//! clap. The commands hand them to one builder (`RaceInput::build` for a
+//! race) that applies the defaults and checks the whole; `--help` shows
+//! those defaults from the same table of limits.
+//!
+//! The shared groups (where the database is, what is shown, the shape of a
+//! race) each have a file; so do the arguments of each family of commands.
+
+pub mod connection;
+pub mod measure;
+pub mod output;
+pub mod parse;
+pub mod race;
+pub mod race_shape;
+pub mod teaching;
+pub mod values;
+pub mod wire;
+
+use clap::{Parser, Subcommand};
+
+use output::ColorChoice;
+
+/// See why idempotency guards fail under concurrency: real races, real PostgreSQL.
+#[derive(Debug, Parser)]
+#[command(name = "idem", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// When to colour the output.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The seven lessons, one line each.
+    Lessons,
+    /// Tell one lesson and run its demonstrations live.
+    Lesson(teaching::LessonArgs),
+    /// All seven lessons in order.
+    Tour(teaching::TourArgs),
+    /// Race N workers on one key with one strategy and count the rows (lessons 1 and 2).
+    Race(race::RaceArgs),
+    /// Run every strategy under the same settings and show them side by side.
+    Compare(race::CompareArgs),
+    /// Drive the interleaving step by step, by hand or with --schedule.
+    Step(race::StepArgs),
+    /// List or run the scenario files, each checked against its expected figures.
+    Scenario(teaching::ScenarioArgs),
+    /// Clients that crash and retry with random or derived keys (lesson 6).
+    Keys(teaching::KeysArgs),
+    /// The key table and the Solid-Cache-like store, measured side by side (lesson 5).
+    Stores(teaching::StoresArgs),
+    /// What each store still knows about a key in a kept schema (lesson 5).
+    Audit(teaching::AuditArgs),
+    /// Delete completed keys past their retention (lesson 5).
+    Reap(teaching::ReapArgs),
+    /// Judge idem's own guard with the challenge's races (lesson 7); yours in
+    /// Rust: `cargo run --example challenge`; in any language: --url.
+    Challenge(wire::ChallengeArgs),
+    /// Serve the course's app over HTTP: POST /lessons/{lesson}/complete with an Idempotency-Key.
+    Serve(wire::ServeArgs),
+    /// Race N identical requests with one Idempotency-Key at any HTTP API and count the effects.
+    Probe(wire::ProbeArgs),
+    /// Show which PostgreSQL idem uses and how long its cluster takes to start and stop.
+    Doctor(measure::DoctorArgs),
+    /// Measure cluster start-up, race rate, guard throughput, hot key and scale (BENCHMARKS.md).
+    Bench(measure::BenchArgs),
+}

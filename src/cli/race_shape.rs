@@ -1,0 +1,313 @@
+//! The settings every race takes, for `race`, `compare` and `step` alike, in the groups the help shows.
+//!
+//! A flag not given is `None` (a switch not given is `None` too), so the
+//! one builder can tell "not given" from "given as the default" and a
+//! scenario file's values mean the same as the flags'.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use super::output::ShowFlags;
+use super::parse::{amount, crash_plan};
+use super::values::with_default;
+use crate::limits::{self, duration};
+use crate::race::input::RaceInput;
+use crate::race::{CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE};
+use crate::store::StoreKind;
+use crate::strategy::guard::OnFailure;
+use crate::strategy::{LoserKind, StrategyKind};
+
+/// Every group of a race's flags.
+#[derive(Debug, Clone, Args)]
+pub struct RaceFlags {
+    #[command(flatten)]
+    pub shape: ShapeFlags,
+
+    #[command(flatten)]
+    pub app: AppFlags,
+
+    #[command(flatten)]
+    pub losers: LoserFlags,
+
+    #[command(flatten)]
+    pub amounts: AmountFlags,
+
+    #[command(flatten)]
+    pub fingerprints: FingerprintFlags,
+
+    #[command(flatten)]
+    pub stores: StoreFlags,
+
+    #[command(flatten)]
+    pub eviction: EvictionFlags,
+
+    #[command(flatten)]
+    pub guard: GuardFlags,
+
+    #[command(flatten)]
+    pub faults: FaultFlags,
+
+    #[command(flatten)]
+    pub show: ShowFlags,
+}
+
+/// The race's shape: how many workers, which key, how many runs, which transport.
+#[derive(Debug, Clone, Args)]
+pub struct ShapeFlags {
+    #[arg(long, short = 'w', value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::WORKERS.parser(),
+          help = limits::WORKERS.help("Concurrent workers, each one request with the same key."))]
+    pub workers: Option<u64>,
+
+    #[arg(long, short = 'k', value_name = "KEY",
+          help = with_default("The idempotency key every worker sends.", DEFAULT_KEY))]
+    pub key: Option<String>,
+
+    #[arg(long, short = 'r', value_name = "R", allow_negative_numbers = true,
+          value_parser = limits::RUNS.parser(),
+          help = limits::RUNS.help("Repeat the race R times on fresh tables and show the distribution."))]
+    pub runs: Option<u64>,
+
+    /// Race over the wire: start the course's app (`idem serve`) on a
+    /// loopback port and send each worker's request as a real HTTP client
+    /// on its own connection. The outcomes are the statuses on the wire.
+    #[arg(long)]
+    pub http: bool,
+}
+
+/// The app the workers call: its connection pool, its work, its threads.
+#[derive(Debug, Clone, Args)]
+pub struct AppFlags {
+    #[arg(long, short = 'p', value_name = "P", allow_negative_numbers = true,
+          value_parser = limits::POOL_SIZE.parser(),
+          help = limits::POOL_SIZE.help(
+              "Connections in the pool the workers share (the app's connection pool)."))]
+    pub pool_size: Option<u64>,
+
+    /// Do not let the runner hold a connection during the race (by default it
+    /// holds one, as the app's main thread does in the course).
+    #[arg(long)]
+    pub no_runner_connection: bool,
+
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = limits::WORK_MS.parser(),
+          help = limits::WORK_MS.help(
+              "How long the work takes, in ms: the service call behind the XP row, \
+               which keeps the race window open. 0 shows the bare race."))]
+    pub work_ms: Option<u64>,
+
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = limits::CHECKOUT_TIMEOUT_MS.parser(),
+          help = limits::CHECKOUT_TIMEOUT_MS.help(
+              "How long a worker waits for a free connection before giving up (503)."))]
+    pub checkout_timeout_ms: Option<u64>,
+
+    #[arg(long, value_name = "T", allow_negative_numbers = true,
+          value_parser = limits::THREADS.parser(),
+          help = limits::THREADS.help(
+              "Over HTTP: how many requests the app handles at once, as an app \
+               server's threads do (the course's app has five)."))]
+    pub threads: Option<u64>,
+}
+
+/// Lesson 3: what a request that loses the claim does.
+#[derive(Debug, Clone, Args)]
+pub struct LoserFlags {
+    #[arg(help_heading = "Lesson 3: the loser")]
+    #[arg(long, value_enum, value_name = "POLICY",
+          help = with_default(
+              "What a request that loses the claim does while the winner works \
+               (claim-work-complete only).",
+              LoserKind::FailFast.name()))]
+    pub loser: Option<LoserKind>,
+
+    #[arg(help_heading = "Lesson 3: the loser")]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = limits::POLL_MS.parser(),
+          help = limits::POLL_MS.help("With --loser poll: how often a loser re-reads the claim."))]
+    pub poll_ms: Option<u64>,
+
+    #[arg(help_heading = "Lesson 3: the loser")]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = limits::WAIT_TIMEOUT_MS.parser(),
+          help = limits::WAIT_TIMEOUT_MS.help(
+              "With --loser poll or block: how long a loser waits for the winner before answering 409."))]
+    pub wait_timeout_ms: Option<u64>,
+}
+
+/// Lesson 4: what the workers ask for.
+#[derive(Debug, Clone, Args)]
+pub struct AmountFlags {
+    /// Per-worker XP amounts, all on one key: worker i asks for the i-th (e.g. 10,20,10,30,10).
+    #[arg(help_heading = "Lesson 4: fingerprints")]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', allow_negative_numbers = true,
+          value_parser = amount)]
+    pub amounts: Option<Vec<i32>>,
+}
+
+/// Lesson 4: whether the guard checks what a request asks for.
+#[derive(Debug, Clone, Args)]
+pub struct FingerprintFlags {
+    /// Store no request fingerprint and check none: a reused key silently
+    /// replays the first request's result (the wrong answer of lesson 4).
+    #[arg(help_heading = "Lesson 4: fingerprints")]
+    #[arg(long)]
+    pub no_fingerprint: bool,
+}
+
+/// Lesson 5: where the claims live, and what the store remembers.
+#[derive(Debug, Clone, Args)]
+pub struct StoreFlags {
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_enum,
+          help = with_default(
+              "Where claim-work-complete keeps its claims: the key table, or a \
+               Solid-Cache-like store (lesson 5).",
+              DEFAULT_STORE.name()))]
+    pub store: Option<StoreKind>,
+
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::CACHE_MAX_ENTRIES.parser(),
+          help = limits::CACHE_MAX_ENTRIES.help(
+              "The cache store's entry limit; past it the oldest entries are evicted."))]
+    pub cache_max_entries: Option<u64>,
+
+    /// The cache store's age limit (e.g. 90s, 24h, 2w) [default: 2w].
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_name = "DURATION", value_parser = duration, allow_hyphen_values = true)]
+    pub cache_max_age: Option<Duration>,
+}
+
+/// Lesson 5: what the race does to the store afterwards, and what it shows.
+#[derive(Debug, Clone, Args)]
+pub struct EvictionFlags {
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::CACHE_PRESSURE.parser(),
+          help = limits::CACHE_PRESSURE.help(
+              "After the race, write N other keys to the cache, then retry the same \
+               request: does its claim survive eviction?"))]
+    pub cache_pressure: Option<u64>,
+
+    /// After the race, show what each store can still tell about the key.
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long)]
+    pub audit: bool,
+}
+
+/// Lesson 7: how the guard recovers.
+#[derive(Debug, Clone, Args)]
+pub struct GuardFlags {
+    #[arg(help_heading = "Lesson 7: faults and recovery")]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = limits::LOCK_TIMEOUT_MS.parser(),
+          help = limits::LOCK_TIMEOUT_MS.help(
+              "The guard takes over a pending claim older than this, in ms."))]
+    pub lock_timeout_ms: Option<u64>,
+
+    #[arg(help_heading = "Lesson 7: faults and recovery")]
+    #[arg(long, value_enum,
+          help = with_default(
+              "What the guard does when the work fails: store the 500 and replay it \
+               (Stripe), or release the claim so a retry runs again (Powertools).",
+              DEFAULT_ON_FAILURE.name()))]
+    pub on_failure: Option<OnFailure>,
+}
+
+/// Lesson 7: faults on purpose.
+#[derive(Debug, Clone, Args)]
+pub struct FaultFlags {
+    /// Crash on purpose: the connection of the first worker to reach POINT
+    /// (or of worker N only) dies, and the worker with it; after the lock
+    /// timeout its request is retried. POINT: after-claim, during-work,
+    /// before-complete. E.g. --crash after-claim, --crash worker=2,at=during-work.
+    #[arg(help_heading = "Lesson 7: faults and recovery")]
+    #[arg(long, value_name = "[worker=N,]at=POINT", value_parser = crash_plan)]
+    pub crash: Option<CrashPlan>,
+
+    /// Have another session terminate the connection of the first worker to
+    /// start its work, halfway through it; the worker itself lives on.
+    #[arg(help_heading = "Lesson 7: faults and recovery")]
+    #[arg(long)]
+    pub kill_connection: bool,
+
+    /// Make worker N's work fail (the award service errors), then retry it.
+    #[arg(help_heading = "Lesson 7: faults and recovery")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::FAIL_WORK.parser())]
+    pub fail_work: Option<u64>,
+
+    #[arg(help_heading = "Lesson 7: faults and recovery")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::RECOVERY_RETRIES.parser(),
+          help = limits::RECOVERY_RETRIES.help(
+              "How many retries of a crashed or failed request are sent at once."))]
+    pub recovery_retries: Option<u64>,
+}
+
+/// A switch as the builder takes it: given, or not said.
+fn said(switch: bool, meaning: bool) -> Option<bool> {
+    switch.then_some(meaning)
+}
+
+impl RaceFlags {
+    /// What the flags say, for the one builder; `strategy` is the one the
+    /// command runs (`compare` runs each in turn).
+    pub fn input(&self, strategy: Option<StrategyKind>) -> RaceInput {
+        RaceInput {
+            workers: self.shape.workers,
+            key: self.shape.key.clone(),
+            http: said(self.shape.http, true),
+            amounts: self.amounts.amounts.clone(),
+            cache_pressure: self.eviction.cache_pressure,
+            crash: self.faults.crash,
+            kill_connection: said(self.faults.kill_connection, true),
+            fail_work: self.faults.fail_work,
+            recovery_retries: self.faults.recovery_retries,
+            ..app_input(
+                strategy,
+                &self.app,
+                &self.losers,
+                &self.fingerprints,
+                &self.stores,
+                &self.guard,
+            )
+        }
+    }
+
+    /// How many times to run the race.
+    pub fn runs(&self) -> u64 {
+        self.shape.runs.unwrap_or(limits::RUNS.default())
+    }
+}
+
+/// What the flags that shape the app say: everything but the clients and the faults.
+pub fn app_input(
+    strategy: Option<StrategyKind>,
+    app: &AppFlags,
+    losers: &LoserFlags,
+    fingerprints: &FingerprintFlags,
+    stores: &StoreFlags,
+    guard: &GuardFlags,
+) -> RaceInput {
+    RaceInput {
+        strategy,
+        pool_size: app.pool_size,
+        runner_holds_connection: said(app.no_runner_connection, false),
+        work_ms: app.work_ms,
+        checkout_timeout_ms: app.checkout_timeout_ms,
+        threads: app.threads,
+        loser: losers.loser,
+        poll_ms: losers.poll_ms,
+        wait_timeout_ms: losers.wait_timeout_ms,
+        fingerprint: said(fingerprints.no_fingerprint, false),
+        store: stores.store,
+        cache_max_entries: stores.cache_max_entries,
+        cache_max_age: stores.cache_max_age,
+        lock_timeout_ms: guard.lock_timeout_ms,
+        on_failure: guard.on_failure,
+        ..RaceInput::default()
+    }
+}

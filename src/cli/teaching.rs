@@ -1,0 +1,172 @@
+//! The arguments of the teaching commands: lessons, scenarios, lesson 5's stores and lesson 6's keys.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use super::connection::{ConnectArgs, KeptSchemaArgs};
+
+use crate::keys::{CrashPoint, DEFAULT_CRASH_AT, KeyKind};
+use crate::limits::{self, duration};
+use crate::race::DEFAULT_KEY;
+
+#[derive(Debug, Args)]
+pub struct KeysArgs {
+    /// How clients make their keys; every kind side by side if not given.
+    #[arg(long, value_enum)]
+    pub kind: Option<KeyKind>,
+
+    /// Run every key kind and print them side by side (the default without --kind).
+    #[arg(long)]
+    pub compare: bool,
+
+    /// Clients, each a different user, running at once.
+    #[arg(long, default_value_t = limits::CLIENTS.default(), value_name = "N",
+          allow_negative_numbers = true, value_parser = limits::CLIENTS.parser())]
+    pub clients: u64,
+
+    /// Distinct awards each client makes (one per lesson). Two or more show
+    /// what a key derived from too few fields does.
+    #[arg(long, default_value_t = limits::INTENTS.default(), value_name = "N",
+          allow_negative_numbers = true, value_parser = limits::INTENTS.parser())]
+    pub intents: u64,
+
+    /// Retries after the first attempt; every attempt but the last crashes.
+    #[arg(long, default_value_t = limits::RETRIES.default(), value_name = "R",
+          allow_negative_numbers = true, value_parser = limits::RETRIES.parser())]
+    pub retries: u64,
+
+    /// Where each crashing attempt dies.
+    #[arg(long, value_enum, default_value_t = DEFAULT_CRASH_AT)]
+    pub crash_at: CrashPoint,
+
+    /// The server checks no fingerprint: a merged intent is silently replayed, not rejected.
+    #[arg(long)]
+    pub no_fingerprint: bool,
+
+    /// How long the server's work takes, in ms.
+    #[arg(long, default_value_t = limits::KEYS_WORK_MS.default(), value_name = "MS",
+          allow_negative_numbers = true, value_parser = limits::KEYS_WORK_MS.parser())]
+    pub work_ms: u64,
+
+    /// Print one JSON object per key kind.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StoresArgs {
+    /// Races per store for the claim race.
+    #[arg(long, short = 'r', default_value_t = limits::STORES_RUNS.default(), value_name = "R",
+          allow_negative_numbers = true, value_parser = limits::STORES_RUNS.parser())]
+    pub runs: u64,
+
+    /// Concurrent workers in the claim race.
+    #[arg(long, short = 'w', default_value_t = limits::STORES_WORKERS.default(), value_name = "N",
+          allow_negative_numbers = true, value_parser = limits::STORES_WORKERS.parser())]
+    pub workers: u64,
+
+    /// How long the work takes, in ms.
+    #[arg(long, default_value_t = limits::STORES_WORK_MS.default(), value_name = "MS",
+          allow_negative_numbers = true, value_parser = limits::STORES_WORK_MS.parser())]
+    pub work_ms: u64,
+
+    /// The cache store's entry limit; the eviction test writes a tenth more.
+    #[arg(long, default_value_t = limits::STORES_CACHE_MAX_ENTRIES.default(), value_name = "N",
+          allow_negative_numbers = true, value_parser = limits::STORES_CACHE_MAX_ENTRIES.parser())]
+    pub cache_max_entries: u64,
+
+    /// One JSON object per store.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The key to look up.
+    #[arg(long, short = 'k', default_value = DEFAULT_KEY, value_name = "KEY")]
+    pub key: String,
+
+    #[command(flatten)]
+    pub kept: KeptSchemaArgs,
+
+    /// Print the audit as JSON.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReapArgs {
+    /// Delete completed keys older than this (e.g. 24h, 72h, 3d).
+    #[arg(long, value_name = "DURATION", value_parser = duration, allow_hyphen_values = true)]
+    pub older_than: Duration,
+
+    /// Reap a kept schema; without it, idem seeds a fresh one with keys of
+    /// several ages to show what the reaper takes.
+    #[command(flatten)]
+    pub kept: KeptSchemaArgs,
+
+    /// Print what was reaped as JSON.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ScenarioArgs {
+    #[command(subcommand)]
+    pub command: ScenarioCommand,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScenarioCommand {
+    /// List the scenarios (the built-in ones, or those in the files and folders named).
+    List { paths: Vec<PathBuf> },
+    /// Run scenarios and compare each with its expectations; exits 1 if any differs.
+    Run {
+        /// Scenario files or folders; the built-in ones if none.
+        paths: Vec<PathBuf>,
+        /// One JSON object per scenario.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct LessonArgs {
+    /// The lesson, 1 to 7.
+    #[arg(value_parser = limits::LESSON.parser())]
+    pub number: u64,
+
+    /// Do not wait for Enter between screens (also when stdin is not a terminal).
+    #[arg(long)]
+    pub no_pause: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TourArgs {
+    /// Do not wait for Enter between screens (also when stdin is not a terminal).
+    #[arg(long)]
+    pub no_pause: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}

@@ -1,0 +1,88 @@
+//! How clap reads idem's domain types: by the names they give themselves, one help line per value.
+//!
+//! clap knows the domain types from here, and they know nothing of clap.
+
+use std::fmt::Display;
+
+use clap::ValueEnum;
+
+use crate::keys::{CrashPoint, KeyKind};
+use crate::race::fault::FaultPoint;
+use crate::store::StoreKind;
+use crate::strategy::guard::OnFailure;
+use crate::strategy::{LoserKind, StrategyKind};
+
+/// A flag's help line with the default the builder applies, as clap shows
+/// the defaults it applies itself.
+pub fn with_default(text: &str, default: impl Display) -> String {
+    format!("{} [default: {default}]", text.trim_end_matches('.'))
+}
+
+/// Implements `ValueEnum` for a domain type from its `name()` and a help line per value.
+macro_rules! value_enum {
+    ($ty:ty { $($variant:path => $help:literal),* $(,)? }) => {
+        impl ValueEnum for $ty {
+            fn value_variants<'a>() -> &'a [Self] {
+                &[$($variant),*]
+            }
+
+            fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+                let help = match self {
+                    $($variant => $help,)*
+                };
+                Some(clap::builder::PossibleValue::new(self.name()).help(help))
+            }
+        }
+    };
+}
+
+value_enum!(StrategyKind {
+    StrategyKind::None => "The work with no key at all",
+    StrategyKind::CheckThenStore =>
+        "Find the key; if missing, do the work, then store the key (lesson 1)",
+    StrategyKind::ClaimWorkComplete =>
+        "Claim the key as pending, do the work, complete the claim (lesson 2)",
+    StrategyKind::InsertUnique =>
+        "The work is one INSERT ... ON CONFLICT DO NOTHING on the XP table",
+    StrategyKind::Guard => "The whole guard: claim-work-complete with stale-claim takeover, \
+        rescue of failed work and retry of transient failures (lesson 7)",
+});
+
+value_enum!(LoserKind {
+    LoserKind::FailFast => "Answer 409 Conflict at once (Stripe, the IETF draft)",
+    LoserKind::Poll =>
+        "Give the connection back, re-read the claim every --poll-ms until it completes",
+    LoserKind::Block => "Wait on the winner's lock, holding a connection, until it commits",
+});
+
+value_enum!(StoreKind {
+    StoreKind::Table => "The `idempotency_keys` table with its unique index",
+    StoreKind::Cache => "The `cache_entries` table, used as Solid Cache is",
+});
+
+value_enum!(OnFailure {
+    OnFailure::Store => "Complete the claim with the 500 and replay it to retries (Stripe)",
+    OnFailure::Release => "Delete the claim, so that a retry runs the work again (Powertools)",
+});
+
+value_enum!(KeyKind {
+    KeyKind::Random => "A new UUIDv4 each time the client starts: lost with every crash",
+    KeyKind::Derived =>
+        "UUIDv5 of the operation, the user and the lesson: the same on every retry",
+    KeyKind::DerivedCoarse => "UUIDv5 of the operation and the user only: too few fields, \
+        so two different awards for the same user share a key",
+});
+
+value_enum!(CrashPoint {
+    CrashPoint::BeforeSend => "Before the request leaves: the server never sees it",
+    CrashPoint::AfterWork => "After the server did the work, before the response arrives",
+    CrashPoint::AfterResponse =>
+        "After the response arrived, before the client recorded it (a reload)",
+});
+
+value_enum!(FaultPoint {
+    FaultPoint::AfterClaim => "After the claim (or the find), as the work is about to start",
+    FaultPoint::DuringWork => "Halfway through the work, before its XP row is written",
+    FaultPoint::BeforeComplete =>
+        "After the work, as the claim is about to be completed (or the key stored)",
+});

@@ -1,0 +1,286 @@
+//! The arguments of the commands on the wire: `serve`, `probe` and `challenge`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use super::connection::ConnectArgs;
+use super::race_shape::{
+    AppFlags, FingerprintFlags, GuardFlags, LoserFlags, StoreFlags, app_input,
+};
+use crate::limits;
+use crate::race::DEFAULT_STRATEGY;
+use crate::race::input::RaceInput;
+use crate::strategy::StrategyKind;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[arg(long, short = 's', value_enum,
+          help = super::values::with_default("The guard shape the app runs.", DEFAULT_STRATEGY))]
+    pub strategy: Option<StrategyKind>,
+
+    /// Where to listen: an address and port (port 0 takes a free one).
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR:PORT")]
+    pub listen: std::net::SocketAddr,
+
+    #[command(flatten)]
+    pub app: AppFlags,
+
+    #[command(flatten)]
+    pub losers: LoserFlags,
+
+    #[command(flatten)]
+    pub fingerprints: FingerprintFlags,
+
+    #[command(flatten)]
+    pub stores: StoreFlags,
+
+    #[command(flatten)]
+    pub guard: GuardFlags,
+
+    #[command(flatten)]
+    pub limits: ServeLimitFlags,
+
+    /// Serve HTTPS with this PEM certificate chain (and --tls-key); HTTP/2
+    /// is offered beside HTTP/1.1.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Print the ready line as a JSON object (with `url` and `schema`) and
+    /// no request log.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+impl ServeArgs {
+    /// What the flags say, for the one builder.
+    pub fn input(&self) -> RaceInput {
+        app_input(
+            self.strategy,
+            &self.app,
+            &self.losers,
+            &self.fingerprints,
+            &self.stores,
+            &self.guard,
+        )
+    }
+}
+
+/// What bounds the app's clients: their time and how many connect at once.
+#[derive(Debug, Clone, Args)]
+pub struct ServeLimitFlags {
+    /// How long a client may take to send a request's headers, and again
+    /// its body (a stalled body is answered 408).
+    #[arg(help_heading = "Limits")]
+    #[arg(long, default_value_t = limits::READ_TIMEOUT_MS.default(), value_name = "MS",
+          allow_negative_numbers = true, value_parser = limits::READ_TIMEOUT_MS.parser())]
+    pub read_timeout_ms: u64,
+
+    /// How long a connection may sit idle before the app closes it.
+    #[arg(help_heading = "Limits")]
+    #[arg(long, default_value_t = limits::IDLE_TIMEOUT_MS.default(), value_name = "MS",
+          allow_negative_numbers = true, value_parser = limits::IDLE_TIMEOUT_MS.parser())]
+    pub idle_timeout_ms: u64,
+
+    /// How many connections may be open at once (fewer if the descriptor
+    /// limit, ulimit -n, allows fewer); past it a new one is answered 503.
+    #[arg(help_heading = "Limits")]
+    #[arg(long, default_value_t = limits::MAX_CONNECTIONS.default(), value_name = "N",
+          allow_negative_numbers = true, value_parser = limits::MAX_CONNECTIONS.parser())]
+    pub max_connections: u64,
+}
+
+impl ServeLimitFlags {
+    pub fn limits(&self) -> crate::http::listener::Limits {
+        crate::http::listener::Limits {
+            read_timeout: Duration::from_millis(self.read_timeout_ms),
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            max_connections: self.max_connections as usize,
+        }
+    }
+}
+
+/// How a client reaches an HTTP service: TLS trust and the protocol.
+#[derive(Debug, Clone, Args)]
+pub struct ReachFlags {
+    /// Trust the CA certificates in this PEM file instead of the system's (https).
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "insecure",
+        help_heading = "Reaching the service"
+    )]
+    pub cacert: Option<PathBuf>,
+
+    /// Do not check the server's certificate (https); the output says so.
+    #[arg(long, help_heading = "Reaching the service")]
+    pub insecure: bool,
+
+    /// Insist on HTTP/2, through TLS's ALPN (https); all requests go as
+    /// streams of one connection, released in one packet.
+    #[arg(
+        long,
+        conflicts_with = "http1_1",
+        help_heading = "Reaching the service"
+    )]
+    pub http2: bool,
+
+    /// Speak HTTP/2 over cleartext from the first byte (h2c, http:// URLs).
+    #[arg(long, conflicts_with_all = ["http1_1", "http2"], help_heading = "Reaching the service")]
+    pub http2_prior_knowledge: bool,
+
+    /// Offer only HTTP/1.1 in ALPN (https): one connection per request.
+    #[arg(
+        long = "http1.1",
+        id = "http1_1",
+        help_heading = "Reaching the service"
+    )]
+    pub http1_1: bool,
+}
+
+impl ReachFlags {
+    pub fn reach(&self) -> crate::http::client::Reach {
+        use crate::http::client::{Offer, Reach, Trust};
+        let trust = match (&self.cacert, self.insecure) {
+            (_, true) => Trust::Nothing,
+            (Some(file), false) => Trust::CaFile(file.clone()),
+            (None, false) => Trust::System,
+        };
+        let offer = match (self.http2 || self.http2_prior_knowledge, self.http1_1) {
+            (true, _) => Offer::Http2,
+            (false, true) => Offer::Http11,
+            (false, false) => Offer::Both,
+        };
+        Reach {
+            trust,
+            offer,
+            prior_knowledge: self.http2_prior_knowledge,
+        }
+    }
+}
+
+/// How HTTP/1.1 requests leave together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReleaseFlag {
+    /// Each request sent but its final byte, then every final byte from one loop.
+    LastByte,
+    /// Whole requests, each sent by its own task when the gate opens.
+    Whole,
+}
+
+/// Where effects are counted: a query and the database it runs on.
+#[derive(Debug, Clone, Args)]
+pub struct CountFlags {
+    /// A query returning one number: the effects so far (e.g. `SELECT
+    /// count(*) FROM payments`). Run before and after, read-only.
+    #[arg(long, value_name = "SQL", requires = "count_database_url")]
+    pub count_sql: Option<String>,
+
+    /// The database --count-sql runs on (its password is never printed).
+    #[arg(long, value_name = "URL", requires = "count_sql")]
+    pub count_database_url: Option<String>,
+
+    /// How long connecting and each count may take; past it the query is
+    /// cancelled on the server.
+    #[arg(long, default_value_t = limits::COUNT_TIMEOUT_MS.default(), value_name = "MS",
+          allow_negative_numbers = true, value_parser = limits::COUNT_TIMEOUT_MS.parser())]
+    pub count_timeout_ms: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// The endpoint, e.g. http://127.0.0.1:8080/lessons/1/complete.
+    pub url: String,
+
+    /// How many identical requests to send at once.
+    #[arg(long, short = 'n', default_value_t = limits::PROBE_REQUESTS.default(), value_name = "N",
+          allow_negative_numbers = true, value_parser = limits::PROBE_REQUESTS.parser())]
+    pub requests: u64,
+
+    /// The Idempotency-Key every request carries [default: a random UUID,
+    /// a fresh one for each burst].
+    #[arg(long, short = 'k', value_name = "KEY")]
+    pub key: Option<String>,
+
+    /// Send R bursts, a fresh key each (unless --key), and report in how
+    /// many the guard let duplicates through.
+    #[arg(long, default_value_t = limits::PROBE_RUNS.default(), value_name = "R",
+          allow_negative_numbers = true, value_parser = limits::PROBE_RUNS.parser())]
+    pub runs: u64,
+
+    /// The HTTP method.
+    #[arg(long, short = 'X', default_value = "POST", value_name = "METHOD")]
+    pub method: String,
+
+    /// A header for every request, `Name: value`; repeat for more.
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+
+    /// The body, or @FILE to read it from a file.
+    #[arg(long, short = 'd', value_name = "BODY|@FILE")]
+    pub data: Option<String>,
+
+    /// With --conformance: the body of the "same key, different body" case
+    /// [default: the body with its first number changed].
+    #[arg(long, value_name = "BODY|@FILE")]
+    pub other_data: Option<String>,
+
+    /// The most of each answer's body that is read; a longer one is
+    /// reported for its request, and the probe goes on.
+    #[arg(long, default_value_t = limits::MAX_RESPONSE_BYTES.default(), value_name = "BYTES",
+          allow_negative_numbers = true, value_parser = limits::MAX_RESPONSE_BYTES.parser())]
+    pub max_response_bytes: u64,
+
+    /// How HTTP/1.1 requests are released (HTTP/2 always goes in one packet).
+    #[arg(long, value_enum, default_value_t = ReleaseFlag::LastByte, value_name = "MODE")]
+    pub release: ReleaseFlag,
+
+    #[command(flatten)]
+    pub reach: ReachFlags,
+
+    /// How long the whole probe may take, in ms.
+    #[arg(long, default_value_t = limits::PROBE_TIMEOUT_MS.default(), value_name = "MS",
+          allow_negative_numbers = true, value_parser = limits::PROBE_TIMEOUT_MS.parser())]
+    pub timeout_ms: u64,
+
+    #[command(flatten)]
+    pub count: CountFlags,
+
+    /// Check the IETF draft's cases one by one: missing key, same key with
+    /// another body, concurrent requests, a retry after completion.
+    #[arg(long)]
+    pub conformance: bool,
+
+    /// One JSON object with every figure.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ChallengeArgs {
+    /// Judge a guard in any language over HTTP: the endpoint of the
+    /// course's award (e.g. http://127.0.0.1:4567/lessons/1/complete).
+    #[arg(long, value_name = "URL", requires = "count_sql")]
+    pub url: Option<String>,
+
+    #[command(flatten)]
+    pub count: CountFlags,
+
+    #[command(flatten)]
+    pub reach: ReachFlags,
+
+    /// One JSON object per case.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}

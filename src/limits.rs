@@ -1,0 +1,239 @@
+//! The bounds and defaults of every number idem takes: one table for the flags and the scenario files alike.
+//!
+//! The command line checks these bounds as it parses (its value parsers are
+//! [`Limit::parser`]s, and its help shows [`Limit::default`]), and the race
+//! builder checks them again on what a scenario file gives, so a file cannot
+//! ask for what a flag may not. A message names the setting as the user
+//! wrote it: `--workers` on the command line, `race.workers` in a file.
+
+use anyhow::{Result, bail};
+
+/// Where settings came from. A message about a file's setting does not
+/// name the file: whoever read the file puts its name in front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The command line.
+    Flags,
+    /// A scenario file.
+    File,
+}
+
+impl Origin {
+    /// A setting's name where it came from: its flag or its file key.
+    pub fn name(self, flag: &'static str, key: &'static str) -> &'static str {
+        match self {
+            Origin::Flags => flag,
+            Origin::File => key,
+        }
+    }
+}
+
+/// One numeric setting: its flag, its key in a scenario file, its bounds,
+/// and its default when it has one: the one place each is written.
+#[derive(Debug, Clone, Copy)]
+pub struct Limit {
+    pub flag: &'static str,
+    pub key: &'static str,
+    pub min: u64,
+    pub max: u64,
+    default: Option<u64>,
+}
+
+impl Limit {
+    /// The value taken when neither a flag nor a file gives one.
+    pub const fn default(&self) -> u64 {
+        match self.default {
+            Some(value) => value,
+            None => panic!("this setting has no default"),
+        }
+    }
+
+    /// The setting's name where it came from.
+    pub fn name(&self, origin: Origin) -> &'static str {
+        origin.name(self.flag, self.key)
+    }
+
+    /// Parses what the user typed on the command line, saying plainly what is wrong.
+    pub fn parse(&self, text: &str) -> Result<u64, String> {
+        let range = format!("a whole number from {} to {}", self.min, self.max);
+        match text.trim().parse::<i128>() {
+            Ok(n) if n < 0 => Err(format!("it is negative; give {range}")),
+            Ok(n) if n < i128::from(self.min) || n > i128::from(self.max) => {
+                Err(format!("give {range}"))
+            }
+            Ok(n) => Ok(n as u64),
+            Err(_) => Err(format!("not a number; give {range}")),
+        }
+    }
+
+    /// [`parse`](Self::parse) as a value parser for the command line.
+    pub fn parser(self) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+        move |text| self.parse(text)
+    }
+
+    /// A flag's help line with this setting's default after it, as clap
+    /// would show it, for flags whose default the builder applies.
+    pub fn help(&self, text: &str) -> String {
+        format!("{} [default: {}]", text.trim_end_matches('.'), self.default())
+    }
+
+    /// Fails with one line naming the setting and its bounds.
+    pub fn check(&self, value: u64, origin: Origin) -> Result<()> {
+        if (self.min..=self.max).contains(&value) {
+            return Ok(());
+        }
+        let (min, max) = (self.min, self.max);
+        match origin {
+            Origin::Flags => {
+                bail!(
+                    "{} {value}: give a whole number from {min} to {max}",
+                    self.flag
+                )
+            }
+            Origin::File => bail!(
+                "{} = {value} is out of bounds: give a whole number from {min} to {max}",
+                self.key
+            ),
+        }
+    }
+}
+
+const fn limit(flag: &'static str, key: &'static str, min: u64, max: u64) -> Limit {
+    Limit {
+        flag,
+        key,
+        min,
+        max,
+        default: None,
+    }
+}
+
+/// A setting only the command line takes: its key is its flag.
+const fn flag(flag: &'static str, min: u64, max: u64) -> Limit {
+    limit(flag, flag, min, max)
+}
+
+const fn with_default(limit: Limit, default: u64) -> Limit {
+    Limit {
+        default: Some(default),
+        ..limit
+    }
+}
+
+// A race: flags and scenario files alike.
+
+pub const WORKERS: Limit = with_default(limit("--workers", "race.workers", 1, 100_000), 5);
+pub const POOL_SIZE: Limit = with_default(limit("--pool-size", "race.pool_size", 1, 10_000), 5);
+pub const WORK_MS: Limit = with_default(limit("--work-ms", "race.work_ms", 0, 3_600_000), 20);
+pub const CHECKOUT_TIMEOUT_MS: Limit = with_default(
+    limit(
+        "--checkout-timeout-ms",
+        "race.checkout_timeout_ms",
+        1,
+        3_600_000,
+    ),
+    30_000,
+);
+pub const THREADS: Limit = with_default(limit("--threads", "race.threads", 1, 10_000), 5);
+pub const RUNS: Limit = with_default(limit("--runs", "expect.runs", 1, 1_000_000), 1);
+pub const AMOUNT: Limit = limit("--amounts", "race.amounts", 1, 1_000_000);
+pub const POLL_MS: Limit = with_default(limit("--poll-ms", "race.poll_ms", 1, 3_600_000), 5);
+pub const WAIT_TIMEOUT_MS: Limit = with_default(
+    limit("--wait-timeout-ms", "race.wait_timeout_ms", 1, 3_600_000),
+    2000,
+);
+pub const CACHE_MAX_ENTRIES: Limit = with_default(
+    limit(
+        "--cache-max-entries",
+        "race.cache_max_entries",
+        1,
+        100_000_000,
+    ),
+    1000,
+);
+pub const CACHE_PRESSURE: Limit = with_default(
+    limit("--cache-pressure", "race.cache_pressure", 0, 1_000_000),
+    0,
+);
+pub const LOCK_TIMEOUT_MS: Limit = with_default(
+    limit("--lock-timeout-ms", "race.lock_timeout_ms", 1, 3_600_000),
+    1000,
+);
+pub const FAIL_WORK: Limit = limit("--fail-work", "race.fail_work", 1, 100_000);
+pub const CRASH_WORKER: Limit = limit("--crash worker=", "race.crash.worker", 1, 100_000);
+pub const RECOVERY_RETRIES: Limit = with_default(
+    limit("--recovery-retries", "race.recovery_retries", 1, 100),
+    1,
+);
+// Lesson 6's clients: `idem keys` and a scenario's `[keys]`.
+
+pub const CLIENTS: Limit = with_default(limit("--clients", "keys.clients", 1, 1000), 1);
+pub const INTENTS: Limit = with_default(limit("--intents", "keys.intents", 1, 100), 2);
+pub const RETRIES: Limit = with_default(limit("--retries", "keys.retries", 1, 100), 2);
+
+/// How long `idem keys`'s server works on each request.
+pub const KEYS_WORK_MS: Limit = with_default(flag("--work-ms", 0, 60_000), 1);
+
+// `idem stores`: its own race, smaller than `idem race`'s bounds.
+
+pub const STORES_RUNS: Limit = with_default(flag("--runs", 1, 100_000), 20);
+pub const STORES_WORKERS: Limit = with_default(flag("--workers", 2, 1000), 5);
+pub const STORES_WORK_MS: Limit = with_default(flag("--work-ms", 0, 60_000), WORK_MS.default());
+pub const STORES_CACHE_MAX_ENTRIES: Limit =
+    with_default(flag("--cache-max-entries", 1, 1_000_000), 100);
+
+// `idem step` and `idem lesson`.
+
+/// A worker `idem step --schedule` may name: it drives two to five.
+pub const SCHEDULE_WORKER: Limit = flag("--schedule", 1, 5);
+/// A lesson of the course.
+pub const LESSON: Limit = flag("<NUMBER>", 1, 7);
+
+// `idem serve`'s front door.
+
+pub const READ_TIMEOUT_MS: Limit = with_default(flag("--read-timeout-ms", 1, 3_600_000), 10_000);
+pub const IDLE_TIMEOUT_MS: Limit = with_default(flag("--idle-timeout-ms", 1, 3_600_000), 30_000);
+pub const MAX_CONNECTIONS: Limit = with_default(flag("--max-connections", 1, 1_000_000), 1024);
+
+// `idem probe` and `idem challenge --url`.
+
+pub const PROBE_REQUESTS: Limit = with_default(flag("--requests", 1, 1000), 5);
+pub const PROBE_RUNS: Limit = with_default(flag("--runs", 1, 100_000), 1);
+pub const PROBE_TIMEOUT_MS: Limit = with_default(flag("--timeout-ms", 1, 3_600_000), 30_000);
+pub const MAX_RESPONSE_BYTES: Limit =
+    with_default(flag("--max-response-bytes", 1, 1_073_741_824), 1024 * 1024);
+pub const COUNT_TIMEOUT_MS: Limit = with_default(flag("--count-timeout-ms", 1, 3_600_000), 15_000);
+
+/// Parses a duration: a whole number and a unit, ms, s, m, h, d or w (e.g.
+/// 90s, 24h, 2w), for flags and scenario files alike.
+pub fn duration(text: &str) -> Result<std::time::Duration, String> {
+    use std::time::Duration;
+    let text = text.trim();
+    if text.starts_with('-') {
+        return Err("a duration cannot be negative".into());
+    }
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration; write e.g. 90s, 15m, 24h or 2w"))?;
+    let secs = match unit {
+        "ms" => return Ok(Duration::from_millis(number)),
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => {
+            return Err(format!(
+                "{text:?} has no known unit; use ms, s, m, h, d or w"
+            ));
+        }
+    };
+    number
+        .checked_mul(secs)
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("{text:?} is too long"))
+}

@@ -1,0 +1,196 @@
+//! Helpers shared by the integration tests: a private temp directory per
+//! test, and checks that a run left nothing behind in it.
+#![allow(dead_code)]
+
+pub mod app;
+pub mod certs;
+pub mod races;
+pub mod server;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+
+/// A private TMPDIR for one test: every cluster idem starts lives below it.
+pub struct Sandbox {
+    pub dir: PathBuf,
+}
+
+impl Sandbox {
+    pub fn new(name: &str) -> Self {
+        // Unique within the process too: tests of one binary run in parallel.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("idem-test-{name}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // Like /tmp: the cluster's own user (postgres, when tests run as root)
+        // must be able to create and remove its run directory here.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        Self { dir }
+    }
+
+    /// The idem binary, isolated in this sandbox, without colour or a database URL.
+    pub fn idem(&self) -> Command {
+        let mut cmd = Command::cargo_bin("idem").unwrap();
+        cmd.env("TMPDIR", &self.dir)
+            .env("NO_COLOR", "1")
+            .env_remove("DATABASE_URL")
+            .env_remove("IDEM_PG_BIN");
+        cmd
+    }
+
+    /// The same, as a std command (for tests that signal the process).
+    pub fn idem_std(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("idem"));
+        cmd.env("TMPDIR", &self.dir)
+            .env("NO_COLOR", "1")
+            .env_remove("DATABASE_URL")
+            .env_remove("IDEM_PG_BIN");
+        cmd
+    }
+
+    /// What idem left in the sandbox: directories and live processes.
+    pub fn leftovers(&self) -> Vec<String> {
+        let mut found: Vec<String> = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .flatten()
+            .map(|e| format!("file {}", e.path().display()))
+            .collect();
+        found.extend(
+            processes_mentioning(&self.dir)
+                .into_iter()
+                .map(|p| format!("process {p}")),
+        );
+        found
+    }
+
+    /// Waits up to `limit` for the sandbox to be empty; returns what is left.
+    pub fn wait_clean(&self, limit: Duration) -> Vec<String> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = self.leftovers();
+            if left.is_empty() || Instant::now() > deadline {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The run directory of a cluster once its server is ready, if one appears within `limit`.
+    pub fn wait_for_ready_cluster(&self, limit: Duration) -> Option<PathBuf> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            for entry in std::fs::read_dir(&self.dir).unwrap().flatten() {
+                let pid_file = entry.path().join("data").join("postmaster.pid");
+                if let Ok(text) = std::fs::read_to_string(pid_file)
+                    && text.lines().nth(7).map(str::trim) == Some("ready")
+                {
+                    return Some(entry.path());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Processes whose command line mentions `path` (a cluster started there).
+pub fn processes_mentioning(path: &Path) -> Vec<String> {
+    // With the separator, so that `…-1` does not match `…-10`'s processes.
+    let needle = format!("{}/", path.to_string_lossy());
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let zombie = std::fs::read_to_string(entry.path().join("stat"))
+                .map(|s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
+                .unwrap_or(false);
+            if cmdline.contains(&needle) && !zombie {
+                found.push(format!("{name}: {}", cmdline.trim()));
+            }
+        }
+    }
+    found
+}
+
+/// Sends a signal to a process.
+pub fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid as i32, sig);
+    }
+}
+
+/// Whether this test process runs as root (as CI does).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Hands a directory to the `postgres` user (tests that switch to it).
+pub fn chown_to_postgres(path: &Path) {
+    let status = std::process::Command::new("chown")
+        .args(["postgres:"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Reads the child's first line of output, and keeps reading the rest in the
+/// background so that idem never sees a closed pipe.
+pub fn first_line_then_drain(child: &mut std::process::Child) -> String {
+    use std::io::{BufRead, BufReader};
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    std::thread::spawn(move || lines.for_each(drop));
+    first
+}
+
+/// Whether a test can run on this machine. When it cannot, it says so where
+/// a person running the tests sees it (libtest captures a test's own
+/// output, so this writes to the terminal's standard error directly); under
+/// CI, where every test must run, it fails instead.
+pub fn runnable(test: &str, ok: bool, missing: &str) -> bool {
+    if ok {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("{test} cannot run here ({missing}), and CI runs every test");
+    }
+    let line = format!("SKIPPED {test}: {missing}\n");
+    // SAFETY: writes a valid buffer of its own length to fd 2.
+    unsafe {
+        libc::write(2, line.as_ptr().cast(), line.len());
+    }
+    false
+}
+
+/// One lock for the tests whose figures depend on timing (a race window,
+/// a rate over many runs): they run one at a time, whatever area they are in.
+pub static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A test's race settings, built as the command line builds them.
+pub trait Built {
+    fn built(self) -> idem::race::RaceSettings;
+}
+
+impl Built for idem::race::input::RaceInput {
+    fn built(self) -> idem::race::RaceSettings {
+        self.build(idem::limits::Origin::Flags)
+            .expect("a test's settings are valid")
+    }
+}

@@ -1,0 +1,214 @@
+//! Lesson 7: the whole guard under faults on purpose, the shapes without
+//! recovery under the same faults, and the build-it-yourself challenge.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem::db::{ConnectOptions, Database};
+use idem::guard::{Guard, OnFailure};
+use idem::race::fault::FaultPoint;
+use idem::race::input::RaceInput;
+use idem::race::{CrashPlan, Outcome};
+use idem::strategy::StrategyKind;
+
+use crate::common::Built;
+use crate::common::races::race;
+
+const LOCK_TIMEOUT: Duration = Duration::from_millis(300);
+
+fn crash(strategy: StrategyKind, at: FaultPoint) -> RaceInput {
+    RaceInput {
+        strategy: Some(strategy),
+        pool_size: Some(6),
+        lock_timeout_ms: Some(LOCK_TIMEOUT.as_millis() as u64),
+        crash: Some(CrashPlan { worker: None, at }),
+        ..RaceInput::default()
+    }
+}
+
+async fn key_status(db: &Database) -> String {
+    sqlx::query_scalar("SELECT status FROM idempotency_keys")
+        .fetch_one(&db.meta)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_crash_at_any_point_the_retry_finishes_with_one_xp_row() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    // After the claim: scenarios/7-guard-crash-after-claim.toml.
+    for at in [FaultPoint::DuringWork, FaultPoint::BeforeComplete] {
+        let r = race(&db, crash(StrategyKind::Guard, at).built()).await;
+        assert_eq!(r.count(Outcome::Crashed), 1, "{at:?}: one worker crashed");
+        assert_eq!(r.xp_rows, 1, "{at:?}");
+        let retry = r.reports.iter().find(|w| w.retry).unwrap();
+        assert_eq!(
+            (retry.status, retry.outcome),
+            (201, Outcome::Created),
+            "{at:?}: the retry took the stale claim over and did the work"
+        );
+        assert_eq!(key_status(&db).await, "completed", "{at:?}: never stuck");
+        // Every client that got an answer got the same response.
+        let bodies: Vec<_> = r
+            .reports
+            .iter()
+            .filter(|w| matches!(w.status, 200 | 201))
+            .map(|w| &w.body)
+            .collect();
+        assert!(bodies.windows(2).all(|b| b[0] == b[1]), "{at:?}");
+    }
+    db.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_retries_racing_for_a_stale_claim_still_make_one_xp_row() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    for _ in 0..5 {
+        let r = race(
+            &db,
+            RaceInput {
+                recovery_retries: Some(2),
+                ..crash(StrategyKind::Guard, FaultPoint::AfterClaim)
+            }
+            .built(),
+        )
+        .await;
+        assert_eq!(r.xp_rows, 1);
+        let retries: Vec<u16> = r
+            .reports
+            .iter()
+            .filter(|w| w.retry)
+            .map(|w| w.status)
+            .collect();
+        assert_eq!(retries.len(), 2);
+        assert_eq!(
+            retries.iter().filter(|s| **s == 201).count(),
+            1,
+            "one taker wins: {retries:?}"
+        );
+    }
+    db.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_connection_mid_work_is_retried_and_the_claim_ends_completed() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let r = race(
+        &db,
+        RaceInput {
+            strategy: Some(StrategyKind::Guard),
+            pool_size: Some(6),
+            kill_connection: Some(true),
+            ..RaceInput::default()
+        }
+        .built(),
+    )
+    .await;
+    // 1 XP row, no duplicate: scenarios/7-guard-kill-connection.toml.
+    assert_eq!(key_status(&db).await, "completed");
+    let killed = r
+        .reports
+        .iter()
+        .find(|w| w.steps.iter().any(|e| e.note.contains("connection killed")))
+        .expect("one worker's connection was killed");
+    assert_eq!(
+        (killed.status, killed.outcome),
+        (201, Outcome::Created),
+        "it retried with the same key and finished"
+    );
+    db.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_guard_the_same_crashes_go_wrong() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    // check-then-store under the same crash: scenarios/7-check-then-store-crash.toml.
+    // claim-work-complete: the claim stays pending for good, and the retry gets 409.
+    let r = race(
+        &db,
+        crash(StrategyKind::ClaimWorkComplete, FaultPoint::AfterClaim).built(),
+    )
+    .await;
+    assert_eq!(r.xp_rows, 0, "the claim's owner died before the work");
+    assert_eq!(key_status(&db).await, "pending");
+    assert_eq!(
+        r.reports.iter().find(|w| w.retry).unwrap().outcome,
+        Outcome::Conflict
+    );
+    db.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_work_is_stored_and_replayed_or_released_and_run_again() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let failing = |on_failure| RaceInput {
+        strategy: Some(StrategyKind::Guard),
+        workers: Some(1),
+        fail_work: Some(1),
+        on_failure: Some(on_failure),
+        ..RaceInput::default()
+    };
+    let stored = race(&db, failing(OnFailure::Store).built()).await;
+    assert_eq!(stored.xp_rows, 0);
+    let (first, retry) = (&stored.reports[0], &stored.reports[1]);
+    assert_eq!(
+        (first.status, retry.status),
+        (500, 500),
+        "Stripe: the 500 is replayed"
+    );
+    assert_eq!(first.body, retry.body);
+    // Released, the retry does the work (1 XP row: scenarios/7-guard-failure-released.toml).
+    let released = race(&db, failing(OnFailure::Release).built()).await;
+    assert_eq!(
+        (released.reports[0].status, released.reports[1].status),
+        (500, 201),
+        "Powertools: runs again"
+    );
+    db.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idems_own_guard_passes_every_challenge_case() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let guard = Guard {
+        lock_timeout: idem::challenge::LOCK_TIMEOUT,
+        ..Guard::default()
+    };
+    let cases = idem::challenge::judge(&db, Arc::new(guard)).await.unwrap();
+    db.close().await.unwrap();
+    assert_eq!(cases.len(), 4);
+    for case in cases {
+        assert!(case.passed(), "{}: {}", case.case, case.saw);
+    }
+}
+
+/// The learner's starting point, examples/challenge.rs, is the naive
+/// check-then-store: it must fail the first case.
+#[test]
+fn the_naive_starting_point_fails_the_five_worker_race() {
+    let examples = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples");
+    let example = examples.join("challenge");
+    assert!(
+        example.exists(),
+        "cargo test builds the examples: {}",
+        example.display()
+    );
+    let out = std::process::Command::new(example)
+        .env_remove("DATABASE_URL")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let first = stdout
+        .lines()
+        .find(|l| l.contains("five-worker race"))
+        .unwrap();
+    assert!(first.contains("FAIL"), "{first}");
+}

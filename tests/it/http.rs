@@ -1,0 +1,451 @@
+//! Over the wire: `idem serve`'s every answer, `idem race --http`'s figures,
+//! `idem probe` (effects counted in the database) and the challenge over HTTP.
+//!
+//! All traffic stays on loopback. Figures that depend on timing are asserted
+//! as rates over many runs, as the in-process races are.
+
+use std::time::{Duration, Instant};
+
+use hyper::Method;
+use idem::db::{ConnectOptions, Database};
+use idem::race::input::RaceInput;
+use idem::race::{Outcome, Transport};
+use idem::strategy::StrategyKind;
+use serde_json::Value;
+
+use crate::common;
+use crate::common::Built;
+use crate::common::TIMING;
+use crate::common::app::{Served, award, expected_marks, header, json, marks_of, send};
+use crate::common::races::races;
+
+fn over_http(strategy: StrategyKind) -> RaceInput {
+    RaceInput {
+        strategy: Some(strategy),
+        http: Some(true),
+        ..RaceInput::default()
+    }
+}
+
+const AWARD: &str = r#"{"user_id": 42, "amount": 10}"#;
+
+/// Every answer of the app, with its exact status, content type and headers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_gives_every_answer_of_the_draft_on_the_wire() {
+    let mut app = Served::start("serve-answers", &["-s", "guard", "--work-ms", "400"]);
+    let url = app.endpoint();
+    assert!(app.field("schema").starts_with("idem_"));
+    assert!(app.field("url").starts_with("http://127.0.0.1:"));
+
+    // 201 with the award, then the replay: the same status and body, marked.
+    let first = award(&url, Some("\"k-1\""), AWARD).await;
+    assert_eq!(first.status, 201);
+    assert_eq!(header(&first, "content-type"), Some("application/json"));
+    assert_eq!(header(&first, "idempotent-replayed"), None);
+    let body = json(&first);
+    assert_eq!(
+        (body["user_id"].as_i64(), body["amount"].as_i64()),
+        (Some(42), Some(10))
+    );
+    assert!(body["xp_id"].as_i64().is_some());
+    // A bare token is the same key as its quoted form.
+    let replay = award(&url, Some("k-1"), AWARD).await;
+    assert_eq!(replay.status, 201);
+    assert_eq!(header(&replay, "idempotent-replayed"), Some("true"));
+    assert_eq!(
+        replay.body, first.body,
+        "the replay is byte for byte the first response"
+    );
+
+    // 422: the same key with another body.
+    let reused = award(&url, Some("\"k-1\""), r#"{"user_id": 42, "amount": 99}"#).await;
+    problem(&reused, 422, "idempotency_key_reused");
+
+    // 409 while the first request with a key is still working: sent once
+    // its claim is visible, long before its 400 ms of work are done.
+    let slow = tokio::spawn({
+        let url = url.clone();
+        async move { award(&url, Some("\"k-2\""), AWARD).await }
+    });
+    let counts = format!("{}/counts", app.field("url"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while json(&send(Method::GET, &counts, &[], "").await)["key_rows"] != 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the slow request never claimed its key"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let conflict = award(&url, Some("\"k-2\""), AWARD).await;
+    problem(&conflict, 409, "idempotency_key_in_use");
+    assert_eq!(header(&conflict, "retry-after"), Some("1"));
+    assert_eq!(slow.await.unwrap().status, 201);
+
+    // 400: no key, a malformed key, a key too long, a body that is not the award's.
+    problem(
+        &award(&url, None, AWARD).await,
+        400,
+        "idempotency_key_missing",
+    );
+    problem(
+        &award(&url, Some("\"open"), AWARD).await,
+        400,
+        "idempotency_key_invalid",
+    );
+    problem(
+        &award(&url, Some("two words"), AWARD).await,
+        400,
+        "idempotency_key_invalid",
+    );
+    let long = format!("\"{}\"", "k".repeat(256));
+    problem(
+        &award(&url, Some(&long), AWARD).await,
+        400,
+        "idempotency_key_invalid",
+    );
+    let longest = format!("\"{}\"", "k".repeat(255));
+    assert_eq!(award(&url, Some(&longest), AWARD).await.status, 201);
+    problem(
+        &award(&url, Some("\"k-3\""), "not json").await,
+        400,
+        "invalid_body",
+    );
+    let extra = r#"{"user_id": 42, "amount": 10, "admin": true}"#;
+    problem(
+        &award(&url, Some("\"k-3\""), extra).await,
+        400,
+        "invalid_body",
+    );
+    problem(
+        &award(&url, Some("\"k-3\""), r#"{"user_id": 42, "amount": 0}"#).await,
+        400,
+        "invalid_body",
+    );
+
+    // The routes around the award.
+    let wrong_method = send(Method::GET, &url, &[], "").await;
+    problem(&wrong_method, 405, "method_not_allowed");
+    assert_eq!(header(&wrong_method, "allow"), Some("POST"));
+    let base = app.field("url");
+    problem(
+        &send(Method::POST, &format!("{base}/nowhere"), &[], "").await,
+        404,
+        "not_found",
+    );
+    problem(
+        &send(Method::POST, &format!("{base}/lessons/x/complete"), &[], "").await,
+        404,
+        "not_found",
+    );
+    let counted = send(Method::GET, &counts, &[], "").await;
+    assert_eq!(counted.status, 200);
+    assert_eq!(
+        json(&counted),
+        serde_json::json!({ "key_rows": 3, "xp_rows": 3 })
+    );
+
+    // Ctrl-C stops it cleanly: exit 0, no cluster, no directory left.
+    assert_eq!(app.stop(), Some(0));
+    assert_eq!(
+        app.sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
+
+/// A problem details answer (RFC 9457) with its status and code.
+fn problem(r: &idem::http::client::Received, status: u16, code: &str) {
+    let body = json(r);
+    assert_eq!(r.status, status, "{body}");
+    assert_eq!(header(r, "content-type"), Some("application/problem+json"));
+    assert_eq!(body["status"], status);
+    assert_eq!(body["code"], code);
+    assert!(body["title"].as_str().is_some_and(|t| !t.is_empty()));
+    assert!(body["detail"].as_str().is_some_and(|d| !d.is_empty()));
+}
+
+/// The course's figures, over the wire: asserted as rates over 100 runs
+/// each (measured here: 200 of 200 for every one of them, `idem race --http
+/// --runs 200`), and never-violated invariants for the guards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn race_over_http_reproduces_the_course_figures() {
+    let _serial = TIMING.lock().await;
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let rate = |results: &[idem::race::RaceResult],
+                ok: &dyn Fn(&idem::race::RaceResult) -> bool| {
+        results.iter().filter(|r| ok(r)).count() as f64 / results.len() as f64
+    };
+
+    // Lesson 1: 1 key row, 4 XP rows; every client was told 201.
+    let r = races(&db, over_http(StrategyKind::CheckThenStore).built(), 100).await;
+    assert!(
+        r.iter()
+            .all(|r| r.transport == Transport::Http && r.key_rows == 1)
+    );
+    assert!(
+        rate(&r, &|r| r.xp_rows == 4) >= 0.95,
+        "check-then-store gave 4 XP rows too rarely"
+    );
+    for result in &r {
+        assert!(
+            result.reports.iter().all(|w| w.status == 201),
+            "every client sees 201"
+        );
+        assert_eq!(result.count(Outcome::Duplicate), result.xp_rows - 1);
+    }
+    // A pool of six: every worker has a connection, five XP rows.
+    let six = RaceInput {
+        pool_size: Some(6),
+        ..over_http(StrategyKind::CheckThenStore)
+    };
+    let r = races(&db, six.built(), 100).await;
+    assert!(
+        rate(&r, &|r| r.xp_rows == 5) >= 0.95,
+        "a pool of six gave 5 XP rows too rarely"
+    );
+
+    // Lesson 2: one XP row always; fail-fast losers get 409 on the wire.
+    let r = races(&db, over_http(StrategyKind::ClaimWorkComplete).built(), 100).await;
+    assert!(r.iter().all(|r| r.xp_rows == 1 && r.key_rows == 1));
+    assert!(
+        rate(&r, &|r| r.count(Outcome::Created) == 1
+            && r.count(Outcome::Conflict) == 4)
+            >= 0.95,
+        "1×201 and 4×409 too rarely"
+    );
+    for result in &r {
+        for w in result
+            .reports
+            .iter()
+            .filter(|w| w.outcome == Outcome::Conflict)
+        {
+            assert_eq!(w.status, 409);
+            assert_eq!(w.body.as_ref().unwrap()["code"], "idempotency_key_in_use");
+        }
+    }
+
+    // The other shapes: the unique index and the guard always hold; no guard never does.
+    for (strategy, xp) in [
+        (StrategyKind::InsertUnique, 1),
+        (StrategyKind::Guard, 1),
+        (StrategyKind::None, 5),
+    ] {
+        let r = races(&db, over_http(strategy).built(), 30).await;
+        assert!(
+            r.iter().all(|r| r.xp_rows == xp),
+            "{strategy}: {xp} XP rows in every run"
+        );
+    }
+    db.close().await.unwrap();
+}
+
+/// `idem probe` against `idem serve`, one strategy at a time: the effects
+/// are counted through SQL, and the verdict follows them.
+#[test]
+fn probe_counts_the_effects_of_every_strategy() {
+    for (strategy, effects, held) in [
+        ("guard", Some(1), true),
+        ("claim-work-complete", Some(1), true),
+        ("insert-unique", Some(1), true),
+        ("none", Some(5), false),
+        // Four of five requests find no key; measured 200 of 200 races above.
+        ("check-then-store", None, false),
+    ] {
+        let app = Served::start("probe", &["-s", strategy]);
+        let out = app.probe(&["--json", "-d", AWARD]);
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{strategy}: {}", String::from_utf8_lossy(&out.stderr)));
+        let counted = report["effects"]["effects"].as_i64().unwrap();
+        match effects {
+            Some(n) => assert_eq!(counted, n, "{strategy}"),
+            None => assert!(
+                counted > 1,
+                "{strategy}: duplicates expected, counted {counted}"
+            ),
+        }
+        assert_eq!(report["verdict"]["held"], held, "{strategy}");
+        assert_eq!(
+            out.status.success(),
+            held,
+            "{strategy}: exit status follows the verdict"
+        );
+        assert_eq!(report["shots"].as_array().unwrap().len(), 5);
+        if strategy == "guard" {
+            assert_eq!(
+                report["statuses"],
+                serde_json::json!({ "201": 1, "409": 4 })
+            );
+        }
+    }
+}
+
+/// The draft's cases: all PASS against the guard; check-then-store fails
+/// the concurrent one (and only that one: it checks fingerprints, and replays).
+#[test]
+fn conformance_passes_the_guard_and_fails_check_then_store() {
+    let marks = |strategy: &str| {
+        let app = Served::start("conformance", &["-s", strategy]);
+        let out = app.probe(&["--json", "--conformance", "-d", AWARD]);
+        (out.status.success(), marks_of(&out.stdout))
+    };
+    let (ok, guard) = marks("guard");
+    assert!(ok);
+    assert_eq!(guard, expected_marks(["pass", "pass", "pass", "pass"]));
+
+    let (ok, naive) = marks("check-then-store");
+    assert!(!ok);
+    assert_eq!(naive, expected_marks(["pass", "pass", "fail", "pass"]));
+}
+
+/// The count query runs read-only: one that would delete is refused by the
+/// server, and the rows are still there.
+#[test]
+fn a_count_query_cannot_change_anything() {
+    let app = Served::start("count-readonly", &["-s", "guard"]);
+    let schema = app.field("schema");
+    let url = app.field("database_url");
+    let run = |sql: &str| {
+        app.sandbox
+            .idem()
+            .args(["probe", &app.endpoint(), "-d", AWARD, "--count-sql", sql])
+            .args(["--count-database-url", &url])
+            .output()
+            .unwrap()
+    };
+    assert!(
+        run(&format!("SELECT count(*) FROM {schema}.experience_points"))
+            .status
+            .success()
+    );
+    let out = run(&format!(
+        "WITH gone AS (DELETE FROM {schema}.experience_points RETURNING 1) SELECT count(*) FROM gone"
+    ));
+    let err = errors(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("read-only transaction"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let out = run(&format!("SELECT count(*) FROM {schema}.experience_points"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("(1 before, 2 after)"),
+        "the first probe's row survived: {text}"
+    );
+}
+
+/// stderr without its notes (a superuser's count URL gets one): the errors.
+fn errors(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter(|l| !l.starts_with("note: "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// Bad input: one line on stderr, a non-zero exit, nothing left running.
+#[test]
+fn bad_input_is_one_line_and_leaves_nothing() {
+    let sandbox = common::Sandbox::new("probe-bad");
+    // A port that speaks something else than HTTP.
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let not_http = format!("http://{}/x", other.local_addr().unwrap());
+    // A port nobody listens on (bound after the other, so it cannot be the same).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let nobody = format!("http://{}/x", closed.local_addr().unwrap());
+    drop(closed);
+    std::thread::spawn(move || {
+        use std::io::Write;
+        for mut stream in other.incoming().flatten() {
+            let _ = stream.write_all(b"SSH-2.0-OpenSSH_9.2\r\n");
+        }
+    });
+    let cases: [(&[&str], &str); 8] = [
+        (&["probe", &nobody], "could not connect"),
+        (&["probe", &not_http], "did not answer in HTTP"),
+        (&["probe", "ftp://127.0.0.1/x"], "ftp:// is not HTTP"),
+        (
+            &["probe", "https://127.0.0.1:1/x", "--http2-prior-knowledge"],
+            "--http2-prior-knowledge is for http:// URLs",
+        ),
+        (
+            &["probe", "http://user:secret@127.0.0.1:1/x"],
+            "credentials in the URL",
+        ),
+        (&["probe", &nobody, "--requests", "0"], "--requests"),
+        (&["probe", &nobody, "--header", "nocolon"], "has no colon"),
+        (
+            &["probe", &nobody, "--count-sql", "SELECT 1"],
+            "--count-database-url",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = sandbox.idem().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("secret"), "{err}");
+    }
+    // A count query that errors: named, and the app is left as it was.
+    let app = Served::start("probe-bad-count", &["-s", "guard"]);
+    let out = app
+        .sandbox
+        .idem()
+        .args([
+            "probe",
+            &app.endpoint(),
+            "-d",
+            AWARD,
+            "--count-sql",
+            "SELECT count(*) FROM no_such_table",
+        ])
+        .args(["--count-database-url", &app.field("database_url")])
+        .output()
+        .unwrap();
+    let err = errors(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("--count-sql failed") && err.contains("no_such_table"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(sandbox.leftovers().is_empty(), "{:?}", sandbox.leftovers());
+}
+
+/// The Ruby starting point of the challenge (examples/ruby/app.rb, lesson
+/// 1's shape): judged over HTTP, it fails the cases the lessons fix and
+/// passes the replay it already has.
+#[test]
+fn the_ruby_starter_fails_the_challenge() {
+    let ruby = std::process::Command::new("ruby")
+        .args(["-e", "require 'pg'; require 'webrick'"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !common::runnable(
+        "the_ruby_starter_fails_the_challenge",
+        ruby,
+        "ruby with the pg and webrick gems (Debian: ruby ruby-pg ruby-webrick)",
+    ) {
+        return;
+    }
+    let server = common::server::Server::start();
+    let mut ruby = std::process::Command::new("ruby");
+    ruby.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ruby/app.rb"));
+    let (_app, base) = common::app::start_example(ruby, &server.url());
+    let sandbox = common::Sandbox::new("ruby-challenge");
+    let out = sandbox
+        .idem()
+        .args([
+            "challenge",
+            "--json",
+            "--url",
+            &format!("{base}/lessons/1/complete"),
+        ])
+        .args(["--count-sql", "SELECT count(*) FROM experience_points"])
+        .args(["--count-database-url", &server.url()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        marks_of(&out.stdout),
+        expected_marks(["fail", "fail", "fail", "pass"])
+    );
+}

@@ -1,0 +1,148 @@
+//! The `--json` contract: the published schema in `schemas/` against the real output, and against the README.
+
+use serde_json::Value;
+
+use crate::common::Sandbox;
+
+fn schema() -> Value {
+    let text = std::fs::read_to_string("schemas/race-result.schema.json").unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn validator() -> jsonschema::Validator {
+    jsonschema::validator_for(&schema()).expect("the schema is a valid JSON Schema")
+}
+
+/// Runs idem and returns its stdout's JSON lines.
+fn json_lines(args: &[&str]) -> Vec<Value> {
+    let out = Sandbox::new("json-contract")
+        .idem()
+        .args(args)
+        .assert()
+        .success();
+    String::from_utf8_lossy(&out.get_output().stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{args:?}: {e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn race_and_compare_output_matches_the_published_schema() {
+    let validator = validator();
+    let runs: [&[&str]; 9] = [
+        &["race", "--json", "--work-ms", "1", "--runs", "2"],
+        &["race", "--json", "--http", "--work-ms", "1", "--runs", "2"],
+        &["compare", "--json", "--http", "--work-ms", "1"],
+        &[
+            "race",
+            "--json",
+            "-s",
+            "claim-work-complete",
+            "--loser",
+            "poll",
+            "--work-ms",
+            "30",
+        ],
+        &[
+            "race",
+            "--json",
+            "-s",
+            "claim-work-complete",
+            "--loser",
+            "block",
+            "--work-ms",
+            "30",
+        ],
+        &[
+            "race",
+            "--json",
+            "-s",
+            "claim-work-complete",
+            "--store",
+            "cache",
+            "--amounts",
+            "10,20,10,30,10",
+        ],
+        &[
+            "race",
+            "--json",
+            "-s",
+            "guard",
+            "--crash",
+            "at=after-claim",
+            "--lock-timeout-ms",
+            "100",
+            "--pool-size",
+            "6",
+        ],
+        &["compare", "--json", "--work-ms", "1"],
+        &["compare", "--losers", "--json", "--work-ms", "20"],
+    ];
+    for args in runs {
+        let lines = json_lines(args);
+        assert!(!lines.is_empty(), "{args:?}");
+        for line in &lines {
+            let errors: Vec<String> = validator
+                .iter_errors(line)
+                .map(|e| format!("{} at {}", e, e.instance_path()))
+                .collect();
+            assert!(errors.is_empty(), "{args:?}: {errors:#?}");
+        }
+    }
+}
+
+#[test]
+fn the_schema_requires_every_field_the_readme_documents() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let start = readme
+        .find("- `--json` prints one JSON object per race")
+        .unwrap();
+    // The list of fields ends where the worker reports are mentioned.
+    let paragraph =
+        &readme[start..start + readme[start..].find("and every worker's report").unwrap()];
+    let documented: Vec<&str> = paragraph
+        .split('`')
+        .skip(3) // the flag itself and the words before the list
+        .step_by(2)
+        .collect();
+    assert!(documented.len() >= 10, "{documented:?}");
+    let schema = schema();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for field in documented {
+        assert!(
+            required.contains(&field),
+            "{field} is documented but not required"
+        );
+    }
+}
+
+#[test]
+fn output_missing_a_documented_field_is_rejected() {
+    let validator = validator();
+    let line = json_lines(&["race", "--json", "--work-ms", "1"]).remove(0);
+    for field in [
+        "store",
+        "wrong_replays",
+        "loser_policy",
+        "outcomes",
+        "reports",
+    ] {
+        let mut broken = line.clone();
+        broken.as_object_mut().unwrap().remove(field);
+        assert!(!validator.is_valid(&broken), "{field} removed, still valid");
+    }
+    let mut broken = line.clone();
+    broken["outcomes"]
+        .as_object_mut()
+        .unwrap()
+        .remove("conflict");
+    assert!(
+        !validator.is_valid(&broken),
+        "an outcome name removed, still valid"
+    );
+}

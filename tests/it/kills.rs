@@ -1,0 +1,348 @@
+//! However idem is stopped (SIGKILL at any moment, Ctrl-C while a child hangs), no server keeps running
+//! and no directory stays for good.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use predicates::prelude::*;
+
+use crate::common::{Sandbox, processes_mentioning, signal};
+
+/// A template cache of the test's own, outside the sandbox whose contents are checked.
+struct Cache(PathBuf);
+
+impl Cache {
+    fn new(name: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("idem-test-cache-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Self(dir)
+    }
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Waits until no process mentions the sandbox; returns those still there.
+fn wait_for_no_processes(dir: &Path, limit: Duration) -> Vec<String> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = processes_mentioning(dir);
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The pids of supervisors started for clusters in `dir`.
+fn supervisors_in(dir: &Path) -> Vec<String> {
+    processes_mentioning(dir)
+        .into_iter()
+        .filter(|p| p.contains("idem-supervisor"))
+        .collect()
+}
+
+#[test]
+fn sigkill_at_spread_moments_of_start_up_leaves_no_server_and_no_directory() {
+    let sandbox = Sandbox::new("kill-loop");
+    let warm = Cache::new("kill-loop-warm");
+    // Make the warm template once, and time a whole start-up and stop.
+    sandbox
+        .idem()
+        .env("IDEM_CACHE_DIR", &warm.0)
+        .arg("doctor")
+        .assert()
+        .success();
+    let began = Instant::now();
+    sandbox
+        .idem()
+        .env("IDEM_CACHE_DIR", &warm.0)
+        .arg("doctor")
+        .assert()
+        .success();
+    let whole = began.elapsed();
+
+    let mut cold = Vec::new();
+    let mut leaks = Vec::new();
+    // 30 kills spread evenly over a whole run, then 15 aimed at the
+    // supervisor's first moments, where a stop signal is easiest to lose.
+    for i in 0..45u32 {
+        // Every fifth spread kill lands in a cold start: initdb, then the template copy.
+        let cache = if i < 30 && i % 5 == 0 {
+            cold.push(Cache::new(&format!("kill-loop-cold-{i}")));
+            cold.last().unwrap().0.clone()
+        } else {
+            warm.0.clone()
+        };
+        let mut child = sandbox
+            .idem_std()
+            .env("IDEM_CACHE_DIR", &cache)
+            .args(["race", "--work-ms", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let moment = if i < 30 {
+            let at = whole * i / 30;
+            std::thread::sleep(at);
+            format!("{} ms", at.as_millis())
+        } else {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while supervisors_in(&sandbox.dir).is_empty() && Instant::now() < deadline {}
+            "the supervisor's start".to_string()
+        };
+        signal(child.id(), libc::SIGKILL);
+        child.wait().unwrap();
+        let left = wait_for_no_processes(&sandbox.dir, Duration::from_secs(10));
+        if !left.is_empty() {
+            leaks.push(format!("kill {i} at {moment}: {left:?}"));
+            for process in left {
+                let pid: i32 = process.split(':').next().unwrap().parse().unwrap();
+                signal(pid as u32, libc::SIGKILL);
+            }
+        }
+    }
+    assert_eq!(leaks, Vec::<String>::new(), "processes left running");
+    // The next run, on each cache, removes whatever directories the kills left.
+    for cache in cold.iter().map(|c| &c.0).chain([&warm.0]) {
+        sandbox
+            .idem()
+            .env("IDEM_CACHE_DIR", cache)
+            .arg("doctor")
+            .assert()
+            .success();
+        if let Ok(entries) = std::fs::read_dir(cache) {
+            let stray: Vec<_> = entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(".incoming"))
+                .map(|e| e.path())
+                .collect();
+            assert_eq!(stray, Vec::<PathBuf>::new(), "half-made templates");
+        }
+    }
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn a_killed_bench_leaves_nothing_after_the_next_run() {
+    let sandbox = Sandbox::new("kill-bench");
+    let mut child = sandbox
+        .idem_std()
+        .args(["bench", "--quick", "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let scratch = loop {
+        let found = std::fs::read_dir(&sandbox.dir)
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("idem-bench-"));
+        if let Some(entry) = found {
+            break entry.path();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the bench made no scratch directory"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    signal(child.id(), libc::SIGKILL);
+    child.wait().unwrap();
+    assert_eq!(
+        wait_for_no_processes(&sandbox.dir, Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+    assert!(
+        scratch.exists(),
+        "a kill leaves the scratch directory to the next run"
+    );
+    sandbox.idem().arg("doctor").assert().success();
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn with_no_home_the_cache_is_this_users_own_and_private() {
+    let sandbox = Sandbox::new("no-home");
+    let idem = || {
+        let mut cmd = sandbox.idem();
+        cmd.env_remove("HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .env_remove("IDEM_CACHE_DIR");
+        cmd
+    };
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let cache = sandbox.dir.join(format!("idem-cache-{uid}"));
+    // A directory of that name that others may write to is refused.
+    std::fs::create_dir(&cache).unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+    idem()
+        .arg("doctor")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("is not a private directory"));
+    std::fs::remove_dir(&cache).unwrap();
+
+    idem().arg("doctor").assert().success();
+    let meta = std::fs::metadata(&cache).unwrap();
+    assert_eq!(meta.uid(), uid);
+    assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+}
+
+/// A `--pg-bin` of fake programs: `postgres --version` says `version` (or
+/// hangs), `initdb` runs `initdb_body`.
+fn fake_bin(sandbox: &Sandbox, version: Option<&str>, initdb_body: &str) -> PathBuf {
+    let dir = sandbox.dir.join("fake-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let postgres = match version {
+        Some(v) => format!("#!/bin/sh\necho 'postgres (PostgreSQL) {v}'\n"),
+        None => "#!/bin/sh\nexec sleep 1002\n".to_string(),
+    };
+    for (name, body) in [
+        ("postgres", postgres),
+        ("initdb", format!("#!/bin/sh\n{initdb_body}\n")),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn processes_running(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.trim() == needle {
+                found.push(cmdline);
+            }
+        }
+    }
+    found
+}
+
+/// Starts idem on fake binaries that hang in `sleep <marker>`, sends `sig`
+/// once the hang has begun, and returns the exit code and how long it took.
+fn stop_while_a_child_hangs(
+    name: &str,
+    version: Option<&str>,
+    marker: &str,
+    sig: i32,
+) -> (Option<i32>, Duration) {
+    let sandbox = Sandbox::new(name);
+    let cache = Cache::new(name);
+    let bin = fake_bin(&sandbox, version, &format!("exec sleep {marker}"));
+    let mut child = sandbox
+        .idem_std()
+        .env("IDEM_CACHE_DIR", &cache.0)
+        .args(["race", "--pg-bin"])
+        .arg(&bin)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let needle = format!("sleep {marker}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while processes_running(&needle).is_empty() {
+        assert!(Instant::now() < deadline, "the fake child never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let began = Instant::now();
+    signal(child.id(), sig);
+    let status = child.wait().unwrap();
+    let took = began.elapsed();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !processes_running(&needle).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the hanging child was left running"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let left: Vec<String> = sandbox
+        .leftovers()
+        .into_iter()
+        .filter(|l| !l.contains("fake-bin"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
+    (status.code(), took)
+}
+
+#[test]
+fn ctrl_c_while_initdb_hangs_stops_it_within_a_second() {
+    let (code, took) =
+        stop_while_a_child_hangs("hang-initdb-int", Some("15.99"), "1001", libc::SIGINT);
+    assert_eq!(code, Some(130));
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+}
+
+#[test]
+fn sigterm_while_initdb_hangs_stops_it_within_a_second() {
+    let (code, took) =
+        stop_while_a_child_hangs("hang-initdb-term", Some("15.99"), "1003", libc::SIGTERM);
+    assert_eq!(code, Some(143));
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+}
+
+#[test]
+fn ctrl_c_while_postgres_version_hangs_stops_it_within_a_second() {
+    let (code, took) = stop_while_a_child_hangs("hang-version", None, "1002", libc::SIGINT);
+    assert_eq!(code, Some(130));
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+}
+
+#[test]
+fn fake_or_old_binaries_are_named_in_one_line() {
+    let sandbox = Sandbox::new("fake-bins");
+    let cache = Cache::new("fake-bins");
+    let cases = [
+        (
+            Some("15.99"),
+            "exit 0",
+            "reported success but made no data directory in",
+        ),
+        (
+            Some("8.4.22"),
+            "exit 0",
+            "is PostgreSQL 8.4.22; idem needs 14 or newer",
+        ),
+        (
+            Some("15.99"),
+            "echo 'initdb: error: disk on fire' >&2; exit 1",
+            "initdb failed: initdb: error: disk on fire",
+        ),
+    ];
+    for (version, initdb, expected) in cases {
+        let bin = fake_bin(&sandbox, version, initdb);
+        let out = sandbox
+            .idem()
+            .env("IDEM_CACHE_DIR", &cache.0)
+            .args(["race", "--pg-bin"])
+            .arg(&bin)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(expected));
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        std::fs::remove_dir_all(&bin).unwrap();
+        assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+    }
+}

@@ -1,0 +1,28 @@
+//! idem's integration tests, one binary: a module per area, each against a real PostgreSQL.
+//!
+//! One binary links tokio, sqlx and hyper once instead of once per area.
+//! Run one area with `cargo test --test it <area>::`, e.g. `cargo test
+//! --test it layers::`.
+
+mod browser;
+mod cli;
+mod cluster;
+mod common;
+mod fingerprints_and_keys;
+mod guard;
+mod guard_library;
+mod hostile;
+mod http;
+mod json_contract;
+mod kills;
+mod layers;
+mod losers;
+mod middleware;
+mod race;
+mod reach;
+mod safeguards;
+mod screen;
+mod server;
+mod stores;
+mod teaching;
+mod trust;

@@ -1,0 +1,172 @@
+//! Every command fits an 80-column screen: each one rendered with
+//! `COLUMNS=80`, no line wider, except a line that is one unbreakable word
+//! (a URL), which wrapping could only cut.
+
+use crate::common;
+use crate::common::Sandbox;
+
+const WIDTH: usize = 80;
+
+/// The lines of `text` wider than the screen, colour codes aside.
+fn too_wide(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| {
+            let shown = strip(l);
+            shown.chars().count() > WIDTH && shown.trim().contains(' ')
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+fn strip(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn every_command_fits_80_columns() {
+    let sandbox = Sandbox::new("screen");
+    let commands: &[&[&str]] = &[
+        &["race"],
+        &["race", "--trace"],
+        &["race", "--http", "--trace"],
+        &["race", "--runs", "20"],
+        &[
+            "race",
+            "-s",
+            "claim-work-complete",
+            "--amounts",
+            "10,20,10,30,10",
+            "--no-fingerprint",
+            "--loser",
+            "poll",
+        ],
+        &[
+            "race",
+            "-s",
+            "claim-work-complete",
+            "--loser",
+            "block",
+            "--trace",
+        ],
+        &[
+            "race",
+            "-s",
+            "guard",
+            "--crash",
+            "after-claim",
+            "--pool-size",
+            "6",
+            "--trace",
+        ],
+        &[
+            "race",
+            "-s",
+            "claim-work-complete",
+            "--store",
+            "cache",
+            "--audit",
+        ],
+        &["compare"],
+        &["compare", "--losers"],
+        &["stores", "--runs", "3"],
+        &["keys"],
+        &["keys", "--compare"],
+        &["step", "--workers", "2", "--schedule", "1,2,1,2"],
+        &["lessons"],
+        &["lesson", "1", "--no-pause"],
+        &["lesson", "3", "--no-pause"],
+        &["lesson", "5", "--no-pause"],
+        &["lesson", "7", "--no-pause"],
+        &["challenge"],
+        &["scenario", "list"],
+        &["scenario", "run"],
+        &["doctor"],
+        &["race", "--help"],
+        &["probe", "--help"],
+        &["serve", "--help"],
+    ];
+    for args in commands {
+        let out = sandbox
+            .idem()
+            .env("COLUMNS", WIDTH.to_string())
+            .args(*args)
+            .assert()
+            .success();
+        let out = out.get_output();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.trim().is_empty(), "{args:?} printed nothing");
+        let wide = too_wide(&text);
+        assert!(
+            wide.is_empty(),
+            "{args:?} is wider than {WIDTH} columns:\n{}",
+            wide.join("\n")
+        );
+    }
+}
+
+/// `idem serve`'s ready lines and `idem probe`'s report, at 80 columns.
+#[test]
+fn serve_and_probe_fit_80_columns() {
+    let sandbox = Sandbox::new("screen-serve");
+    let mut child = sandbox
+        .idem_std()
+        .env("COLUMNS", WIDTH.to_string())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = Vec::new();
+    {
+        use std::io::{BufRead, BufReader};
+        let mut reader = BufReader::new(child.stdout.take().unwrap());
+        // The ready text ends with a blank line after the probe command.
+        let mut blank = 0;
+        while blank < 2 {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line.trim().is_empty() {
+                blank += 1;
+            }
+            lines.push(line.trim_end().to_string());
+        }
+        std::thread::spawn(move || reader.lines().for_each(drop));
+    }
+    let ready = lines.join("\n");
+    common::signal(child.id(), libc::SIGINT);
+    child.wait().unwrap();
+    let wide = too_wide(&ready);
+    assert!(wide.is_empty(), "serve:\n{}", wide.join("\n"));
+
+    let app = common::app::Served::start("screen-probe", &["-s", "guard"]);
+    let out = app
+        .sandbox
+        .idem()
+        .env("COLUMNS", WIDTH.to_string())
+        .args([
+            "probe",
+            &app.endpoint(),
+            "--conformance",
+            "-d",
+            r#"{"user_id": 1, "amount": 10}"#,
+        ])
+        .args(app.count_args())
+        .assert()
+        .success();
+    let out = out.get_output();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let wide = too_wide(&text);
+    assert!(wide.is_empty(), "probe:\n{}", wide.join("\n"));
+}

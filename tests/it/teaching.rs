@@ -1,0 +1,388 @@
+//! Teaching: scenario files with expected figures, narrated lessons, and step-by-step interleavings.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use idem::db::{ConnectOptions, Database};
+use idem::scenario::{self, builtin};
+use predicates::prelude::*;
+
+use crate::common::Sandbox;
+
+/// The scenario files are the living proof: every one shows its figures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_scenario_file_shows_its_expected_figures() {
+    let mut files: Vec<_> = std::fs::read_dir("scenarios")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "a scenario per demonstration");
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let mut failed = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let s = scenario::parse(file, &text).unwrap();
+        let verdict = scenario::run(&db, &s).await.unwrap();
+        if !verdict.passed() {
+            failed.push(idem::report::scenario::render_verdict(&verdict));
+        }
+    }
+    db.close().await.unwrap();
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+#[test]
+fn the_built_in_scenarios_are_the_files_in_the_folder() {
+    let mut files: Vec<String> = std::fs::read_dir("scenarios")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    files.sort();
+    let built_in: Vec<String> = builtin::SCENARIOS
+        .iter()
+        .map(|(name, _)| name.to_string())
+        .collect();
+    assert_eq!(files, built_in);
+    for (name, text) in builtin::SCENARIOS {
+        assert_eq!(
+            std::fs::read_to_string(format!("scenarios/{name}")).unwrap(),
+            *text
+        );
+    }
+    let lessons: std::collections::BTreeSet<u8> =
+        builtin::all().unwrap().iter().map(|s| s.lesson).collect();
+    assert_eq!(lessons.len(), 7, "every lesson has scenarios");
+}
+
+#[test]
+fn a_malformed_scenario_names_the_file_line_and_column() {
+    let sandbox = Sandbox::new("bad-scenario");
+    let cases = [
+        (
+            "unknown-key.toml",
+            "title = \"t\"\nlesson = 1\nexplain = \"e\"\n[race]\nstrategy = \"none\"\nworkrs = 5\n[expect]\n",
+            "unknown-key.toml:6:1",
+            "unknown field `workrs`",
+        ),
+        (
+            "bad-toml.toml",
+            "title = \"t\"\nlesson = = 1\n",
+            "bad-toml.toml:2:",
+            "",
+        ),
+        (
+            "bad-strategy.toml",
+            "title = \"t\"\nlesson = 1\nexplain = \"e\"\n[race]\nstrategy = \"hope\"\n[expect]\n",
+            "bad-strategy.toml:5:",
+            "unknown variant `hope`",
+        ),
+        (
+            "no-race.toml",
+            "title = \"t\"\nlesson = 1\nexplain = \"e\"\n[expect]\n",
+            "no-race.toml",
+            "needs a [race] or a [keys] section",
+        ),
+    ];
+    for (name, text, place, what) in cases {
+        let path = sandbox.dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let out = sandbox
+            .idem()
+            .args(["scenario", "run"])
+            .arg(&path)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(place))
+            .stderr(predicate::str::contains(what));
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        std::fs::remove_file(path).unwrap();
+    }
+    assert_eq!(
+        sandbox.leftovers(),
+        Vec::<String>::new(),
+        "nothing started for a bad file"
+    );
+}
+
+#[test]
+fn scenario_run_exits_non_zero_with_a_diff_when_a_figure_differs() {
+    let sandbox = Sandbox::new("wrong-expectation");
+    let path = sandbox.dir.join("wrong.toml");
+    std::fs::write(
+        &path,
+        "title = \"claims cannot duplicate\"\nlesson = 2\nexplain = \"e\"\n[race]\nstrategy = \"claim-work-complete\"\n[expect]\nxp_rows = 4\n",
+    )
+    .unwrap();
+    sandbox
+        .idem()
+        .args(["scenario", "run"])
+        .arg(&path)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("--- expected"))
+        .stdout(predicate::str::contains("-XP rows: 4"))
+        .stdout(predicate::str::contains("+XP rows: 1"));
+    std::fs::remove_file(path).unwrap();
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn lessons_are_listed_and_a_lesson_runs_straight_through_without_a_terminal() {
+    let sandbox = Sandbox::new("lessons");
+    // Wide enough that no lesson's line wraps: one table row each.
+    let out = sandbox
+        .idem()
+        .arg("lessons")
+        .env("COLUMNS", "200")
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with('│')).count(),
+        8,
+        "a header and seven lessons"
+    );
+    sandbox
+        .idem()
+        .args(["lesson", "6"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "Lesson 6: Designing the key itself",
+        ))
+        .stdout(predicate::str::contains("Random keys"))
+        .stdout(predicate::str::contains("Explore on your own: idem "))
+        .stdout(predicate::str::contains("FAILED").not());
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}
+
+/// Each lesson shows what its screens point at, in the order they point at
+/// it, and ends with a command to run next.
+#[test]
+fn lessons_show_what_they_narrate_in_order() {
+    let sandbox = Sandbox::new("lessons-show");
+    let told = |n: &str| -> String {
+        let out = sandbox
+            .idem()
+            .args(["lesson", n, "--no-pause"])
+            .env("COLUMNS", "120")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "lesson {n}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let in_order = |text: &str, marks: &[&str]| {
+        let mut from = 0;
+        for mark in marks {
+            let at = text[from..]
+                .find(mark)
+                .unwrap_or_else(|| panic!("{mark:?} missing, or out of order, in:\n{text}"));
+            from += at + mark.len();
+        }
+    };
+    // Lesson 1: one race (why, table, timeline), then the pool of six, then the distribution.
+    in_order(
+        &told("1"),
+        &[
+            "found no key before any was stored",
+            "│ worker │ checkout wait │",
+            "timeline, ms from the start gate",
+            "A pool of six",
+            "XP rows per run",
+            "Explore on your own: idem ",
+        ],
+    );
+    // Lesson 2: the two schedules side by side, the finds-before-stores one first.
+    in_order(
+        &told("2"),
+        &[
+            "both find before either stores",
+            "│ step │ check-then-store",
+            "claim-work-complete",
+            "2 XP rows",
+            "1 XP row",
+            "timeline in step order",
+            "XP rows per run",
+            "Explore on your own: idem ",
+        ],
+    );
+    // Lesson 3: the policies, with poll's reads and block's connection-seconds.
+    in_order(
+        &told("3"),
+        &[
+            "fails fast",
+            "polls",
+            "blocks",
+            "queries/race",
+            "conn-s waiting",
+            "Explore on your own: idem ",
+        ],
+    );
+    // Lesson 5: what an audit finds, in each store.
+    in_order(
+        &told("5"),
+        &[
+            "audit of key",
+            "cache:",
+            "audit of key",
+            "key table:",
+            "Explore on your own: idem ",
+        ],
+    );
+}
+
+fn step(sandbox: &Sandbox, args: &[&str]) -> (bool, String, String) {
+    let out = sandbox
+        .idem()
+        .arg("step")
+        .args(args)
+        .args(["--work-ms", "0", "--workers", "2"])
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+fn xp_rows(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("XP rows"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn schedules_reproduce_the_interleavings_exactly() {
+    let sandbox = Sandbox::new("schedules");
+    let interleaved = "1,2,1,2,1,2,1,2";
+    let serial = "1,1,1,1,2,2,2,2";
+    let (ok, out, _) = step(&sandbox, &["--schedule", interleaved]);
+    assert!(
+        ok && xp_rows(&out).contains(" 2 "),
+        "both find before either stores: {}",
+        xp_rows(&out)
+    );
+    let (ok, out, _) = step(&sandbox, &["--schedule", serial]);
+    assert!(
+        ok && xp_rows(&out).contains(" 1 "),
+        "worker 1 stores first: {}",
+        xp_rows(&out)
+    );
+    for schedule in [interleaved, serial] {
+        let (ok, out, _) = step(
+            &sandbox,
+            &["-s", "claim-work-complete", "--schedule", schedule],
+        );
+        assert!(
+            ok && xp_rows(&out).contains(" 1 "),
+            "claim-work-complete: {}",
+            xp_rows(&out)
+        );
+    }
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn a_schedule_that_cannot_proceed_says_so_instead_of_hanging() {
+    let sandbox = Sandbox::new("blocked-schedule");
+    let (ok, out, err) = step(
+        &sandbox,
+        &[
+            "-s",
+            "claim-work-complete",
+            "--loser",
+            "block",
+            "--schedule",
+            "1,1,2,2,2",
+        ],
+    );
+    assert!(!ok);
+    assert!(out.contains("<waiting for worker 1>"), "{out}");
+    assert!(
+        err.contains("cannot proceed at step 5") && err.contains("blocked"),
+        "{err}"
+    );
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}
+
+/// `idem step` in a real pseudo-terminal (util-linux `script`), fed `keys`.
+fn at_a_terminal(sandbox: &Sandbox, keys: &[u8]) -> (bool, String) {
+    let idem = assert_cmd::cargo::cargo_bin("idem");
+    let command = format!("{} step --workers 2 --work-ms 0", idem.display());
+    let mut child = Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .env("TMPDIR", &sandbox.dir)
+        .env("NO_COLOR", "1")
+        .env_remove("DATABASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux");
+    child.stdin.as_mut().unwrap().write_all(keys).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
+}
+
+/// One key moves a worker, without Enter; `q` and Ctrl-D stop cleanly
+/// (exit 0) with a summary of the steps so far, and the rest run to the end.
+#[test]
+fn a_key_moves_a_worker_and_q_or_ctrl_d_stops_cleanly() {
+    for (keys, why) in [
+        (&b"1q"[..], "stopped (q) after 1 steps"),
+        (&b"12\x04"[..], "stopped (end of input) after 2 steps"),
+    ] {
+        let sandbox = Sandbox::new("step-keys");
+        let (ok, stdout) = at_a_terminal(&sandbox, keys);
+        assert!(ok, "{stdout}");
+        assert!(stdout.contains(why), "{stdout}");
+        assert!(stdout.contains("1. worker 1 done"), "{stdout}");
+        assert!(
+            stdout.contains("idem race · check-then-store"),
+            "the race as it ended: {stdout}"
+        );
+        assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+    }
+}
+
+/// The interactive mode, through a real pseudo-terminal (util-linux `script`).
+#[test]
+fn the_interactive_mode_takes_turns_from_a_terminal() {
+    let sandbox = Sandbox::new("interactive");
+    // Both find before either stores, typed one turn at a time (Enter is
+    // not needed, and is ignored); "x" is refused politely.
+    let (ok, stdout) = at_a_terminal(&sandbox, b"x\n1\n2\n1\n2\n1\n2\n1\n2\n");
+    assert!(ok, "{stdout}");
+    assert!(
+        stdout.contains("press 1-2 to move that worker, a to let all run, q to stop"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("next: find"), "{stdout}");
+    assert!(stdout.contains("press a worker's number"), "{stdout}");
+    assert!(stdout.contains("timeline in step order"), "{stdout}");
+    assert!(stdout.contains("experience_points"), "{stdout}");
+    assert!(xp_rows(&stdout).contains(" 2 "), "{}", xp_rows(&stdout));
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn step_without_a_terminal_or_schedule_is_refused() {
+    let sandbox = Sandbox::new("step-no-tty");
+    sandbox
+        .idem()
+        .arg("step")
+        .write_stdin("")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--schedule"));
+}
