@@ -24,35 +24,76 @@ pub const LOCK_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Runs the four cases against `guard`.
 pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<Check>> {
+    let mut checks = Vec::new();
+    for (input, verdict) in cases() {
+        let settings = input.build(Origin::Flags)?;
+        let r = Race::prepare_with(db, settings, guard.clone())
+            .await?
+            .run(1)
+            .await?;
+        checks.push(verdict(&r));
+    }
+    Ok(checks)
+}
+
+/// How a case judges the race it ran.
+type Judge = fn(&RaceResult) -> Check;
+
+/// Each case: the race it runs, and how its result is judged.
+fn cases() -> [(RaceInput, Judge); 4] {
     let base = RaceInput {
         lock_timeout_ms: Some(LOCK_TIMEOUT.as_millis() as u64),
         ..RaceInput::with_strategy(StrategyKind::Guard)
     };
-    let run = async |input: RaceInput| -> Result<RaceResult> {
-        Race::prepare_with(db, input.build(Origin::Flags)?, guard.clone())
-            .await?
-            .run(1)
-            .await
+    let crash = RaceInput {
+        crash: Some(CrashPlan {
+            worker: None,
+            at: FaultPoint::AfterClaim,
+        }),
+        pool_size: Some(6),
+        ..base.clone()
     };
-    let statuses = |r: &RaceResult| crate::race::outcome_totals(&r.outcomes);
-    let mut cases = Vec::new();
+    [
+        // 1. Lesson 1's race: five workers, one key, four connections.
+        (base.clone(), five_workers),
+        // 2. Lesson 4: the same key with other amounts.
+        (
+            RaceInput {
+                amounts: Some(vec![10, 20, 10, 30, 10]),
+                pool_size: Some(6),
+                ..base
+            },
+            fingerprint,
+        ),
+        // 3. Lesson 7: the winner crashes after claiming; a retry comes after the lock timeout.
+        (crash.clone(), crash_after_claim),
+        // 4. Two retries race for the same stale claim.
+        (
+            RaceInput {
+                recovery_retries: Some(2),
+                ..crash
+            },
+            two_takers,
+        ),
+    ]
+}
 
-    // 1. Lesson 1's race: five workers, one key, four connections.
-    let r = run(base.clone()).await?;
-    cases.push(Check::judged(
+/// The XP rows and every status, as the cases show what they saw.
+fn rows_and_statuses(r: &RaceResult) -> String {
+    let statuses = crate::race::outcome_totals(&r.outcomes);
+    format!("{}; {statuses}", xp_rows(r.xp_rows))
+}
+
+fn five_workers(r: &RaceResult) -> Check {
+    Check::judged(
         "five-worker race",
         "exactly 1 XP row when five requests with one key arrive at once",
         r.xp_rows == 1,
-        format!("{}; {}", xp_rows(r.xp_rows), statuses(&r)),
-    ));
+        rows_and_statuses(r),
+    )
+}
 
-    // 2. Lesson 4: the same key with other amounts.
-    let r = run(RaceInput {
-        amounts: Some(vec![10, 20, 10, 30, 10]),
-        pool_size: Some(6),
-        ..base.clone()
-    })
-    .await?;
+fn fingerprint(r: &RaceResult) -> Check {
     let winner = r
         .reports
         .iter()
@@ -63,25 +104,17 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<Check>
         .iter()
         .filter(|w| Some(w.params.amount) != winner)
         .all(|w| w.status == 422);
-    cases.push(Check::judged(
+    Check::judged(
         "fingerprint",
         "1 XP row, and 422 for every request whose amount differs from the first",
         r.xp_rows == 1 && winner.is_some() && others_rejected && r.wrong_replays == 0,
-        format!("{}; {}", xp_rows(r.xp_rows), statuses(&r)),
-    ));
+        rows_and_statuses(r),
+    )
+}
 
-    // 3. Lesson 7: the winner crashes after claiming; a retry comes after the lock timeout.
-    let crash = RaceInput {
-        crash: Some(CrashPlan {
-            worker: None,
-            at: FaultPoint::AfterClaim,
-        }),
-        pool_size: Some(6),
-        ..base.clone()
-    };
-    let r = run(crash.clone()).await?;
+fn crash_after_claim(r: &RaceResult) -> Check {
     let retry = r.reports.iter().find(|w| w.retry).map(|w| w.status);
-    cases.push(Check::judged(
+    Check::judged(
         "crash after claim",
         "after the lock timeout, the retry answers 201 and there is exactly 1 XP row",
         r.xp_rows == 1 && retry == Some(201),
@@ -90,25 +123,20 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<Check>
             xp_rows(r.xp_rows),
             retry.map_or("nothing".into(), |s| s.to_string())
         ),
-    ));
+    )
+}
 
-    // 4. Two retries race for the same stale claim.
-    let r = run(RaceInput {
-        recovery_retries: Some(2),
-        ..crash
-    })
-    .await?;
+fn two_takers(r: &RaceResult) -> Check {
     let retries: Vec<u16> = r
         .reports
         .iter()
         .filter(|w| w.retry)
         .map(|w| w.status)
         .collect();
-    cases.push(Check::judged(
+    Check::judged(
         "stale claim, two takers",
         "two retries after the lock timeout: still exactly 1 XP row, and one of them does the work",
         r.xp_rows == 1 && retries.iter().filter(|s| **s == 201).count() == 1,
         format!("{}; the retries answered {retries:?}", xp_rows(r.xp_rows)),
-    ));
-    Ok(cases)
+    )
 }

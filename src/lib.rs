@@ -69,19 +69,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             })
             .await
         }
-        Command::Scenario(a) => {
-            let scenarios = c::scenario::plan(&a)?;
-            match a.command {
-                cli::teaching::ScenarioCommand::List { .. } => c::scenario::list(&scenarios),
-                cli::teaching::ScenarioCommand::Run { json, .. } => {
-                    let out = Output::from_json_flag(json);
-                    with_database(&a.connect, s, async |db| {
-                        c::scenario::run(scenarios, out, db).await
-                    })
-                    .await
-                }
-            }
-        }
+        Command::Scenario(a) => scenario(a, s).await,
         Command::Lessons => c::lesson::list(),
         Command::Lesson(a) => {
             let lessons = c::lesson::plan(&[a.number as u8])?;
@@ -97,36 +85,8 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             })
             .await
         }
-        Command::Challenge(a) => {
-            let out = Output::from_json_flag(a.json);
-            if let Some(probe) = c::challenge::plan_http(&a)? {
-                return tokio::select! {
-                    biased;
-                    signal = s.received() => Err(signal.into()),
-                    judged = c::challenge::execute_http(probe, out) => judged,
-                };
-            }
-            with_database(&a.connect, s, async |db| {
-                c::challenge::execute(db, out).await
-            })
-            .await
-        }
-        Command::Serve(a) => {
-            let served = planned(&a.connect, s, c::serve::plan(&a), c::serve::execute).await;
-            match served {
-                // Ctrl-C or SIGTERM is how a server is stopped: the schema is
-                // gone by now, and that is a clean end.
-                Err(err) if err.is::<signals::Interrupted>() => {
-                    let dropped = match report::request_log::dropped() {
-                        0 => String::new(),
-                        n => format!(" ({n} log lines dropped: stdout did not keep up)"),
-                    };
-                    eprintln!("idem serve: stopped; its tables are gone{dropped}");
-                    Ok(())
-                }
-                other => other,
-            }
-        }
+        Command::Challenge(a) => challenge(a, s).await,
+        Command::Serve(a) => serve(a, s).await,
         Command::Probe(a) => {
             let plan = c::probe::plan(&a)?;
             tokio::select! {
@@ -139,6 +99,58 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             let db = open(a.connect.options(), s).await?;
             c::doctor::execute(db, Output::from_json_flag(a.json)).await
         }
+    }
+}
+
+/// `idem scenario list` and `idem scenario run`.
+async fn scenario(a: cli::teaching::ScenarioArgs, s: &mut Signals) -> Result<()> {
+    use commands as c;
+    let scenarios = c::scenario::plan(&a)?;
+    match a.command {
+        cli::teaching::ScenarioCommand::List { .. } => c::scenario::list(&scenarios),
+        cli::teaching::ScenarioCommand::Run { json, .. } => {
+            let out = Output::from_json_flag(json);
+            with_database(&a.connect, s, async |db| {
+                c::scenario::run(scenarios, out, db).await
+            })
+            .await
+        }
+    }
+}
+
+/// `idem challenge`: idem's own guard in-process, or any guard at `--url`.
+async fn challenge(a: cli::wire::ChallengeArgs, s: &mut Signals) -> Result<()> {
+    use commands as c;
+    let out = Output::from_json_flag(a.json);
+    if let Some(probe) = c::challenge::plan_http(&a)? {
+        return tokio::select! {
+            biased;
+            signal = s.received() => Err(signal.into()),
+            judged = c::challenge::execute_http(probe, out) => judged,
+        };
+    }
+    with_database(&a.connect, s, async |db| {
+        c::challenge::execute(db, out).await
+    })
+    .await
+}
+
+/// `idem serve`, until Ctrl-C or SIGTERM stops it.
+async fn serve(a: cli::wire::ServeArgs, s: &mut Signals) -> Result<()> {
+    use commands as c;
+    let served = planned(&a.connect, s, c::serve::plan(&a), c::serve::execute).await;
+    match served {
+        // Ctrl-C or SIGTERM is how a server is stopped: the schema is
+        // gone by now, and that is a clean end.
+        Err(err) if err.is::<signals::Interrupted>() => {
+            let dropped = match report::request_log::dropped() {
+                0 => String::new(),
+                n => format!(" ({n} log lines dropped: stdout did not keep up)"),
+            };
+            eprintln!("idem serve: stopped; its tables are gone{dropped}");
+            Ok(())
+        }
+        other => other,
     }
 }
 

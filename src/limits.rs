@@ -74,7 +74,11 @@ impl Limit {
     /// A flag's help line with this setting's default after it, as clap
     /// would show it, for flags whose default the builder applies.
     pub fn help(&self, text: &str) -> String {
-        format!("{} [default: {}]", text.trim_end_matches('.'), self.default())
+        format!(
+            "{} [default: {}]",
+            text.trim_end_matches('.'),
+            self.default()
+        )
     }
 
     /// Fails with one line naming the setting and its bounds.

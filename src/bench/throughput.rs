@@ -91,54 +91,20 @@ pub async fn measure(
         let mut loops = Vec::with_capacity(threads);
         for t in 0..threads {
             let share = |n: usize| n / threads + usize::from(t < n % threads);
-            let (config, handler, next, stop, ready) = (
-                config.clone(),
-                handler.clone(),
-                next.clone(),
-                stop.clone(),
-                ready.clone(),
-            );
-            let (first, count, pool_share) = (
-                (0..t).map(share).sum::<usize>() + 1,
-                share(workers),
-                share(pool_size).max(1),
-            );
-            loops.push(std::thread::spawn(move || -> Result<u64> {
-                // I/O and timers only: with signals and processes too, each
-                // park would also look for orphaned child processes.
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_io()
-                    .enable_time()
-                    .build();
-                let runtime = match runtime {
-                    Ok(runtime) => runtime,
-                    Err(err) => {
-                        // Still at the start line, so that no one waits for us.
-                        ready.wait();
-                        return Err(err.into());
-                    }
-                };
-                runtime.block_on(async move {
-                    let pool = warm_pool(&config, pool_share).await;
-                    ready.wait();
-                    let pool = pool?;
-                    let mut tasks = tokio::task::JoinSet::new();
-                    for worker in first..first + count {
-                        tasks.spawn(run(
-                            worker,
-                            pool.clone(),
-                            handler.clone(),
-                            (next.clone(), stop.clone()),
-                            total,
-                        ));
-                    }
-                    let mut statements = 0u64;
-                    while let Some(done) = tasks.join_next().await {
-                        statements += done.context("a bench worker panicked")??;
-                    }
-                    Ok(statements)
-                })
-            }));
+            let slice = Slice {
+                first: (0..t).map(share).sum::<usize>() + 1,
+                count: share(workers),
+                pool_size: share(pool_size).max(1),
+            };
+            let shared = Shared {
+                config: config.clone(),
+                handler: handler.clone(),
+                next: next.clone(),
+                stop: stop.clone(),
+                ready: ready.clone(),
+                total,
+            };
+            loops.push(std::thread::spawn(move || client_loop(slice, shared)));
         }
         ready.wait();
         let cpu = super::cpu_us(super::Who::Me);
@@ -173,6 +139,71 @@ pub async fn measure(
         statements_per_request: statements as f64 / requests.max(1) as f64,
         cpu_us_per_request: cpu / requests.max(1) as f64,
         ratio_to_raw: None,
+    })
+}
+
+/// One client thread's workers and pool: workers `first..first + count`.
+struct Slice {
+    first: usize,
+    count: usize,
+    pool_size: usize,
+}
+
+/// What every client thread shares: the handed-out request count, the
+/// stop flag, the start line.
+struct Shared {
+    config: crate::db::pool::Connect,
+    handler: Arc<Handler>,
+    next: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    ready: Arc<std::sync::Barrier>,
+    total: usize,
+}
+
+/// One client thread: an event loop of its own with its slice of the
+/// workers and of the pool. Returns the statements its workers sent.
+fn client_loop(slice: Slice, shared: Shared) -> Result<u64> {
+    let Shared {
+        config,
+        handler,
+        next,
+        stop,
+        ready,
+        total,
+    } = shared;
+    // I/O and timers only: with signals and processes too, each park would
+    // also look for orphaned child processes.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build();
+    let runtime = match runtime {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            // Still at the start line, so that no one waits for us.
+            ready.wait();
+            return Err(err.into());
+        }
+    };
+    runtime.block_on(async move {
+        let pool = warm_pool(&config, slice.pool_size).await;
+        ready.wait();
+        let pool = pool?;
+        let mut tasks = tokio::task::JoinSet::new();
+        for worker in slice.first..slice.first + slice.count {
+            tasks.spawn(run(
+                worker,
+                pool.clone(),
+                handler.clone(),
+                (next.clone(), stop.clone()),
+                total,
+            ));
+        }
+        let mut statements = 0u64;
+        while let Some(done) = tasks.join_next().await {
+            statements += done.context("a bench worker panicked")??;
+        }
+        Ok(statements)
     })
 }
 

@@ -75,9 +75,9 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
     })
 }
 
-pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
-    let on = |s: BenchSection| plan.sections.contains(&s);
-    let steps = [
+/// How many steps the progress bar counts for the chosen sections.
+fn steps(plan: &Plan) -> u64 {
+    [
         (
             BenchSection::Cluster,
             (plan.cold_samples + plan.warm_samples) as u64,
@@ -98,21 +98,38 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         (BenchSection::Scale, 3 * plan.scale.len() as u64),
     ]
     .iter()
-    .filter(|(s, _)| on(*s))
+    .filter(|(s, _)| plan.sections.contains(s))
     .map(|(_, n)| n)
-    .sum();
-    let progress = plan.out.progress(steps, "steps");
+    .sum()
+}
+
+/// The disposable cluster's cold and warm starts, off the runtime's threads.
+async fn cluster_section(
+    plan: &Plan,
+    progress: &indicatif::ProgressBar,
+) -> Result<Option<measure::cluster::ClusterFigures>> {
+    let opts = plan.cluster.clone();
+    let (cold, warm, bar) = (plan.cold_samples, plan.warm_samples, progress.clone());
+    tokio::task::spawn_blocking(move || measure::cluster::measure(&opts, cold, warm, || bar.inc(1)))
+        .await?
+}
+
+/// Whole `idem race` processes, off the runtime's threads.
+async fn process_section(
+    plan: &Plan,
+    progress: &indicatif::ProgressBar,
+) -> Result<measure::process::ProcessFigure> {
+    let (runs, bar) = (plan.processes, progress.clone());
+    tokio::task::spawn_blocking(move || measure::process::measure(runs, || bar.inc(1))).await?
+}
+
+pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
+    let on = |s: BenchSection| plan.sections.contains(&s);
+    let progress = plan.out.progress(steps(&plan), "steps");
     let tick = || progress.inc(1);
 
     let cluster = match on(BenchSection::Cluster) {
-        true => {
-            let opts = plan.cluster.clone();
-            let (cold, warm, bar) = (plan.cold_samples, plan.warm_samples, progress.clone());
-            tokio::task::spawn_blocking(move || {
-                measure::cluster::measure(&opts, cold, warm, || bar.inc(1))
-            })
-            .await??
-        }
+        true => cluster_section(&plan, &progress).await?,
         false => None,
     };
     let race_rate = match on(BenchSection::Races) {
@@ -120,13 +137,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         false => Vec::new(),
     };
     let process = match on(BenchSection::Process) {
-        true => {
-            let (runs, bar) = (plan.processes, progress.clone());
-            Some(
-                tokio::task::spawn_blocking(move || measure::process::measure(runs, || bar.inc(1)))
-                    .await??,
-            )
-        }
+        true => Some(process_section(&plan, &progress).await?),
         false => None,
     };
     let client = match on(BenchSection::Client) {

@@ -88,14 +88,15 @@ async fn burst_now(
         .map_err(|e| anyhow::anyhow!("{authority} did not answer a PING: {e}"))?;
     let most = conn.max_concurrent_send_streams();
     let (body, last) = split_last(&req.body);
-    let mut capped = None;
-    let mut n = n;
-    if n > most {
-        capped = Some(format!(
-            "the server allows {most} concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS); {most} of {n} were sent"
-        ));
-        n = most;
-    }
+    let (n, mut capped) = match n > most {
+        true => (
+            most,
+            Some(format!(
+                "the server allows {most} concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS); {most} of {n} were sent"
+            )),
+        ),
+        false => (n, None),
+    };
 
     let mut streams: Vec<(ResponseFuture, SendStream<Bytes>)> = Vec::with_capacity(n);
     for _ in 0..n {
@@ -106,23 +107,8 @@ async fn burst_now(
     }
     // Every stream's window granted, or the burst cut to those that got it.
     driving(&mut conn, pings.ping(h2::Ping::opaque())).await?;
-    // A stream the server has already closed (it answered before the
-    // body, as a refusal does) needs no window: its answer tells.
-    let mut fits = 0;
-    for (_, send) in &mut streams {
-        if send.capacity() < req.body.len() && !closed_by_server(send) {
-            break;
-        }
-        fits += 1;
-    }
-    if fits < streams.len() {
-        capped = Some(format!(
-            "the server's flow-control window lets {fits} of {} bodies out before the release; {fits} were sent",
-            streams.len()
-        ));
-        for (_, mut send) in streams.drain(fits..) {
-            send.send_reset(h2::Reason::CANCEL);
-        }
+    if let Some(cut) = cut_to_window(&mut streams, req.body.len()) {
+        capped = Some(cut);
     }
     if streams.is_empty() {
         bail!("{authority} lets no request's body out (HTTP/2 flow control)");
@@ -160,6 +146,32 @@ async fn burst_now(
         final_writes,
         capped,
     })
+}
+
+/// Cuts the burst to the streams whose window holds the whole body, and
+/// says so; a stream the server has already closed (it answered before the
+/// body, as a refusal does) needs no window: its answer tells.
+fn cut_to_window(
+    streams: &mut Vec<(ResponseFuture, SendStream<Bytes>)>,
+    body_len: usize,
+) -> Option<String> {
+    let mut fits = 0;
+    for (_, send) in streams.iter_mut() {
+        if send.capacity() < body_len && !closed_by_server(send) {
+            break;
+        }
+        fits += 1;
+    }
+    if fits == streams.len() {
+        return None;
+    }
+    let total = streams.len();
+    for (_, mut send) in streams.drain(fits..) {
+        send.send_reset(h2::Reason::CANCEL);
+    }
+    Some(format!(
+        "the server's flow-control window lets {fits} of {total} bodies out before the release; {fits} were sent"
+    ))
 }
 
 /// Whether the server has reset the stream (or ended it early), as far as

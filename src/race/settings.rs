@@ -233,6 +233,14 @@ impl RaceSettings {
 
     /// Settings that make sense alone but not together.
     fn check_combinations(&self, origin: Origin) -> Result<()> {
+        self.check_shape(origin)?;
+        self.check_store(origin)?;
+        self.check_faults(origin)?;
+        self.check_http(origin)
+    }
+
+    /// The pool, the workers and what is said of each worker.
+    fn check_shape(&self, origin: Origin) -> Result<()> {
         let name = |limit: &Limit| limit.name(origin);
         if self.runner_holds_connection && self.pool_size == 1 {
             bail!(
@@ -253,6 +261,11 @@ impl RaceSettings {
                 self.workers
             );
         }
+        Ok(())
+    }
+
+    /// The cache store takes claim-work-complete's fail-fast claims only.
+    fn check_store(&self, origin: Origin) -> Result<()> {
         if self.store == StoreKind::Cache {
             if self.strategy != StrategyKind::ClaimWorkComplete {
                 bail!(
@@ -268,6 +281,12 @@ impl RaceSettings {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// Faults name workers that exist, and one demonstration at a time.
+    fn check_faults(&self, origin: Origin) -> Result<()> {
+        let name = |limit: &Limit| limit.name(origin);
         if let Some(worker) = self.crash.and_then(|c| c.worker)
             && !(1..=self.workers).contains(&worker)
         {
@@ -318,6 +337,12 @@ impl RaceSettings {
                 origin.name("--store", "race.store =")
             );
         }
+        Ok(())
+    }
+
+    /// What a race over the wire cannot do.
+    fn check_http(&self, origin: Origin) -> Result<()> {
+        let name = |limit: &Limit| limit.name(origin);
         if self.transport == Transport::Http {
             let http = origin.name("--http", "race.http = true");
             if self.crash.is_some() || self.kill_connection {

@@ -77,17 +77,7 @@ pub async fn measure(
             tick();
         }
         // 2. What is left to audit after the last race.
-        let found = audit(db, &settings.key).await?;
-        let audit = match store {
-            StoreKind::Table => format!(
-                "{} facts: who, when, fingerprint, response, time",
-                found.table_facts()
-            ),
-            StoreKind::Cache => match &found.cache {
-                Some(c) => format!("an opaque {}-byte value", c.byte_size),
-                None => "nothing".into(),
-            },
-        };
+        let audit = what_is_left(db, store, settings.key()).await?;
 
         // 3. Other traffic past the cache's limit, then the client's retry.
         let pressed = RaceInput {
@@ -102,26 +92,7 @@ pub async fn measure(
         let retry_answer = retry.map_or("—".into(), |o| format!("{} {}", o.status(), o.name()));
 
         // 4. The cost of one uncontended request.
-        let alone = Race::prepare(
-            db,
-            RaceInput {
-                workers: Some(1),
-                work_ms: Some(0),
-                ..input.clone()
-            }
-            .build(Origin::Flags)?,
-        )
-        .await?;
-        let mut total = 0.0;
-        for run in 1..=50 {
-            let result = alone.run(run).await?;
-            total += result
-                .reports
-                .iter()
-                .map(|w| w.answer_ms - w.checkout_wait_ms)
-                .sum::<f64>();
-            tick();
-        }
+        let ms_per_request = uncontended_ms(db, &input, &tick).await?;
 
         rows.push(StoreFigures {
             store: store.name(),
@@ -137,8 +108,44 @@ pub async fn measure(
                 StoreKind::Table => "kept until reaped (idem reap)",
                 StoreKind::Cache => "in the value, read-time; FIFO eviction anyway",
             },
-            ms_per_request: total / 50.0,
+            ms_per_request,
         });
     }
     Ok(rows)
+}
+
+/// What an audit can still tell of `key` in `store` after the races.
+async fn what_is_left(db: &Database, store: StoreKind, key: &str) -> Result<String> {
+    let found = audit(db, key).await?;
+    Ok(match store {
+        StoreKind::Table => format!(
+            "{} facts: who, when, fingerprint, response, time",
+            found.table_facts()
+        ),
+        StoreKind::Cache => match &found.cache {
+            Some(c) => format!("an opaque {}-byte value", c.byte_size),
+            None => "nothing".into(),
+        },
+    })
+}
+
+/// The mean time of one request alone, its checkout left out, over 50 races.
+async fn uncontended_ms(db: &Database, input: &RaceInput, tick: &impl Fn()) -> Result<f64> {
+    let alone = RaceInput {
+        workers: Some(1),
+        work_ms: Some(0),
+        ..input.clone()
+    };
+    let race = Race::prepare(db, alone.build(Origin::Flags)?).await?;
+    let mut total = 0.0;
+    for run in 1..=50 {
+        let result = race.run(run).await?;
+        total += result
+            .reports
+            .iter()
+            .map(|w| w.answer_ms - w.checkout_wait_ms)
+            .sum::<f64>();
+        tick();
+    }
+    Ok(total / 50.0)
 }

@@ -11,8 +11,48 @@ pub use super::challenge::render_checks;
 
 /// The probe's report, for people.
 pub fn render(r: &ProbeResult) -> String {
-    let rows = r
-        .shots
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "{} {} {} · {} requests at once · key {:?}\n",
+        strong("idem probe ·"),
+        r.method,
+        strong(&r.url),
+        r.requests,
+        r.key
+    );
+    text.push_str(&super::table::render(
+        &[
+            "request",
+            "status",
+            "latency",
+            "replayed",
+            "body vs first success",
+        ],
+        shot_rows(r),
+        &[2],
+    ));
+    let statuses = r
+        .statuses
+        .iter()
+        .map(|(status, n)| format!("{status} ×{n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(text, "\n\n  statuses         {statuses}");
+    let _ = writeln!(text, "  distinct bodies  {}", r.distinct_bodies);
+    let _ = writeln!(text, "  release          {}", release_line(&r.release));
+    for note in &r.release.notes {
+        let _ = writeln!(text, "                   {}", warn(note));
+    }
+    effects_line(&mut text, r);
+    verdict_lines(&mut text, r);
+    text.push('\n');
+    text
+}
+
+/// A row per request: its status, latency, replay and body.
+fn shot_rows(r: &ProbeResult) -> Vec<Vec<String>> {
+    r.shots
         .iter()
         .map(|s| {
             let status = match (s.status, &s.error) {
@@ -42,40 +82,11 @@ pub fn render(r: &ProbeResult) -> String {
                 same,
             ]
         })
-        .collect();
-    let mut text = String::new();
-    let _ = writeln!(
-        text,
-        "{} {} {} · {} requests at once · key {:?}\n",
-        strong("idem probe ·"),
-        r.method,
-        strong(&r.url),
-        r.requests,
-        r.key
-    );
-    text.push_str(&super::table::render(
-        &[
-            "request",
-            "status",
-            "latency",
-            "replayed",
-            "body vs first success",
-        ],
-        rows,
-        &[2],
-    ));
-    let statuses = r
-        .statuses
-        .iter()
-        .map(|(status, n)| format!("{status} ×{n}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let _ = writeln!(text, "\n\n  statuses         {statuses}");
-    let _ = writeln!(text, "  distinct bodies  {}", r.distinct_bodies);
-    let _ = writeln!(text, "  release          {}", release_line(&r.release));
-    for note in &r.release.notes {
-        let _ = writeln!(text, "                   {}", warn(note));
-    }
+        .collect()
+}
+
+/// The effects the count saw, a duplicate in red.
+fn effects_line(text: &mut String, r: &ProbeResult) {
     match r.effects {
         Some(e) if e.effects > 1 => {
             let _ = writeln!(
@@ -104,6 +115,10 @@ pub fn render(r: &ProbeResult) -> String {
             );
         }
     }
+}
+
+/// The verdict, and a warning when a guard held under a loose release.
+fn verdict_lines(text: &mut String, r: &ProbeResult) {
     let verdict = match r.verdict.held {
         Some(true) => good(&r.verdict.summary).to_string(),
         Some(false) => bad(&r.verdict.summary).to_string(),
@@ -120,8 +135,6 @@ pub fn render(r: &ProbeResult) -> String {
             ))
         );
     }
-    text.push('\n');
-    text
 }
 
 /// `last byte · HTTP/1.1 over TLS · final writes 38 µs apart`

@@ -70,18 +70,40 @@ const PLOT_W: f64 = 900.0;
 const RIGHT: f64 = 190.0;
 const TOP: f64 = 70.0;
 
+/// Where the page draws: milliseconds to x, lanes to y.
+struct Scale {
+    /// The last step's end, in ms: the right edge of the plot.
+    end: f64,
+    height: f64,
+}
+
+impl Scale {
+    fn of(r: &RaceResult) -> Self {
+        let end = r
+            .reports
+            .iter()
+            .flat_map(|w| w.steps.iter().map(|e| e.end_ms))
+            .fold(0.0_f64, f64::max)
+            .max(0.001);
+        Self {
+            end,
+            height: TOP + r.reports.len() as f64 * LANE_H + 40.0,
+        }
+    }
+
+    fn x(&self, ms: f64) -> f64 {
+        LEFT + ms / self.end * PLOT_W
+    }
+
+    fn lane_y(&self, i: usize) -> f64 {
+        TOP + i as f64 * LANE_H
+    }
+}
+
 /// The page.
 pub fn html(r: &RaceResult) -> String {
-    let end = r
-        .reports
-        .iter()
-        .flat_map(|w| w.steps.iter().map(|e| e.end_ms))
-        .fold(0.0_f64, f64::max)
-        .max(0.001);
-    let x = |ms: f64| LEFT + ms / end * PLOT_W;
-    let lane_y = |i: usize| TOP + i as f64 * LANE_H;
-    let height = TOP + r.reports.len() as f64 * LANE_H + 40.0;
-    let width = LEFT + PLOT_W + RIGHT;
+    let scale = Scale::of(r);
+    let (height, width) = (scale.height, LEFT + PLOT_W + RIGHT);
     let title = format!(
         "idem race · {} · {} workers · pool {} · {} key row{}, {}",
         r.strategy,
@@ -107,7 +129,17 @@ pub fn html(r: &RaceResult) -> String {
         r#"<text x="{LEFT}" y="28" class="title">{}</text>"#,
         esc(&title)
     );
-    // The time axis, in ms from the start gate.
+    time_axis(&mut svg, &scale);
+    lanes(&mut svg, r, &scale);
+    lock_waits(&mut svg, r, &scale);
+    svg.push_str("</svg>\n");
+    page(&title, &svg)
+}
+
+/// The time axis, in ms from the start gate.
+fn time_axis(svg: &mut String, scale: &Scale) {
+    let (end, height) = (scale.end, scale.height);
+    let x = |ms: f64| scale.x(ms);
     for tick in 0..=4 {
         let ms = end * f64::from(tick) / 4.0;
         let _ = writeln!(
@@ -119,8 +151,13 @@ pub fn html(r: &RaceResult) -> String {
             TOP - 18.0
         );
     }
+}
+
+/// A lane per worker: its name, a bar per step, its answer.
+fn lanes(svg: &mut String, r: &RaceResult, scale: &Scale) {
+    let x = |ms: f64| scale.x(ms);
     for (i, w) in r.reports.iter().enumerate() {
-        let y = lane_y(i);
+        let y = scale.lane_y(i);
         let retry = if w.retry { " (retry)" } else { "" };
         let _ = writeln!(
             svg,
@@ -135,7 +172,7 @@ pub fn html(r: &RaceResult) -> String {
             w.worker
         );
         for e in &w.steps {
-            bar(&mut svg, r, e, x(e.start_ms), x(e.end_ms), y);
+            bar(svg, r, e, x(e.start_ms), x(e.end_ms), y);
         }
         let _ = writeln!(
             svg,
@@ -152,7 +189,11 @@ pub fn html(r: &RaceResult) -> String {
         );
         svg.push_str("</g>\n");
     }
-    // Lock waits: from the step that waited to the lane of the worker that held the lock.
+}
+
+/// Lock waits: from the step that waited to the lane of the worker that held the lock.
+fn lock_waits(svg: &mut String, r: &RaceResult, scale: &Scale) {
+    let (x, lane_y) = (|ms: f64| scale.x(ms), |i: usize| scale.lane_y(i));
     for (i, w) in r.reports.iter().enumerate() {
         let Some(waited) = w.steps.iter().find(|e| e.step == Step::Claim) else {
             continue;
@@ -175,8 +216,10 @@ pub fn html(r: &RaceResult) -> String {
             );
         }
     }
-    svg.push_str("</svg>\n");
+}
 
+/// The HTML page around the drawing.
+fn page(title: &str, svg: &str) -> String {
     format!(
         r#"<!doctype html>
 <html lang="en">
@@ -200,7 +243,7 @@ Red arrows: a step that waited on a lock, pointing at the worker that held it. M
 </body>
 </html>
 "#,
-        esc(&title)
+        esc(title)
     )
 }
 

@@ -7,8 +7,9 @@ use serde::Serialize;
 
 use super::file::Scenario;
 use crate::db::Database;
-use crate::keys::simulate;
+use crate::keys::{KeysResult, simulate};
 use crate::limits::Origin;
+use crate::race::input::RaceInput;
 use crate::race::stepper::Controller;
 use crate::race::{Outcome, Race, RaceResult, histogram};
 
@@ -50,167 +51,160 @@ fn check(what: &str, expected: impl ToString, actual: impl ToString, ok: bool) -
 
 /// Runs the scenario against `db` and checks every expectation it states.
 pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
-    let e = &scenario.expect;
-    let mut checks = Vec::new();
-    let mut ran = Vec::new();
-    if let Some(spec) = &scenario.keys {
+    let (checks, results) = if let Some(spec) = &scenario.keys {
         let result = simulate(db, &spec.settings()).await?;
-        if let Some(x) = e.xp_rows {
-            checks.push(check("XP rows", x, result.xp_rows, result.xp_rows == x));
-        }
-        if let Some(x) = e.duplicates {
-            checks.push(check(
-                "duplicates",
-                x,
-                result.duplicates,
-                result.duplicates == x,
-            ));
-        }
-        if let Some(x) = e.keys_used {
-            checks.push(check(
-                "keys used",
-                x,
-                result.keys_used,
-                result.keys_used == x,
-            ));
-        }
-        if let Some(x) = e.merged_intents {
-            checks.push(check(
-                "merged intents",
-                x,
-                result.merged_intents,
-                result.merged_intents == x,
-            ));
-        }
+        (keys_checks(&scenario.expect, &result), Vec::new())
     } else if let Some(spec) = &scenario.race {
-        let race = Race::prepare(db, spec.build(Origin::File)?).await?;
-        let runs = e.runs.unwrap_or(1).max(1);
-        let mut results: Vec<RaceResult> = Vec::new();
-        for run in 1..=runs as usize {
-            let result = match race.settings.schedule() {
-                Some(schedule) => {
-                    race.run_stepped(async |c: &mut Controller| {
-                        c.follow(schedule, |_, _| Ok(())).await
-                    })
-                    .await?
-                }
-                None => race.run(run).await?,
-            };
-            results.push(result);
-        }
-        checks.extend(race_checks(scenario, &results));
-        ran = results;
-    }
+        let results = race_results(db, spec, scenario.expect.runs).await?;
+        (race_checks(scenario, &results), results)
+    } else {
+        (Vec::new(), Vec::new())
+    };
     Ok(Verdict {
         source: scenario.source.clone(),
         title: scenario.title.clone(),
         lesson: scenario.lesson,
         checks,
-        results: ran,
+        results,
     })
+}
+
+/// The figures an `[expect]` may state of lesson 6's clients.
+fn keys_checks(e: &super::file::Expect, result: &KeysResult) -> Vec<Check> {
+    let keys_used = result.keys_used as u64;
+    let expected_keys = e.keys_used.map(|n| n as u64);
+    [
+        ("XP rows", e.xp_rows, result.xp_rows),
+        ("duplicates", e.duplicates, result.duplicates),
+        ("keys used", expected_keys, keys_used),
+        ("merged intents", e.merged_intents, result.merged_intents),
+    ]
+    .into_iter()
+    .filter_map(|(what, x, got)| x.map(|x| check(what, x, got, got == x)))
+    .collect()
+}
+
+/// The scenario's race, run as many times as it asks: step by step when it
+/// gives a schedule.
+async fn race_results(
+    db: &Database,
+    spec: &RaceInput,
+    runs: Option<u64>,
+) -> Result<Vec<RaceResult>> {
+    let race = Race::prepare(db, spec.build(Origin::File)?).await?;
+    let mut results = Vec::new();
+    for run in 1..=runs.unwrap_or(1).max(1) as usize {
+        results.push(match race.settings.schedule() {
+            Some(schedule) => {
+                race.run_stepped(async |c: &mut Controller| c.follow(schedule, |_, _| Ok(())).await)
+                    .await?
+            }
+            None => race.run(run).await?,
+        });
+    }
+    Ok(results)
+}
+
+/// A figure of a race, by the name its check shows.
+type Figure = fn(&RaceResult) -> u64;
+
+/// The figures an `[expect]` may state of a race, in the order they are
+/// shown, each checked on every run; the last field says whether the file
+/// may give a rate for it instead (`min_rate`, `max_rate`).
+fn race_figures(e: &super::file::Expect) -> [(&'static str, Option<u64>, Figure, bool); 4] {
+    [
+        ("key rows", e.key_rows, |r| r.key_rows, false),
+        ("XP rows", e.xp_rows, |r| r.xp_rows, true),
+        ("duplicates", e.duplicates, |r| r.duplicates, false),
+        ("wrong replays", e.wrong_replays, |r| r.wrong_replays, false),
+    ]
+}
+
+/// The runs' figure: the one value when one race ran, else its distribution.
+fn shown(results: &[RaceResult], figure: Figure) -> String {
+    let mut h = BTreeMap::new();
+    for r in results {
+        *h.entry(figure(r)).or_insert(0u64) += 1;
+    }
+    match (results.len(), h.keys().next()) {
+        (1, Some(only)) => only.to_string(),
+        _ => histogram(&h),
+    }
+}
+
+/// " in all N runs", or nothing for one.
+fn in_all(results: &[RaceResult]) -> String {
+    match results.len() {
+        1 => String::new(),
+        n => format!(" in all {n} runs"),
+    }
 }
 
 fn race_checks(scenario: &Scenario, results: &[RaceResult]) -> Vec<Check> {
     let e = &scenario.expect;
-    let n = results.len();
-    let mut checks = Vec::new();
-    let counts = |f: fn(&RaceResult) -> u64| {
-        let mut h = BTreeMap::new();
-        for r in results {
-            *h.entry(f(r)).or_insert(0u64) += 1;
-        }
-        h
+    let every_run = |what: &str, x: u64, figure: Figure| {
+        check(
+            what,
+            format!("{x}{}", in_all(results)),
+            shown(results, figure),
+            results.iter().all(|r| figure(r) == x),
+        )
     };
-    let all = |f: fn(&RaceResult) -> u64, x: u64| results.iter().all(|r| f(r) == x);
-    // One run shows its figure; many show their distribution.
-    let histogram = |h: &BTreeMap<u64, u64>| match (n, h.keys().next()) {
-        (1, Some(only)) => only.to_string(),
-        _ => histogram(h),
-    };
-    let runs = if n == 1 {
-        String::new()
-    } else {
-        format!(" in all {n} runs")
-    };
-    if let Some(x) = e.key_rows {
-        let got = histogram(&counts(|r| r.key_rows));
-        checks.push(check(
-            "key rows",
-            format!("{x}{runs}"),
-            got,
-            all(|r| r.key_rows, x),
-        ));
-    }
-    if let Some(x) = e.xp_rows {
-        let got = histogram(&counts(|r| r.xp_rows));
-        match (e.min_rate, e.max_rate) {
-            (_, Some(rate)) => {
-                let hits = results.iter().filter(|r| r.xp_rows == x).count();
-                let share = hits as f64 / n as f64;
-                checks.push(check(
-                    "XP rows",
-                    format!("{x} in at most {:.0}% of {n} runs", rate * 100.0),
-                    format!("{got} ({:.1}%)", share * 100.0),
-                    share <= rate,
-                ));
-            }
-            (Some(rate), None) => {
-                let hits = results.iter().filter(|r| r.xp_rows == x).count();
-                let share = hits as f64 / n as f64;
-                checks.push(check(
-                    "XP rows",
-                    format!("{x} in at least {:.0}% of {n} runs", rate * 100.0),
-                    format!("{got} ({:.1}%)", share * 100.0),
-                    share >= rate,
-                ));
-            }
-            (None, None) => checks.push(check(
-                "XP rows",
-                format!("{x}{runs}"),
-                got,
-                all(|r| r.xp_rows, x),
-            )),
-        }
-    }
-    if let Some(x) = e.duplicates {
-        let got = histogram(&counts(|r| r.duplicates));
-        checks.push(check(
-            "duplicates",
-            format!("{x}{runs}"),
-            got,
-            all(|r| r.duplicates, x),
-        ));
-    }
-    if let Some(x) = e.wrong_replays {
-        let got = histogram(&counts(|r| r.wrong_replays));
-        checks.push(check(
-            "wrong replays",
-            format!("{x}{runs}"),
-            got,
-            all(|r| r.wrong_replays, x),
-        ));
-    }
+    let rated = e.min_rate.is_some() || e.max_rate.is_some();
+    let mut checks: Vec<Check> = race_figures(e)
+        .into_iter()
+        .filter_map(|(what, x, figure, may_be_rated)| {
+            x.map(|x| match may_be_rated && rated {
+                true => xp_rate_check(results, x, e.min_rate, e.max_rate),
+                false => every_run(what, x, figure),
+            })
+        })
+        .collect();
     if let Some(expected) = &e.outcomes {
-        let show = |m: &BTreeMap<String, u64>| {
-            m.iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let actual = |r: &RaceResult| -> BTreeMap<String, u64> {
-            expected
-                .keys()
-                .map(|k| (k.clone(), Outcome::from_name(k).map_or(0, |o| r.count(o))))
-                .collect()
-        };
-        let differing = results.iter().map(actual).find(|a| a != expected);
-        let shown = differing.clone().unwrap_or_else(|| actual(&results[0]));
-        checks.push(check(
-            "outcomes",
-            format!("{}{runs}", show(expected)),
-            show(&shown),
-            differing.is_none(),
-        ));
+        checks.push(outcomes_check(results, expected));
     }
     checks
+}
+
+/// A probabilistic figure: the share of runs with `x` XP rows, at least
+/// `min` or at most `max` (`max` wins if both are given).
+fn xp_rate_check(results: &[RaceResult], x: u64, min: Option<f64>, max: Option<f64>) -> Check {
+    let n = results.len();
+    let hits = results.iter().filter(|r| r.xp_rows == x).count();
+    let share = hits as f64 / n as f64;
+    let (bound, rate, ok) = match (min, max) {
+        (_, Some(rate)) => ("at most", rate, share <= rate),
+        (Some(rate), None) => ("at least", rate, share >= rate),
+        (None, None) => ("at least", 1.0, share >= 1.0),
+    };
+    check(
+        "XP rows",
+        format!("{x} in {bound} {:.0}% of {n} runs", rate * 100.0),
+        format!("{} ({:.1}%)", shown(results, |r| r.xp_rows), share * 100.0),
+        ok,
+    )
+}
+
+/// Every run's count of each outcome the file names, against the file's.
+fn outcomes_check(results: &[RaceResult], expected: &BTreeMap<String, u64>) -> Check {
+    let show = |m: &BTreeMap<String, u64>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let actual = |r: &RaceResult| -> BTreeMap<String, u64> {
+        expected
+            .keys()
+            .map(|k| (k.clone(), Outcome::from_name(k).map_or(0, |o| r.count(o))))
+            .collect()
+    };
+    let differing = results.iter().map(actual).find(|a| a != expected);
+    let seen = differing.clone().unwrap_or_else(|| actual(&results[0]));
+    check(
+        "outcomes",
+        format!("{}{}", show(expected), in_all(results)),
+        show(&seen),
+        differing.is_none(),
+    )
 }

@@ -20,6 +20,7 @@ mod losers;
 mod middleware;
 mod race;
 mod reach;
+mod renderers;
 mod safeguards;
 mod screen;
 mod server;

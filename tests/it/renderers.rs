@@ -1,0 +1,166 @@
+//! The renderers, fed made-up results and compared with reviewed snapshots.
+//!
+//! No database: each result is written here by hand, with round timings, so
+//! a snapshot changes only when the wording or the layout does, and then as
+//! a diff to review (`cargo insta review`). What the figures are on a real
+//! race is asserted elsewhere, against PostgreSQL.
+
+use idem::db::RowCounts;
+use idem::limits::Origin;
+use idem::probe::conformance::Check;
+use idem::race::input::RaceInput;
+use idem::race::{Outcome, RaceResult, RaceSettings, WorkerReport};
+use idem::report;
+use idem::report::runs::RunsSummary;
+use idem::request::{Params, Step, StepEvent};
+use idem::strategy::StrategyKind;
+
+fn settings(strategy: StrategyKind) -> RaceSettings {
+    report::style::init(Some(false));
+    RaceInput::with_strategy(strategy)
+        .build(Origin::Flags)
+        .unwrap()
+}
+
+fn step(step: Step, start_ms: f64, end_ms: f64, note: &str) -> StepEvent {
+    StepEvent {
+        step,
+        start_ms,
+        end_ms,
+        note: note.to_string(),
+        sql: None,
+    }
+}
+
+/// One worker's report: `outcome` after a checkout, a find and, for those
+/// that did it, the work.
+fn worker(worker: usize, outcome: Outcome, status: u16, waited_ms: f64) -> WorkerReport {
+    let did_work = outcome == Outcome::Created;
+    let start = waited_ms;
+    let mut steps = vec![
+        step(Step::Checkout, 0.0, start, "got a connection"),
+        step(Step::Find, start, start + 1.0, "no key"),
+    ];
+    if did_work {
+        steps.push(step(
+            Step::Work,
+            start + 1.0,
+            start + 21.0,
+            "made an XP row",
+        ));
+    }
+    WorkerReport {
+        worker,
+        params: Params {
+            operation: "award_xp",
+            user_id: 42,
+            amount: 10,
+            lesson: 1,
+        },
+        fingerprint: None,
+        outcome,
+        status,
+        checkout_wait_ms: waited_ms,
+        saw: if did_work { "no key" } else { "the key" }.into(),
+        did: if did_work { "the work" } else { "replayed" }.into(),
+        made_xp: did_work.then_some(worker as i64),
+        body: None,
+        answer_ms: start + 22.0,
+        queries: 3,
+        checkouts: 1,
+        waited: None,
+        wrong_replay: None,
+        retry: false,
+        blocked_by: Vec::new(),
+        steps,
+    }
+}
+
+/// Lesson 1's figure, written out: four workers found no key and did the
+/// work; the fifth waited for a connection and found the key stored.
+fn lesson_one(run: usize) -> RaceResult {
+    let reports = vec![
+        worker(1, Outcome::Created, 201, 0.0),
+        worker(2, Outcome::Created, 201, 0.0),
+        worker(3, Outcome::Created, 201, 0.0),
+        worker(4, Outcome::Created, 201, 0.0),
+        worker(5, Outcome::Replayed, 201, 23.0),
+    ];
+    let counts = RowCounts {
+        key_rows: 1,
+        xp_rows: 4,
+        kept_xp: Some(1),
+    };
+    let s = settings(StrategyKind::CheckThenStore);
+    let mut r = RaceResult::new(
+        run,
+        &s,
+        counts,
+        reports,
+        std::time::Duration::from_millis(48),
+    );
+    r.elapsed_ms = 48.0;
+    r
+}
+
+#[test]
+fn one_race_renders_its_figures_and_its_workers() {
+    insta::assert_snapshot!(report::race::render(&lesson_one(1)));
+}
+
+#[test]
+fn the_settings_line_names_the_pool_and_the_runners_connection() {
+    insta::assert_snapshot!(report::race::settings_line(&lesson_one(1)));
+}
+
+#[test]
+fn many_runs_render_as_a_distribution() {
+    let mut summary = RunsSummary::default();
+    for run in 1..=20 {
+        summary.add(&lesson_one(run));
+    }
+    let line = report::race::settings_line(&lesson_one(1));
+    insta::assert_snapshot!(report::runs::render_summary(
+        &summary,
+        &line,
+        "check-then-store"
+    ));
+}
+
+#[test]
+fn a_comparison_renders_a_row_per_strategy() {
+    let mut broken = RunsSummary::default();
+    broken.add(&lesson_one(1));
+    let mut sound = RunsSummary::default();
+    let mut one = lesson_one(1);
+    one.strategy = StrategyKind::ClaimWorkComplete;
+    (one.xp_rows, one.duplicates, one.lesson_figure) = (1, 0, 1);
+    one.outcomes = [(Outcome::Created, 1), (Outcome::Conflict, 4)].into();
+    sound.add(&one);
+    let rows = vec![
+        ("check-then-store".to_string(), broken),
+        ("claim-work-complete".to_string(), sound),
+    ];
+    let line = report::race::settings_line(&lesson_one(1));
+    insta::assert_snapshot!(report::runs::render_compare(&rows, &line));
+}
+
+#[test]
+fn a_challenge_renders_each_case_with_its_mark() {
+    report::style::init(Some(false));
+    let cases = vec![
+        Check::judged(
+            "five-worker race",
+            "exactly 1 XP row when five requests with one key arrive at once",
+            true,
+            "1 XP row; 201 created ×1, 409 conflict ×4".into(),
+        ),
+        Check::judged(
+            "fingerprint",
+            "1 XP row, and 422 for every request whose amount differs from the first",
+            false,
+            "1 XP row; 201 created ×1, 200 replayed ×4".into(),
+        ),
+    ];
+    insta::assert_snapshot!(report::challenge::render("a made-up guard", &cases));
+}
