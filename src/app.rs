@@ -17,20 +17,7 @@ use crate::signals::Interrupted;
 pub fn main() -> ExitCode {
     // A bug must still read as one line, not a backtrace; the run's cleanup
     // goes on as for any other error.
-    std::panic::set_hook(Box::new(|info| {
-        let place = info
-            .location()
-            .map(|l| format!(" at {}:{}", l.file(), l.line()))
-            .unwrap_or_default();
-        let message = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        let message = scrub(&message);
-        eprintln!("idem: internal error{place}: {message} (please report it)");
-    }));
+    std::panic::set_hook(Box::new(one_line_panic));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err)
@@ -43,31 +30,7 @@ pub fn main() -> ExitCode {
         }
         Err(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => err.exit(),
         Err(err) => {
-            // clap's first line says what is wrong; the usage it adds is one `--help` away.
-            let text = err.to_string();
-            let mut first = text
-                .lines()
-                .next()
-                .unwrap_or("invalid arguments")
-                .to_string();
-            // "...were not provided:" names them on the lines below.
-            if first.ends_with(':') {
-                let named: Vec<&str> = text
-                    .lines()
-                    .skip(1)
-                    .take_while(|l| l.starts_with("  "))
-                    .map(str::trim)
-                    .collect();
-                first = format!("{} {}", first, named.join(", "));
-            }
-            let choices = text
-                .lines()
-                .map(str::trim)
-                .find(|l| l.starts_with("[possible values"));
-            match choices {
-                Some(choices) => eprintln!("{first} {choices}"),
-                None => eprintln!("{first} (see --help)"),
-            }
+            eprintln!("{}", bad_arguments(&err));
             return ExitCode::from(2);
         }
     };
@@ -96,6 +59,53 @@ pub fn main() -> ExitCode {
                 None => ExitCode::FAILURE,
             }
         }
+    }
+}
+
+/// A panic as one line, with where it happened: a bug must still read as
+/// one line, not a backtrace.
+fn one_line_panic(info: &std::panic::PanicHookInfo) {
+    let place = info
+        .location()
+        .map(|l| format!(" at {}:{}", l.file(), l.line()))
+        .unwrap_or_default();
+    let message = info
+        .payload()
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| info.payload().downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    let message = scrub(&message);
+    eprintln!("idem: internal error{place}: {message} (please report it)");
+}
+
+/// clap's complaint in one line: its first line says what is wrong, with
+/// the arguments or values it lists below it; the usage is one `--help` away.
+fn bad_arguments(err: &clap::Error) -> String {
+    // clap's first line says what is wrong; the usage it adds is one `--help` away.
+    let text = err.to_string();
+    let mut first = text
+        .lines()
+        .next()
+        .unwrap_or("invalid arguments")
+        .to_string();
+    // "...were not provided:" names them on the lines below.
+    if first.ends_with(':') {
+        let named: Vec<&str> = text
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .map(str::trim)
+            .collect();
+        first = format!("{} {}", first, named.join(", "));
+    }
+    let choices = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("[possible values"));
+    match choices {
+        Some(choices) => format!("{first} {choices}"),
+        None => format!("{first} (see --help)"),
     }
 }
 

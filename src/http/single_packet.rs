@@ -61,6 +61,37 @@ pub async fn burst(
     .map_err(|_| anyhow::anyhow!("{place} did not answer within {} ms", timeout.as_millis()))?
 }
 
+/// An HTTP/2 connection whose writes are counted, with the server's
+/// SETTINGS read (a PING's answer comes after them).
+async fn settled(
+    stream: Stream,
+    authority: &str,
+    max_body: usize,
+) -> Result<(
+    Arc<Writes>,
+    h2::client::SendRequest<Bytes>,
+    H2Connection<Observed<Stream, Arc<Writes>>, Bytes>,
+    h2::PingPong,
+)> {
+    let writes = Arc::new(Writes::default());
+    let counted = Observed {
+        io: stream,
+        observer: writes.clone(),
+    };
+    let (client, mut conn) = h2::client::Builder::new()
+        .initial_window_size(max_body.clamp(65_535, 1 << 24) as u32)
+        .handshake::<_, Bytes>(counted)
+        .await
+        .map_err(|e| anyhow::anyhow!("{authority} did not speak HTTP/2: {e}"))?;
+    let Some(mut pings) = conn.ping_pong() else {
+        bail!("the HTTP/2 connection to {authority} has no PING");
+    };
+    driving(&mut conn, pings.ping(h2::Ping::opaque()))
+        .await
+        .map_err(|e| anyhow::anyhow!("{authority} did not answer a PING: {e}"))?;
+    Ok((writes, client, conn, pings))
+}
+
 async fn burst_now(
     stream: Stream,
     scheme: &str,
@@ -69,23 +100,7 @@ async fn burst_now(
     n: usize,
     max_body: usize,
 ) -> Result<Sent> {
-    let writes = Arc::new(Writes::default());
-    let counted = Observed {
-        io: stream,
-        observer: writes.clone(),
-    };
-    let (mut client, mut conn) = h2::client::Builder::new()
-        .initial_window_size(max_body.clamp(65_535, 1 << 24) as u32)
-        .handshake::<_, Bytes>(counted)
-        .await
-        .map_err(|e| anyhow::anyhow!("{authority} did not speak HTTP/2: {e}"))?;
-    let Some(mut pings) = conn.ping_pong() else {
-        bail!("the HTTP/2 connection to {authority} has no PING");
-    };
-    // The answer to a PING comes after the server's SETTINGS.
-    driving(&mut conn, pings.ping(h2::Ping::opaque()))
-        .await
-        .map_err(|e| anyhow::anyhow!("{authority} did not answer a PING: {e}"))?;
+    let (writes, mut client, mut conn, mut pings) = settled(stream, authority, max_body).await?;
     let most = conn.max_concurrent_send_streams();
     let (body, last) = split_last(&req.body);
     let (n, mut capped) = match n > most {

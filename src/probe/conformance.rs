@@ -137,27 +137,37 @@ pub async fn run(
     key_base: &str,
     concurrent: usize,
 ) -> Result<Vec<Check>> {
-    let body = &probe.body;
-    let mut checks = Vec::new();
+    Ok(vec![
+        missing_key(probe).await?,
+        reused_key(probe, key_base, other).await?,
+        at_once(probe, key_base, concurrent).await?,
+        retried(probe, key_base).await?,
+    ])
+}
 
-    // 1. No key at all: 400, and nothing done.
+/// Case 1, no key at all: 400, and nothing done.
+async fn missing_key(probe: &Probe) -> Result<Check> {
+    let body = &probe.body;
     let before = probe.count().await?;
     let shot = probe.once(None, body).await;
     let (effects, words) = effects_words(before, probe.count().await?)?;
-    checks.push(Check::judged(
+    Ok(Check::judged(
         "missing key",
         "400, and no effect",
         shot.status == Some(400) && effects.unwrap_or(0) == 0,
         format!("{}{words}", status_of(&shot)),
-    ));
+    ))
+}
 
-    // 2. The same key with another body: 422, and no second effect.
+/// Case 2, the same key with another body: 422, and no second effect.
+async fn reused_key(probe: &Probe, key_base: &str, other: &Bytes) -> Result<Check> {
+    let body = &probe.body;
     let key = format!("{key_base}-reused");
     let first = probe.once(Some(&key), body).await;
     let before = probe.count().await?;
     let second = probe.once(Some(&key), other).await;
     let (effects, words) = effects_words(before, probe.count().await?)?;
-    checks.push(if first.succeeded() {
+    Ok(if first.succeeded() {
         Check::judged(
             "same key, other body",
             "422, and no new effect",
@@ -175,10 +185,13 @@ pub async fn run(
             mark: Mark::NotApplicable,
             saw: format!("the first request got {}, not a success", status_of(&first)),
         }
-    });
+    })
+}
 
-    // 3. Concurrent requests with one key: one effect; every other answer
-    //    is 409 or the same body as the success.
+/// Case 3, concurrent requests with one key: one effect; every other answer
+/// is 409 or the same body as the success.
+async fn at_once(probe: &Probe, key_base: &str, concurrent: usize) -> Result<Check> {
+    let body = &probe.body;
     let key = format!("{key_base}-concurrent");
     let before = probe.count().await?;
     let shots = probe.volley(Some(&key), body, concurrent).await.shots;
@@ -187,7 +200,7 @@ pub async fn run(
         && shots.iter().all(|s| {
             s.status == Some(409) || (s.succeeded() && s.same_as_first_success == Some(true))
         });
-    checks.push(Check::judged(
+    Ok(Check::judged(
         "concurrent, same key",
         "one effect; the others 409 or the same response",
         consistent && effects.is_none_or(|e| e == 1),
@@ -201,16 +214,19 @@ pub async fn run(
                 "ies"
             }
         ),
-    ));
+    ))
+}
 
-    // 4. A retry after completion: the same status and body, byte for byte.
+/// Case 4, a retry after completion: the same status and body, byte for byte.
+async fn retried(probe: &Probe, key_base: &str) -> Result<Check> {
+    let body = &probe.body;
     let key = format!("{key_base}-retried");
     let first = probe.once(Some(&key), body).await;
     let before = probe.count().await?;
     let retry = probe.once(Some(&key), body).await;
     let (effects, words) = effects_words(before, probe.count().await?)?;
     let same = first.status.is_some() && first.status == retry.status && first.body == retry.body;
-    checks.push(Check::judged(
+    Ok(Check::judged(
         "retry after completion",
         "the same status and body, and no new effect",
         same && effects.unwrap_or(0) == 0,
@@ -224,8 +240,7 @@ pub async fn run(
                 _ => "",
             }
         ),
-    ));
-    Ok(checks)
+    ))
 }
 
 #[cfg(test)]

@@ -45,28 +45,7 @@ pub fn render_with(r: &RaceResult, shown: Shown) -> String {
     let col = |at: f64| ((at / end) * (lane_w - 1) as f64).round() as usize;
 
     let mut out = String::new();
-    let used: Vec<Step> = [
-        Step::Checkout,
-        Step::Find,
-        Step::Claim,
-        Step::Read,
-        Step::Work,
-        Step::Store,
-        Step::Complete,
-        Step::Wait,
-        Step::Fault,
-    ]
-    .into_iter()
-    .filter(|s| {
-        r.reports
-            .iter()
-            .any(|w| w.steps.iter().any(|e| e.step == *s))
-    })
-    .collect();
-    let legend: Vec<String> = used
-        .iter()
-        .map(|s| format!("{} {}", s.letter(), s.name()))
-        .collect();
+    let legend = legend(r);
     let axis = match shown.axis {
         Axis::Time => "timeline, ms from the start gate",
         Axis::StepOrder => "timeline in step order, the pauses left out",
@@ -98,6 +77,36 @@ pub fn render_with(r: &RaceResult, shown: Shown) -> String {
         );
     }
 
+    step_log(&mut out, r, shown);
+    out
+}
+
+/// The legend: a letter and a name for each step some worker took.
+fn legend(r: &RaceResult) -> Vec<String> {
+    let used = [
+        Step::Checkout,
+        Step::Find,
+        Step::Claim,
+        Step::Read,
+        Step::Work,
+        Step::Store,
+        Step::Complete,
+        Step::Wait,
+        Step::Fault,
+    ]
+    .into_iter()
+    .filter(|s| {
+        r.reports
+            .iter()
+            .any(|w| w.steps.iter().any(|e| e.step == *s))
+    });
+    used.map(|s| format!("{} {}", s.letter(), s.name()))
+        .collect()
+}
+
+/// Every step of every worker in the order they ended, with its statement
+/// and Rails line when asked.
+fn step_log(out: &mut String, r: &RaceResult, shown: Shown) {
     let _ = writeln!(out, "\n{}", dim("the same steps in the order they ended"));
     let mut steps: Vec<(usize, &StepEvent)> = r
         .reports
@@ -127,7 +136,6 @@ pub fn render_with(r: &RaceResult, shown: Shown) -> String {
             }
         }
     }
-    out
 }
 
 /// Where a moment falls on the axis: itself, or its rank among every step's

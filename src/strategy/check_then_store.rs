@@ -10,7 +10,7 @@ use tokio_postgres::error::SqlState;
 use super::answers::mismatch;
 use super::fingerprint;
 use super::{Handled, OPERATION, Step, Strategy, work};
-use crate::request::{Answer, Lease, Outcome, Request, Trace};
+use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
 
 /// 1. Check: `IdempotencyKey.find_by(key:, operation:)`.
 pub const FIND: &str = "SELECT response_body, request_fingerprint FROM idempotency_keys
@@ -43,23 +43,7 @@ impl Strategy for CheckThenStore {
                 )
                 .await?;
             if let Some(row) = found {
-                let body: Option<Value> = row.get(0);
-                let stored: Option<String> = row.get(1);
-                if fingerprint::differs(req.fingerprint.as_deref(), stored.as_deref()) {
-                    trace.note("key found, other parameters");
-                    return Ok(mismatch(req));
-                }
-                let xp = body.as_ref().and_then(work::xp_id_of);
-                trace.note("key found");
-                return Ok(Answer {
-                    replayed: true,
-                    outcome: Outcome::Replayed,
-                    saw: "key found".into(),
-                    did: xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}")),
-                    made_xp: None,
-                    body,
-                    waited: None,
-                });
+                return Ok(replay(&row, req, trace));
             }
             trace.note("no key");
 
@@ -88,36 +72,69 @@ impl Strategy for CheckThenStore {
                     ),
                 )
                 .await;
-            match stored {
-                Ok(_) => {
-                    trace.note("key stored");
-                    Ok(Answer {
-                        replayed: false,
-                        outcome: Outcome::Created,
-                        saw: "no key".into(),
-                        did: format!("made XP #{xp}, stored key"),
-                        made_xp: Some(xp),
-                        body: Some(body),
-                        waited: None,
-                    })
-                }
-                // The rescue the course describes: it catches that this
-                // request lost the key store, and can do nothing about the
-                // XP row it already made.
-                Err(err) if err.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-                    trace.note("key store lost");
-                    Ok(Answer {
-                        replayed: false,
-                        outcome: Outcome::Duplicate,
-                        saw: "no key".into(),
-                        did: format!("made XP #{xp}, key store lost"),
-                        made_xp: Some(xp),
-                        body: Some(body),
-                        waited: None,
-                    })
-                }
-                Err(err) => Err(err.into()),
-            }
+            after_store(stored, xp, body, trace)
         })
+    }
+}
+
+/// A stored key: its response replayed, unless the request asks for
+/// something else than the one that stored it.
+fn replay(row: &tokio_postgres::Row, req: &Request, trace: &mut Trace) -> Answer {
+    let body: Option<Value> = row.get(0);
+    let stored: Option<String> = row.get(1);
+    if fingerprint::differs(req.fingerprint.as_deref(), stored.as_deref()) {
+        trace.note("key found, other parameters");
+        return mismatch(req);
+    }
+    let xp = body.as_ref().and_then(work::xp_id_of);
+    trace.note("key found");
+    Answer {
+        replayed: true,
+        outcome: Outcome::Replayed,
+        saw: "key found".into(),
+        did: xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}")),
+        made_xp: None,
+        body,
+        waited: None,
+    }
+}
+
+/// What the store's outcome makes of the request: created, or a
+/// duplicate when another request stored the key first.
+fn after_store(
+    stored: Result<u64, tokio_postgres::Error>,
+    xp: i64,
+    body: Value,
+    trace: &mut Trace,
+) -> Result<Answer, Failure> {
+    match stored {
+        Ok(_) => {
+            trace.note("key stored");
+            Ok(Answer {
+                replayed: false,
+                outcome: Outcome::Created,
+                saw: "no key".into(),
+                did: format!("made XP #{xp}, stored key"),
+                made_xp: Some(xp),
+                body: Some(body),
+                waited: None,
+            })
+        }
+        // The rescue the course describes: it catches that this
+        // request lost the key store, and can do nothing about the
+        // XP row it already made.
+        Err(err) if err.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+            trace.note("key store lost");
+            Ok(Answer {
+                replayed: false,
+                outcome: Outcome::Duplicate,
+                saw: "no key".into(),
+                did: format!("made XP #{xp}, key store lost"),
+                made_xp: Some(xp),
+                body: Some(body),
+                waited: None,
+            })
+        }
+        Err(err) => Err(err.into()),
     }
 }

@@ -92,6 +92,34 @@ struct Held {
     stale: bool,
 }
 
+impl Held {
+    /// The claim as the read returned it.
+    fn of(row: &tokio_postgres::Row) -> Self {
+        Held {
+            id: row.get(0),
+            status: ClaimStatus::parse(row.get(1)),
+            fingerprint: row.get(2),
+            response_code: row.get(3),
+            body: row.get(4),
+            owner: row.get(5),
+            stale: row.get::<_, Option<bool>>(6).unwrap_or(false),
+        }
+    }
+
+    /// A completed claim's stored answer; a stored code outside HTTP's
+    /// range was not stored by a guard, and replays as 200.
+    fn reply(self) -> Reply {
+        let status = self
+            .response_code
+            .and_then(|c| u16::try_from(c).ok())
+            .unwrap_or(200);
+        Reply {
+            status,
+            body: self.body.unwrap_or(Value::Null),
+        }
+    }
+}
+
 /// The loser's path. `Ok(id)` when this request may go on with the claim
 /// after all (its own, or a stale one it took over); `Err(verdict)` otherwise.
 async fn lost<C: GuardClient, O: Observer>(
@@ -115,29 +143,13 @@ async fn lost<C: GuardClient, O: Observer>(
             why: ClaimState::Gone,
         }));
     };
-    let held = Held {
-        id: row.get(0),
-        status: ClaimStatus::parse(row.get(1)),
-        fingerprint: row.get(2),
-        response_code: row.get(3),
-        body: row.get(4),
-        owner: row.get(5),
-        stale: row.get::<_, Option<bool>>(6).unwrap_or(false),
-    };
+    let held = Held::of(&row);
     obs.note(held.status.name());
     if fingerprint::differs(key.fingerprint, held.fingerprint.as_deref()) {
         return Ok(Err(Verdict::Reused));
     }
     if held.status == ClaimStatus::Completed {
-        // A stored code outside HTTP's range was not stored by a guard.
-        let status = held
-            .response_code
-            .and_then(|c| u16::try_from(c).ok())
-            .unwrap_or(200);
-        return Ok(Err(Verdict::Replay(Reply {
-            status,
-            body: held.body.unwrap_or(Value::Null),
-        })));
+        return Ok(Err(Verdict::Replay(held.reply())));
     }
     let ours = held.owner == Some(key.owner);
     if !ours && !held.stale {
@@ -240,6 +252,18 @@ where
     let (completed, committed) = obs
         .step(Step::Complete, COMPLETE_OWN, completed_and_committed)
         .await;
+    settle(client, obs, completed, committed, reply).await
+}
+
+/// What the completion and its COMMIT came to: done, a claim lost to a
+/// takeover (the COMMIT rolled our rows back), or an error.
+async fn settle<C: GuardClient, O: Observer>(
+    client: &C,
+    obs: &mut O,
+    completed: Result<u64>,
+    committed: Result<()>,
+    reply: Reply,
+) -> Result<Verdict> {
     match (completed, committed) {
         (Ok(_), Ok(())) => {
             obs.note("completed");
