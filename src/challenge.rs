@@ -127,12 +127,7 @@ fn crash_after_claim(r: &RaceResult) -> Check {
 }
 
 fn two_takers(r: &RaceResult) -> Check {
-    let retries: Vec<u16> = r
-        .reports
-        .iter()
-        .filter(|w| w.retry)
-        .map(|w| w.status)
-        .collect();
+    let retries = r.retry_statuses();
     Check::judged(
         "stale claim, two takers",
         "two retries after the lock timeout: still exactly 1 XP row, and one of them does the work",

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde::Serialize;
 
-use super::median_ms;
+use super::meter::median_ms;
 use crate::db::binaries::PgBinaries;
 use crate::db::template::private_dir;
 use crate::db::{Cluster, ClusterOptions};

@@ -6,6 +6,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
+use super::meter;
 use super::script::Script;
 use crate::db::{Backend, Database};
 
@@ -47,9 +48,9 @@ pub async fn measure(
         db.schema.clone(),
     );
     let (tps, cpu_us) = tokio::task::spawn_blocking(move || {
-        let before = super::cpu_us(super::Who::Children);
+        let before = meter::cpu_us(meter::Who::Children);
         let tps = run(&bin, &socket, &schema, &file, clients, seconds)?;
-        anyhow::Ok((tps, super::cpu_us(super::Who::Children) - before))
+        anyhow::Ok((tps, meter::cpu_us(meter::Who::Children) - before))
     })
     .await??;
     let requests = (tps * seconds as f64).max(1.0);

@@ -43,7 +43,7 @@ pub fn measure(runs: usize, tick: impl Fn()) -> Result<ProcessFigure> {
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
     Ok(ProcessFigure {
         runs,
-        median_ms: super::median_ms(&mut times.clone()),
+        median_ms: super::meter::median_ms(&mut times.clone()),
         min_ms: times.first().map_or(0.0, |d| ms(*d)),
         max_ms: times.last().map_or(0.0, |d| ms(*d)),
     })

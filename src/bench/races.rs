@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use super::{GUARDS, HotKey, RaceRate, ScaleFigure};
+use super::meter::GUARDS;
+use super::{HotKey, RaceRate, ScaleFigure};
 use crate::db::Database;
 use crate::limits::Origin;
 use crate::race::input::RaceInput;

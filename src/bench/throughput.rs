@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use deadpool_postgres::Pool;
 use serde::Serialize;
 
-use super::GUARDS;
+use super::meter::{self, GUARDS};
 use super::script::{Prepared, Script};
 use crate::db::Database;
 use crate::db::pool::{checkout, warm_pool};
@@ -107,7 +107,7 @@ pub async fn measure(
             loops.push(std::thread::spawn(move || client_loop(slice, shared)));
         }
         ready.wait();
-        let cpu = super::cpu_us(super::Who::Me);
+        let cpu = meter::cpu_us(meter::Who::Me);
         let began = Instant::now();
         if let Budget::For(time) = budget {
             std::thread::sleep(time);
@@ -126,7 +126,7 @@ pub async fn measure(
             requests,
             statements,
             elapsed,
-            super::cpu_us(super::Who::Me) - cpu,
+            meter::cpu_us(meter::Who::Me) - cpu,
         ))
     })
     .await??;

@@ -2,8 +2,9 @@
 
 use anyhow::Result;
 
+use crate::bench::meter::{GUARDS, peak_rss_mb};
 use crate::bench::throughput::{self};
-use crate::bench::{self as measure, BenchReport, GUARDS, peak_rss_mb};
+use crate::bench::{self as measure, BenchReport};
 use clap::ValueEnum;
 
 use crate::cli::measure::{BenchArgs, BenchSection};

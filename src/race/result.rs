@@ -52,6 +52,16 @@ pub struct RaceResult {
 }
 
 impl RaceResult {
+    /// What the retries after the race (a crashed or failed request sent
+    /// again) were answered, in worker order.
+    pub fn retry_statuses(&self) -> Vec<u16> {
+        self.reports
+            .iter()
+            .filter(|w| w.retry)
+            .map(|w| w.status)
+            .collect()
+    }
+
     pub fn new(
         run: usize,
         s: &RaceSettings,

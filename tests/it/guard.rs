@@ -74,12 +74,7 @@ async fn two_retries_racing_for_a_stale_claim_still_make_one_xp_row() {
         )
         .await;
         assert_eq!(r.xp_rows, 1);
-        let retries: Vec<u16> = r
-            .reports
-            .iter()
-            .filter(|w| w.retry)
-            .map(|w| w.status)
-            .collect();
+        let retries = r.retry_statuses();
         assert_eq!(retries.len(), 2);
         assert_eq!(
             retries.iter().filter(|s| **s == 201).count(),

@@ -7,7 +7,9 @@ use tokio_postgres::error::SqlState;
 
 use serde_json::{Value, json};
 
-use super::{ClaimState, Guard, GuardClient, Key, OnFailure, Reply, Verdict, WorkFailed};
+use super::client::{GuardClient, Key};
+use super::settings::{Guard, OnFailure};
+use super::verdict::{ClaimState, Reply, Verdict, WorkFailed};
 use crate::request::{Observer, Step};
 use crate::store::ClaimStatus;
 use crate::strategy::claims::{claim, complete};

@@ -1,6 +1,8 @@
 //! The guard in idem's races: the library's algorithm on a pooled connection, watched by the trace, with retries.
 
-use super::{ClaimState, Guard, Reply, Verdict, WorkFailed, core};
+use super::core;
+use super::settings::Guard;
+use super::verdict::{ClaimState, Reply, Verdict, WorkFailed};
 use crate::db::pool::Conn;
 use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
 use crate::strategy::answers::{self, mismatch};

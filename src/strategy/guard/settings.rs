@@ -1,0 +1,50 @@
+//! How the guard is set: its stale-claim timeout, what failed work leaves, its retries.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// What the guard does when the work itself fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnFailure {
+    /// Complete the claim with the 500 and replay it to retries (Stripe).
+    Store,
+    /// Delete the claim, so that a retry runs the work again (Powertools).
+    Release,
+}
+
+impl OnFailure {
+    /// As `--on-failure` and scenario files spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnFailure::Store => "store",
+            OnFailure::Release => "release",
+        }
+    }
+}
+
+/// The complete guard.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    /// How old a pending claim must be before another request may take it over.
+    pub lock_timeout: Duration,
+    /// What a failed work leaves behind.
+    pub on_failure: OnFailure,
+    /// Retries after a transient failure, each after twice the last backoff
+    /// (in idem's races; a service retries as its clients do).
+    pub max_retries: u32,
+    /// The first of those backoffs.
+    pub first_backoff: Duration,
+}
+
+impl Default for Guard {
+    fn default() -> Self {
+        Self {
+            lock_timeout: Duration::from_secs(1),
+            on_failure: OnFailure::Store,
+            max_retries: 3,
+            first_backoff: Duration::from_millis(10),
+        }
+    }
+}
