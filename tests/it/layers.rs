@@ -1,7 +1,8 @@
 //! The layers of `src/` point one way: no module uses one above it, and no two use each other.
 //!
 //! Read from the code's own `crate::` paths, as `../shared/tools/layers.py`
-//! reads them. Run it alone with `cargo test --test it layers::`.
+//! reads them. Run it alone with `cargo test --test it layers::`; with `IDEM_PRINT_EDGES=1`
+//! and `-- --nocapture` it also prints what each folder and file uses.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -118,6 +119,12 @@ fn every_module_of_src_has_a_layer() {
 
 #[test]
 fn no_module_uses_one_in_a_layer_above_it() {
+    if std::env::var_os("IDEM_PRINT_EDGES").is_some() {
+        for (module, used) in edges() {
+            let used: Vec<String> = used.into_iter().collect();
+            eprintln!("folder {module}: {}", used.join(" "));
+        }
+    }
     let mut upward = Vec::new();
     for (module, used) in edges() {
         for target in used {
@@ -360,6 +367,12 @@ fn file_edges() -> BTreeMap<ModPath, BTreeSet<ModPath>> {
 
 #[test]
 fn no_two_files_use_each_other_but_the_known_circles() {
+    if std::env::var_os("IDEM_PRINT_EDGES").is_some() {
+        for (file, used) in file_edges() {
+            let used: Vec<String> = used.iter().map(|f| f.join("::")).collect();
+            eprintln!("file {}: {}", file.join("::"), used.join(" "));
+        }
+    }
     let on_circles: BTreeSet<String> = on_circles(&file_edges())
         .iter()
         .map(|f| f.join("::"))
