@@ -113,15 +113,23 @@ impl Trace {
         sql: &'static str,
         fut: impl Future<Output = T>,
     ) -> T {
+        // A dead worker takes no more steps: what its code still sends
+        // meets the closed connection, and is neither counted nor drawn.
+        if self.crashed() {
+            return fut.await;
+        }
         let sql = (!sql.is_empty()).then_some(sql);
-        self.queries += 1;
         let fault = self.fault.clone().filter(|_| self.faulted.is_none());
         let pid = self.backend_pid;
         if let (Some(fault), Some(pid)) = (&fault, pid) {
             if fault.before(step) && fault.arm() {
                 self.strike(fault, pid, Duration::ZERO).await;
+                if self.crashed() {
+                    return fut.await;
+                }
             } else if fault.during(step) && fault.arm() {
                 // Strike halfway through the work, while it is still running.
+                self.queries += 1;
                 self.faulted = Some(fault.kind);
                 let note = fault_note(fault.kind, fault.at);
                 let (fault, delay) = (fault.clone(), self.strike_delay);
@@ -139,6 +147,7 @@ impl Trace {
                 return out;
             }
         }
+        self.queries += 1;
         self.time_sql(step, sql, fut).await
     }
 

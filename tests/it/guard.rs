@@ -9,6 +9,7 @@ use idem::guard::{Guard, OnFailure};
 use idem::race::fault::FaultPoint;
 use idem::race::input::RaceInput;
 use idem::race::{CrashPlan, Outcome};
+use idem::request::Step;
 use idem::strategy::StrategyKind;
 
 use crate::common::Built;
@@ -206,4 +207,68 @@ fn the_naive_starting_point_fails_the_five_worker_race() {
         .find(|l| l.contains("five-worker race"))
         .unwrap();
     assert!(first.contains("FAIL"), "{first}");
+}
+
+/// What the README says of each crash point, and what the trace of the
+/// crashed worker shows, must agree: the fault comes where the README puts
+/// it, and after it the worker takes no step and answers nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_crash_trace_says_what_the_readme_says_of_every_crash_point() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let said = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let promises = [
+        (
+            FaultPoint::AfterClaim,
+            "`after-claim` (before its work starts)",
+        ),
+        (FaultPoint::DuringWork, "`during-work` (halfway through it)"),
+        (FaultPoint::BeforeComplete, "`before-complete`"),
+    ];
+    assert!(
+        said.contains("The worker answers nothing"),
+        "the README's promise"
+    );
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    for strategy in [StrategyKind::Guard, StrategyKind::CheckThenStore] {
+        for (at, words) in promises {
+            assert!(
+                said.contains(words),
+                "the README describes {at:?} as {words}"
+            );
+            let r = race(&db, crash(strategy, at).built()).await;
+            let crashed = r
+                .reports
+                .iter()
+                .find(|w| w.outcome == Outcome::Crashed)
+                .unwrap_or_else(|| panic!("{strategy} {at:?}: a worker crashed"));
+            let what = format!("{strategy} {at:?}: {:?}", crashed.steps);
+            let fault = crashed
+                .steps
+                .iter()
+                .position(|e| e.step == Step::Fault)
+                .expect(&what);
+            assert_eq!(
+                fault,
+                crashed.steps.len() - 1,
+                "no step after the crash: {what}"
+            );
+            assert_eq!(
+                crashed.status, 0,
+                "a crashed worker answers nothing: {what}"
+            );
+            let before: Vec<Step> = crashed.steps[..fault].iter().map(|e| e.step).collect();
+            let worked = before.contains(&Step::Work);
+            let completed = before
+                .iter()
+                .any(|s| matches!(s, Step::Complete | Step::Store));
+            match at {
+                FaultPoint::AfterClaim => assert!(!worked, "before its work starts: {what}"),
+                FaultPoint::DuringWork | FaultPoint::BeforeComplete => {
+                    assert!(worked, "its work had started: {what}")
+                }
+            }
+            assert!(!completed, "it never completed: {what}");
+        }
+    }
+    db.close().await.unwrap();
 }

@@ -21,6 +21,8 @@ impl Strategy for Guard {
             let mut retries = 0;
             loop {
                 match self.attempt(lease, req, trace).await {
+                    // A crashed worker retries nothing: it is gone.
+                    Err(_) if trace.crashed() => return Err(Failure::Crashed),
                     Err(failure) if failure.is_transient() && retries < self.max_retries => {
                         // The same key again, on a fresh connection.
                         retries += 1;
