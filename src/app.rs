@@ -52,6 +52,13 @@ pub fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if err.is::<BrokenPipe>() => ExitCode::SUCCESS,
+        // `idem db -- COMMAND`: the command has said what went wrong.
+        Err(err) if err.is::<crate::commands::db::ExitWith>() => {
+            let code = err
+                .downcast_ref::<crate::commands::db::ExitWith>()
+                .map_or(1, |exit| exit.code);
+            ExitCode::from(code)
+        }
         Err(err) => {
             eprintln!("{} {}", "error:".red().bold(), scrub(&said_once(&err)));
             match err.downcast_ref::<Interrupted>() {
@@ -99,11 +106,11 @@ fn bad_arguments(err: &clap::Error) -> String {
             .collect();
         first = format!("{} {}", first, named.join(", "));
     }
-    let choices = text
-        .lines()
-        .map(str::trim)
-        .find(|l| l.starts_with("[possible values"));
-    match choices {
+    let line = |starts: &str| text.lines().map(str::trim).find(|l| l.starts_with(starts));
+    // "tip: a similar argument exists: '--workers'": the fix for a typo.
+    let tip = line("tip: ").map(|tip| format!("; {}", &tip["tip: ".len()..]));
+    let first = first + tip.as_deref().unwrap_or_default();
+    match line("[possible values") {
         Some(choices) => format!("{first} {choices}"),
         None => format!("{first} (see --help)"),
     }

@@ -69,19 +69,23 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             })
             .await
         }
-        Command::Scenario(a) => scenario(a, s).await,
+        Command::Scenario(a) => scenario(a, !cli.no_pager, s).await,
         Command::Lessons => c::lesson::list(),
         Command::Lesson(a) => {
             let lessons = c::lesson::plan(&[a.number as u8])?;
+            let paged = report::pager::start(!cli.no_pager);
+            let no_pause = a.no_pause || paged.is_some();
             with_database(&a.connect, s, async |db| {
-                c::lesson::tell(&lessons, a.no_pause, db).await
+                c::lesson::tell(&lessons, no_pause, db).await
             })
             .await
         }
         Command::Tour(a) => {
             let lessons = c::lesson::plan(&[1, 2, 3, 4, 5, 6, 7])?;
+            let paged = report::pager::start(!cli.no_pager);
+            let no_pause = a.no_pause || paged.is_some();
             with_database(&a.connect, s, async |db| {
-                c::lesson::tell(&lessons, a.no_pause, db).await
+                c::lesson::tell(&lessons, no_pause, db).await
             })
             .await
         }
@@ -95,6 +99,10 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
                 probed = c::probe::execute(plan) => probed,
             }
         }
+        Command::Db(a) => {
+            let opts = c::db::plan(&a)?;
+            c::db::execute(&a, opts, s).await
+        }
         Command::Doctor(a) => {
             let db = open(a.connect.options(), s).await?;
             c::doctor::execute(db, Output::from_json_flag(a.json)).await
@@ -103,13 +111,14 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
 }
 
 /// `idem scenario list` and `idem scenario run`.
-async fn scenario(a: cli::teaching::ScenarioArgs, s: &mut Signals) -> Result<()> {
+async fn scenario(a: cli::teaching::ScenarioArgs, page: bool, s: &mut Signals) -> Result<()> {
     use commands as c;
     let scenarios = c::scenario::plan(&a)?;
     match a.command {
         cli::teaching::ScenarioCommand::List { .. } => c::scenario::list(&scenarios),
         cli::teaching::ScenarioCommand::Run { json, .. } => {
             let out = Output::from_json_flag(json);
+            let _paged = report::pager::start(page && !json);
             with_database(&a.connect, s, async |db| {
                 c::scenario::run(scenarios, out, db).await
             })

@@ -8,7 +8,9 @@
 #
 # Run it with a database of its own (it creates two tables there):
 #
-#   DATABASE_URL=postgres:///idem_challenge ruby examples/ruby/app.rb
+#   idem db -- ruby examples/ruby/app.rb
+#
+# (idem db makes a disposable PostgreSQL, sets DATABASE_URL, and prints it.)
 #
 # Only Ruby's standard library and the pg gem (Debian: ruby, ruby-pg,
 # ruby-webrick). PORT=0 picks a free port; the first line printed says which.

@@ -22,11 +22,23 @@ pub struct ConnectArgs {
     pub database_url: Option<String>,
 
     /// Directory holding PostgreSQL's `initdb` and `postgres` (found if not given).
-    #[arg(long, global = true, env = "IDEM_PG_BIN", value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        env = "IDEM_PG_BIN",
+        value_name = "DIR",
+        hide_env_values = true
+    )]
     pub pg_bin: Option<PathBuf>,
 
     /// The user the disposable cluster runs as when idem runs as root [default: postgres].
-    #[arg(long, global = true, env = "IDEM_PG_USER", value_name = "NAME")]
+    #[arg(
+        long,
+        global = true,
+        env = "IDEM_PG_USER",
+        value_name = "NAME",
+        hide_env_values = true
+    )]
     pub pg_user: Option<String>,
 
     /// Keep the run's schema on the server (with --database-url) and print its name.

@@ -31,6 +31,11 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
 
+    /// Do not page long output (lessons, the tour, scenario runs) through
+    /// $PAGER or `less`, even on a terminal.
+    #[arg(long, global = true)]
+    pub no_pager: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -66,6 +71,9 @@ pub enum Command {
     Serve(wire::ServeArgs),
     /// Race N identical requests with one Idempotency-Key at any HTTP API and count the effects.
     Probe(wire::ProbeArgs),
+    /// A disposable PostgreSQL for your own program: `idem db -- ruby app.rb`
+    /// runs it with DATABASE_URL set, and removes the cluster when it exits.
+    Db(teaching::DbArgs),
     /// Show which PostgreSQL idem uses and how long its cluster takes to start and stop.
     Doctor(measure::DoctorArgs),
     /// Measure cluster start-up, race rate, guard throughput, hot key and scale (BENCHMARKS.md).

@@ -27,7 +27,8 @@ pub fn crash_plan(text: &str) -> Result<CrashPlan, String> {
                 return Err("the crash point is given twice; name one".into());
             }
             Some(("at", name)) => at = Some(point(name)?),
-            None if point(part).is_ok() => at = Some(point(part)?),
+            // A bare word is a point: say which points there are.
+            None => at = Some(point(part)?),
             _ => return Err(format!("{part:?} is not worker=N or at=POINT")),
         }
     }

@@ -85,10 +85,16 @@ pub struct AppFlags {
               "Connections in the pool the workers share (the app's connection pool)."))]
     pub pool_size: Option<u64>,
 
-    /// Do not let the runner hold a connection during the race (by default it
-    /// holds one, as the app's main thread does in the course).
-    #[arg(long)]
+    /// Do not let the runner hold a connection during the race (in-process
+    /// it holds one by default, as the course's test runner does).
+    #[arg(long, conflicts_with = "runner_connection")]
     pub no_runner_connection: bool,
+
+    /// Let the runner hold a connection during the race, as the course's
+    /// test runner does: the course's figure of 4 XP rows over HTTP too. An
+    /// app server holds none, so `--http` and `serve` do not by default.
+    #[arg(long)]
+    pub runner_connection: bool,
 
     #[arg(long, value_name = "MS", allow_negative_numbers = true,
           value_parser = limits::WORK_MS.parser(),
@@ -295,7 +301,8 @@ pub fn app_input(
     RaceInput {
         strategy,
         pool_size: app.pool_size,
-        runner_holds_connection: said(app.no_runner_connection, false),
+        runner_holds_connection: said(app.no_runner_connection, false)
+            .or(said(app.runner_connection, true)),
         work_ms: app.work_ms,
         checkout_timeout_ms: app.checkout_timeout_ms,
         threads: app.threads,

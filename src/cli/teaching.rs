@@ -124,6 +124,28 @@ pub struct ReapArgs {
     pub connect: ConnectArgs,
 }
 
+/// `idem db`: a disposable cluster for a program of your own.
+#[derive(Debug, Args)]
+pub struct DbArgs {
+    /// The command to run with DATABASE_URL and PGHOST, PGUSER, PGDATABASE
+    /// set (after `--`); without one, idem prints them and waits for Ctrl-C.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+
+    /// Directory holding PostgreSQL's `initdb` and `postgres` (found if not given).
+    #[arg(long, env = "IDEM_PG_BIN", value_name = "DIR", hide_env_values = true)]
+    pub pg_bin: Option<PathBuf>,
+
+    /// The user the cluster runs as when idem runs as root [default: postgres].
+    #[arg(
+        long,
+        env = "IDEM_PG_USER",
+        value_name = "NAME",
+        hide_env_values = true
+    )]
+    pub pg_user: Option<String>,
+}
+
 #[derive(Debug, Args)]
 pub struct ScenarioArgs {
     #[command(subcommand)]
@@ -135,11 +157,12 @@ pub struct ScenarioArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum ScenarioCommand {
-    /// List the scenarios (the built-in ones, or those in the files and folders named).
+    /// List the scenarios (the built-in ones, or those in the files, folders or names given).
     List { paths: Vec<PathBuf> },
     /// Run scenarios and compare each with its expectations; exits 1 if any differs.
     Run {
-        /// Scenario files or folders; the built-in ones if none.
+        /// Scenario files or folders, or built-in scenarios by name (e.g.
+        /// 1-check-then-store); all the built-in ones if none.
         paths: Vec<PathBuf>,
         /// One JSON object per scenario.
         #[arg(long)]

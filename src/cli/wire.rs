@@ -61,16 +61,20 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
-    /// What the flags say, for the one builder.
+    /// What the flags say, for the one builder: the app's requests come
+    /// over HTTP, as in `race --http`.
     pub fn input(&self) -> RaceInput {
-        app_input(
-            self.strategy,
-            &self.app,
-            &self.losers,
-            &self.fingerprints,
-            &self.stores,
-            &self.guard,
-        )
+        RaceInput {
+            http: Some(true),
+            ..app_input(
+                self.strategy,
+                &self.app,
+                &self.losers,
+                &self.fingerprints,
+                &self.stores,
+                &self.guard,
+            )
+        }
     }
 }
 

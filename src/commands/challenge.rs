@@ -73,7 +73,7 @@ pub async fn execute(db: &Database, out: Output) -> Result<()> {
     for case in &cases {
         out.record(case, |_| String::new())?;
     }
-    out.text(|| render("idem's guard (src/strategy/guard.rs)", &cases))?;
+    out.text(|| render("idem's guard (src/strategy/guard/)", &cases))?;
     if cases.iter().any(|c| !c.passed()) {
         bail!("the guard failed a case");
     }

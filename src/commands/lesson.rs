@@ -51,7 +51,7 @@ pub async fn tell(
     db: &Database,
 ) -> Result<()> {
     let pause = !no_pause && std::io::stdin().is_terminal();
-    for (lesson, scenarios) in lessons {
+    for (n, (lesson, scenarios)) in lessons.iter().enumerate() {
         emit(&format!(
             "\n{}\n\n",
             strong(format!("Lesson {}: {}", lesson.number, lesson.title))
@@ -67,15 +67,21 @@ pub async fn tell(
                 look_at(&lesson.look_at)
             ))
         ))?;
-        show_all(lesson, scenarios, db).await?;
+        show_all(lesson, scenarios, db, pause).await?;
         emit(&format!(
             "{} {}\n",
             strong("Explore on your own:"),
             lesson.experiment
         ))?;
-        wait(pause)?;
+        if n + 1 < lessons.len() {
+            wait(pause)?;
+        }
     }
-    Ok(())
+    let end = match lessons {
+        [(only, _)] => format!("End of lesson {}.", only.number),
+        _ => "End of the tour.".to_string(),
+    };
+    emit(&format!("\n{}\n", strong(end)))
 }
 
 /// "Look at: x" as a sentence.
@@ -95,7 +101,12 @@ struct Ran {
 
 /// Runs the lesson's demonstrations in the order its `Shows:` gives, each
 /// scenario once, and shows each as its view asks.
-async fn show_all(lesson: &Lesson, scenarios: &[Scenario], db: &Database) -> Result<()> {
+async fn show_all(
+    lesson: &Lesson,
+    scenarios: &[Scenario],
+    db: &Database,
+    pause: bool,
+) -> Result<()> {
     let mut ran: BTreeMap<String, Ran> = BTreeMap::new();
     let mut beside: Option<RaceResult> = None;
     let mut losers: Vec<LoserRow> = Vec::new();
@@ -108,6 +119,10 @@ async fn show_all(lesson: &Lesson, scenarios: &[Scenario], db: &Database) -> Res
             );
         };
         if !ran.contains_key(&show.scenario) {
+            // Between demonstrations as between screens: one at a time.
+            if !ran.is_empty() {
+                wait(pause)?;
+            }
             emit(&format!("{}\n", scenario.explain.trim()))?;
             let verdict = scenario::run(db, scenario).await?;
             // The audit reads what the race left, before anything else runs.
@@ -130,42 +145,63 @@ async fn show_all(lesson: &Lesson, scenarios: &[Scenario], db: &Database) -> Res
             ran.insert(show.scenario.clone(), Ran { verdict, audit });
         }
         let Ran { verdict, audit } = &ran[&show.scenario];
-        let first = verdict.results.first();
-        match (show.view, first) {
-            (View::Verdict, _) | (_, None) => {}
-            (View::Race, Some(r)) => emit(&format!("{}\n", report::race::render(r)))?,
-            (View::Trace, Some(r)) => emit(&format!(
-                "{}\n{}\n",
-                report::race::render(r),
-                report::timeline::render_with(r, Default::default())
-            ))?,
-            (View::Runs, Some(r)) => {
-                let mut summary = RunsSummary::default();
-                verdict.results.iter().for_each(|r| summary.add(r));
-                let line = report::race::settings_line(r);
-                emit(&format!(
-                    "{}\n",
-                    render_summary(&summary, &line, r.strategy.name())
-                ))?;
+        let more_losers = lesson.shows[i + 1..].iter().any(|s| s.view == View::Losers);
+        show_view(
+            show.view,
+            verdict,
+            audit.as_ref(),
+            more_losers,
+            &mut beside,
+            &mut losers,
+        )?;
+    }
+    Ok(())
+}
+
+/// One demonstration shown as the lesson's view asks; side-by-side and
+/// loser views gather races until their last one.
+fn show_view(
+    view: View,
+    verdict: &Verdict,
+    audit: Option<&crate::store::audit::Audit>,
+    more_losers: bool,
+    beside: &mut Option<RaceResult>,
+    losers: &mut Vec<LoserRow>,
+) -> Result<()> {
+    let first = verdict.results.first();
+    match (view, first) {
+        (View::Verdict, _) | (_, None) => {}
+        (View::Race, Some(r)) => emit(&format!("{}\n", report::race::render(r)))?,
+        (View::Trace, Some(r)) => emit(&format!(
+            "{}\n{}\n",
+            report::race::render(r),
+            report::timeline::render_with(r, Default::default())
+        ))?,
+        (View::Runs, Some(r)) => {
+            let mut summary = RunsSummary::default();
+            verdict.results.iter().for_each(|r| summary.add(r));
+            let line = report::race::settings_line(r);
+            emit(&format!(
+                "{}\n",
+                render_summary(&summary, &line, r.strategy.name())
+            ))?;
+        }
+        (View::Schedule, Some(r)) => emit(&format!("{}\n", schedule(r)))?,
+        (View::Side, Some(r)) => match beside.take() {
+            None => *beside = Some(r.clone()),
+            Some(left) => emit(&format!("{}\n", side_by_side(&left, r)))?,
+        },
+        (View::Losers, Some(r)) => {
+            let policy = r.loser_policy.map_or("none", |l| l.name());
+            losers.push(LoserRow::from_races(policy, &verdict.results));
+            if !more_losers {
+                let line = report::race::settings_line_for_every_loser(r);
+                emit(&format!("{}\n", report::losers::render(losers, &line)))?;
             }
-            (View::Schedule, Some(r)) => emit(&format!("{}\n", schedule(r)))?,
-            (View::Side, Some(r)) => match beside.take() {
-                None => beside = Some(r.clone()),
-                Some(left) => emit(&format!("{}\n", side_by_side(&left, r)))?,
-            },
-            (View::Losers, Some(r)) => {
-                let policy = r.loser_policy.map_or("none", |l| l.name());
-                losers.push(LoserRow::from_races(policy, &verdict.results));
-                let more = lesson.shows[i + 1..].iter().any(|s| s.view == View::Losers);
-                if !more {
-                    let line = report::race::settings_line_for_every_loser(r);
-                    emit(&format!("{}\n", report::losers::render(&losers, &line)))?;
-                }
-            }
-            (View::Audit, Some(_)) => {
-                if let Some(audit) = audit {
-                    emit(&format!("{}\n", report::stores::render_audit(audit)))?;
-                }
+        }
+        (View::Audit, Some(_)) => {
+            if let Some(audit) = audit {
+                emit(&format!("{}\n", report::stores::render_audit(audit)))?;
             }
         }
     }

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod bench;
 pub mod challenge;
 pub mod compare;
+pub mod db;
 pub mod doctor;
 pub mod keys;
 pub mod lesson;

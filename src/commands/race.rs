@@ -8,6 +8,7 @@ use crate::db::Database;
 use crate::limits::Origin;
 use crate::race::{Race, RaceSettings};
 use crate::report::runs::{RunsSummary, render_summary};
+use crate::report::style::warn;
 use crate::report::trace_file::Files;
 use crate::report::{self, Output};
 
@@ -72,18 +73,63 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         return plan.files.write(&result, out);
     }
 
-    let progress = out.progress(plan.runs, "races");
-    let mut summary = RunsSummary::default();
-    let mut line = String::new();
+    let mut tally = Tally {
+        summary: RunsSummary::default(),
+        line: String::new(),
+        strategy: race.settings.strategy().name(),
+        planned: plan.runs,
+        progress: out.progress(plan.runs, "races"),
+        out,
+        done: false,
+    };
     for run in 1..=plan.runs as usize {
-        let result = race.run(run).await?;
+        let result = match race.run(run).await {
+            Ok(result) => result,
+            Err(err) => {
+                tally.done = true;
+                return Err(err);
+            }
+        };
         out.record(&result, |_| String::new())?;
-        if line.is_empty() {
-            line = report::race::settings_line(&result);
+        if tally.line.is_empty() {
+            tally.line = report::race::settings_line(&result);
         }
-        summary.add(&result);
-        progress.inc(1);
+        tally.summary.add(&result);
+        tally.progress.inc(1);
     }
-    progress.finish_and_clear();
-    out.text(|| render_summary(&summary, &line, race.settings.strategy().name()))
+    tally.done = true;
+    tally.progress.finish_and_clear();
+    out.text(|| render_summary(&tally.summary, &tally.line, tally.strategy))
+}
+
+/// The runs so far. A run stopped by Ctrl-C or SIGTERM drops it mid-way,
+/// and then it shows the races that did finish, marked as interrupted,
+/// before the tables are dropped.
+struct Tally {
+    summary: RunsSummary,
+    line: String,
+    strategy: &'static str,
+    planned: u64,
+    progress: indicatif::ProgressBar,
+    out: Output,
+    done: bool,
+}
+
+impl Drop for Tally {
+    fn drop(&mut self) {
+        if self.done || self.summary.runs == 0 {
+            return;
+        }
+        self.progress.finish_and_clear();
+        let _ = self.out.text(|| {
+            format!(
+                "{}\n{}",
+                warn(format!(
+                    "interrupted: {} of {} runs finished; these are their figures",
+                    self.summary.runs, self.planned
+                )),
+                render_summary(&self.summary, &self.line, self.strategy)
+            )
+        });
+    }
 }

@@ -10,12 +10,13 @@ use crate::report::style::{bad, dim, good, strong};
 use crate::report::{Output, emit, table};
 use crate::scenario::{self, Scenario, builtin};
 
-/// Loads the scenarios named (files or folders), or the built-in ones.
+/// Loads the scenarios named (files, folders, or built-in scenarios by
+/// name), or all the built-in ones.
 pub fn load(paths: &[PathBuf]) -> Result<Vec<Scenario>> {
     if paths.is_empty() {
         return builtin::all();
     }
-    let mut files = Vec::new();
+    let mut scenarios = Vec::new();
     for path in paths {
         if path.is_dir() {
             let mut inside: Vec<PathBuf> = std::fs::read_dir(path)
@@ -25,12 +26,22 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Scenario>> {
                 .filter(|p| p.extension().is_some_and(|e| e == "toml"))
                 .collect();
             inside.sort();
-            files.extend(inside);
+            for file in inside {
+                scenarios.push(read(&file)?);
+            }
+        } else if path.exists() {
+            scenarios.push(read(path)?);
         } else {
-            files.push(path.clone());
+            match builtin::named(&path.to_string_lossy()) {
+                Some(scenario) => scenarios.push(scenario?),
+                None => bail!(
+                    "{}: no such file, and no built-in scenario of that name (`idem scenario list` names them)",
+                    path.display()
+                ),
+            }
         }
     }
-    files.iter().map(|f| read(f)).collect()
+    Ok(scenarios)
 }
 
 fn read(path: &Path) -> Result<Scenario> {

@@ -153,7 +153,12 @@ impl RaceInput {
             strategy,
             workers: size(self.workers, &limits::WORKERS),
             pool_size: size(self.pool_size, &limits::POOL_SIZE),
-            runner_holds_connection: self.runner_holds_connection.unwrap_or(true),
+            // In-process, the course's test: its runner holds a connection.
+            // Over HTTP, a Rails server on Puma: it holds none outside
+            // requests (the boot connection goes back to the pool).
+            runner_holds_connection: self
+                .runner_holds_connection
+                .unwrap_or(self.http != Some(true)),
             work: ms(self.work_ms.unwrap_or(limits::WORK_MS.default())),
             key: self
                 .key

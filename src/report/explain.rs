@@ -45,6 +45,8 @@ fn claims_in_the_cache(r: &RaceResult) -> String {
             "write(unless_exist) found no entry to lock: {racers} workers each saw it missing, each \
              wrote it and was told it won, so {racers} did the work."
         )
+    } else if r.workers == 1 {
+        "One worker wrote the cache entry; no other raced it.".to_string()
     } else {
         "One worker wrote the cache entry first; the others found it.".to_string()
     }

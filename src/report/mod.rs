@@ -10,6 +10,7 @@ pub mod explain;
 pub mod keys;
 pub mod losers;
 pub mod output;
+pub mod pager;
 pub mod probe;
 pub mod progress;
 pub mod race;

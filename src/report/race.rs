@@ -27,26 +27,30 @@ fn settings_line_with(r: &RaceResult, show_loser: bool) -> String {
         true => "runner holds 1",
         false => "runner holds none",
     };
-    let loser = r
-        .loser_policy
-        .filter(|_| show_loser)
-        .map(|l| format!(" · loser {}", l.name()))
-        .unwrap_or_default();
-    let store = match (r.store, r.cache_pressure) {
-        (StoreKind::Cache, 0) => " · claims in the cache".to_string(),
-        (StoreKind::Cache, n) => format!(" · claims in the cache · {n} other writes, then a retry"),
-        (_, 0) => String::new(),
-        (_, n) => format!(" · {n} other cache writes, then a retry"),
-    };
-    let wire = match (r.transport, r.threads) {
-        (Transport::Http, Some(t)) => format!(" · over HTTP, {t} app threads"),
-        (Transport::Http, None) => " · over HTTP".to_string(),
-        (Transport::InProcess, _) => String::new(),
-    };
-    format!(
-        "{workers} · pool {} ({runner}) · work {} ms{loser}{store}{wire} · key {:?}",
-        r.pool_size, r.work_ms, r.key
-    )
+    let mut items = vec![
+        workers,
+        format!("pool {} ({runner})", r.pool_size),
+        format!("work {} ms", r.work_ms),
+    ];
+    if let Some(loser) = r.loser_policy.filter(|_| show_loser) {
+        items.push(format!("loser {}", loser.name()));
+    }
+    match (r.store, r.cache_pressure) {
+        (StoreKind::Cache, 0) => items.push("claims in the cache".into()),
+        (StoreKind::Cache, n) => {
+            items.push("claims in the cache".into());
+            items.push(format!("{n} other writes, then a retry"));
+        }
+        (_, 0) => {}
+        (_, n) => items.push(format!("{n} other cache writes, then a retry")),
+    }
+    match (r.transport, r.threads) {
+        (Transport::Http, Some(t)) => items.push(format!("over HTTP, {t} app threads")),
+        (Transport::Http, None) => items.push("over HTTP".into()),
+        (Transport::InProcess, _) => {}
+    }
+    items.push(format!("key {:?}", r.key));
+    super::width::join_fitted(&items, super::width::width())
 }
 
 /// The full report of one race.
@@ -99,6 +103,15 @@ pub fn figures(r: &RaceResult) -> String {
         dim(format!("expected {}", r.expected_xp_rows))
     );
     let _ = writeln!(out, "  duplicates            {dup}");
+    // After a crash, no XP row means the request's award was lost: the
+    // client was never told, and no retry did the work.
+    if r.crash.is_some() && r.xp_rows < r.expected_xp_rows {
+        let text = format!(
+            "{}  ✗ the work was never done: the request's award is lost",
+            r.expected_xp_rows - r.xp_rows
+        );
+        let _ = writeln!(out, "  lost work             {}", bad(text));
+    }
     if r.wrong_replays > 0 {
         let text = format!(
             "{}  ✗ told \"success\" with another request's result (no fingerprint check)",

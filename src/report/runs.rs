@@ -141,10 +141,11 @@ pub fn render_compare(rows: &[(String, RunsSummary)], settings_line: &str) -> St
             "key rows",
             "XP rows",
             "runs w/ dup",
+            // Short, so that at 80 columns the strategies stay side by side.
             "created",
-            "replayed",
+            "replay",
             "409",
-            "duplicate",
+            "dup",
             "timeout",
             "time/race",
         ],

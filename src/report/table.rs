@@ -24,7 +24,7 @@ pub fn render(header: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> Strin
     let widths = if total > screen {
         match narrowed(header, &rows, right, &natural, total - screen) {
             Some(widths) => widths,
-            None => return records(header, &rows, screen),
+            None => return without_constant_columns(header, rows, right, screen),
         }
     } else {
         natural.clone()
@@ -33,7 +33,7 @@ pub fn render(header: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> Strin
     // continued line starts with a word, not with the space before it.
     let wrap = |col: usize, text: &str| -> String {
         match widths.get(col) {
-            Some(&w) if w < natural[col] => fit(text, w),
+            Some(&w) if w < natural[col] => wrap_cell(text, w),
             _ => text.to_string(),
         }
     };
@@ -74,7 +74,13 @@ fn narrowed(
     natural: &[usize],
     mut excess: usize,
 ) -> Option<Vec<usize>> {
-    let longest_word = |text: &str| text.split_whitespace().map(visible).max().unwrap_or(0);
+    let longest_word = |text: &str| {
+        text.split_whitespace()
+            .flat_map(after_hyphens)
+            .map(visible)
+            .max()
+            .unwrap_or(0)
+    };
     let floor: Vec<usize> = (0..natural.len())
         .map(|col| {
             // A figure stays on one line; only its header may wrap.
@@ -111,6 +117,107 @@ fn narrowed(
         excess -= 1;
     }
     Some(widths)
+}
+
+/// When the table cannot be narrowed: first the columns that say the same
+/// in every row leave it for a line below (`every row: timeout 0, asked 10
+/// XP`), so that the rest can stay side by side; only if that is not
+/// enough, one block per row.
+fn without_constant_columns(
+    header: &[&str],
+    rows: Vec<Vec<String>>,
+    right: &[usize],
+    screen: usize,
+) -> String {
+    let constant = |col: usize| {
+        let first = rows.first().and_then(|r| r.get(col));
+        rows.len() > 1 && rows.iter().all(|r| r.get(col) == first)
+    };
+    let same: Vec<usize> = (0..header.len()).filter(|&c| constant(c)).collect();
+    if same.is_empty() || same.len() == header.len() {
+        return records(header, &rows, screen);
+    }
+    let kept: Vec<usize> = (0..header.len()).filter(|c| !same.contains(c)).collect();
+    let kept_header: Vec<&str> = kept.iter().map(|&c| header[c]).collect();
+    let kept_rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| kept.iter().filter_map(|&c| r.get(c).cloned()).collect())
+        .collect();
+    let kept_right: Vec<usize> = kept
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| right.contains(c))
+        .map(|(i, _)| i)
+        .collect();
+    let natural = natural_widths(&kept_header, &kept_rows);
+    let total: usize = natural.iter().map(|w| w + CELL_COST).sum::<usize>() + 1;
+    let fits = total <= screen
+        || narrowed(
+            &kept_header,
+            &kept_rows,
+            &kept_right,
+            &natural,
+            total - screen,
+        )
+        .is_some();
+    if !fits {
+        return records(header, &rows, screen);
+    }
+    let said: Vec<String> = same
+        .iter()
+        .filter(|&&c| !rows[0][c].trim().is_empty())
+        .map(|&c| format!("{} {}", header[c], rows[0][c].trim()))
+        .collect();
+    let table = render(&kept_header, kept_rows, &kept_right);
+    match said.is_empty() {
+        true => table,
+        false => format!(
+            "{table}\n{}",
+            fit(&format!("(every row: {})", said.join(", ")), screen)
+        ),
+    }
+}
+
+/// A word cut after each of its hyphens: `claim-work-complete` is
+/// `claim-`, `work-`, `complete`.
+fn after_hyphens(word: &str) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut rest = word;
+    while let Some(at) = rest.find('-').filter(|&at| at + 1 < rest.len()) {
+        pieces.push(&rest[..=at]);
+        rest = &rest[at + 1..];
+    }
+    pieces.push(rest);
+    pieces
+}
+
+/// A cell's text in lines no wider than `width`: wrapped at spaces, and a
+/// word wider than that after its hyphens too.
+fn wrap_cell(text: &str, width: usize) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for line in text.split('\n') {
+        let mut current = String::new();
+        for word in line.split(' ') {
+            let pieces = match visible(word) > width {
+                true => after_hyphens(word),
+                false => vec![word],
+            };
+            for (k, piece) in pieces.into_iter().enumerate() {
+                let gap = if k == 0 { " " } else { "" };
+                if current.is_empty() {
+                    current.push_str(piece);
+                } else if visible(&current) + gap.len() + visible(piece) > width {
+                    lines.push(std::mem::take(&mut current));
+                    current.push_str(piece);
+                } else {
+                    current.push_str(gap);
+                    current.push_str(piece);
+                }
+            }
+        }
+        lines.push(current);
+    }
+    lines.join("\n")
 }
 
 /// The narrow layout: one block per row, a `name  value` line per column.

@@ -1,26 +1,73 @@
 //! How wide the screen is, and text made to fit it: paragraphs wrapped at spaces, never a figure cut.
 //!
-//! The width is `COLUMNS` when set, else the terminal's. Output going to a
-//! file or a pipe without `COLUMNS` is not fitted (a pager or an editor
-//! wraps it as it likes), and JSON never is.
+//! The width is `COLUMNS` when set, else the terminal's (measured before a
+//! pager takes the output over), else 80 for a file or a pipe. JSON is
+//! never fitted.
 
 use std::io::IsTerminal;
 
 /// Below this, nothing is narrowed further: a table's numbers need room.
 pub const MIN_WIDTH: usize = 40;
 
-/// How wide output is when nothing says: as wide as it needs.
-const UNFITTED: usize = 100_000;
+/// How wide output to a file or a pipe is when `COLUMNS` does not say.
+pub const UNSAID: usize = 80;
 
-/// The width people's output is fitted to.
+/// The terminal's width, measured before a pager took standard output over.
+static PAGED: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// A width fixed for the whole process, above everything else.
+static FIXED: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// Output goes to a pager from here on: fit it to the terminal it shows on.
+pub fn fit_to_terminal() {
+    if let Some(width) = terminal_width() {
+        let _ = PAGED.set(width);
+    }
+}
+
+/// Fits all output of this process to `width` columns, whatever `COLUMNS`
+/// and the terminal say (for renderer snapshots); the first width stays.
+pub fn fix(width: usize) {
+    let _ = FIXED.set(width);
+}
+
+/// `items` joined with ` · `, a new line begun only between two items, so
+/// that no item (`work 20 ms`, `key "k"`) is split.
+pub fn join_fitted(items: &[String], width: usize) -> String {
+    let mut out = String::new();
+    let mut used = 0;
+    for item in items {
+        let w = visible(item);
+        if used == 0 {
+            out.push_str(item);
+            used = w;
+        } else if used + 3 + w > width {
+            out.push('\n');
+            out.push_str(item);
+            used = w;
+        } else {
+            out.push_str(" · ");
+            out.push_str(item);
+            used += 3 + w;
+        }
+    }
+    out
+}
+
+/// The width people's output is fitted to: `COLUMNS`, else the terminal's
+/// (also when paged), else 80; a width fixed for the process above all.
 pub fn width() -> usize {
     let columns = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse::<usize>().ok())
         .filter(|c| *c > 0);
-    columns
+    FIXED
+        .get()
+        .copied()
+        .or(columns)
+        .or_else(|| PAGED.get().copied())
         .or_else(terminal_width)
-        .unwrap_or(UNFITTED)
+        .unwrap_or(UNSAID)
         .max(MIN_WIDTH)
 }
 

@@ -115,3 +115,14 @@ pub fn all() -> Result<Vec<Scenario>> {
 pub fn for_lesson(lesson: u8) -> Result<Vec<Scenario>> {
     Ok(all()?.into_iter().filter(|s| s.lesson == lesson).collect())
 }
+
+/// The built-in scenario `name` names: its file name with or without
+/// `.toml`, or its path as `idem scenario list` shows it.
+pub fn named(name: &str) -> Option<Result<Scenario>> {
+    let bare = name.strip_prefix("scenarios/").unwrap_or(name);
+    let bare = bare.strip_suffix(".toml").unwrap_or(bare);
+    SCENARIOS
+        .iter()
+        .find(|(file, _)| file.strip_suffix(".toml") == Some(bare))
+        .map(|(file, text)| parse(std::path::Path::new(&format!("scenarios/{file}")), text))
+}

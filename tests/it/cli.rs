@@ -205,7 +205,13 @@ fn no_color_and_color_never_print_no_escape_codes_and_always_does() {
 #[test]
 fn the_race_report_shows_the_figures_the_settings_and_every_worker() {
     let sandbox = Sandbox::new("report");
-    let out = sandbox.idem().args(["race", "--trace"]).assert().success();
+    // Wide, so that each table row is one line to read back.
+    let out = sandbox
+        .idem()
+        .env("COLUMNS", "200")
+        .args(["race", "--trace"])
+        .assert()
+        .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
     for expected in [
         "idempotency key rows",
@@ -230,6 +236,7 @@ fn compare_puts_every_strategy_side_by_side() {
     // 20 ms default, check-then-store shows 4 in about 99% of runs).
     let out = sandbox
         .idem()
+        .env("COLUMNS", "200")
         .args(["compare", "--runs", "3", "--work-ms", "200"])
         .assert()
         .success();
@@ -348,6 +355,7 @@ fn compare_losers_puts_the_three_policies_side_by_side() {
     let sandbox = Sandbox::new("losers");
     let out = sandbox
         .idem()
+        .env("COLUMNS", "200")
         .args([
             "compare",
             "--losers",

@@ -15,8 +15,19 @@ use idem::report::runs::RunsSummary;
 use idem::request::{Params, Step, StepEvent};
 use idem::strategy::StrategyKind;
 
-fn settings(strategy: StrategyKind) -> RaceSettings {
+/// Plain text at the width a file or a pipe gets.
+fn plain() {
     report::style::init(Some(false));
+    report::width::fix(report::width::UNSAID);
+}
+
+/// The text as `emit` writes it: fitted to the width.
+fn shown(text: String) -> String {
+    report::width::fit(&text, report::width::width())
+}
+
+fn settings(strategy: StrategyKind) -> RaceSettings {
+    plain();
     RaceInput::with_strategy(strategy)
         .build(Origin::Flags)
         .unwrap()
@@ -105,12 +116,12 @@ fn lesson_one(run: usize) -> RaceResult {
 
 #[test]
 fn one_race_renders_its_figures_and_its_workers() {
-    insta::assert_snapshot!(report::race::render(&lesson_one(1)));
+    insta::assert_snapshot!(shown(report::race::render(&lesson_one(1))));
 }
 
 #[test]
 fn the_settings_line_names_the_pool_and_the_runners_connection() {
-    insta::assert_snapshot!(report::race::settings_line(&lesson_one(1)));
+    insta::assert_snapshot!(shown(report::race::settings_line(&lesson_one(1))));
 }
 
 #[test]
@@ -120,11 +131,11 @@ fn many_runs_render_as_a_distribution() {
         summary.add(&lesson_one(run));
     }
     let line = report::race::settings_line(&lesson_one(1));
-    insta::assert_snapshot!(report::runs::render_summary(
+    insta::assert_snapshot!(shown(report::runs::render_summary(
         &summary,
         &line,
         "check-then-store"
-    ));
+    )));
 }
 
 #[test]
@@ -142,12 +153,12 @@ fn a_comparison_renders_a_row_per_strategy() {
         ("claim-work-complete".to_string(), sound),
     ];
     let line = report::race::settings_line(&lesson_one(1));
-    insta::assert_snapshot!(report::runs::render_compare(&rows, &line));
+    insta::assert_snapshot!(shown(report::runs::render_compare(&rows, &line)));
 }
 
 #[test]
 fn a_challenge_renders_each_case_with_its_mark() {
-    report::style::init(Some(false));
+    plain();
     let cases = vec![
         Check::judged(
             "five-worker race",
@@ -162,5 +173,5 @@ fn a_challenge_renders_each_case_with_its_mark() {
             "1 XP row; 201 created ×1, 200 replayed ×4".into(),
         ),
     ];
-    insta::assert_snapshot!(report::challenge::render("a made-up guard", &cases));
+    insta::assert_snapshot!(shown(report::challenge::render("a made-up guard", &cases)));
 }
