@@ -386,3 +386,44 @@ fn step_without_a_terminal_or_schedule_is_refused() {
         .code(1)
         .stderr(predicate::str::contains("--schedule"));
 }
+
+/// On a terminal, a lesson goes through the pager (`PAGER`), fitted to the
+/// terminal's width, without pausing (the pager pages), and ends with its
+/// last line; `--no-pager` writes to the terminal itself.
+#[test]
+fn on_a_terminal_a_lesson_goes_through_the_pager_fitted_to_the_terminal() {
+    let sandbox = Sandbox::new("pager");
+    let paged = sandbox.dir.join("paged.txt");
+    let idem = assert_cmd::cargo::cargo_bin("idem");
+    for (flags, through_pager) in [("", true), ("--no-pager --no-pause", false)] {
+        let _ = std::fs::remove_file(&paged);
+        // `stty cols 72` gives the pseudo-terminal a width to fit to.
+        let command = format!("stty cols 72; {} lesson 1 {flags}", idem.display());
+        let out = Command::new("script")
+            .args(["-qfec", &command, "/dev/null"])
+            .env("TMPDIR", &sandbox.dir)
+            .env("NO_COLOR", "1")
+            .env("PAGER", format!("cat > {}", paged.display()))
+            .env_remove("DATABASE_URL")
+            .env_remove("COLUMNS")
+            .stdin(Stdio::null())
+            .output()
+            .expect("script(1) from util-linux");
+        assert!(out.status.success(), "{flags}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = match through_pager {
+            true => std::fs::read_to_string(&paged).expect("the pager got the lesson"),
+            false => {
+                assert!(!paged.exists(), "--no-pager starts no pager");
+                String::from_utf8_lossy(&out.stdout).to_string()
+            }
+        };
+        assert!(text.contains("End of lesson 1."), "{flags}: {text}");
+        assert!(!text.contains("(Enter to go on)"), "{flags}: no pauses");
+        let wide: Vec<&str> = text
+            .lines()
+            .filter(|l| l.trim_end_matches('\r').chars().count() > 72)
+            .collect();
+        assert!(wide.is_empty(), "{flags}: fitted to 72 columns: {wide:?}");
+    }
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}
