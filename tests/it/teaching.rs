@@ -409,7 +409,11 @@ fn on_a_terminal_a_lesson_goes_through_the_pager_fitted_to_the_terminal() {
             .stdin(Stdio::null())
             .output()
             .expect("script(1) from util-linux");
-        assert!(out.status.success(), "{flags}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{flags}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let text = match through_pager {
             true => std::fs::read_to_string(&paged).expect("the pager got the lesson"),
             false => {
