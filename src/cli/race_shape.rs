@@ -16,6 +16,7 @@ use crate::race::input::RaceInput;
 use crate::race::{CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE};
 use crate::store::StoreKind;
 use crate::strategy::guard::OnFailure;
+use crate::strategy::orm::Orm;
 use crate::strategy::{LoserKind, StrategyKind};
 
 /// Every group of a race's flags.
@@ -84,6 +85,14 @@ pub struct AppFlags {
           help = limits::POOL_SIZE.help(
               "Connections in the pool the workers share (the app's connection pool)."))]
     pub pool_size: Option<u64>,
+
+    #[arg(long, value_enum, value_name = "SHAPE",
+          help = with_default(
+              "Whose statements check-then-store sends: idem's, one per step, or what \
+               ActiveRecord 6.1 makes of the course's code (SELECT 1 on checkout, each \
+               create! in BEGIN ... COMMIT).",
+              Orm::Bare.name()))]
+    pub orm: Option<Orm>,
 
     /// Do not let the runner hold a connection during the race (in-process
     /// it holds one by default, as the course's test runner does).
@@ -306,6 +315,7 @@ pub fn app_input(
         work_ms: app.work_ms,
         checkout_timeout_ms: app.checkout_timeout_ms,
         threads: app.threads,
+        orm: app.orm,
         loser: losers.loser,
         poll_ms: losers.poll_ms,
         wait_timeout_ms: losers.wait_timeout_ms,

@@ -10,6 +10,7 @@ use crate::keys::{CrashPoint, KeyKind};
 use crate::race::fault::FaultPoint;
 use crate::store::StoreKind;
 use crate::strategy::guard::OnFailure;
+use crate::strategy::orm::Orm;
 use crate::strategy::{LoserKind, StrategyKind};
 
 /// A flag's help line with the default the builder applies, as clap shows
@@ -85,4 +86,10 @@ value_enum!(FaultPoint {
     FaultPoint::DuringWork => "Halfway through the work, before its XP row is written",
     FaultPoint::BeforeComplete =>
         "After the work, as the claim is about to be completed (or the key stored)",
+});
+
+value_enum!(Orm {
+    Orm::Bare => "One statement per step, as idem writes them",
+    Orm::Activerecord =>
+        "ActiveRecord 6.1's: SELECT 1 on checkout, each create! in BEGIN ... COMMIT",
 });

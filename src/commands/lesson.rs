@@ -69,9 +69,9 @@ pub async fn tell(
         ))?;
         show_all(lesson, scenarios, db, pause).await?;
         emit(&format!(
-            "{} {}\n",
+            "{}\n{}\n",
             strong("Explore on your own:"),
-            lesson.experiment
+            shell_lines(&lesson.experiment, report::width::width())
         ))?;
         if n + 1 < lessons.len() {
             wait(pause)?;
@@ -82,6 +82,27 @@ pub async fn tell(
         _ => "End of the tour.".to_string(),
     };
     emit(&format!("\n{}\n", strong(end)))
+}
+
+/// A command to copy, indented, in lines no wider than `width`: each
+/// break comes before a flag and the line before it ends in ` \`, so a
+/// paste runs all of it.
+fn shell_lines(command: &str, width: usize) -> String {
+    let mut lines = vec![String::from("  ")];
+    for word in command.split(' ') {
+        let line = lines.last_mut().expect("one line at least");
+        let fits = line.chars().count() + 1 + word.chars().count() + 2 <= width;
+        if line.trim().is_empty() {
+            line.push_str(word);
+        } else if fits || !word.starts_with('-') {
+            line.push(' ');
+            line.push_str(word);
+        } else {
+            line.push_str(" \\");
+            lines.push(format!("    {word}"));
+        }
+    }
+    lines.join("\n")
 }
 
 /// "Look at: x" as a sentence.

@@ -361,6 +361,14 @@ fn with_body(status: u16, content_type: &'static str, body: &Value) -> Response 
     let mut response = hyper::Response::new(Full::new(Bytes::from(bytes)));
     *response.status_mut() =
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    // The status line says what the body's title says: RFC 9110's names
+    // (422 Unprocessable Content), where hyper would give older ones.
+    let title = wire::title(response.status().as_u16());
+    if !title.is_empty() && response.status().canonical_reason() != Some(title) {
+        response
+            .extensions_mut()
+            .insert(hyper::ext::ReasonPhrase::from_static(title.as_bytes()));
+    }
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));

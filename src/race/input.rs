@@ -17,6 +17,7 @@ use super::settings::{CrashPlan, RaceSettings, Transport};
 use crate::limits::{self, Origin};
 use crate::store::StoreKind;
 use crate::strategy::guard::OnFailure;
+use crate::strategy::orm::Orm;
 use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
 
 /// How often a polling loser re-reads the claim unless told otherwise.
@@ -63,6 +64,8 @@ pub struct RaceInput {
     pub threads: Option<u64>,
     /// Run step by step in this order (worker numbers), as `idem step --schedule`.
     pub schedule: Option<Vec<u64>>,
+    /// Whose statements check-then-store sends: idem's, or ActiveRecord's.
+    pub orm: Option<Orm>,
 }
 
 fn duration_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
@@ -197,6 +200,7 @@ impl RaceInput {
                 _ => Transport::InProcess,
             },
             threads: size(self.threads, &limits::THREADS),
+            orm: self.orm.unwrap_or_default(),
             schedule: self
                 .schedule
                 .as_ref()

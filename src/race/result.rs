@@ -10,6 +10,7 @@ use super::worker_report::WorkerReport;
 use crate::db::RowCounts;
 use crate::request::Outcome;
 use crate::store::StoreKind;
+use crate::strategy::orm::Orm;
 use crate::strategy::{LoserKind, StrategyKind};
 
 /// The XP rows a correct guard leaves: one per key.
@@ -49,6 +50,9 @@ pub struct RaceResult {
     /// The XP rows the course predicts for these settings (see `RaceSettings::lesson_figure`).
     pub lesson_figure: u64,
     pub reports: Vec<WorkerReport>,
+    /// Whose statements check-then-store sent; shown in the settings line.
+    #[serde(skip)]
+    pub orm: Orm,
 }
 
 impl RaceResult {
@@ -83,6 +87,7 @@ impl RaceResult {
             cache_pressure: s.cache_pressure,
             crash: s.crash,
             key: s.key.clone(),
+            orm: s.orm,
             key_rows: counts.key_rows,
             xp_rows: counts.xp_rows,
             expected_xp_rows: EXPECTED_XP_ROWS,

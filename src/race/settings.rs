@@ -12,6 +12,7 @@ use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
 use crate::strategy::fingerprint::Params;
 use crate::strategy::guard::{Guard, OnFailure};
+use crate::strategy::orm::Orm;
 use crate::strategy::{
     CheckThenStore, ClaimInCache, ClaimWorkComplete, InsertUnique, LoserKind, LoserPolicy, NoGuard,
     OPERATION, Strategy, StrategyKind,
@@ -102,6 +103,9 @@ pub struct RaceSettings {
     /// A stepped race's order of steps, one worker number each.
     #[serde(skip)]
     pub(super) schedule: Option<Vec<usize>>,
+    /// Whose statements check-then-store sends (`--orm`).
+    #[serde(skip)]
+    pub(super) orm: Orm,
 }
 
 /// How a race's requests reach the strategy.
@@ -159,6 +163,7 @@ impl RaceSettings {
             transport: Transport::InProcess,
             threads: limits::THREADS.default() as usize,
             schedule: None,
+            orm: Orm::Bare,
         }
     }
 }
@@ -236,6 +241,7 @@ impl RaceSettings {
         self.check_shape(origin)?;
         self.check_store(origin)?;
         self.check_faults(origin)?;
+        self.check_orm(origin)?;
         self.check_http(origin)
     }
 
@@ -259,6 +265,19 @@ impl RaceSettings {
                 name(&limits::AMOUNT),
                 self.amounts.len(),
                 self.workers
+            );
+        }
+        Ok(())
+    }
+
+    /// ActiveRecord's statements are check-then-store's, lesson 1's code.
+    fn check_orm(&self, origin: Origin) -> Result<()> {
+        if self.orm != Orm::Bare && self.strategy != StrategyKind::CheckThenStore {
+            bail!(
+                "{} {} shapes check-then-store's statements (lesson 1's code), not {}",
+                origin.name("--orm", "race.orm ="),
+                self.orm.name(),
+                self.strategy
             );
         }
         Ok(())
@@ -409,7 +428,7 @@ impl RaceSettings {
         }
         match self.strategy {
             StrategyKind::None => Box::new(NoGuard),
-            StrategyKind::CheckThenStore => Box::new(CheckThenStore),
+            StrategyKind::CheckThenStore => Box::new(CheckThenStore { orm: self.orm }),
             StrategyKind::ClaimWorkComplete => Box::new(ClaimWorkComplete { loser: self.loser }),
             StrategyKind::InsertUnique => Box::new(InsertUnique),
             StrategyKind::Guard => Box::new(Guard {
@@ -523,6 +542,10 @@ impl RaceSettings {
 
     pub fn threads(&self) -> usize {
         self.threads
+    }
+
+    pub fn orm(&self) -> Orm {
+        self.orm
     }
 
     pub fn schedule(&self) -> Option<&[usize]> {

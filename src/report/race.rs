@@ -32,6 +32,9 @@ fn settings_line_with(r: &RaceResult, show_loser: bool) -> String {
         format!("pool {} ({runner})", r.pool_size),
         format!("work {} ms", r.work_ms),
     ];
+    if r.orm != crate::strategy::orm::Orm::Bare {
+        items.push("ActiveRecord's statements".into());
+    }
     if let Some(loser) = r.loser_policy.filter(|_| show_loser) {
         items.push(format!("loser {}", loser.name()));
     }

@@ -27,6 +27,7 @@ pub fn fit_to_terminal() {
 
 /// Fits all output of this process to `width` columns, whatever `COLUMNS`
 /// and the terminal say (for renderer snapshots); the first width stays.
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub fn fix(width: usize) {
     let _ = FIXED.set(width);
 }

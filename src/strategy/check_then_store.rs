@@ -4,11 +4,14 @@
 //! every request that finds nothing before the first store does the work; the
 //! unique index on the key only decides, afterwards, whose key row survives.
 
+use std::future::Future;
+
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 
 use super::answers::mismatch;
 use super::fingerprint;
+use super::orm::{Orm, VERIFY};
 use super::{Handled, OPERATION, Step, Strategy, work};
 use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
 
@@ -21,8 +24,11 @@ pub const STORE: &str = "INSERT INTO idempotency_keys (key, operation, status, r
                                    response_code, response_body, worker, completed_at)
      VALUES ($1, $2, 'completed', $3, 201, $4, $5, now())";
 
-/// Check, work, store.
-pub struct CheckThenStore;
+/// Check, work, store, in the statements of `orm`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckThenStore {
+    pub orm: Orm,
+}
 
 impl Strategy for CheckThenStore {
     fn handle<'a>(
@@ -33,6 +39,13 @@ impl Strategy for CheckThenStore {
     ) -> Handled<'a> {
         Box::pin(async move {
             let conn = lease.conn(trace).await?;
+            if self.orm == Orm::Activerecord {
+                // ActiveRecord verifies the connection it checked out.
+                trace
+                    .query(Step::Checkout, VERIFY, conn.simple_query(VERIFY))
+                    .await?;
+                trace.note("verified (SELECT 1)");
+            }
             // 1. Check: has anyone stored this key yet?
             let find = conn.prepare_cached(FIND).await?;
             let found = trace
@@ -49,31 +62,54 @@ impl Strategy for CheckThenStore {
 
             // 2. Work: nothing above stops another request doing the same.
             let xp = trace
-                .query(Step::Work, work::AWARD, work::award_xp(conn, req))
+                .query(Step::Work, work::AWARD, self.award(conn, req))
                 .await?;
             trace.note(format!("made XP #{xp}"));
             let body = work::response_body(xp, &req.params);
 
             // 3. Store: only now does the unique index get a say.
             let store = conn.prepare_cached(STORE).await?;
+            let worker = req.worker_id();
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+                [&req.key, &OPERATION, &req.fingerprint, &body, &worker];
+            let insert = conn.execute(&store, &params);
             let stored = trace
-                .query(
-                    Step::Store,
-                    STORE,
-                    conn.execute(
-                        &store,
-                        &[
-                            &req.key,
-                            &OPERATION,
-                            &req.fingerprint,
-                            &body,
-                            &req.worker_id(),
-                        ],
-                    ),
-                )
+                .query(Step::Store, STORE, self.created(conn, insert))
                 .await;
             after_store(stored, xp, body, trace)
         })
+    }
+}
+
+impl CheckThenStore {
+    /// The work: the service call, then the XP row (`ExperiencePoint.create!`).
+    async fn award(
+        &self,
+        conn: &deadpool_postgres::ClientWrapper,
+        req: &Request,
+    ) -> Result<i64, tokio_postgres::Error> {
+        work::service_call(req).await;
+        self.created(conn, work::insert_xp(conn, req)).await
+    }
+
+    /// One `create!`: the insert alone, or ActiveRecord's transaction
+    /// around it (rolled back when the insert fails, as Rails does).
+    async fn created<T>(
+        &self,
+        conn: &deadpool_postgres::ClientWrapper,
+        insert: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, tokio_postgres::Error> {
+        if self.orm == Orm::Bare {
+            return insert.await;
+        }
+        conn.batch_execute("BEGIN").await?;
+        match insert.await {
+            Ok(done) => conn.batch_execute("COMMIT").await.map(|()| done),
+            Err(err) => {
+                let _ = conn.batch_execute("ROLLBACK").await;
+                Err(err)
+            }
+        }
     }
 }
 

@@ -13,6 +13,7 @@ pub mod guard;
 mod insert_unique;
 pub mod loser;
 mod none;
+pub mod orm;
 mod respond;
 pub mod work;
 

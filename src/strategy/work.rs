@@ -16,6 +16,14 @@ pub async fn award_xp(
     req: &Request,
 ) -> Result<i64, tokio_postgres::Error> {
     service_call(req).await;
+    insert_xp(conn, req).await
+}
+
+/// The XP row alone, without the service call before it.
+pub async fn insert_xp(
+    conn: &deadpool_postgres::ClientWrapper,
+    req: &Request,
+) -> Result<i64, tokio_postgres::Error> {
     let insert = conn.prepare_cached(AWARD).await?;
     let row = conn
         .query_one(

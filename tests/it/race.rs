@@ -272,3 +272,42 @@ async fn a_checkout_timeout_is_reported_as_an_outcome() {
     assert_eq!(r.count(Outcome::CheckoutTimeout), 2);
     assert_eq!(r.xp_rows, 1);
 }
+
+/// `--orm activerecord` sends ActiveRecord 6.1's statements for lesson 1's
+/// code (SELECT 1 on checkout, each create! in a transaction of its own)
+/// and shows the course's figure as the bare statements do; it shapes
+/// check-then-store only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activerecords_statements_give_the_course_figure_too() {
+    let _serial = TIMING.lock().await;
+    let db = open().await;
+    let input = RaceInput {
+        orm: Some(idem::strategy::orm::Orm::Activerecord),
+        work_ms: Some(200),
+        ..RaceInput::with_strategy(StrategyKind::CheckThenStore)
+    };
+    for r in races(&db, input.clone().built(), 3).await {
+        assert_eq!((r.key_rows, r.xp_rows), (1, 4));
+        for w in &r.reports {
+            let sql: Vec<_> = w.steps.iter().map(|e| (e.step, e.sql)).collect();
+            assert!(
+                sql.contains(&(idem::request::Step::Checkout, Some("SELECT 1"))),
+                "worker {} verified its connection: {sql:?}",
+                w.worker
+            );
+        }
+    }
+    db.close().await.unwrap();
+    let guard = RaceInput {
+        strategy: Some(StrategyKind::Guard),
+        ..input
+    };
+    let err = guard
+        .build(idem::limits::Origin::Flags)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("--orm activerecord shapes check-then-store"),
+        "{err}"
+    );
+}

@@ -155,7 +155,7 @@ fn lessons_are_listed_and_a_lesson_runs_straight_through_without_a_terminal() {
             "Lesson 6: Designing the key itself",
         ))
         .stdout(predicate::str::contains("Random keys"))
-        .stdout(predicate::str::contains("Explore on your own: idem "))
+        .stdout(predicate::str::contains("Explore on your own:\n  idem "))
         .stdout(predicate::str::contains("FAILED").not());
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
 }
@@ -193,7 +193,7 @@ fn lessons_show_what_they_narrate_in_order() {
             "timeline, ms from the start gate",
             "A pool of six",
             "XP rows per run",
-            "Explore on your own: idem ",
+            "Explore on your own:\n  idem ",
         ],
     );
     // Lesson 2: the two schedules side by side, the finds-before-stores one first.
@@ -207,7 +207,7 @@ fn lessons_show_what_they_narrate_in_order() {
             "1 XP row",
             "timeline in step order",
             "XP rows per run",
-            "Explore on your own: idem ",
+            "Explore on your own:\n  idem ",
         ],
     );
     // Lesson 3: the policies, with poll's reads and block's connection-seconds.
@@ -219,7 +219,7 @@ fn lessons_show_what_they_narrate_in_order() {
             "blocks",
             "queries/race",
             "conn-s waiting",
-            "Explore on your own: idem ",
+            "Explore on your own:\n  idem ",
         ],
     );
     // Lesson 5: what an audit finds, in each store.
@@ -230,7 +230,7 @@ fn lessons_show_what_they_narrate_in_order() {
             "cache:",
             "audit of key",
             "key table:",
-            "Explore on your own: idem ",
+            "Explore on your own:\n  idem ",
         ],
     );
 }
