@@ -30,7 +30,7 @@ pub fn main() -> ExitCode {
         }
         Err(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => err.exit(),
         Err(err) => {
-            eprintln!("{}", bad_arguments(&err));
+            eprintln!("{}", on_stderr(&bad_arguments(&err)));
             return ExitCode::from(2);
         }
     };
@@ -60,12 +60,25 @@ pub fn main() -> ExitCode {
             ExitCode::from(code)
         }
         Err(err) => {
-            eprintln!("{} {}", "error:".red().bold(), scrub(&said_once(&err)));
+            let line = format!("{} {}", "error:".red().bold(), scrub(&said_once(&err)));
+            eprintln!("{}", on_stderr(&line));
             match err.downcast_ref::<Interrupted>() {
                 Some(signal) => ExitCode::from(128 + signal.number as u8),
                 None => ExitCode::FAILURE,
             }
         }
+    }
+}
+
+/// An error line as the terminal shows it: wrapped at spaces to its width,
+/// continued lines indented; one line as it is for a file or a pipe.
+fn on_stderr(line: &str) -> String {
+    match crate::report::width::stderr_width() {
+        Some(width) => {
+            let fitted = crate::report::width::fit(&format!("  {line}"), width);
+            fitted.strip_prefix("  ").unwrap_or(&fitted).to_string()
+        }
+        None => line.to_string(),
     }
 }
 

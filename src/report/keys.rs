@@ -7,16 +7,17 @@ use super::table;
 use crate::keys::{CrashPoint, KeyKind, KeysResult};
 
 fn story(r: &KeysResult) -> String {
-    format!(
-        "{} client{} · {} intent{} each · every attempt but the last crashes {} · {} retr{}",
-        r.clients,
-        if r.clients == 1 { "" } else { "s" },
-        r.intents,
-        if r.intents == 1 { "" } else { "s" },
-        r.crash_at.name(),
-        r.retries,
-        if r.retries == 1 { "y" } else { "ies" }
-    )
+    let plural = |n: usize, one: &str, many: &str| match n {
+        1 => format!("{n} {one}"),
+        _ => format!("{n} {many}"),
+    };
+    let items = [
+        plural(r.clients, "client", "clients"),
+        format!("{} each", plural(r.intents, "intent", "intents")),
+        format!("every attempt but the last crashes {}", r.crash_at.name()),
+        plural(r.retries, "retry", "retries"),
+    ];
+    super::width::join_fitted(&items, super::width::width())
 }
 
 fn zero_good(n: u64) -> String {

@@ -40,7 +40,14 @@ pub fn render(r: &ProbeResult) -> String {
         .join(", ");
     let _ = writeln!(text, "\n\n  statuses         {statuses}");
     let _ = writeln!(text, "  distinct bodies  {}", r.distinct_bodies);
-    let _ = writeln!(text, "  release          {}", release_line(&r.release));
+    // Continued under itself, never inside one of its parts.
+    let label = "  release          ";
+    let release = release_line(
+        &r.release,
+        super::width::width().saturating_sub(label.len()),
+    );
+    let release = release.replace('\n', &format!("\n{}", " ".repeat(label.len())));
+    let _ = writeln!(text, "{label}{release}");
     for note in &r.release.notes {
         let _ = writeln!(text, "                   {}", warn(note));
     }
@@ -137,8 +144,9 @@ fn verdict_lines(text: &mut String, r: &ProbeResult) {
     }
 }
 
-/// `last byte · HTTP/1.1 over TLS · final writes 38 µs apart`
-pub fn release_line(r: &Release) -> String {
+/// `last byte · HTTP/1.1 over TLS · final writes 38 µs apart`, a new line
+/// begun only between its parts when it is wider than `width`.
+pub fn release_line(r: &Release, width: usize) -> String {
     let over = match (r.tls, r.verified) {
         (false, _) => String::new(),
         (true, true) => " over TLS".to_owned(),
@@ -152,13 +160,13 @@ pub fn release_line(r: &Release) -> String {
         Some(n) => format!("final frames in {n} writes, {:.0} µs apart", r.spread_us),
         None => format!("final writes {:.0} µs apart", r.spread_us),
     };
-    format!(
-        "{} · {}{over} · {} sent · {}",
-        r.mode.name(),
-        r.protocol.name(),
-        r.sent,
-        dim(spread)
-    )
+    let items = [
+        r.mode.name().to_string(),
+        format!("{}{over}", r.protocol.name()),
+        format!("{} sent", r.sent),
+        dim(spread).to_string(),
+    ];
+    super::width::join_fitted(&items, width)
 }
 
 /// What `idem probe --runs R` came to, for people.

@@ -76,10 +76,24 @@ fn terminal_width() -> Option<usize> {
     if !std::io::stdout().is_terminal() {
         return None;
     }
+    width_of(1)
+}
+
+/// The width of the terminal standard error shows on; `None` for a file or
+/// a pipe, where an error stays one line.
+pub fn stderr_width() -> Option<usize> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    width_of(2).map(|w| w.max(MIN_WIDTH))
+}
+
+/// The columns of the terminal behind descriptor `fd`.
+fn width_of(fd: i32) -> Option<usize> {
     // SAFETY: TIOCGWINSZ fills a winsize struct, which all-zero is a valid value of.
     let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-    // SAFETY: fd 1 is open; `size` is a valid, writable winsize.
-    let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut size) } == 0;
+    // SAFETY: `fd` is open; `size` is a valid, writable winsize.
+    let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
     (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }
 

@@ -557,3 +557,32 @@ fn idem_step_names_only_the_flags_the_user_gave() {
     assert!(line.contains("--workers from 2 to 5, not 100000"), "{line}");
     assert!(!line.contains("--pool-size"), "{line}");
 }
+
+/// Ctrl-C during `--runs` keeps what was done: the races that finished are
+/// summed up, marked as interrupted, and the run exits 130 with nothing left.
+#[test]
+fn ctrl_c_during_runs_shows_the_races_that_finished() {
+    let sandbox = Sandbox::new("runs-interrupted");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .env("TMPDIR", &sandbox.dir)
+        .env("NO_COLOR", "1")
+        .env_remove("DATABASE_URL")
+        .args(["race", "--runs", "1000000", "--work-ms", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    sandbox
+        .wait_for_ready_cluster(std::time::Duration::from_secs(30))
+        .expect("the cluster starts");
+    // A race takes about 10 ms here: a second is some dozens of them.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    crate::common::signal(child.id(), libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{stdout}");
+    assert!(stdout.contains("interrupted: "), "{stdout}");
+    assert!(stdout.contains(" of 1000000 runs finished"), "{stdout}");
+    assert!(stdout.contains("XP rows per run"), "{stdout}");
+    assert!(sandbox.leftovers().is_empty(), "{:?}", sandbox.leftovers());
+}

@@ -64,7 +64,8 @@ fn an_https_app_is_judged_as_over_plain_http() {
     let out = naive.probe(&["-d", AWARD, "--cacert", &ca]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("duplicate: 4 effects for one key"), "{text}");
+    // Five requests, five connections (a server holds none outside them).
+    assert!(text.contains("duplicate: 5 effects for one key"), "{text}");
 
     // Without the CA: refused in one line that says why; with --insecure:
     // taken, and the output says the certificate went unchecked.
@@ -320,7 +321,7 @@ fn every_command_runs_on_a_postgres_that_takes_only_tls() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("duplicate: 4 effects for one key"),
+        text.contains("duplicate: 5 effects for one key"),
         "{text}{}",
         stderr_of(&out)
     );

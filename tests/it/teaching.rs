@@ -431,3 +431,28 @@ fn on_a_terminal_a_lesson_goes_through_the_pager_fitted_to_the_terminal() {
     }
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
 }
+
+/// A built-in scenario runs by its name, from anywhere; a name that is
+/// neither a file nor a built-in scenario is refused in one line.
+#[test]
+fn a_built_in_scenario_runs_by_its_name_from_any_folder() {
+    let sandbox = Sandbox::new("scenario-name");
+    for name in ["1-pool-of-six", "scenarios/1-pool-of-six.toml"] {
+        sandbox
+            .idem()
+            .current_dir(&sandbox.dir)
+            .args(["scenario", "run", name])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("scenarios/1-pool-of-six.toml"));
+    }
+    let out = sandbox
+        .idem()
+        .current_dir(&sandbox.dir)
+        .args(["scenario", "run", "1-no-such-scenario"])
+        .assert()
+        .failure();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(err.contains("no built-in scenario of that name"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
