@@ -21,6 +21,17 @@ pub struct ConnectArgs {
     )]
     pub database_url: Option<String>,
 
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+
+    /// Keep the run's schema on the server (with --database-url) and print its name.
+    #[arg(long, global = true)]
+    pub keep: bool,
+}
+
+/// How a disposable cluster is started: which binaries, as which user.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArgs {
     /// Directory holding PostgreSQL's `initdb` and `postgres` (found if not given).
     #[arg(
         long,
@@ -40,10 +51,16 @@ pub struct ConnectArgs {
         hide_env_values = true
     )]
     pub pg_user: Option<String>,
+}
 
-    /// Keep the run's schema on the server (with --database-url) and print its name.
-    #[arg(long, global = true)]
-    pub keep: bool,
+impl ClusterArgs {
+    pub fn options(&self) -> ClusterOptions {
+        ClusterOptions {
+            pg_bin: self.pg_bin.clone(),
+            pg_user: self.pg_user.clone(),
+            ..ClusterOptions::default()
+        }
+    }
 }
 
 /// A schema an earlier run kept (`audit`, `reap`).
@@ -58,11 +75,7 @@ impl ConnectArgs {
     pub fn options(&self) -> ConnectOptions {
         ConnectOptions {
             database_url: self.database_url.clone(),
-            cluster: ClusterOptions {
-                pg_bin: self.pg_bin.clone(),
-                pg_user: self.pg_user.clone(),
-                ..ClusterOptions::default()
-            },
+            cluster: self.cluster.options(),
             keep: self.keep,
             schema: None,
         }

@@ -132,18 +132,8 @@ pub struct DbArgs {
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 
-    /// Directory holding PostgreSQL's `initdb` and `postgres` (found if not given).
-    #[arg(long, env = "IDEM_PG_BIN", value_name = "DIR", hide_env_values = true)]
-    pub pg_bin: Option<PathBuf>,
-
-    /// The user the cluster runs as when idem runs as root [default: postgres].
-    #[arg(
-        long,
-        env = "IDEM_PG_USER",
-        value_name = "NAME",
-        hide_env_values = true
-    )]
-    pub pg_user: Option<String>,
+    #[command(flatten)]
+    pub cluster: super::connection::ClusterArgs,
 }
 
 #[derive(Debug, Args)]

@@ -60,11 +60,7 @@ pub fn plan(args: &DbArgs) -> Result<ClusterOptions> {
     {
         bail!("idem db -- COMMAND: the command is empty");
     }
-    Ok(ClusterOptions {
-        pg_bin: args.pg_bin.clone(),
-        pg_user: args.pg_user.clone(),
-        ..ClusterOptions::default()
-    })
+    Ok(args.cluster.options())
 }
 
 pub async fn execute(args: &DbArgs, opts: ClusterOptions, signals: &mut Signals) -> Result<()> {
