@@ -23,6 +23,7 @@ use tokio::sync::Semaphore;
 
 use super::wire::{self, KEY_HEADER, MAX_BODY_BYTES, PROBLEM_JSON, REPLAYED_HEADER, WORKER_HEADER};
 use crate::db::pool;
+use crate::request::service::ServiceCalls;
 use crate::request::{Answer, Lease, Outcome, Params, Request, Trace};
 use crate::strategy::{OPERATION, Strategy, respond};
 
@@ -68,6 +69,8 @@ pub struct App {
     /// Numbers requests that do not name their worker.
     numbered: AtomicUsize,
     watch: Option<Watch>,
+    /// Where the award service counts the calls of this app's requests.
+    service: ServiceCalls,
 }
 
 /// Told of every award the app handled, before its response is written:
@@ -83,6 +86,11 @@ struct Award {
 }
 
 impl App {
+    /// Counts the award service's calls into `service` (a race's count).
+    pub fn counting(self, service: ServiceCalls) -> Self {
+        Self { service, ..self }
+    }
+
     pub fn new(
         pool: Pool,
         strategy: Arc<dyn Strategy>,
@@ -97,6 +105,7 @@ impl App {
             threads: Arc::new(Semaphore::new(threads)),
             numbered: AtomicUsize::new(0),
             watch,
+            service: ServiceCalls::default(),
         }
     }
 
@@ -179,25 +188,10 @@ impl App {
         let Ok(_thread) = self.threads.acquire().await else {
             return stopping();
         };
-        let worker = parts
-            .headers
-            .get(WORKER_HEADER)
-            .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
-            .filter(|w| *w > 0)
-            .unwrap_or_else(|| self.numbered.fetch_add(1, Ordering::Relaxed) + 1);
-        let params = Params {
-            operation: OPERATION,
-            user_id: award.user_id,
-            amount: award.amount,
-            lesson,
-        };
-        let shape = self.shape;
-        let mut request = Request::new(worker, key, params, shape.fingerprint, shape.work);
-        request.work_fails = shape.fail_work == Some(worker);
-
+        let request = self.request_of(&parts.headers, key, &award, lesson);
         let arrived = Instant::now();
         let mut trace = Trace::new(arrived);
-        let mut lease = Lease::new(self.pool.clone(), shape.checkout_timeout);
+        let mut lease = Lease::new(self.pool.clone(), self.shape.checkout_timeout);
         let answer = respond(&*self.strategy, &mut lease, &request, &mut trace).await;
         let response = answered(&answer, &request);
         if let Some(watch) = &self.watch {
@@ -211,6 +205,33 @@ impl App {
             });
         }
         response
+    }
+
+    /// The award as the strategies take it: its worker is the one the
+    /// request names (a race's client), else the next number.
+    fn request_of(
+        &self,
+        headers: &hyper::HeaderMap,
+        key: String,
+        award: &Award,
+        lesson: i32,
+    ) -> Request {
+        let worker = headers
+            .get(WORKER_HEADER)
+            .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+            .filter(|w| *w > 0)
+            .unwrap_or_else(|| self.numbered.fetch_add(1, Ordering::Relaxed) + 1);
+        let params = Params {
+            operation: OPERATION,
+            user_id: award.user_id,
+            amount: award.amount,
+            lesson,
+        };
+        let shape = self.shape;
+        let mut request = Request::new(worker, key, params, shape.fingerprint, shape.work);
+        request.work_fails = shape.fail_work == Some(worker);
+        request.service = self.service.clone();
+        request
     }
 
     /// `GET /counts`: the rows in the app's two tables.

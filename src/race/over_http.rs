@@ -25,6 +25,7 @@ use super::worker_report::WorkerReport;
 use crate::http::app::{App, Handled, Shape};
 use crate::http::client::{self, Outgoing, Received, Target};
 use crate::http::wire::{self, KEY_HEADER, WORKER_HEADER};
+use crate::request::service::ServiceCalls;
 use crate::request::{Answer, Outcome, Request, Trace};
 use crate::strategy::Strategy;
 
@@ -63,7 +64,12 @@ impl RaceSettings {
 
 impl Wire {
     /// Starts the app on a free loopback port.
-    pub async fn open(pool: Pool, strategy: Arc<dyn Strategy>, s: &RaceSettings) -> Result<Self> {
+    pub async fn open(
+        pool: Pool,
+        strategy: Arc<dyn Strategy>,
+        s: &RaceSettings,
+        service: &ServiceCalls,
+    ) -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .context("could not listen on a loopback port")?;
@@ -78,13 +84,10 @@ impl Wire {
                 map.insert(handled.request.worker, handled);
             }
         });
-        let app = Arc::new(App::new(
-            pool,
-            strategy,
-            s.app_shape(),
-            s.threads,
-            Some(watch),
-        ));
+        let app = Arc::new(
+            App::new(pool, strategy, s.app_shape(), s.threads, Some(watch))
+                .counting(service.clone()),
+        );
         let server =
             tokio::spawn(
                 async move { crate::http::listener::serve_with_defaults(app, listener).await },

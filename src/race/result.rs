@@ -49,6 +49,9 @@ pub struct RaceResult {
     pub elapsed_ms: f64,
     /// The XP rows the course predicts for these settings (see `RaceSettings::lesson_figure`).
     pub lesson_figure: u64,
+    /// Times the work called the award service, retries included: a call no
+    /// rollback undoes, counted apart from the rows.
+    pub service_calls: u64,
     pub reports: Vec<WorkerReport>,
     /// Whose statements check-then-store sent; shown in the settings line.
     #[serde(skip)]
@@ -96,6 +99,7 @@ impl RaceResult {
             wrong_replays: reports.iter().filter(|r| r.wrong_replay.is_some()).count() as u64,
             elapsed_ms: elapsed.as_secs_f64() * 1000.0,
             lesson_figure: s.lesson_figure(),
+            service_calls: 0,
             reports,
         }
     }

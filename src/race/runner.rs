@@ -20,6 +20,7 @@ use crate::db::Database;
 use crate::db::pool::{self, Conn, warm_pool};
 use crate::http::app::{App, Watch};
 use crate::request::fault::{Fault, FaultKind, FaultPoint};
+use crate::request::service::ServiceCalls;
 use crate::request::{Lease, Outcome, Request, StepHook, Trace};
 use crate::store::cache;
 use crate::strategy::{LoserPolicy, Strategy, respond};
@@ -31,6 +32,8 @@ pub struct Race<'db> {
     pub(super) strategy: Arc<dyn Strategy>,
     /// Over HTTP: the app the workers call.
     wire: Option<Wire>,
+    /// The award service's calls, over every run of this race.
+    service: ServiceCalls,
     pub settings: RaceSettings,
 }
 
@@ -57,8 +60,12 @@ impl<'db> Race<'db> {
             );
         }
         let pool = warm_pool(db.workers_config(), settings.pool_size).await?;
+        let service = ServiceCalls::default();
         let wire = match settings.transport {
-            Transport::Http => Some(Wire::open(pool.clone(), strategy.clone(), &settings).await?),
+            Transport::Http => {
+                let wire = Wire::open(pool.clone(), strategy.clone(), &settings, &service);
+                Some(wire.await?)
+            }
             Transport::InProcess => None,
         };
         Ok(Self {
@@ -66,6 +73,7 @@ impl<'db> Race<'db> {
             pool,
             strategy,
             wire,
+            service,
             settings,
         })
     }
@@ -135,6 +143,7 @@ impl<'db> Race<'db> {
             h.sort_by_key(|h| std::cmp::Reverse(h.worker));
             h
         });
+        let calls_before = self.service.count();
         let mut workers = JoinSet::new();
         for worker in 1..=s.workers {
             let mut req = Request::new(
@@ -145,6 +154,7 @@ impl<'db> Race<'db> {
                 s.work,
             );
             req.work_fails = s.fail_work == Some(worker);
+            req.service = self.service.clone();
             // A fault fires once, for the first worker that reaches its point
             // (or only for the named worker).
             let fault = match (s.crash, s.kill_connection) {
@@ -183,6 +193,7 @@ impl<'db> Race<'db> {
             workers,
             watch,
             started,
+            calls_before,
         })
     }
 
@@ -195,6 +206,7 @@ impl<'db> Race<'db> {
             mut workers,
             watch,
             started,
+            calls_before,
         } = st;
         let mut reports = Vec::with_capacity(s.workers);
         let mut pids = Vec::new();
@@ -234,7 +246,9 @@ impl<'db> Race<'db> {
 
         let counts = self.db.counts(&s.key).await?;
         mark_duplicates(&mut reports, counts.kept_xp);
-        Ok(RaceResult::new(run, s, counts, reports, elapsed))
+        let mut result = RaceResult::new(run, s, counts, reports, elapsed);
+        result.service_calls = self.service.count() - calls_before;
+        Ok(result)
     }
 
     /// Sends `count` retries of worker `of`'s request at once, as new
@@ -243,13 +257,14 @@ impl<'db> Race<'db> {
         let s = &self.settings;
         let mut retries = JoinSet::new();
         for i in 1..=count {
-            let req = Request::new(
+            let mut req = Request::new(
                 s.workers + i,
                 s.key.clone(),
                 s.params(of),
                 s.fingerprint,
                 s.work,
             );
+            req.service = self.service.clone();
             retries.spawn(run(crew.clone(), req, None, None));
         }
         let mut reports = Vec::new();
@@ -298,6 +313,8 @@ struct Started {
     workers: JoinSet<(WorkerReport, Option<i32>)>,
     watch: Option<BlockWatch>,
     started: Instant,
+    /// The service's calls before this run's workers started.
+    calls_before: u64,
 }
 
 /// What every worker of one race shares.

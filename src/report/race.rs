@@ -106,6 +106,15 @@ pub fn figures(r: &RaceResult) -> String {
         dim(format!("expected {}", r.expected_xp_rows))
     );
     let _ = writeln!(out, "  duplicates            {dup}");
+    let calls = match r.service_calls {
+        0 => dim("0  the work never ran").to_string(),
+        1 => format!("1  {}", dim("the work ran once")),
+        n => bad(format!(
+            "{n}  ✗ the work ran {n} times; no rollback undoes a call"
+        ))
+        .to_string(),
+    };
+    let _ = writeln!(out, "  service calls         {calls}");
     // After a crash, no XP row means the request's award was lost: the
     // client was never told, and no retry did the work.
     if r.crash.is_some() && r.xp_rows < r.expected_xp_rows {

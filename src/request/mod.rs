@@ -14,6 +14,7 @@ pub mod key;
 mod lease;
 mod observer;
 mod params;
+pub mod service;
 mod step;
 mod trace;
 

@@ -26,6 +26,9 @@ pub struct Request {
     pub work: Duration,
     /// The work fails (the service errors) for this request (`--fail-work`).
     pub work_fails: bool,
+    /// Where the award service counts this request's calls.
+    #[serde(skip)]
+    pub service: super::service::ServiceCalls,
 }
 
 impl Request {
@@ -45,6 +48,7 @@ impl Request {
             fingerprint,
             work,
             work_fails: false,
+            service: super::service::ServiceCalls::default(),
         }
     }
 

@@ -311,3 +311,42 @@ async fn activerecords_statements_give_the_course_figure_too() {
         "{err}"
     );
 }
+
+/// The service's calls are counted apart from the rows: with a wide window
+/// check-then-store's work runs once per connection, as its XP rows do;
+/// claim-work-complete and the guard call once; a crashed guard's retry
+/// calls again for the work the crash interrupted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_race_counts_the_service_calls_beside_the_rows() {
+    let _serial = TIMING.lock().await;
+    let db = open().await;
+    let wide = |strategy| RaceInput {
+        work_ms: Some(200),
+        ..RaceInput::with_strategy(strategy)
+    };
+    for (strategy, rows, calls) in [
+        (StrategyKind::CheckThenStore, 4, 4),
+        (StrategyKind::ClaimWorkComplete, 1, 1),
+        (StrategyKind::Guard, 1, 1),
+        (StrategyKind::None, 5, 5),
+    ] {
+        for r in races(&db, wide(strategy).built(), 2).await {
+            assert_eq!((r.xp_rows, r.service_calls), (rows, calls), "{strategy}");
+        }
+    }
+    // A crash halfway through the work: the call was made, and the retry
+    // that takes the stale claim over makes it again. One row, two calls.
+    let crash = RaceInput {
+        pool_size: Some(6),
+        lock_timeout_ms: Some(300),
+        crash: Some(idem::race::CrashPlan {
+            worker: None,
+            at: idem::race::fault::FaultPoint::DuringWork,
+        }),
+        ..wide(StrategyKind::Guard)
+    };
+    for r in races(&db, crash.built(), 2).await {
+        assert_eq!((r.xp_rows, r.service_calls), (1, 2));
+    }
+    db.close().await.unwrap();
+}
