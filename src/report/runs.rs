@@ -16,6 +16,8 @@ pub struct RunsSummary {
     /// XP rows → how many runs left that many.
     pub xp_histogram: BTreeMap<u64, u64>,
     pub key_histogram: BTreeMap<u64, u64>,
+    /// Service calls → how many runs made that many.
+    pub calls_histogram: BTreeMap<u64, u64>,
     /// Runs whose XP rows were the course's figure for these settings.
     pub lesson_figure: u64,
     pub runs_with_figure: u64,
@@ -29,6 +31,7 @@ impl RunsSummary {
         self.runs += 1;
         *self.xp_histogram.entry(r.xp_rows).or_default() += 1;
         *self.key_histogram.entry(r.key_rows).or_default() += 1;
+        *self.calls_histogram.entry(r.service_calls).or_default() += 1;
         self.lesson_figure = r.lesson_figure;
         self.runs_with_figure += u64::from(r.xp_rows == r.lesson_figure);
         self.runs_with_duplicates += u64::from(r.duplicates > 0);
@@ -64,6 +67,11 @@ pub fn render_summary(s: &RunsSummary, settings_line: &str, strategy: &str) -> S
         out,
         "  key rows per run      {}",
         histogram(&s.key_histogram)
+    );
+    let _ = writeln!(
+        out,
+        "  service calls         {}",
+        histogram(&s.calls_histogram)
     );
     let share = format!(
         "{} of {} runs ({:.1}%)",

@@ -37,6 +37,8 @@ pub struct Trace {
     pub fault: Option<Arc<Fault>>,
     /// Set once a fault has fired: what it did to the request.
     pub faulted: Option<FaultKind>,
+    /// The request's handle on the award service, silenced by a crash.
+    pub service: Option<super::service::ServiceCalls>,
     /// How far into a step a fault planned "during" it strikes.
     pub strike_delay: Duration,
     /// Step by step (`idem step`): the worker's end of the controller.
@@ -56,6 +58,7 @@ impl Trace {
             backend_pid: None,
             fault: None,
             faulted: None,
+            service: None,
             strike_delay: Duration::ZERO,
             stepper: None,
             timed: true,
@@ -133,7 +136,18 @@ impl Trace {
                 self.faulted = Some(fault.kind);
                 let note = fault_note(fault.kind, fault.at);
                 let (fault, delay) = (fault.clone(), self.strike_delay);
-                let killer = tokio::spawn(async move { fault.fire(pid, delay).await });
+                // The call this work made before the crash stands; the
+                // dead worker makes no more.
+                let service = self
+                    .service
+                    .clone()
+                    .filter(|_| fault.kind == FaultKind::Crash);
+                let killer = tokio::spawn(async move {
+                    fault.fire(pid, delay).await;
+                    if let Some(service) = service {
+                        service.silence();
+                    }
+                });
                 let out = self.time_sql(step, sql, fut).await;
                 let _ = killer.await;
                 let at = self.since_gate();
@@ -155,6 +169,9 @@ impl Trace {
         let start = self.since_gate();
         fault.fire(pid, delay).await;
         self.faulted = Some(fault.kind);
+        if let (FaultKind::Crash, Some(service)) = (fault.kind, &self.service) {
+            service.silence();
+        }
         let end = self.since_gate();
         self.events.push(StepEvent {
             step: Step::Fault,

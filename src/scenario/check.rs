@@ -111,12 +111,13 @@ type Figure = fn(&RaceResult) -> u64;
 /// The figures an `[expect]` may state of a race, in the order they are
 /// shown, each checked on every run; the last field says whether the file
 /// may give a rate for it instead (`min_rate`, `max_rate`).
-fn race_figures(e: &super::file::Expect) -> [(&'static str, Option<u64>, Figure, bool); 4] {
+fn race_figures(e: &super::file::Expect) -> [(&'static str, Option<u64>, Figure, bool); 5] {
     [
         ("key rows", e.key_rows, |r| r.key_rows, false),
         ("XP rows", e.xp_rows, |r| r.xp_rows, true),
         ("duplicates", e.duplicates, |r| r.duplicates, false),
         ("wrong replays", e.wrong_replays, |r| r.wrong_replays, false),
+        ("service calls", e.service_calls, |r| r.service_calls, false),
     ]
 }
 

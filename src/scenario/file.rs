@@ -60,6 +60,8 @@ pub struct Expect {
     /// Outcome name → count, e.g. { created = 1, conflict = 4 }.
     pub outcomes: Option<BTreeMap<String, u64>>,
     pub wrong_replays: Option<u64>,
+    /// Times the work called the award service, retries included.
+    pub service_calls: Option<u64>,
     /// Key-design simulations.
     pub keys_used: Option<usize>,
     pub merged_intents: Option<u64>,
@@ -124,6 +126,7 @@ fn check_expectations(scenario: &Scenario, name: &str, text: &str) -> Result<()>
         e.duplicates.is_some(),
         e.outcomes.as_ref().is_some_and(|o| !o.is_empty()),
         e.wrong_replays.is_some(),
+        e.service_calls.is_some(),
         e.keys_used.is_some(),
         e.merged_intents.is_some(),
     ];
@@ -155,6 +158,7 @@ fn check_expectations(scenario: &Scenario, name: &str, text: &str) -> Result<()>
                 ("max_rate", e.max_rate.is_some()),
                 ("outcomes", e.outcomes.is_some()),
                 ("wrong_replays", e.wrong_replays.is_some()),
+                ("service_calls", e.service_calls.is_some()),
             ],
         )
     } else {
