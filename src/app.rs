@@ -7,6 +7,7 @@ use clap::error::ErrorKind;
 use colored::Colorize;
 
 use crate::cli::Cli;
+use crate::commands::db::ExitWith;
 use crate::db::secret::scrub;
 use crate::report::BrokenPipe;
 use crate::signals::Interrupted;
@@ -49,16 +50,17 @@ pub fn main() -> ExitCode {
     };
     let outcome = runtime.block_on(crate::run(cli));
     drop(runtime);
+    // `idem db -- COMMAND`: the command has said what went wrong.
+    let passed_on = outcome
+        .as_ref()
+        .err()
+        .and_then(|e| e.downcast_ref::<ExitWith>());
+    if let Some(exit) = passed_on {
+        return ExitCode::from(exit.code);
+    }
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if err.is::<BrokenPipe>() => ExitCode::SUCCESS,
-        // `idem db -- COMMAND`: the command has said what went wrong.
-        Err(err) if err.is::<crate::commands::db::ExitWith>() => {
-            let code = err
-                .downcast_ref::<crate::commands::db::ExitWith>()
-                .map_or(1, |exit| exit.code);
-            ExitCode::from(code)
-        }
         Err(err) => {
             let line = format!("{} {}", "error:".red().bold(), scrub(&said_once(&err)));
             eprintln!("{}", on_stderr(&line));

@@ -72,22 +72,18 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Scenario(a) => scenario(a, !cli.no_pager, s).await,
         Command::Lessons => c::lesson::list(),
         Command::Lesson(a) => {
-            let lessons = c::lesson::plan(&[a.number as u8])?;
-            let paged = report::pager::start(!cli.no_pager);
-            let no_pause = a.no_pause || paged.is_some();
-            with_database(&a.connect, s, async |db| {
-                c::lesson::tell(&lessons, no_pause, db).await
-            })
-            .await
+            let told = Told {
+                no_pause: a.no_pause,
+                page: !cli.no_pager,
+            };
+            lessons(&[a.number as u8], told, &a.connect, s).await
         }
         Command::Tour(a) => {
-            let lessons = c::lesson::plan(&[1, 2, 3, 4, 5, 6, 7])?;
-            let paged = report::pager::start(!cli.no_pager);
-            let no_pause = a.no_pause || paged.is_some();
-            with_database(&a.connect, s, async |db| {
-                c::lesson::tell(&lessons, no_pause, db).await
-            })
-            .await
+            let told = Told {
+                no_pause: a.no_pause,
+                page: !cli.no_pager,
+            };
+            lessons(&[1, 2, 3, 4, 5, 6, 7], told, &a.connect, s).await
         }
         Command::Challenge(a) => challenge(a, s).await,
         Command::Serve(a) => serve(a, s).await,
@@ -108,6 +104,24 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             c::doctor::execute(db, Output::from_json_flag(a.json)).await
         }
     }
+}
+
+/// How lessons are told: paged on a terminal unless `--no-pager`, with
+/// pauses unless `--no-pause` or paged.
+struct Told {
+    no_pause: bool,
+    page: bool,
+}
+
+/// `idem lesson N` and `idem tour`.
+async fn lessons(numbers: &[u8], told: Told, connect: &ConnectArgs, s: &mut Signals) -> Result<()> {
+    let lessons = commands::lesson::plan(numbers)?;
+    let paged = report::pager::start(told.page);
+    let no_pause = told.no_pause || paged.is_some();
+    with_database(connect, s, async |db| {
+        commands::lesson::tell(&lessons, no_pause, db).await
+    })
+    .await
 }
 
 /// `idem scenario list` and `idem scenario run`.

@@ -230,7 +230,7 @@ impl App {
         let shape = self.shape;
         let mut request = Request::new(worker, key, params, shape.fingerprint, shape.work);
         request.work_fails = shape.fail_work == Some(worker);
-        request.service = self.service.for_request();
+        request.service = Some(self.service.for_request());
         request
     }
 

@@ -154,7 +154,7 @@ impl<'db> Race<'db> {
                 s.work,
             );
             req.work_fails = s.fail_work == Some(worker);
-            req.service = self.service.for_request();
+            req.service = Some(self.service.for_request());
             // A fault fires once, for the first worker that reaches its point
             // (or only for the named worker).
             let fault = match (s.crash, s.kill_connection) {
@@ -264,7 +264,7 @@ impl<'db> Race<'db> {
                 s.fingerprint,
                 s.work,
             );
-            req.service = self.service.for_request();
+            req.service = Some(self.service.for_request());
             retries.spawn(run(crew.clone(), req, None, None));
         }
         let mut reports = Vec::new();
@@ -369,7 +369,7 @@ async fn run_worker(
     };
     let mut trace = Trace::new(opened);
     trace.fault = fault;
-    trace.service = Some(req.service.clone());
+    trace.service = req.service.clone();
     trace.strike_delay = strike_delay;
     trace.stepper = stepper;
     let mut lease = Lease::new(pool, checkout_timeout);

@@ -19,15 +19,23 @@ const CELL_COST: usize = 3;
 /// Renders rows under a header; the columns named in `right` are right-aligned.
 pub fn render(header: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
     let screen = width();
-    let natural = natural_widths(header, &rows);
+    side_by_side(header, &rows, right, screen)
+        .unwrap_or_else(|| without_constant_columns(header, &rows, right, screen))
+}
+
+/// The table with its columns side by side, text columns wrapped to fit
+/// `screen`; `None` if even wrapped they do not fit.
+fn side_by_side(
+    header: &[&str],
+    rows: &[Vec<String>],
+    right: &[usize],
+    screen: usize,
+) -> Option<String> {
+    let natural = natural_widths(header, rows);
     let total: usize = natural.iter().map(|w| w + CELL_COST).sum::<usize>() + 1;
-    let widths = if total > screen {
-        match narrowed(header, &rows, right, &natural, total - screen) {
-            Some(widths) => widths,
-            None => return without_constant_columns(header, rows, right, screen),
-        }
-    } else {
-        natural.clone()
+    let widths = match total > screen {
+        true => narrowed(header, rows, right, &natural, total - screen)?,
+        false => natural.clone(),
     };
     // Cells of narrowed columns are wrapped here, at spaces, so that a
     // continued line starts with a word, not with the space before it.
@@ -48,7 +56,7 @@ pub fn render(header: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> Strin
         table.with(Modify::new(Columns::new(col..=col)).with(Alignment::right()));
     }
     table.with(Modify::new(Rows::first()).with(Alignment::left()));
-    table.to_string()
+    Some(table.to_string())
 }
 
 /// Each column's width: its widest cell, header included.
@@ -125,7 +133,7 @@ fn narrowed(
 /// enough, one block per row.
 fn without_constant_columns(
     header: &[&str],
-    rows: Vec<Vec<String>>,
+    rows: &[Vec<String>],
     right: &[usize],
     screen: usize,
 ) -> String {
@@ -134,9 +142,6 @@ fn without_constant_columns(
         rows.len() > 1 && rows.iter().all(|r| r.get(col) == first)
     };
     let same: Vec<usize> = (0..header.len()).filter(|&c| constant(c)).collect();
-    if same.is_empty() || same.len() == header.len() {
-        return records(header, &rows, screen);
-    }
     let kept: Vec<usize> = (0..header.len()).filter(|c| !same.contains(c)).collect();
     let kept_header: Vec<&str> = kept.iter().map(|&c| header[c]).collect();
     let kept_rows: Vec<Vec<String>> = rows
@@ -149,26 +154,18 @@ fn without_constant_columns(
         .filter(|(_, c)| right.contains(c))
         .map(|(i, _)| i)
         .collect();
-    let natural = natural_widths(&kept_header, &kept_rows);
-    let total: usize = natural.iter().map(|w| w + CELL_COST).sum::<usize>() + 1;
-    let fits = total <= screen
-        || narrowed(
-            &kept_header,
-            &kept_rows,
-            &kept_right,
-            &natural,
-            total - screen,
-        )
-        .is_some();
-    if !fits {
-        return records(header, &rows, screen);
-    }
+    let table = match same.is_empty() || kept.is_empty() {
+        true => None,
+        false => side_by_side(&kept_header, &kept_rows, &kept_right, screen),
+    };
+    let Some(table) = table else {
+        return records(header, rows, screen);
+    };
     let said: Vec<String> = same
         .iter()
         .filter(|&&c| !rows[0][c].trim().is_empty())
         .map(|&c| format!("{} {}", header[c], rows[0][c].trim()))
         .collect();
-    let table = render(&kept_header, kept_rows, &kept_right);
     match said.is_empty() {
         true => table,
         false => format!(

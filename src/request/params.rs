@@ -26,9 +26,10 @@ pub struct Request {
     pub work: Duration,
     /// The work fails (the service errors) for this request (`--fail-work`).
     pub work_fails: bool,
-    /// Where the award service counts this request's calls.
+    /// Where the award service counts this request's calls; `None` counts
+    /// nothing (a benchmark's requests).
     #[serde(skip)]
-    pub service: super::service::ServiceCalls,
+    pub service: Option<super::service::ServiceCalls>,
 }
 
 impl Request {
@@ -48,7 +49,7 @@ impl Request {
             fingerprint,
             work,
             work_fails: false,
-            service: super::service::ServiceCalls::default(),
+            service: None,
         }
     }
 

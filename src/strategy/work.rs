@@ -42,7 +42,9 @@ pub async fn insert_xp(
 /// The slow part of the work: a stand-in for the service call an award
 /// makes. It holds the request's connection, as a real request would.
 pub async fn service_call(req: &Request) {
-    req.service.record();
+    if let Some(service) = &req.service {
+        service.record();
+    }
     if !req.work.is_zero() {
         tokio::time::sleep(req.work).await;
     }

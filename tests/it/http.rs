@@ -425,28 +425,27 @@ fn bad_input_is_one_line_and_leaves_nothing() {
     assert!(sandbox.leftovers().is_empty(), "{:?}", sandbox.leftovers());
 }
 
-/// The Ruby starting point of the challenge (examples/ruby/app.rb, lesson
-/// 1's shape): judged over HTTP, it fails the cases the lessons fix and
-/// passes the replay it already has.
-#[test]
-fn the_ruby_starter_fails_the_challenge() {
+/// Whether Ruby with the gems examples/ruby/app.rb needs is here (see
+/// [`common::runnable`]).
+fn ruby_runnable(test: &str) -> bool {
     let ruby = std::process::Command::new("ruby")
         .args(["-e", "require 'pg'; require 'webrick'"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if !common::runnable(
-        "the_ruby_starter_fails_the_challenge",
+    common::runnable(
+        test,
         ruby,
         "ruby with the pg and webrick gems (Debian: ruby ruby-pg ruby-webrick)",
-    ) {
-        return;
-    }
-    let server = common::server::Server::start();
-    let mut ruby = std::process::Command::new("ruby");
-    ruby.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ruby/app.rb"));
-    let (_app, base) = common::app::start_example(ruby, &server.url());
-    let sandbox = common::Sandbox::new("ruby-challenge");
-    let out = sandbox
+    )
+}
+
+/// The challenge over HTTP at the Ruby app's `base`, counted in `database_url`.
+fn challenge_the_ruby_app(
+    sandbox: &common::Sandbox,
+    base: &str,
+    database_url: &str,
+) -> std::process::Output {
+    sandbox
         .idem()
         .args([
             "challenge",
@@ -455,9 +454,25 @@ fn the_ruby_starter_fails_the_challenge() {
             &format!("{base}/lessons/1/complete"),
         ])
         .args(["--count-sql", "SELECT count(*) FROM experience_points"])
-        .args(["--count-database-url", &server.url()])
+        .args(["--count-database-url", database_url])
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// The Ruby starting point of the challenge (examples/ruby/app.rb, lesson
+/// 1's shape): judged over HTTP, it fails the cases the lessons fix and
+/// passes the replay it already has.
+#[test]
+fn the_ruby_starter_fails_the_challenge() {
+    if !ruby_runnable("the_ruby_starter_fails_the_challenge") {
+        return;
+    }
+    let server = common::server::Server::start();
+    let mut ruby = std::process::Command::new("ruby");
+    ruby.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ruby/app.rb"));
+    let (_app, base) = common::app::start_example(ruby, &server.url());
+    let sandbox = common::Sandbox::new("ruby-challenge");
+    let out = challenge_the_ruby_app(&sandbox, &base, &server.url());
     assert!(!out.status.success());
     assert_eq!(
         marks_of(&out.stdout),
@@ -472,15 +487,7 @@ fn the_ruby_starter_fails_the_challenge() {
 #[test]
 fn idem_db_gives_the_ruby_challenge_a_database_and_takes_it_away() {
     use std::io::{BufRead, BufReader};
-    let ruby = std::process::Command::new("ruby")
-        .args(["-e", "require 'pg'; require 'webrick'"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !common::runnable(
-        "idem_db_gives_the_ruby_challenge_a_database_and_takes_it_away",
-        ruby,
-        "ruby with the pg and webrick gems (Debian: ruby ruby-pg ruby-webrick)",
-    ) {
+    if !ruby_runnable("idem_db_gives_the_ruby_challenge_a_database_and_takes_it_away") {
         return;
     }
     let sandbox = common::Sandbox::new("idem-db");
@@ -506,18 +513,7 @@ fn idem_db_gives_the_ruby_challenge_a_database_and_takes_it_away() {
         .strip_prefix("listening on ")
         .expect("the app says where it listens")
         .to_string();
-    let out = sandbox
-        .idem()
-        .args([
-            "challenge",
-            "--json",
-            "--url",
-            &format!("{base}/lessons/1/complete"),
-        ])
-        .args(["--count-sql", "SELECT count(*) FROM experience_points"])
-        .args(["--count-database-url", &url])
-        .output()
-        .unwrap();
+    let out = challenge_the_ruby_app(&sandbox, &base, &url);
     assert_eq!(
         marks_of(&out.stdout),
         expected_marks(["fail", "fail", "fail", "pass"]),

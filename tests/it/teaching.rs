@@ -312,15 +312,24 @@ fn a_schedule_that_cannot_proceed_says_so_instead_of_hanging() {
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
 }
 
-/// `idem step` in a real pseudo-terminal (util-linux `script`), fed `keys`.
-fn at_a_terminal(sandbox: &Sandbox, keys: &[u8]) -> (bool, String) {
+/// A shell `command` run in a real pseudo-terminal (util-linux `script`),
+/// in the sandbox, without colour or a database URL; `{idem}` in it names
+/// the idem binary.
+fn in_a_terminal(sandbox: &Sandbox, command: &str) -> Command {
     let idem = assert_cmd::cargo::cargo_bin("idem");
-    let command = format!("{} step --workers 2 --work-ms 0", idem.display());
-    let mut child = Command::new("script")
+    let command = command.replace("{idem}", &idem.display().to_string());
+    let mut script = Command::new("script");
+    script
         .args(["-qfec", &command, "/dev/null"])
         .env("TMPDIR", &sandbox.dir)
         .env("NO_COLOR", "1")
-        .env_remove("DATABASE_URL")
+        .env_remove("DATABASE_URL");
+    script
+}
+
+/// `idem step` in a real pseudo-terminal, fed `keys`.
+fn at_a_terminal(sandbox: &Sandbox, keys: &[u8]) -> (bool, String) {
+    let mut child = in_a_terminal(sandbox, "{idem} step --workers 2 --work-ms 0")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -394,17 +403,12 @@ fn step_without_a_terminal_or_schedule_is_refused() {
 fn on_a_terminal_a_lesson_goes_through_the_pager_fitted_to_the_terminal() {
     let sandbox = Sandbox::new("pager");
     let paged = sandbox.dir.join("paged.txt");
-    let idem = assert_cmd::cargo::cargo_bin("idem");
     for (flags, through_pager) in [("", true), ("--no-pager --no-pause", false)] {
         let _ = std::fs::remove_file(&paged);
         // `stty cols 72` gives the pseudo-terminal a width to fit to.
-        let command = format!("stty cols 72; {} lesson 1 {flags}", idem.display());
-        let out = Command::new("script")
-            .args(["-qfec", &command, "/dev/null"])
-            .env("TMPDIR", &sandbox.dir)
-            .env("NO_COLOR", "1")
+        let command = format!("stty cols 72; {{idem}} lesson 1 {flags}");
+        let out = in_a_terminal(&sandbox, &command)
             .env("PAGER", format!("cat > {}", paged.display()))
-            .env_remove("DATABASE_URL")
             .env_remove("COLUMNS")
             .stdin(Stdio::null())
             .output()
