@@ -25,8 +25,8 @@ macro_rules! internal {
 }
 
 internal!(
-    app, bench, challenge, cli, commands, db, http, keys, lesson, limits, probe, race, report,
-    request, scenario, signals, store, strategy, tls,
+    app, bench, challenge, cli, commands, db, http, keys, lesson, limits, matrix, probe, race,
+    report, request, scenario, signals, store, strategy, tls,
 );
 
 pub use app::main;
@@ -51,6 +51,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Compare(a) => {
             planned(&a.connect, s, c::compare::plan(&a), c::compare::execute).await
         }
+        Command::Matrix(a) => planned(&a.connect, s, c::matrix::plan(&a), c::matrix::execute).await,
         Command::Stores(a) => planned(&a.connect, s, c::stores::plan(&a), c::stores::execute).await,
         Command::Step(a) => planned(&a.connect, s, c::step::plan(&a), c::step::execute).await,
         Command::Keys(a) => planned(&a.connect, s, c::keys::plan(&a), c::keys::execute).await,

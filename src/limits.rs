@@ -171,6 +171,11 @@ pub const RECOVERY_RETRIES: Limit = with_default(
 );
 // Lesson 6's clients: `idem keys` and a scenario's `[keys]`.
 
+pub const RETRY_SERIALIZATION: Limit = with_default(
+    limit("--retry-serialization", "race.retry_serialization", 0, 100),
+    0,
+);
+pub const MATRIX_RUNS: Limit = with_default(flag("--runs", 1, 100_000), 20);
 pub const CLIENTS: Limit = with_default(limit("--clients", "keys.clients", 1, 1000), 1);
 pub const INTENTS: Limit = with_default(limit("--intents", "keys.intents", 1, 100), 2);
 pub const RETRIES: Limit = with_default(limit("--retries", "keys.retries", 1, 100), 2);
@@ -191,7 +196,7 @@ pub const STORES_CACHE_MAX_ENTRIES: Limit =
 /// A worker `idem step --schedule` may name: it drives two to five.
 pub const SCHEDULE_WORKER: Limit = flag("--schedule", 1, 5);
 /// A lesson of the course.
-pub const LESSON: Limit = flag("<NUMBER>", 1, 7);
+pub const LESSON: Limit = flag("<NUMBER>", 1, 8);
 
 // `idem serve`'s front door.
 

@@ -42,16 +42,19 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// The seven lessons, one line each.
+    /// The lessons, one line each.
     Lessons,
     /// Tell one lesson and run its demonstrations live.
     Lesson(teaching::LessonArgs),
-    /// All seven lessons in order.
+    /// All the lessons in order.
     Tour(teaching::TourArgs),
     /// Race N workers on one key with one strategy and count the rows (lessons 1 and 2).
     Race(race::RaceArgs),
     /// Run every strategy under the same settings and show them side by side.
     Compare(race::CompareArgs),
+    /// Every guard shape under each transaction setting and isolation level,
+    /// measured: what holds for the rows, and what for the work (lesson 8).
+    Matrix(race::MatrixArgs),
     /// Drive the interleaving step by step, by hand or with --schedule.
     Step(race::StepArgs),
     /// List or run the scenario files, each checked against its expected figures.

@@ -53,3 +53,43 @@ pub struct StepArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
+
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    #[arg(long, short = 'r', value_name = "R", allow_negative_numbers = true,
+          value_parser = limits::MATRIX_RUNS.parser(),
+          help = limits::MATRIX_RUNS.help("Races per cell, on fresh tables each."))]
+    pub runs: Option<u64>,
+
+    /// Only the rows of these strategies (e.g. -s check-then-store,advisory-lock).
+    #[arg(
+        long,
+        short = 's',
+        value_enum,
+        value_delimiter = ',',
+        value_name = "STRATEGY"
+    )]
+    pub strategy: Vec<StrategyKind>,
+
+    #[arg(long, short = 'w', value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::WORKERS.parser(),
+          help = limits::WORKERS.help("Concurrent workers, each one request with the same key."))]
+    pub workers: Option<u64>,
+
+    #[arg(long, short = 'p', value_name = "P", allow_negative_numbers = true,
+          value_parser = limits::POOL_SIZE.parser(),
+          help = limits::POOL_SIZE.help("Connections in the pool the workers share."))]
+    pub pool_size: Option<u64>,
+
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = limits::WORK_MS.parser(),
+          help = limits::WORK_MS.help("How long the work takes, in ms (the service call)."))]
+    pub work_ms: Option<u64>,
+
+    /// Print the matrix as one JSON object and nothing else on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}

@@ -17,6 +17,7 @@ use crate::race::{CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE};
 use crate::store::StoreKind;
 use crate::strategy::guard::OnFailure;
 use crate::strategy::orm::Orm;
+use crate::strategy::transaction::{Isolation, Transaction};
 use crate::strategy::{LoserKind, StrategyKind};
 
 /// Every group of a race's flags.
@@ -45,6 +46,9 @@ pub struct RaceFlags {
 
     #[command(flatten)]
     pub guard: GuardFlags,
+
+    #[command(flatten)]
+    pub transactions: TransactionFlags,
 
     #[command(flatten)]
     pub faults: FaultFlags,
@@ -231,6 +235,36 @@ pub struct GuardFlags {
     pub on_failure: Option<OnFailure>,
 }
 
+/// Lesson 8: the request's transaction and its isolation level.
+#[derive(Debug, Clone, Args)]
+pub struct TransactionFlags {
+    #[arg(help_heading = "Lesson 8: transactions and locks")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "SCOPE",
+        help = "Whether each request runs in one transaction: none (each statement \
+                  commits alone, as the course's code) or request. [default: none; request \
+                  for find-for-update and advisory-lock, or with --isolation]"
+    )]
+    pub transaction: Option<Transaction>,
+
+    #[arg(help_heading = "Lesson 8: transactions and locks")]
+    #[arg(long, value_enum, value_name = "LEVEL",
+          help = with_default(
+              "The request transaction's isolation level (implies --transaction request).",
+              Isolation::ReadCommitted.name()))]
+    pub isolation: Option<Isolation>,
+
+    #[arg(help_heading = "Lesson 8: transactions and locks")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::RETRY_SERIALIZATION.parser(),
+          help = limits::RETRY_SERIALIZATION.help(
+              "Run a request's transaction again, up to N times, when it fails to \
+               serialise (40001) or deadlocks (40P01), as apps do at serializable."))]
+    pub retry_serialization: Option<u64>,
+}
+
 /// Lesson 7: faults on purpose.
 #[derive(Debug, Clone, Args)]
 pub struct FaultFlags {
@@ -288,6 +322,7 @@ impl RaceFlags {
                 &self.fingerprints,
                 &self.stores,
                 &self.guard,
+                &self.transactions,
             )
         }
     }
@@ -306,6 +341,7 @@ pub fn app_input(
     fingerprints: &FingerprintFlags,
     stores: &StoreFlags,
     guard: &GuardFlags,
+    transactions: &TransactionFlags,
 ) -> RaceInput {
     RaceInput {
         strategy,
@@ -325,6 +361,9 @@ pub fn app_input(
         cache_max_age: stores.cache_max_age,
         lock_timeout_ms: guard.lock_timeout_ms,
         on_failure: guard.on_failure,
+        transaction: transactions.transaction,
+        isolation: transactions.isolation,
+        retry_serialization: transactions.retry_serialization,
         ..RaceInput::default()
     }
 }

@@ -11,6 +11,7 @@ use crate::race::fault::FaultPoint;
 use crate::store::StoreKind;
 use crate::strategy::guard::OnFailure;
 use crate::strategy::orm::Orm;
+use crate::strategy::transaction::{Isolation, Transaction};
 use crate::strategy::{LoserKind, StrategyKind};
 
 /// A flag's help line with the default the builder applies, as clap shows
@@ -47,6 +48,21 @@ value_enum!(StrategyKind {
         "The work is one INSERT ... ON CONFLICT DO NOTHING on the XP table",
     StrategyKind::Guard => "The whole guard: claim-work-complete with stale-claim takeover, \
         rescue of failed work and retry of transient failures (lesson 7)",
+    StrategyKind::FindForUpdate =>
+        "Check-then-store whose find is SELECT ... FOR UPDATE, in the request's transaction (lesson 8)",
+    StrategyKind::AdvisoryLock =>
+        "Check-then-store behind pg_advisory_xact_lock on the key, in the request's transaction (lesson 8)",
+});
+
+value_enum!(Transaction {
+    Transaction::None => "Each statement commits on its own, as the course's Rails code",
+    Transaction::Request => "The whole request in one transaction: BEGIN ... COMMIT, or ROLLBACK on an error",
+});
+
+value_enum!(Isolation {
+    Isolation::ReadCommitted => "Each statement sees what was committed before it began (PostgreSQL's default)",
+    Isolation::RepeatableRead => "One snapshot for the whole transaction, taken at its first statement",
+    Isolation::Serializable => "Repeatable read that also fails transactions no serial order explains (40001)",
 });
 
 value_enum!(LoserKind {

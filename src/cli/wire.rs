@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::connection::ConnectArgs;
 use super::race_shape::{
-    AppFlags, FingerprintFlags, GuardFlags, LoserFlags, StoreFlags, app_input,
+    AppFlags, FingerprintFlags, GuardFlags, LoserFlags, StoreFlags, TransactionFlags, app_input,
 };
 use crate::limits;
 use crate::race::DEFAULT_STRATEGY;
@@ -38,6 +38,9 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     pub guard: GuardFlags,
+
+    #[command(flatten)]
+    pub transactions: TransactionFlags,
 
     #[command(flatten)]
     pub limits: ServeLimitFlags,
@@ -73,6 +76,7 @@ impl ServeArgs {
                 &self.fingerprints,
                 &self.stores,
                 &self.guard,
+                &self.transactions,
             )
         }
     }

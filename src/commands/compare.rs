@@ -44,7 +44,7 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
             .collect::<Result<Vec<_>>>()?;
         (Compared::Losers, rows)
     } else {
-        let rows = StrategyKind::ALL
+        let rows = StrategyKind::COURSE
             .iter()
             .map(|&s| {
                 let settings = args.race.input(None).for_strategy(s).build(Origin::Flags)?;

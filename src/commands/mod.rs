@@ -9,6 +9,7 @@ pub mod db;
 pub mod doctor;
 pub mod keys;
 pub mod lesson;
+pub mod matrix;
 pub mod probe;
 pub mod race;
 pub mod reap;

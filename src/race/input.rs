@@ -18,6 +18,7 @@ use crate::limits::{self, Origin};
 use crate::store::StoreKind;
 use crate::strategy::guard::OnFailure;
 use crate::strategy::orm::Orm;
+use crate::strategy::transaction::{Isolation, Transaction};
 use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
 
 /// How often a polling loser re-reads the claim unless told otherwise.
@@ -66,6 +67,12 @@ pub struct RaceInput {
     pub schedule: Option<Vec<u64>>,
     /// Whose statements check-then-store sends: idem's, or ActiveRecord's.
     pub orm: Option<Orm>,
+    /// Whether each request runs in one transaction.
+    pub transaction: Option<Transaction>,
+    /// The request transaction's isolation level.
+    pub isolation: Option<Isolation>,
+    /// How many times a transaction that failed to serialise is run again.
+    pub retry_serialization: Option<u64>,
 }
 
 fn duration_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
@@ -201,6 +208,12 @@ impl RaceInput {
             },
             threads: size(self.threads, &limits::THREADS),
             orm: self.orm.unwrap_or_default(),
+            transaction: self.transaction_for(strategy, origin)?,
+            isolation: self.isolation.unwrap_or_default(),
+            retry_serialization: self
+                .retry_serialization
+                .unwrap_or(limits::RETRY_SERIALIZATION.default())
+                .min(u64::from(u32::MAX)) as u32,
             schedule: self
                 .schedule
                 .as_ref()
@@ -209,6 +222,25 @@ impl RaceInput {
         };
         settings.validate_from(origin)?;
         Ok(settings)
+    }
+
+    /// The request's transaction: as given; else a transaction when an
+    /// isolation level or retries are given, or when the strategy's lock
+    /// needs one; else none, as the course's code.
+    fn transaction_for(&self, strategy: StrategyKind, origin: Origin) -> Result<Transaction> {
+        let implied = self.isolation.is_some()
+            || self.retry_serialization.is_some_and(|n| n > 0)
+            || strategy.needs_transaction();
+        match (self.transaction, self.isolation) {
+            (Some(Transaction::None), Some(_)) => bail!(
+                "{} sets the request transaction's level; {} has none",
+                origin.name("--isolation", "race.isolation"),
+                origin.name("--transaction none", "race.transaction = \"none\"")
+            ),
+            (Some(given), _) => Ok(given),
+            (None, _) if implied => Ok(Transaction::Request),
+            (None, _) => Ok(Transaction::None),
+        }
     }
 
     /// The loser's policy with its timings; with `strict`, a timing given

@@ -11,6 +11,7 @@ use crate::db::RowCounts;
 use crate::request::Outcome;
 use crate::store::StoreKind;
 use crate::strategy::orm::Orm;
+use crate::strategy::transaction::{Isolation, Transaction};
 use crate::strategy::{LoserKind, StrategyKind};
 
 /// The XP rows a correct guard leaves: one per key.
@@ -36,6 +37,12 @@ pub struct RaceResult {
     pub cache_pressure: u64,
     /// The crash planned for this race, if any (lesson 7).
     pub crash: Option<CrashPlan>,
+    /// Whether each request ran in one transaction: `none` or `request`.
+    pub transaction: Transaction,
+    /// The request transaction's isolation level; `null` without one.
+    pub isolation: Option<Isolation>,
+    /// How many times a request may rerun its transaction after a serialization failure.
+    pub retry_serialization: u32,
     pub key: String,
     pub key_rows: u64,
     pub xp_rows: u64,
@@ -89,6 +96,9 @@ impl RaceResult {
             store: s.store,
             cache_pressure: s.cache_pressure,
             crash: s.crash,
+            transaction: s.transaction,
+            isolation: (s.transaction == Transaction::Request).then_some(s.isolation),
+            retry_serialization: s.retry_serialization,
             key: s.key.clone(),
             orm: s.orm,
             key_rows: counts.key_rows,
@@ -102,6 +112,17 @@ impl RaceResult {
             service_calls: 0,
             reports,
         }
+    }
+
+    /// How many requests' transactions were rolled back on a database error.
+    pub fn rolled_back(&self) -> u64 {
+        if self.transaction != Transaction::Request {
+            return 0;
+        }
+        self.reports
+            .iter()
+            .filter(|w| w.outcome == Outcome::Error && w.error.is_some())
+            .count() as u64
     }
 
     /// How many workers ended with `outcome`.

@@ -13,9 +13,10 @@ use crate::store::cache::CacheLimits;
 use crate::strategy::fingerprint::Params;
 use crate::strategy::guard::{Guard, OnFailure};
 use crate::strategy::orm::Orm;
+use crate::strategy::transaction::{InTransaction, Isolation, Transaction};
 use crate::strategy::{
-    CheckThenStore, ClaimInCache, ClaimWorkComplete, InsertUnique, LoserKind, LoserPolicy, NoGuard,
-    OPERATION, Strategy, StrategyKind,
+    CheckThenStore, ClaimInCache, ClaimWorkComplete, FindLock, InsertUnique, LoserKind,
+    LoserPolicy, NoGuard, OPERATION, Strategy, StrategyKind,
 };
 
 /// The key every worker sends unless `--key` says otherwise.
@@ -106,6 +107,13 @@ pub struct RaceSettings {
     /// Whose statements check-then-store sends (`--orm`).
     #[serde(skip)]
     pub(super) orm: Orm,
+    /// Whether each request runs in one transaction (`--transaction`).
+    pub(super) transaction: Transaction,
+    /// The request transaction's isolation level (`--isolation`).
+    pub(super) isolation: Isolation,
+    /// How many times a request whose transaction failed to serialise is
+    /// run again (`--retry-serialization`).
+    pub(super) retry_serialization: u32,
 }
 
 /// How a race's requests reach the strategy.
@@ -164,6 +172,9 @@ impl RaceSettings {
             threads: limits::THREADS.default() as usize,
             schedule: None,
             orm: Orm::Bare,
+            transaction: Transaction::None,
+            isolation: Isolation::ReadCommitted,
+            retry_serialization: 0,
         }
     }
 }
@@ -212,6 +223,7 @@ impl RaceSettings {
         limits::LOCK_TIMEOUT_MS.check(ms(self.lock_timeout), origin)?;
         limits::RECOVERY_RETRIES.check(self.recovery_retries as u64, origin)?;
         limits::THREADS.check(self.threads as u64, origin)?;
+        limits::RETRY_SERIALIZATION.check(u64::from(self.retry_serialization), origin)?;
         if let Some(worker) = self.fail_work {
             limits::FAIL_WORK.check(worker as u64, origin)?;
         }
@@ -242,6 +254,7 @@ impl RaceSettings {
         self.check_store(origin)?;
         self.check_faults(origin)?;
         self.check_orm(origin)?;
+        self.check_transaction(origin)?;
         self.check_http(origin)
     }
 
@@ -279,6 +292,67 @@ impl RaceSettings {
                 self.orm.name(),
                 self.strategy
             );
+        }
+        Ok(())
+    }
+
+    /// The request's transaction, where it means something, and the locks
+    /// that mean something only inside it.
+    fn check_transaction(&self, origin: Origin) -> Result<()> {
+        let transaction = origin.name("--transaction request", "race.transaction = \"request\"");
+        if self.transaction == Transaction::None {
+            if self.strategy.needs_transaction() {
+                bail!(
+                    "{} takes its lock inside the request's transaction; {} would release it \
+                     as soon as its statement ends",
+                    self.strategy,
+                    origin.name("--transaction none", "race.transaction = \"none\"")
+                );
+            }
+            if self.retry_serialization > 0 {
+                bail!(
+                    "{} retries the request's transaction; it needs {transaction}",
+                    limits::RETRY_SERIALIZATION.name(origin)
+                );
+            }
+            return Ok(());
+        }
+        let refused = match self.strategy {
+            StrategyKind::None => Some("none has no key for a transaction to protect"),
+            StrategyKind::Guard => Some(
+                "the guard commits its claim before the work on purpose (lesson 7); \
+                 one transaction would hide the claim until the end",
+            ),
+            _ => None,
+        };
+        if let Some(why) = refused {
+            bail!("{transaction} is refused for {}: {why}", self.strategy);
+        }
+        let loser = match self.loser {
+            LoserPolicy::FailFast => None,
+            LoserPolicy::Poll { .. } => Some("poll gives its connection back while it waits"),
+            LoserPolicy::Block { .. } => {
+                Some("block already runs the claim in its own transaction")
+            }
+        };
+        if let (true, Some(why)) = (self.strategy.has_losers(), loser) {
+            bail!("{transaction} takes fail-fast losers only: {why}");
+        }
+        if self.store == StoreKind::Cache {
+            bail!(
+                "{transaction} runs on the key table; drop {}",
+                origin.name("--store cache", "race.store")
+            );
+        }
+        if self.orm != Orm::Bare {
+            bail!(
+                "{transaction} and {} activerecord: ActiveRecord sends no BEGIN of its own inside a \
+                 transaction, so the two would be the same race",
+                origin.name("--orm", "race.orm =")
+            );
+        }
+        if self.crash.is_some() || self.kill_connection {
+            bail!("the crash and kill faults are shown without {transaction}");
         }
         Ok(())
     }
@@ -405,8 +479,14 @@ impl RaceSettings {
     pub fn lesson_figure(&self) -> u64 {
         let figure = match self.strategy {
             StrategyKind::None => self.workers,
+            // The request's transaction rolls the losers' rows back.
+            _ if self.transaction == Transaction::Request => 1,
             StrategyKind::CheckThenStore => self.workers.min(self.worker_connections()),
-            StrategyKind::ClaimWorkComplete | StrategyKind::InsertUnique | StrategyKind::Guard => 1,
+            StrategyKind::ClaimWorkComplete
+            | StrategyKind::InsertUnique
+            | StrategyKind::Guard
+            | StrategyKind::FindForUpdate
+            | StrategyKind::AdvisoryLock => 1,
         };
         figure as u64
     }
@@ -426,15 +506,31 @@ impl RaceSettings {
                 keep_for: Duration::from_secs(24 * 3600),
             });
         }
-        match self.strategy {
+        let check_then_store = |lock| {
+            Box::new(CheckThenStore {
+                orm: self.orm,
+                lock,
+            })
+        };
+        let strategy: Box<dyn Strategy> = match self.strategy {
             StrategyKind::None => Box::new(NoGuard),
-            StrategyKind::CheckThenStore => Box::new(CheckThenStore { orm: self.orm }),
+            StrategyKind::CheckThenStore => check_then_store(FindLock::None),
+            StrategyKind::FindForUpdate => check_then_store(FindLock::ForUpdate),
+            StrategyKind::AdvisoryLock => check_then_store(FindLock::Advisory),
             StrategyKind::ClaimWorkComplete => Box::new(ClaimWorkComplete { loser: self.loser }),
             StrategyKind::InsertUnique => Box::new(InsertUnique),
             StrategyKind::Guard => Box::new(Guard {
                 lock_timeout: self.lock_timeout,
                 on_failure: self.on_failure,
                 ..Guard::default()
+            }),
+        };
+        match self.transaction {
+            Transaction::None => strategy,
+            Transaction::Request => Box::new(InTransaction {
+                inner: strategy,
+                isolation: self.isolation,
+                retries: self.retry_serialization,
             }),
         }
     }
@@ -546,6 +642,18 @@ impl RaceSettings {
 
     pub fn orm(&self) -> Orm {
         self.orm
+    }
+
+    pub fn transaction(&self) -> Transaction {
+        self.transaction
+    }
+
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    pub fn retry_serialization(&self) -> u32 {
+        self.retry_serialization
     }
 
     pub fn schedule(&self) -> Option<&[usize]> {

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::request::{Answer, Outcome, Params, Request, Step, StepEvent, Trace, Waited};
+use crate::request::{Answer, DbError, Outcome, Params, Request, Step, StepEvent, Trace, Waited};
 use crate::strategy::work;
 
 /// Everything one worker did in one race.
@@ -36,6 +36,14 @@ pub struct WorkerReport {
     pub retry: bool,
     /// The workers whose locks this one waited on, seen with pg_blocking_pids.
     pub blocked_by: Vec<usize>,
+    /// The last database error the request met, caught by the strategy or
+    /// not: the loser's 23505, 40001 or 55P03.
+    pub error: Option<DbError>,
+    /// Times the request's transaction was run again after a serialization failure.
+    pub retries: u32,
+    /// Milliseconds the request held a pooled connection: from its first
+    /// checkout to its answer, less the time it had given it back.
+    pub held_ms: f64,
     pub steps: Vec<StepEvent>,
 }
 
@@ -48,6 +56,7 @@ impl WorkerReport {
             .filter(|e| e.step == Step::Checkout)
             .map(|e| e.end_ms - e.start_ms)
             .sum();
+        let held_ms = held_ms(&trace, answer_ms);
         let wrong_replay = match answer.outcome {
             Outcome::Replayed => work::wrong_replay(&req, answer.body.as_ref()),
             _ => None,
@@ -70,7 +79,28 @@ impl WorkerReport {
             wrong_replay,
             retry: false,
             blocked_by: Vec::new(),
+            error: trace.db_error,
+            retries: trace.retries,
+            held_ms,
             steps: trace.events,
         }
     }
+}
+
+/// How long a request held a pooled connection: from the end of its first
+/// checkout to its answer, less later checkouts and the waits between polls,
+/// when it held none.
+fn held_ms(trace: &Trace, answer_ms: f64) -> f64 {
+    let Some(first) = trace.events.iter().find(|e| e.step == Step::Checkout) else {
+        return 0.0;
+    };
+    let away: f64 = trace
+        .events
+        .iter()
+        .filter(|e| {
+            e.step == Step::Wait || (e.step == Step::Checkout && e.start_ms > first.start_ms)
+        })
+        .map(|e| e.end_ms - e.start_ms)
+        .sum();
+    (answer_ms - first.end_ms - away).max(0.0)
 }

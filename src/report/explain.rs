@@ -2,6 +2,7 @@
 
 use crate::race::{Outcome, RaceResult, WorkerReport, xp_rows};
 use crate::store::StoreKind;
+use crate::strategy::transaction::Transaction;
 use crate::strategy::{Step, StrategyKind};
 
 /// Explains the figure from what the workers did.
@@ -18,6 +19,9 @@ pub fn explain(r: &RaceResult) -> String {
 /// The sentence about the strategy itself: who did the work, and why.
 fn what_the_strategy_did(r: &RaceResult) -> String {
     let made = r.reports.iter().filter(|w| w.made_xp.is_some()).count();
+    if r.transaction == Transaction::Request {
+        return in_transaction(r);
+    }
     match r.strategy {
         StrategyKind::None => {
             format!("With no key, every worker that ran did the work: {made} XP rows.")
@@ -30,6 +34,73 @@ fn what_the_strategy_did(r: &RaceResult) -> String {
             "The XP table's unique index decided at the insert itself: {made} row made, {} found it and replayed.",
             r.count(Outcome::Replayed)
         ),
+        // These run in the request's transaction only (refused without one).
+        StrategyKind::FindForUpdate | StrategyKind::AdvisoryLock => in_transaction(r),
+    }
+}
+
+/// Lesson 8: what the request's transaction saved (the rows) and what it
+/// could not (the work).
+fn in_transaction(r: &RaceResult) -> String {
+    let level = r.isolation.map_or("", |i| i.name());
+    let worked = r.reports.iter().filter(|w| took(w, Step::Work)).count();
+    let calls = match r.service_calls {
+        1 => "once".to_string(),
+        n => format!("{n} times"),
+    };
+    let mut text = format!(
+        "Each request ran in one {level} transaction. {} did the work, so the award service was \
+         called {calls}",
+        count(worked, "request"),
+    );
+    let rolled = r.rolled_back();
+    if rolled > 0 {
+        let mut codes: Vec<String> = r
+            .reports
+            .iter()
+            .filter(|w| w.outcome == Outcome::Error)
+            .filter_map(|w| w.error.as_ref().map(|e| e.label()))
+            .collect();
+        codes.sort();
+        codes.dedup();
+        text.push_str(&format!(
+            "; {rolled} met {} and rolled back, taking their XP rows with them, so {} stands. \
+             A rollback takes back rows, never a call already made.",
+            codes.join(" or "),
+            xp_rows(r.xp_rows)
+        ));
+    } else {
+        text.push_str(&format!(", and {} stands.", xp_rows(r.xp_rows)));
+    }
+    let retried: u32 = r.reports.iter().map(|w| w.retries).sum();
+    if retried > 0 {
+        text.push_str(&format!(
+            " {} ran a request's transaction again after a serialization failure; a retry that finds \
+             the key replays it, but the work its first try did stays done.",
+            count(retried as usize, "retry")
+        ));
+    }
+    if r.strategy == StrategyKind::AdvisoryLock {
+        let waited: f64 = r
+            .reports
+            .iter()
+            .flat_map(|w| w.steps.iter().filter(|e| e.step == Step::Lock))
+            .map(|e| e.end_ms - e.start_ms)
+            .sum();
+        text.push_str(&format!(
+            " The advisory lock made the requests take turns; they waited {waited:.0} ms for it in all, \
+             each holding a pooled connection."
+        ));
+    }
+    text
+}
+
+/// `1 request`, `3 requests`; `1 retry`, `2 retries`.
+fn count(n: usize, what: &str) -> String {
+    match (n, what.strip_suffix('y')) {
+        (1, _) => format!("1 {what}"),
+        (_, Some(stem)) => format!("{n} {stem}ies"),
+        _ => format!("{n} {what}s"),
     }
 }
 
@@ -164,7 +235,7 @@ fn what_else_happened(r: &RaceResult) -> String {
             r.wrong_replays
         ));
     }
-    let errors = n(Outcome::Error);
+    let errors = n(Outcome::Error).saturating_sub(r.rolled_back());
     if errors > 0 {
         text.push_str(&format!(" {errors} failed with a database error."));
     }

@@ -9,6 +9,7 @@ pub mod challenge;
 pub mod explain;
 pub mod keys;
 pub mod losers;
+pub mod matrix;
 pub mod output;
 pub mod pager;
 pub mod probe;

@@ -35,6 +35,15 @@ fn settings_line_with(r: &RaceResult, show_loser: bool) -> String {
     if r.orm != crate::strategy::orm::Orm::Bare {
         items.push("ActiveRecord's statements".into());
     }
+    if let Some(level) = r.isolation {
+        let mut text = format!("one {} transaction per request", level.name());
+        match r.retry_serialization {
+            0 => {}
+            1 => text.push_str(", 1 retry"),
+            n => text.push_str(&format!(", {n} retries")),
+        }
+        items.push(text);
+    }
     if let Some(loser) = r.loser_policy.filter(|_| show_loser) {
         items.push(format!("loser {}", loser.name()));
     }

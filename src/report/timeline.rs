@@ -83,19 +83,7 @@ pub fn render_with(r: &RaceResult, shown: Shown) -> String {
 
 /// The legend: a letter and a name for each step some worker took.
 fn legend(r: &RaceResult) -> Vec<String> {
-    let used = [
-        Step::Checkout,
-        Step::Find,
-        Step::Claim,
-        Step::Read,
-        Step::Work,
-        Step::Store,
-        Step::Complete,
-        Step::Wait,
-        Step::Fault,
-    ]
-    .into_iter()
-    .filter(|s| {
+    let used = Step::ALL.into_iter().filter(|s| {
         r.reports
             .iter()
             .any(|w| w.steps.iter().any(|e| e.step == *s))

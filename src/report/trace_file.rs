@@ -306,6 +306,9 @@ fn colour(step: Step) -> &'static str {
         Step::Complete => "#2e7d32",
         Step::Wait => "#bdbdbd",
         Step::Fault => "#c0392b",
+        Step::Begin | Step::Commit => "#546e7a",
+        Step::Rollback => "#8d6e63",
+        Step::Lock => "#5d4037",
     }
 }
 

@@ -8,6 +8,7 @@
 //! Nothing here knows which strategy runs or who drives the race.
 
 mod answer;
+mod db_error;
 pub mod fault;
 mod hook;
 pub mod key;
@@ -19,6 +20,7 @@ mod step;
 mod trace;
 
 pub use answer::{Answer, Outcome, Waited};
+pub use db_error::DbError;
 pub use hook::{StepHook, TurnEvent};
 pub use lease::{Failure, Lease};
 pub use observer::{Observer, Unobserved};

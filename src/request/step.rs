@@ -8,6 +8,10 @@ use serde::Serialize;
 pub enum Step {
     /// Waiting for, then taking, a connection from the pool.
     Checkout,
+    /// Opening the request's transaction (`--transaction request`).
+    Begin,
+    /// Locking the key before looking it up (advisory-lock).
+    Lock,
     /// Looking the key up (check-then-store).
     Find,
     /// Inserting the key as a pending claim (claim-work-complete).
@@ -24,9 +28,30 @@ pub enum Step {
     Wait,
     /// A fault on purpose: the connection was terminated here.
     Fault,
+    /// Committing the request's transaction.
+    Commit,
+    /// Rolling the request's transaction back after an error.
+    Rollback,
 }
 
 impl Step {
+    /// Every step, in the order a request can take them.
+    pub const ALL: [Step; 13] = [
+        Step::Checkout,
+        Step::Begin,
+        Step::Lock,
+        Step::Find,
+        Step::Claim,
+        Step::Read,
+        Step::Work,
+        Step::Store,
+        Step::Complete,
+        Step::Wait,
+        Step::Commit,
+        Step::Rollback,
+        Step::Fault,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Step::Checkout => "checkout",
@@ -38,6 +63,10 @@ impl Step {
             Step::Complete => "complete",
             Step::Wait => "wait",
             Step::Fault => "fault",
+            Step::Begin => "begin",
+            Step::Lock => "lock",
+            Step::Commit => "commit",
+            Step::Rollback => "rollback",
         }
     }
 
@@ -53,6 +82,10 @@ impl Step {
             Step::Complete => 'C',
             Step::Wait => '~',
             Step::Fault => '✗',
+            Step::Begin => 'b',
+            Step::Lock => 'l',
+            Step::Commit => 'k',
+            Step::Rollback => 'x',
         }
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::fault::{Fault, FaultKind};
-use super::{Step, StepHook};
+use super::{DbError, Step, StepHook};
 
 /// One step one worker took.
 #[derive(Debug, Clone, Serialize)]
@@ -43,6 +43,11 @@ pub struct Trace {
     pub strike_delay: Duration,
     /// Step by step (`idem step`): the worker's end of the controller.
     pub stepper: Option<StepHook>,
+    /// The last database error the request met, caught or not.
+    pub db_error: Option<DbError>,
+    /// How many times the request's transaction was run again after a
+    /// serialization failure (`--retry-serialization`).
+    pub retries: u32,
     /// Whether steps are timed and recorded; a counting trace only counts
     /// the statements.
     timed: bool,
@@ -61,6 +66,8 @@ impl Trace {
             service: None,
             strike_delay: Duration::ZERO,
             stepper: None,
+            db_error: None,
+            retries: 0,
             timed: true,
         }
     }
@@ -180,6 +187,14 @@ impl Trace {
             note: fault_note(fault.kind, fault.at),
             sql: None,
         });
+    }
+
+    /// Remembers the database error a statement met, whether the strategy
+    /// then catches it (check-then-store's lost store) or not.
+    pub fn caught(&mut self, err: &tokio_postgres::Error) {
+        if let Some(error) = DbError::of(err) {
+            self.db_error = Some(error);
+        }
     }
 
     /// Whether the request's worker died (a crash, not a killed connection).

@@ -19,15 +19,40 @@ use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
 pub const FIND: &str = "SELECT response_body, request_fingerprint FROM idempotency_keys
      WHERE key = $1 AND operation = $2";
 
+/// find-for-update's check: the same find, locking the row it finds. A key
+/// no one has stored yet has no row, so the first requests lock nothing.
+pub const FIND_FOR_UPDATE: &str = "SELECT response_body, request_fingerprint FROM idempotency_keys
+     WHERE key = $1 AND operation = $2 FOR UPDATE";
+
+/// advisory-lock's first step: a lock on the key's hash, held until the
+/// request's transaction ends, so that requests with one key take turns.
+pub const ADVISORY_LOCK: &str =
+    "SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2, 0))";
+
 /// 3. Store, after the work: `IdempotencyKey.create!(...)`.
 pub const STORE: &str = "INSERT INTO idempotency_keys (key, operation, status, request_fingerprint,
                                    response_code, response_body, worker, completed_at)
      VALUES ($1, $2, 'completed', $3, 201, $4, $5, now())";
 
-/// Check, work, store, in the statements of `orm`.
+/// Check, work, store, in the statements of `orm`, with the lock people
+/// add to it.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CheckThenStore {
     pub orm: Orm,
+    pub lock: FindLock,
+}
+
+/// The lock a check-then-store takes to make its check safe (the guards
+/// people write after lesson 1), held until the request's transaction ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FindLock {
+    /// The course's code: no lock.
+    #[default]
+    None,
+    /// `SELECT ... FOR UPDATE` as the find (find-for-update).
+    ForUpdate,
+    /// `pg_advisory_xact_lock` on the key before the find (advisory-lock).
+    Advisory,
 }
 
 impl Strategy for CheckThenStore {
@@ -46,12 +71,27 @@ impl Strategy for CheckThenStore {
                     .await?;
                 trace.note("verified (SELECT 1)");
             }
+            if self.lock == FindLock::Advisory {
+                let lock = conn.prepare_cached(ADVISORY_LOCK).await?;
+                trace
+                    .query(
+                        Step::Lock,
+                        ADVISORY_LOCK,
+                        conn.execute(&lock, &[&req.key, &OPERATION]),
+                    )
+                    .await?;
+                trace.note("key locked");
+            }
             // 1. Check: has anyone stored this key yet?
-            let find = conn.prepare_cached(FIND).await?;
+            let sql = match self.lock {
+                FindLock::ForUpdate => FIND_FOR_UPDATE,
+                FindLock::None | FindLock::Advisory => FIND,
+            };
+            let find = conn.prepare_cached(sql).await?;
             let found = trace
                 .query(
                     Step::Find,
-                    FIND,
+                    sql,
                     conn.query_opt(&find, &[&req.key, &OPERATION]),
                 )
                 .await?;
@@ -76,6 +116,9 @@ impl Strategy for CheckThenStore {
             let stored = trace
                 .query(Step::Store, STORE, self.created(conn, insert))
                 .await;
+            if let Err(err) = &stored {
+                trace.caught(err);
+            }
             after_store(stored, xp, body, trace)
         })
     }

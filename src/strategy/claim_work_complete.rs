@@ -225,6 +225,7 @@ async fn claim_blocking(
             }
         }
         Err(err) if err.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => {
+            trace.caught(&err);
             trace.note("gave up waiting");
             trace.queries += 1;
             conn.batch_execute("ROLLBACK").await?;

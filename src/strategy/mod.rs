@@ -15,6 +15,7 @@ pub mod loser;
 mod none;
 pub mod orm;
 mod respond;
+pub mod transaction;
 pub mod work;
 
 use std::future::Future;
@@ -25,7 +26,7 @@ use serde::Serialize;
 pub use crate::request::Step;
 use crate::request::{Answer, Failure, Lease, Request, Trace};
 
-pub use check_then_store::CheckThenStore;
+pub use check_then_store::{CheckThenStore, FindLock};
 pub use claim_in_cache::ClaimInCache;
 pub use claim_work_complete::ClaimWorkComplete;
 pub use insert_unique::InsertUnique;
@@ -67,10 +68,17 @@ pub enum StrategyKind {
     /// The whole guard: claim-work-complete with stale-claim takeover,
     /// rescue of failed work and retry of transient failures (lesson 7).
     Guard,
+    /// Check-then-store whose find is `SELECT ... FOR UPDATE`, in the
+    /// request's transaction (lesson 8).
+    FindForUpdate,
+    /// Check-then-store behind `pg_advisory_xact_lock` on the key, in the
+    /// request's transaction (lesson 8).
+    AdvisoryLock,
 }
 
 impl StrategyKind {
-    pub const ALL: [StrategyKind; 5] = [
+    /// The five shapes of the course, the ones `compare` puts side by side.
+    pub const COURSE: [StrategyKind; 5] = [
         StrategyKind::None,
         StrategyKind::CheckThenStore,
         StrategyKind::ClaimWorkComplete,
@@ -86,6 +94,8 @@ impl StrategyKind {
             StrategyKind::ClaimWorkComplete => "claim-work-complete",
             StrategyKind::InsertUnique => "insert-unique",
             StrategyKind::Guard => "guard",
+            StrategyKind::FindForUpdate => "find-for-update",
+            StrategyKind::AdvisoryLock => "advisory-lock",
         }
     }
 
@@ -98,7 +108,20 @@ impl StrategyKind {
     pub fn uses_key_table(self) -> bool {
         matches!(
             self,
-            StrategyKind::CheckThenStore | StrategyKind::ClaimWorkComplete | StrategyKind::Guard
+            StrategyKind::CheckThenStore
+                | StrategyKind::ClaimWorkComplete
+                | StrategyKind::Guard
+                | StrategyKind::FindForUpdate
+                | StrategyKind::AdvisoryLock
+        )
+    }
+
+    /// Whether the strategy's lock only means something inside the
+    /// request's transaction, which it then takes by default.
+    pub fn needs_transaction(self) -> bool {
+        matches!(
+            self,
+            StrategyKind::FindForUpdate | StrategyKind::AdvisoryLock
         )
     }
 }

@@ -18,6 +18,9 @@ pub async fn respond(
         Ok(_) => strategy.handle(lease, req, trace).await,
         Err(failure) => Err(failure),
     };
+    if let Err(Failure::Db(err)) = &handled {
+        trace.caught(err);
+    }
     if trace.crashed() {
         lease.discard();
     } else {

@@ -14,7 +14,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("output", &["report"]),
     (
         "teaching and measuring",
-        &["challenge", "scenario", "bench", "lesson", "probe"],
+        &["challenge", "scenario", "bench", "lesson", "probe", "matrix"],
     ),
     ("lesson 6's clients", &["keys"]),
     ("the race harness", &["race"]),

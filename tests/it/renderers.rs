@@ -83,6 +83,9 @@ fn worker(worker: usize, outcome: Outcome, status: u16, waited_ms: f64) -> Worke
         wrong_replay: None,
         retry: false,
         blocked_by: Vec::new(),
+        error: None,
+        retries: 0,
+        held_ms: 22.0,
         steps,
     }
 }

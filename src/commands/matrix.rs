@@ -1,0 +1,73 @@
+//! `idem matrix`: every guard shape under each transaction setting and isolation level, a number of runs each, in one table.
+
+use anyhow::{Result, bail};
+
+use crate::cli::race::MatrixArgs;
+use crate::db::Database;
+use crate::limits;
+use crate::matrix::{Cell, Matrix, MatrixRow, cells};
+use crate::race::input::RaceInput;
+use crate::race::{Race, RaceSettings};
+use crate::report::{self, Output};
+
+/// What `idem matrix` will race, checked before the database starts.
+pub struct Plan {
+    pub cells: Vec<(Cell, RaceSettings)>,
+    pub runs: u64,
+    pub out: Output,
+}
+
+pub fn plan(args: &MatrixArgs) -> Result<Plan> {
+    let base = RaceInput {
+        workers: args.workers,
+        pool_size: args.pool_size,
+        work_ms: args.work_ms,
+        ..RaceInput::default()
+    };
+    let cells = cells()
+        .into_iter()
+        .filter(|c| args.strategy.is_empty() || args.strategy.contains(&c.strategy))
+        .map(|cell| Ok((cell, cell.settings(&base)?)))
+        .collect::<Result<Vec<_>>>()?;
+    if cells.is_empty() {
+        bail!(
+            "the matrix has no rows for {}; it holds check-then-store, insert-unique, \
+             claim-work-complete, guard, find-for-update and advisory-lock",
+            args.strategy
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(Plan {
+        cells,
+        runs: args.runs.unwrap_or(limits::MATRIX_RUNS.default()),
+        out: Output::from_json_flag(args.json),
+    })
+}
+
+pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
+    let out = plan.out;
+    let progress = out.progress(plan.runs * plan.cells.len() as u64, "races");
+    let shared = &plan.cells[0].1;
+    let mut matrix = Matrix {
+        workers: shared.workers(),
+        pool_size: shared.pool_size(),
+        runner_holds_connection: shared.runner_holds_connection(),
+        work_ms: shared.work_ms(),
+        runs: plan.runs,
+        rows: Vec::new(),
+    };
+    for (cell, settings) in plan.cells {
+        let race = Race::prepare(db, settings).await?;
+        let mut row = MatrixRow::new(cell);
+        for run in 1..=plan.runs as usize {
+            row.add(&race.run(run).await?);
+            progress.inc(1);
+        }
+        matrix.rows.push(row);
+    }
+    progress.finish_and_clear();
+    out.record(&matrix, report::matrix::render)
+}

@@ -1,0 +1,221 @@
+//! `idem matrix`'s cells: every guard shape under each transaction setting and isolation level where it applies, and what its runs came to.
+//!
+//! Hermitage answers isolation questions with a table of anomalies per
+//! level. This is the same table for idempotency: a row per guard shape
+//! and setting, measured over a number of runs, never written down.
+//! Whether a row *held* is asked twice, for the rows (one XP row) and for
+//! the work (one call of the award service), because a transaction can
+//! save the first and never the second.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::limits::Origin;
+use crate::race::input::RaceInput;
+use crate::race::{Outcome, RaceResult, RaceSettings, WorkerReport};
+use crate::strategy::StrategyKind;
+use crate::strategy::transaction::{Isolation, Transaction};
+
+/// The retries a serializable cell with retries runs: enough that every
+/// loser's retry finds the winner's key.
+pub const SERIALIZABLE_RETRIES: u32 = 3;
+
+/// One row of the matrix: a guard shape and how its requests are wrapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Cell {
+    pub strategy: StrategyKind,
+    pub transaction: Transaction,
+    /// `None` without a request transaction.
+    pub isolation: Option<Isolation>,
+    pub retry_serialization: u32,
+}
+
+impl Cell {
+    const fn plain(strategy: StrategyKind) -> Self {
+        Self {
+            strategy,
+            transaction: Transaction::None,
+            isolation: None,
+            retry_serialization: 0,
+        }
+    }
+
+    const fn within(strategy: StrategyKind, level: Isolation, retries: u32) -> Self {
+        Self {
+            strategy,
+            transaction: Transaction::Request,
+            isolation: Some(level),
+            retry_serialization: retries,
+        }
+    }
+
+    /// The settings this cell races with, on top of the shared ones.
+    pub fn settings(&self, base: &RaceInput) -> Result<RaceSettings> {
+        RaceInput {
+            transaction: Some(self.transaction),
+            isolation: self.isolation,
+            retry_serialization: Some(u64::from(self.retry_serialization)),
+            ..base.for_strategy(self.strategy)
+        }
+        .build(Origin::Flags)
+    }
+
+    /// `none`, `RC`, `RR`, `SER`, `SER+3`: the setting in a few letters.
+    pub fn short(&self) -> String {
+        let Some(level) = self.isolation else {
+            return "none".to_string();
+        };
+        let level = match level {
+            Isolation::ReadCommitted => "RC",
+            Isolation::RepeatableRead => "RR",
+            Isolation::Serializable => "SER",
+        };
+        match self.retry_serialization {
+            0 => level.to_string(),
+            n => format!("{level}+{n}"),
+        }
+    }
+
+    /// `none`, `request, read-committed`, `request, serializable, 3 retries`.
+    pub fn long(&self) -> String {
+        let Some(level) = self.isolation else {
+            return "none".to_string();
+        };
+        match self.retry_serialization {
+            0 => format!("request, {}", level.name()),
+            1 => format!("request, {}, 1 retry", level.name()),
+            n => format!("request, {}, {n} retries", level.name()),
+        }
+    }
+}
+
+/// Every cell, in the order the table shows them: the course's shapes
+/// first, each without and then within a request transaction, then the
+/// locks people add to check-then-store.
+pub fn cells() -> Vec<Cell> {
+    use Isolation::{ReadCommitted as Rc, RepeatableRead as Rr, Serializable as Ser};
+    use StrategyKind as S;
+    let levels = |strategy| Isolation::ALL.map(|level| Cell::within(strategy, level, 0));
+    let mut cells = vec![Cell::plain(S::CheckThenStore)];
+    cells.extend(levels(S::CheckThenStore));
+    cells.push(Cell::within(S::CheckThenStore, Ser, SERIALIZABLE_RETRIES));
+    cells.push(Cell::plain(S::InsertUnique));
+    cells.extend(levels(S::InsertUnique));
+    cells.push(Cell::plain(S::ClaimWorkComplete));
+    cells.extend(levels(S::ClaimWorkComplete));
+    cells.push(Cell::plain(S::Guard));
+    cells.extend([Rc, Rr, Ser].map(|level| Cell::within(S::FindForUpdate, level, 0)));
+    cells.extend([Rc, Rr, Ser].map(|level| Cell::within(S::AdvisoryLock, level, 0)));
+    cells.push(Cell::within(S::AdvisoryLock, Ser, SERIALIZABLE_RETRIES));
+    cells
+}
+
+/// What one cell's runs came to.
+#[derive(Debug, Clone, Serialize)]
+pub struct MatrixRow {
+    #[serde(flatten)]
+    pub cell: Cell,
+    pub runs: u64,
+    /// XP rows → runs that left that many.
+    pub xp_rows: BTreeMap<u64, u64>,
+    /// Service calls → runs that made that many.
+    pub service_calls: BTreeMap<u64, u64>,
+    /// The share of runs that left one XP row: the guard held for the rows.
+    pub rows_held_rate: f64,
+    /// The share of runs that called the service once: it held for the work.
+    pub work_held_rate: f64,
+    /// What the requests that did not create the XP row were answered
+    /// (`201 replay`, `409`, `500 23505`, ...), counted over every run.
+    pub told: BTreeMap<String, u64>,
+    /// Statements sent per request, on average.
+    pub statements_per_request: f64,
+    /// Seconds a request held a pooled connection, on average.
+    pub connection_seconds_per_request: f64,
+    /// The sums the averages are made of.
+    #[serde(skip)]
+    sums: Sums,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Sums {
+    requests: u64,
+    statements: u64,
+    held_s: f64,
+    rows_held: u64,
+    work_held: u64,
+}
+
+impl MatrixRow {
+    pub fn new(cell: Cell) -> Self {
+        Self {
+            cell,
+            runs: 0,
+            xp_rows: BTreeMap::new(),
+            service_calls: BTreeMap::new(),
+            rows_held_rate: 0.0,
+            work_held_rate: 0.0,
+            told: BTreeMap::new(),
+            statements_per_request: 0.0,
+            connection_seconds_per_request: 0.0,
+            sums: Sums::default(),
+        }
+    }
+
+    /// Adds one run's result.
+    pub fn add(&mut self, r: &RaceResult) {
+        self.runs += 1;
+        *self.xp_rows.entry(r.xp_rows).or_default() += 1;
+        *self.service_calls.entry(r.service_calls).or_default() += 1;
+        for w in r.reports.iter().filter(|w| w.outcome != Outcome::Created) {
+            *self.told.entry(told(w)).or_default() += 1;
+        }
+        let sums = &mut self.sums;
+        sums.rows_held += u64::from(r.xp_rows == 1);
+        sums.work_held += u64::from(r.service_calls == 1);
+        sums.requests += r.reports.len() as u64;
+        sums.statements += r.reports.iter().map(|w| u64::from(w.queries)).sum::<u64>();
+        sums.held_s += r.reports.iter().map(|w| w.held_ms / 1000.0).sum::<f64>();
+        let (runs, requests) = (self.runs as f64, sums.requests.max(1) as f64);
+        self.rows_held_rate = sums.rows_held as f64 / runs;
+        self.work_held_rate = sums.work_held as f64 / runs;
+        self.statements_per_request = sums.statements as f64 / requests;
+        self.connection_seconds_per_request = sums.held_s / requests;
+    }
+}
+
+/// What a request that did not create the row was answered, in a few words.
+pub fn told(w: &WorkerReport) -> String {
+    match (w.outcome, &w.error) {
+        (Outcome::Duplicate, _) => "201 dup".to_string(),
+        (Outcome::Replayed, _) => "201 replay".to_string(),
+        (Outcome::Error, Some(error)) => format!("500 {}", error.code),
+        (Outcome::Crashed, _) => "no answer".to_string(),
+        (outcome, _) => format!("{} {}", outcome.status(), outcome.name()),
+    }
+}
+
+/// The whole matrix: the shared settings and a row per cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct Matrix {
+    pub workers: usize,
+    pub pool_size: usize,
+    pub runner_holds_connection: bool,
+    pub work_ms: u64,
+    pub runs: u64,
+    pub rows: Vec<MatrixRow>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_cell_is_a_race_the_builder_takes() {
+        for cell in cells() {
+            let settings = cell.settings(&RaceInput::default());
+            assert!(settings.is_ok(), "{}: {:?}", cell.long(), settings.err());
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! `idem matrix` for people: a row per guard shape and transaction setting, grouped by shape, with a legend; compact at 80 columns, spelled out on a wide screen.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use colored::ColoredString;
+
+use super::style::{bad, dim, good, strong, warn};
+use super::width::{visible, width};
+use crate::matrix::{Matrix, MatrixRow};
+
+/// From this many columns on, the settings and answers are spelled out.
+const WIDE: usize = 110;
+
+/// The most answers the compact form lists per row.
+const COMPACT_ANSWERS: usize = 2;
+
+pub fn render(m: &Matrix) -> String {
+    let wide = width() >= WIDE;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}",
+        strong(format!("idem matrix · {} runs per cell", m.runs))
+    );
+    let runner = if m.runner_holds_connection {
+        "runner holds 1"
+    } else {
+        "runner holds none"
+    };
+    let _ = writeln!(
+        out,
+        "{}\n",
+        dim(format!(
+            "{} workers · pool {} ({runner}) · work {} ms · one key",
+            m.workers, m.pool_size, m.work_ms
+        ))
+    );
+    let rows: Vec<Vec<Cell>> = m.rows.iter().map(|row| cells(row, m.runs, wide)).collect();
+    let header = [
+        if wide { "  transaction" } else { "  txn" },
+        "XP",
+        "rows",
+        "calls",
+        "work",
+        "losers were told, per run",
+        "stmts",
+        "conn ms",
+    ];
+    let widths = column_widths(&header, &rows);
+    let right = [false, true, true, true, true, false, true, true];
+    let line = |cells: Vec<Cell>| {
+        let mut text = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let pad = " ".repeat(widths[i].saturating_sub(cell.width));
+            let gap = if i == 0 { "" } else { "  " };
+            let _ = if right[i] {
+                write!(text, "{gap}{pad}{}", cell.text)
+            } else {
+                write!(text, "{gap}{}{pad}", cell.text)
+            };
+        }
+        text.trim_end().to_string()
+    };
+    let head = header.iter().map(|h| Cell::plain(h.to_string())).collect();
+    let _ = writeln!(out, "{}", dim(line(head)));
+    let mut shape = None;
+    for (row, cells) in m.rows.iter().zip(rows) {
+        if shape != Some(row.cell.strategy) {
+            shape = Some(row.cell.strategy);
+            let _ = writeln!(out, "{}", strong(row.cell.strategy.name()));
+        }
+        let _ = writeln!(out, "{}", line(cells));
+    }
+    out.push('\n');
+    out.push_str(&legend(wide));
+    out.push('\n');
+    out.push_str(&verdict(m));
+    out
+}
+
+/// One cell's text and its width on screen (its colour takes none).
+struct Cell {
+    text: String,
+    width: usize,
+}
+
+impl Cell {
+    fn plain(text: String) -> Self {
+        Self {
+            width: visible(&text),
+            text,
+        }
+    }
+
+    fn coloured(text: ColoredString) -> Self {
+        let shown = text.to_string();
+        Self {
+            width: visible(&shown),
+            text: shown,
+        }
+    }
+}
+
+fn cells(row: &MatrixRow, runs: u64, wide: bool) -> Vec<Cell> {
+    let setting = if wide {
+        row.cell.long()
+    } else {
+        row.cell.short()
+    };
+    vec![
+        Cell::plain(format!("  {setting}")),
+        Cell::coloured(judge(range(&row.xp_rows), row.rows_held_rate)),
+        Cell::coloured(judge(percent(row.rows_held_rate), row.rows_held_rate)),
+        Cell::coloured(judge(range(&row.service_calls), row.work_held_rate)),
+        Cell::coloured(judge(percent(row.work_held_rate), row.work_held_rate)),
+        Cell::plain(told(
+            &row.told,
+            runs,
+            if wide { usize::MAX } else { COMPACT_ANSWERS },
+        )),
+        Cell::plain(format!("{:.1}", row.statements_per_request)),
+        Cell::plain(format!(
+            "{:.0}",
+            row.connection_seconds_per_request * 1000.0
+        )),
+    ]
+}
+
+fn column_widths(header: &[&str], rows: &[Vec<Cell>]) -> Vec<usize> {
+    header
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            rows.iter()
+                .map(|r| r[i].width)
+                .chain([visible(h)])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// Green when the guard held in every run, red when in none, yellow between.
+fn judge(text: String, rate: f64) -> ColoredString {
+    if rate >= 1.0 {
+        good(text)
+    } else if rate <= 0.0 {
+        bad(text)
+    } else {
+        warn(text)
+    }
+}
+
+/// `4`, or `3–4` when the runs differ.
+fn range(histogram: &BTreeMap<u64, u64>) -> String {
+    match (histogram.keys().next(), histogram.keys().next_back()) {
+        (Some(low), Some(high)) if low != high => format!("{low}–{high}"),
+        (Some(only), _) => only.to_string(),
+        _ => "–".to_string(),
+    }
+}
+
+fn percent(rate: f64) -> String {
+    format!("{:.0}%", rate * 100.0)
+}
+
+/// `500 23505 ×3, 201 replay ×1`: the most frequent answers first, per run.
+fn told(told: &BTreeMap<String, u64>, runs: u64, most: usize) -> String {
+    let mut answers: Vec<(&String, &u64)> = told.iter().collect();
+    answers.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let per_run = |n: u64| {
+        let each = n as f64 / runs.max(1) as f64;
+        if (each - each.round()).abs() < 0.05 {
+            format!("×{each:.0}")
+        } else {
+            format!("×{each:.1}")
+        }
+    };
+    let mut text = answers
+        .iter()
+        .take(most)
+        .map(|(answer, n)| format!("{answer} {}", per_run(**n)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if answers.len() > most {
+        text.push_str(", …");
+    }
+    if text.is_empty() {
+        text.push('–');
+    }
+    text
+}
+
+fn legend(wide: bool) -> String {
+    let mut lines = Vec::new();
+    if !wide {
+        lines.extend([
+            "txn: the request's transaction: none, or one per request at RC read committed,",
+            "  RR repeatable read, SER serializable; +3: retried up to 3 times on 40001",
+        ]);
+    }
+    lines.extend([
+        "XP: XP rows a run left (a range if runs differ); rows: runs that left one",
+        "calls: award service calls a run made; work: runs that made one",
+        "losers were told: what each request that did not create the row was answered",
+        "stmts: statements per request; conn ms: pooled-connection time per request",
+    ]);
+    lines
+        .iter()
+        .map(|l| format!("{}\n", dim(l)))
+        .collect::<String>()
+}
+
+/// What held, read off the rows: how many held for the rows, and which
+/// held for the work, grouped by shape.
+fn verdict(m: &Matrix) -> String {
+    let held = |rate: f64| rate >= 1.0;
+    let rows_held = m.rows.iter().filter(|r| held(r.rows_held_rate)).count();
+    let mut work_held: Vec<(String, Vec<String>)> = Vec::new();
+    for r in m.rows.iter().filter(|r| held(r.work_held_rate)) {
+        let shape = r.cell.strategy.name().to_string();
+        match work_held.last_mut() {
+            Some((last, settings)) if *last == shape => settings.push(r.cell.short()),
+            _ => work_held.push((shape, vec![r.cell.short()])),
+        }
+    }
+    let work_held = work_held
+        .iter()
+        .map(|(shape, settings)| format!("{shape} ({})", settings.join(", ")))
+        .collect::<Vec<_>>();
+    let work = if work_held.is_empty() {
+        "none".to_string()
+    } else {
+        work_held.join(", ")
+    };
+    format!(
+        "One XP row in every run: {rows_held} of {} rows.\nOne service call in every run: {work}.\n",
+        m.rows.len()
+    )
+}
