@@ -1,4 +1,4 @@
-//! The seven lessons told in short screens, read from `lessons/*.md` (embedded at build time).
+//! The lessons told in short screens, read from `lessons/*.md` (embedded at build time).
 //!
 //! A teacher edits a lesson without touching Rust. Each file is plain
 //! Markdown in one fixed shape:
@@ -67,6 +67,9 @@ pub enum View {
     Losers,
     /// What each store still knows about the key, right after the race.
     Audit,
+    /// A row of the lesson's matrix (`idem matrix`), shown after the last
+    /// of them; the scenario itself is shown in one line.
+    Matrix,
 }
 
 impl View {
@@ -79,13 +82,14 @@ impl View {
             "side" => View::Side,
             "losers" => View::Losers,
             "audit" => View::Audit,
+            "matrix" => View::Matrix,
             _ => return None,
         })
     }
 }
 
 /// The files, in lesson order.
-const FILES: [(&str, &str); 7] = [
+const FILES: [(&str, &str); 8] = [
     (
         "lessons/1-duplicate-keys-vs-duplicate-work.md",
         include_str!("../lessons/1-duplicate-keys-vs-duplicate-work.md"),
@@ -114,9 +118,13 @@ const FILES: [(&str, &str); 7] = [
         "lessons/7-putting-idempotency-keys-together.md",
         include_str!("../lessons/7-putting-idempotency-keys-together.md"),
     ),
+    (
+        "lessons/8-the-questions-after-the-course.md",
+        include_str!("../lessons/8-the-questions-after-the-course.md"),
+    ),
 ];
 
-/// The seven lessons, parsed once.
+/// The lessons, parsed once.
 pub static LESSONS: LazyLock<Vec<Lesson>> = LazyLock::new(|| {
     FILES
         .iter()
@@ -192,7 +200,7 @@ mod tests {
 
     #[test]
     fn every_lesson_file_has_the_shape() {
-        assert_eq!(LESSONS.len(), 7);
+        assert_eq!(LESSONS.len(), 8);
         for (lesson, number) in LESSONS.iter().zip(1..) {
             assert_eq!(lesson.number, number);
             assert!(

@@ -84,7 +84,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
                 no_pause: a.no_pause,
                 page: !cli.no_pager,
             };
-            lessons(&[1, 2, 3, 4, 5, 6, 7], told, &a.connect, s).await
+            lessons(&[1, 2, 3, 4, 5, 6, 7, 8], told, &a.connect, s).await
         }
         Command::Challenge(a) => challenge(a, s).await,
         Command::Serve(a) => serve(a, s).await,

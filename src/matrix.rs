@@ -51,6 +51,16 @@ impl Cell {
         }
     }
 
+    /// The cell a race ran in.
+    pub fn of(r: &RaceResult) -> Self {
+        Self {
+            strategy: r.strategy,
+            transaction: r.transaction,
+            isolation: r.isolation,
+            retry_serialization: r.retry_serialization,
+        }
+    }
+
     /// The settings this cell races with, on top of the shared ones.
     pub fn settings(&self, base: &RaceInput) -> Result<RaceSettings> {
         RaceInput {
@@ -205,6 +215,30 @@ pub struct Matrix {
     pub work_ms: u64,
     pub runs: u64,
     pub rows: Vec<MatrixRow>,
+}
+
+impl Matrix {
+    /// The matrix of races run elsewhere (a lesson's scenarios), a row per
+    /// list of runs; `None` if there are none.
+    pub fn of(rows: &[Vec<RaceResult>]) -> Option<Self> {
+        let first = rows.iter().flatten().next()?;
+        let rows: Vec<MatrixRow> = rows
+            .iter()
+            .filter_map(|runs| {
+                let mut row = MatrixRow::new(Cell::of(runs.first()?));
+                runs.iter().for_each(|r| row.add(r));
+                Some(row)
+            })
+            .collect();
+        Some(Self {
+            workers: first.workers,
+            pool_size: first.pool_size,
+            runner_holds_connection: first.runner_holds_connection,
+            work_ms: first.work_ms,
+            runs: rows.iter().map(|r| r.runs).max().unwrap_or(0),
+            rows,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -162,7 +162,7 @@ pub enum ScenarioCommand {
 
 #[derive(Debug, Args)]
 pub struct LessonArgs {
-    /// The lesson, 1 to 7.
+    /// The lesson, 1 to 8.
     #[arg(value_parser = limits::LESSON.parser())]
     pub number: u64,
 

@@ -7,6 +7,7 @@ use anyhow::{Result, bail};
 
 use crate::db::Database;
 use crate::lesson::{LESSONS, Lesson, View};
+use crate::matrix::Matrix;
 use crate::race::RaceResult;
 use crate::report::losers::LoserRow;
 use crate::report::runs::{RunsSummary, render_summary};
@@ -131,6 +132,7 @@ async fn show_all(
     let mut ran: BTreeMap<String, Ran> = BTreeMap::new();
     let mut beside: Option<RaceResult> = None;
     let mut losers: Vec<LoserRow> = Vec::new();
+    let mut matrix: Vec<Vec<RaceResult>> = Vec::new();
     for (i, show) in lesson.shows.iter().enumerate() {
         let Some(scenario) = scenarios.iter().find(|s| name_of(s) == show.scenario) else {
             bail!(
@@ -139,12 +141,17 @@ async fn show_all(
                 show.scenario
             );
         };
+        // A row of the matrix is one line, with a pause before the first only.
+        let row = show.view == View::Matrix;
+        let first_row = row && (i == 0 || lesson.shows[i - 1].view != View::Matrix);
         if !ran.contains_key(&show.scenario) {
             // Between demonstrations as between screens: one at a time.
-            if !ran.is_empty() {
+            if !ran.is_empty() && (!row || first_row) {
                 wait(pause)?;
             }
-            emit(&format!("{}\n", scenario.explain.trim()))?;
+            if !row {
+                emit(&format!("{}\n", scenario.explain.trim()))?;
+            }
             let verdict = scenario::run(db, scenario).await?;
             // The audit reads what the race left, before anything else runs.
             let audit = match lesson
@@ -162,10 +169,23 @@ async fn show_all(
                 }
                 false => None,
             };
-            emit(&format!("{}\n", report::scenario::render_verdict(&verdict)))?;
+            let shown = match row {
+                true => report::scenario::render_verdict_line(&verdict),
+                false => format!("{}\n", report::scenario::render_verdict(&verdict)),
+            };
+            emit(&shown)?;
             ran.insert(show.scenario.clone(), Ran { verdict, audit });
         }
         let Ran { verdict, audit } = &ran[&show.scenario];
+        if row {
+            matrix.push(verdict.results.clone());
+            if !lesson.shows[i + 1..].iter().any(|s| s.view == View::Matrix)
+                && let Some(matrix) = Matrix::of(&matrix)
+            {
+                emit(&format!("\n{}\n", report::matrix::render(&matrix)))?;
+            }
+            continue;
+        }
         let more_losers = lesson.shows[i + 1..].iter().any(|s| s.view == View::Losers);
         show_view(
             show.view,
@@ -220,6 +240,8 @@ fn show_view(
                 emit(&format!("{}\n", report::losers::render(losers, &line)))?;
             }
         }
+        // Gathered by `show_all`, shown as one table.
+        (View::Matrix, Some(_)) => {}
         (View::Audit, Some(_)) => {
             if let Some(audit) = audit {
                 emit(&format!("{}\n", report::stores::render_audit(audit)))?;

@@ -36,7 +36,7 @@ pub fn render(m: &Matrix) -> String {
             m.workers, m.pool_size, m.work_ms
         ))
     );
-    let rows: Vec<Vec<Cell>> = m.rows.iter().map(|row| cells(row, m.runs, wide)).collect();
+    let rows: Vec<Vec<Cell>> = m.rows.iter().map(|row| cells(row, wide)).collect();
     let header = [
         if wide { "  transaction" } else { "  txn" },
         "XP",
@@ -102,7 +102,7 @@ impl Cell {
     }
 }
 
-fn cells(row: &MatrixRow, runs: u64, wide: bool) -> Vec<Cell> {
+fn cells(row: &MatrixRow, wide: bool) -> Vec<Cell> {
     let setting = if wide {
         row.cell.long()
     } else {
@@ -116,7 +116,7 @@ fn cells(row: &MatrixRow, runs: u64, wide: bool) -> Vec<Cell> {
         Cell::coloured(judge(percent(row.work_held_rate), row.work_held_rate)),
         Cell::plain(told(
             &row.told,
-            runs,
+            row.runs,
             if wide { usize::MAX } else { COMPACT_ANSWERS },
         )),
         Cell::plain(format!("{:.1}", row.statements_per_request)),

@@ -5,6 +5,22 @@ use std::fmt::Write;
 use super::style::{bad, dim, good, strong};
 use crate::scenario::Verdict;
 
+/// A verdict in one line when it passed (`ok title · file`); in full when not.
+pub fn render_verdict_line(v: &Verdict) -> String {
+    if !v.passed() {
+        return render_verdict(v);
+    }
+    let name = v.source.rsplit('/').next().unwrap_or(&v.source);
+    let file = format!(" · {name}");
+    let fits = 3 + v.title.chars().count() + file.chars().count() <= super::width::width();
+    let file = if fits {
+        dim(file).to_string()
+    } else {
+        String::new()
+    };
+    format!("{} {}{file}\n", good("ok"), v.title)
+}
+
 /// The verdict beside the expectations, and a diff when any differs.
 pub fn render_verdict(v: &Verdict) -> String {
     let mut out = String::new();

@@ -109,17 +109,35 @@ async fn race_results(
 type Figure = fn(&RaceResult) -> u64;
 
 /// The figures an `[expect]` may state of a race, in the order they are
-/// shown, each checked on every run; the last field says whether the file
-/// may give a rate for it instead (`min_rate`, `max_rate`).
-fn race_figures(e: &super::file::Expect) -> [(&'static str, Option<u64>, Figure, bool); 5] {
+/// shown, each checked on every run unless the file gives its rate (the
+/// least and the most share of runs that must show it).
+fn race_figures(e: &super::file::Expect) -> [(&'static str, Option<u64>, Figure, Rate); 5] {
     [
-        ("key rows", e.key_rows, |r| r.key_rows, false),
-        ("XP rows", e.xp_rows, |r| r.xp_rows, true),
-        ("duplicates", e.duplicates, |r| r.duplicates, false),
-        ("wrong replays", e.wrong_replays, |r| r.wrong_replays, false),
-        ("service calls", e.service_calls, |r| r.service_calls, false),
+        ("key rows", e.key_rows, |r| r.key_rows, (None, None)),
+        (
+            "XP rows",
+            e.xp_rows,
+            |r| r.xp_rows,
+            (e.min_rate, e.max_rate),
+        ),
+        ("duplicates", e.duplicates, |r| r.duplicates, (None, None)),
+        (
+            "wrong replays",
+            e.wrong_replays,
+            |r| r.wrong_replays,
+            (None, None),
+        ),
+        (
+            "service calls",
+            e.service_calls,
+            |r| r.service_calls,
+            (e.service_calls_min_rate, e.service_calls_max_rate),
+        ),
     ]
 }
+
+/// The least and the most share of runs a figure must be seen in.
+type Rate = (Option<f64>, Option<f64>);
 
 /// The runs' figure: the one value when one race ran, else its distribution.
 fn shown(results: &[RaceResult], figure: Figure) -> String {
@@ -151,13 +169,12 @@ fn race_checks(scenario: &Scenario, results: &[RaceResult]) -> Vec<Check> {
             results.iter().all(|r| figure(r) == x),
         )
     };
-    let rated = e.min_rate.is_some() || e.max_rate.is_some();
     let mut checks: Vec<Check> = race_figures(e)
         .into_iter()
-        .filter_map(|(what, x, figure, may_be_rated)| {
-            x.map(|x| match may_be_rated && rated {
-                true => xp_rate_check(results, x, e.min_rate, e.max_rate),
-                false => every_run(what, x, figure),
+        .filter_map(|(what, x, figure, rate)| {
+            x.map(|x| match rate {
+                (None, None) => every_run(what, x, figure),
+                rate => rate_check(what, results, figure, x, rate),
             })
         })
         .collect();
@@ -167,11 +184,17 @@ fn race_checks(scenario: &Scenario, results: &[RaceResult]) -> Vec<Check> {
     checks
 }
 
-/// A probabilistic figure: the share of runs with `x` XP rows, at least
-/// `min` or at most `max` (`max` wins if both are given).
-fn xp_rate_check(results: &[RaceResult], x: u64, min: Option<f64>, max: Option<f64>) -> Check {
+/// A probabilistic figure: the share of runs whose `figure` is `x`, at
+/// least `min` or at most `max` (`max` wins if both are given).
+fn rate_check(
+    what: &str,
+    results: &[RaceResult],
+    figure: Figure,
+    x: u64,
+    (min, max): Rate,
+) -> Check {
     let n = results.len();
-    let hits = results.iter().filter(|r| r.xp_rows == x).count();
+    let hits = results.iter().filter(|r| figure(r) == x).count();
     let share = hits as f64 / n as f64;
     let (bound, rate, ok) = match (min, max) {
         (_, Some(rate)) => ("at most", rate, share <= rate),
@@ -179,9 +202,9 @@ fn xp_rate_check(results: &[RaceResult], x: u64, min: Option<f64>, max: Option<f
         (None, None) => ("at least", 1.0, share >= 1.0),
     };
     check(
-        "XP rows",
+        what,
         format!("{x} in {bound} {:.0}% of {n} runs", rate * 100.0),
-        format!("{} ({:.1}%)", shown(results, |r| r.xp_rows), share * 100.0),
+        format!("{} ({:.1}%)", shown(results, figure), share * 100.0),
         ok,
     )
 }

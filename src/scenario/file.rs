@@ -62,6 +62,10 @@ pub struct Expect {
     pub wrong_replays: Option<u64>,
     /// Times the work called the award service, retries included.
     pub service_calls: Option<u64>,
+    /// For a probabilistic call count: the least, or the most, share of runs
+    /// whose service calls must equal `service_calls`.
+    pub service_calls_min_rate: Option<f64>,
+    pub service_calls_max_rate: Option<f64>,
     /// Key-design simulations.
     pub keys_used: Option<usize>,
     pub merged_intents: Option<u64>,
@@ -90,16 +94,22 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
         (None, None) => bail!("{name}: a scenario needs a [race] or a [keys] section"),
         _ => {}
     }
-    if !(1..=7).contains(&scenario.lesson) {
-        bail!("{name}: lesson must be 1 to 7, not {}", scenario.lesson);
+    if !(1..=8).contains(&scenario.lesson) {
+        bail!("{name}: lesson must be 1 to 8, not {}", scenario.lesson);
     }
-    for rate in [scenario.expect.min_rate, scenario.expect.max_rate]
+    let e = &scenario.expect;
+    let rates = [
+        e.min_rate,
+        e.max_rate,
+        e.service_calls_min_rate,
+        e.service_calls_max_rate,
+    ];
+    if rates
         .into_iter()
         .flatten()
+        .any(|r| !(0.0..=1.0).contains(&r))
     {
-        if !(0.0..=1.0).contains(&rate) {
-            bail!("{name}: expect.min_rate and expect.max_rate must be between 0 and 1");
-        }
+        bail!("{name}: the rates of expect (min_rate, max_rate, ...) must be between 0 and 1");
     }
     let in_file = |err: anyhow::Error| anyhow::anyhow!("{name}: {err}");
     if let Some(runs) = scenario.expect.runs {
@@ -156,6 +166,8 @@ fn check_expectations(scenario: &Scenario, name: &str, text: &str) -> Result<()>
                 ("key_rows", e.key_rows.is_some()),
                 ("min_rate", e.min_rate.is_some()),
                 ("max_rate", e.max_rate.is_some()),
+                ("service_calls_min_rate", e.service_calls_min_rate.is_some()),
+                ("service_calls_max_rate", e.service_calls_max_rate.is_some()),
                 ("outcomes", e.outcomes.is_some()),
                 ("wrong_replays", e.wrong_replays.is_some()),
                 ("service_calls", e.service_calls.is_some()),
@@ -184,6 +196,14 @@ fn check_expectations(scenario: &Scenario, name: &str, text: &str) -> Result<()>
             } else {
                 "max_rate"
             })
+        );
+    }
+    let calls_rated = e.service_calls_min_rate.is_some() || e.service_calls_max_rate.is_some();
+    if calls_rated && e.service_calls.is_none() {
+        bail!(
+            "{name}{}: a service-call rate is the share of runs with `service_calls` calls; \
+             give service_calls too",
+            at("service_calls_")
         );
     }
     Ok(())

@@ -186,7 +186,7 @@ fn rolled_back(handled: Result<Answer, Failure>, failed: &DbError, trace: &Trace
         replayed: false,
         outcome: Outcome::Error,
         saw,
-        did: format!("{before}; rolled back on {}{retried}", failed.label()),
+        did: format!("{before}; rolled back on {}{retried}", failed.code),
         made_xp: None,
         body: None,
         waited: None,

@@ -14,7 +14,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("output", &["report"]),
     (
         "teaching and measuring",
-        &["challenge", "scenario", "bench", "lesson", "probe", "matrix"],
+        &[
+            "challenge",
+            "scenario",
+            "bench",
+            "lesson",
+            "probe",
+            "matrix",
+        ],
     ),
     ("lesson 6's clients", &["keys"]),
     ("the race harness", &["race"]),

@@ -26,4 +26,5 @@ mod screen;
 mod server;
 mod stores;
 mod teaching;
+mod transactions;
 mod trust;

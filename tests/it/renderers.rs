@@ -179,3 +179,34 @@ fn a_challenge_renders_each_case_with_its_mark() {
     ];
     insta::assert_snapshot!(shown(report::challenge::render("a made-up guard", &cases)));
 }
+
+/// Lesson 1's race again, as lesson 8 runs it in one serializable
+/// transaction per request: the three duplicates rolled back on 40001.
+fn lesson_one_serializable(run: usize) -> RaceResult {
+    use idem::request::DbError;
+    use idem::strategy::transaction::{Isolation, Transaction};
+    let mut r = lesson_one(run);
+    r.transaction = Transaction::Request;
+    r.isolation = Some(Isolation::Serializable);
+    r.xp_rows = 1;
+    r.duplicates = 0;
+    for w in r.reports.iter_mut().skip(1).take(3) {
+        w.outcome = Outcome::Error;
+        w.status = 500;
+        w.made_xp = None;
+        w.error = Some(DbError::from_code(
+            &tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE,
+        ));
+    }
+    r
+}
+
+#[test]
+fn the_matrix_groups_its_rows_by_shape_with_a_legend() {
+    let rows = vec![
+        vec![lesson_one(1), lesson_one(2)],
+        vec![lesson_one_serializable(1), lesson_one_serializable(2)],
+    ];
+    let matrix = idem::matrix::Matrix::of(&rows).unwrap();
+    insta::assert_snapshot!(shown(report::matrix::render(&matrix)));
+}
