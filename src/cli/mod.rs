@@ -50,7 +50,7 @@ pub enum Command {
     Tour(teaching::TourArgs),
     /// Race N workers on one key with one strategy and count the rows (lessons 1 and 2).
     Race(race::RaceArgs),
-    /// Run every strategy under the same settings and show them side by side.
+    /// Run the course's five strategies under the same settings, side by side.
     Compare(race::CompareArgs),
     /// Every guard shape under each transaction setting and isolation level,
     /// measured: what holds for the rows, and what for the work (lesson 8).
