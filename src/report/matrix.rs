@@ -23,17 +23,13 @@ pub fn render(m: &Matrix) -> String {
         "{}",
         strong(format!("idem matrix · {} runs per cell", m.runs))
     );
-    let runner = if m.runner_holds_connection {
-        "runner holds 1"
-    } else {
-        "runner holds none"
-    };
+    let pool = super::race::pool(m.pool_size, m.runner_holds_connection);
     let _ = writeln!(
         out,
         "{}\n",
         dim(format!(
-            "{} workers · pool {} ({runner}) · work {} ms · one key",
-            m.workers, m.pool_size, m.work_ms
+            "{} workers · {pool} · work {} ms · one key",
+            m.workers, m.work_ms
         ))
     );
     let rows: Vec<Vec<Cell>> = m.rows.iter().map(|row| cells(row, wide)).collect();

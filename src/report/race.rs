@@ -18,18 +18,23 @@ pub fn settings_line_for_every_loser(r: &RaceResult) -> String {
     settings_line_with(r, false)
 }
 
+/// `pool 5 (runner holds 1)`: the pool and whether the runner holds one of it.
+pub fn pool(size: usize, runner_holds_connection: bool) -> String {
+    let runner = match runner_holds_connection {
+        true => "runner holds 1",
+        false => "runner holds none",
+    };
+    format!("pool {size} ({runner})")
+}
+
 fn settings_line_with(r: &RaceResult, show_loser: bool) -> String {
     let workers = match r.workers {
         1 => "1 worker".to_string(),
         n => format!("{n} workers"),
     };
-    let runner = match r.runner_holds_connection {
-        true => "runner holds 1",
-        false => "runner holds none",
-    };
     let mut items = vec![
         workers,
-        format!("pool {} ({runner})", r.pool_size),
+        pool(r.pool_size, r.runner_holds_connection),
         format!("work {} ms", r.work_ms),
     ];
     if r.orm != crate::strategy::orm::Orm::Bare {

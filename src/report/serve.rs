@@ -61,11 +61,7 @@ impl Ready {
 
 /// The ready line and how to call the app, for people.
 pub fn render_ready(r: &Ready) -> String {
-    let runner = if r.runner_holds_connection {
-        "runner holds 1"
-    } else {
-        "runner holds none"
-    };
+    let pool = super::race::pool(r.pool_size, r.runner_holds_connection);
     let award = r#"-d '{"user_id": 42, "amount": 10}'"#;
     // Over HTTPS both clients need the CA that signed the certificate.
     let ca = match r.url.starts_with("https:") {
@@ -83,8 +79,8 @@ pub fn render_ready(r: &Ready) -> String {
         strong(r.strategy.name()),
         strong(&r.url),
         dim(format!(
-            "tables in schema {} · pool {} ({runner}) · {} threads · work {} ms",
-            r.schema, r.pool_size, r.threads, r.work_ms
+            "tables in schema {} · {pool} · {} threads · work {} ms",
+            r.schema, r.threads, r.work_ms
         )),
         dim(format!(
             "up to {} connections at once · Ctrl-C stops it and drops the schema",
