@@ -394,7 +394,9 @@ fn server(url: &str) -> Result<(Backend, PgConnectOptions, tokio_postgres::Confi
         |e: &dyn std::error::Error| anyhow::anyhow!("malformed database URL {shown}: {}", chain(e));
     let (tls, rest) =
         Tls::take_from(url).map_err(|e| anyhow::anyhow!("database URL {shown}: {e}"))?;
-    let sqlx_opts = tls.for_sqlx(PgConnectOptions::from_str(&rest).map_err(|e| malformed(&e))?);
+    let sqlx_opts = tls.for_sqlx(startup(
+        PgConnectOptions::from_str(&rest).map_err(|e| malformed(&e))?,
+    ));
     let mut pg_config = tokio_postgres::Config::from_str(&rest).map_err(|e| malformed(&e))?;
     pg_config.ssl_mode(tls.driver_mode());
     // libpq, and sqlx, read PGPASSWORD when the URL has no password.
@@ -404,6 +406,15 @@ fn server(url: &str) -> Result<(Backend, PgConnectOptions, tokio_postgres::Confi
         pg_config.password(password);
     }
     Ok((Backend::Server { url: shown }, sqlx_opts, pg_config, tls))
+}
+
+/// sqlx's connection settings as a pooler takes them: sqlx asks for
+/// `extra_float_digits` at start-up by default, and PgBouncer refuses a
+/// start-up parameter it was not told to ignore ("unsupported startup
+/// parameter"). idem reads no floating-point column through sqlx, and
+/// since PostgreSQL 12 the server's default prints floats exactly anyway.
+fn startup(options: PgConnectOptions) -> PgConnectOptions {
+    options.extra_float_digits(None)
 }
 
 /// Starts a disposable cluster and says how to reach it (its unix socket:
@@ -416,10 +427,12 @@ async fn embedded(
         .await
         .context("the cluster start-up was interrupted")??;
     let dir = cluster.socket_dir().to_path_buf();
-    let sqlx_opts = PgConnectOptions::new()
-        .socket(&dir)
-        .username("postgres")
-        .database("postgres");
+    let sqlx_opts = startup(
+        PgConnectOptions::new()
+            .socket(&dir)
+            .username("postgres")
+            .database("postgres"),
+    );
     let mut pg_config = tokio_postgres::Config::new();
     pg_config
         .host_path(&dir)
@@ -433,6 +446,14 @@ async fn embedded(
     ))
 }
 
+/// What a pooler's refusal of a start-up parameter means for idem. Said
+/// plainly rather than worked around: through a pooler in transaction
+/// mode a session's search_path, prepared statements and session locks
+/// move between clients, and idem's safety rests on all three today.
+const POOLER_HINT: &str = " (a connection pooler such as PgBouncer answers so: idem pins each run's \
+     schema with a start-up parameter and cannot run through a pooler yet; give the URL of \
+     PostgreSQL itself)";
+
 /// One connection first, so a refused or rejected connection is reported
 /// as what it is rather than as a pool timing out.
 async fn probe(backend: &Backend, options: &PgConnectOptions) -> Result<()> {
@@ -443,7 +464,10 @@ async fn probe(backend: &Backend, options: &PgConnectOptions) -> Result<()> {
         }
         Ok(Err(e)) => {
             let said = first_line(&chain(&e));
-            let hint = tls::hint_for(&said);
+            let hint = match said.contains("unsupported startup parameter") {
+                true => POOLER_HINT,
+                false => tls::hint_for(&said),
+            };
             bail!("could not connect to {}: {said}{hint}", backend.describe())
         }
         Err(_) => bail!(
