@@ -52,6 +52,8 @@ value_enum!(StrategyKind {
         "Check-then-store whose find is SELECT ... FOR UPDATE, in the request's transaction (lesson 8)",
     StrategyKind::AdvisoryLock =>
         "Check-then-store behind pg_advisory_xact_lock on the key, in the request's transaction (lesson 8)",
+    StrategyKind::Memory =>
+        "The claim in the app process's memory, a map behind a mutex: holds on one process only",
 });
 
 value_enum!(Transaction {

@@ -103,6 +103,8 @@ impl<'db> Race<'db> {
     pub(super) async fn start_app(&self) -> Result<Option<pool::Conn>> {
         let s = &self.settings;
         self.db.reset().await?;
+        // What the strategy keeps outside the tables goes with them.
+        self.strategy.forget();
 
         // The runner's own connection, held for the whole race as the app's
         // main thread holds one: the pool has one fewer for the workers.

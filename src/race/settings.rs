@@ -16,7 +16,7 @@ use crate::strategy::orm::Orm;
 use crate::strategy::transaction::{InTransaction, Isolation, Transaction};
 use crate::strategy::{
     CheckThenStore, ClaimInCache, ClaimWorkComplete, FindLock, InsertUnique, LoserKind,
-    LoserPolicy, NoGuard, OPERATION, Strategy, StrategyKind,
+    LoserPolicy, Memory, NoGuard, OPERATION, Strategy, StrategyKind,
 };
 
 /// The key every worker sends unless `--key` says otherwise.
@@ -319,6 +319,7 @@ impl RaceSettings {
         }
         let refused = match self.strategy {
             StrategyKind::None => Some("none has no key for a transaction to protect"),
+            StrategyKind::Memory => Some("memory keeps its claims outside the database"),
             StrategyKind::Guard => Some(
                 "the guard commits its claim before the work on purpose (lesson 7); \
                  one transaction would hide the claim until the end",
@@ -486,7 +487,8 @@ impl RaceSettings {
             | StrategyKind::InsertUnique
             | StrategyKind::Guard
             | StrategyKind::FindForUpdate
-            | StrategyKind::AdvisoryLock => 1,
+            | StrategyKind::AdvisoryLock
+            | StrategyKind::Memory => 1,
         };
         figure as u64
     }
@@ -519,6 +521,7 @@ impl RaceSettings {
             StrategyKind::AdvisoryLock => check_then_store(FindLock::Advisory),
             StrategyKind::ClaimWorkComplete => Box::new(ClaimWorkComplete { loser: self.loser }),
             StrategyKind::InsertUnique => Box::new(InsertUnique),
+            StrategyKind::Memory => Box::new(Memory::default()),
             StrategyKind::Guard => Box::new(Guard {
                 lock_timeout: self.lock_timeout,
                 on_failure: self.on_failure,

@@ -34,9 +34,27 @@ fn what_the_strategy_did(r: &RaceResult) -> String {
             "The XP table's unique index decided at the insert itself: {made} row made, {} found it and replayed.",
             r.count(Outcome::Replayed)
         ),
+        StrategyKind::Memory => memory(r),
         // These run in the request's transaction only (refused without one).
         StrategyKind::FindForUpdate | StrategyKind::AdvisoryLock => in_transaction(r),
     }
+}
+
+/// The claim in the process's map: one process, so one claim.
+fn memory(r: &RaceResult) -> String {
+    let mut text = format!(
+        "The process's own map let one request claim the key; {} found the claim pending and \
+         answered 409",
+        r.count(Outcome::Conflict)
+    );
+    match r.count(Outcome::Replayed) {
+        0 => text.push('.'),
+        n => text.push_str(&format!(", {n} found it completed and replayed.")),
+    }
+    text.push_str(
+        " Every request reached this one process: another app process would keep a map of its own.",
+    );
+    text
 }
 
 /// Lesson 8: what the request's transaction saved (the rows) and what it

@@ -62,6 +62,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/5-cache-eviction.toml"),
     ),
     (
+        "5-memory-one-process.toml",
+        include_str!("../../scenarios/5-memory-one-process.toml"),
+    ),
+    (
         "5-table-survives-eviction.toml",
         include_str!("../../scenarios/5-table-survives-eviction.toml"),
     ),

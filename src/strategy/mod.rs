@@ -12,6 +12,7 @@ pub mod fingerprint;
 pub mod guard;
 mod insert_unique;
 pub mod loser;
+mod memory;
 mod none;
 pub mod orm;
 mod respond;
@@ -31,6 +32,7 @@ pub use claim_in_cache::ClaimInCache;
 pub use claim_work_complete::ClaimWorkComplete;
 pub use insert_unique::InsertUnique;
 pub use loser::{LoserKind, LoserPolicy};
+pub use memory::Memory;
 pub use none::NoGuard;
 pub use respond::respond;
 
@@ -51,6 +53,10 @@ pub trait Strategy: Send + Sync {
         req: &'a Request,
         trace: &'a mut Trace,
     ) -> Handled<'a>;
+
+    /// Forgets what the strategy keeps outside the database, when the race
+    /// empties the tables for its next run (the memory guard's map).
+    fn forget(&self) {}
 }
 
 /// The strategies by name, as `--strategy` spells them.
@@ -74,6 +80,9 @@ pub enum StrategyKind {
     /// Check-then-store behind `pg_advisory_xact_lock` on the key, in the
     /// request's transaction (lesson 8).
     AdvisoryLock,
+    /// The claim in the process's memory, a map behind a mutex, as
+    /// in-memory middleware keeps it: it holds on one app process only.
+    Memory,
 }
 
 impl StrategyKind {
@@ -96,6 +105,7 @@ impl StrategyKind {
             StrategyKind::Guard => "guard",
             StrategyKind::FindForUpdate => "find-for-update",
             StrategyKind::AdvisoryLock => "advisory-lock",
+            StrategyKind::Memory => "memory",
         }
     }
 

@@ -131,6 +131,10 @@ impl Strategy for InTransaction {
             }
         })
     }
+
+    fn forget(&self) {
+        self.inner.forget();
+    }
 }
 
 /// Sends `COMMIT` or `ROLLBACK` as the request's last step. A connection

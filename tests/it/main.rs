@@ -18,6 +18,7 @@ mod kills;
 mod layers;
 mod losers;
 mod middleware;
+mod pooler;
 mod race;
 mod reach;
 mod renderers;

@@ -350,3 +350,19 @@ async fn every_race_counts_the_service_calls_beside_the_rows() {
     }
     db.close().await.unwrap();
 }
+
+/// The memory guard holds on one process: one claim, one XP row, one call
+/// in every run, and its map is emptied with the tables between runs (a
+/// map kept from the run before would replay a row the reset took away).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_memory_guard_holds_on_one_process_run_after_run() {
+    let _serial = TIMING.lock().await;
+    let db = open().await;
+    let results = races(&db, settings(StrategyKind::Memory).built(), 30).await;
+    db.close().await.unwrap();
+    for r in &results {
+        assert_eq!((r.key_rows, r.xp_rows, r.service_calls), (0, 1, 1));
+        assert_eq!(r.count(Outcome::Created), 1, "run {}", r.run);
+        assert_eq!(r.count(Outcome::Conflict), 4, "run {}", r.run);
+    }
+}
