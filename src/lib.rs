@@ -96,6 +96,13 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
                 probed = c::probe::execute(plan) => probed,
             }
         }
+        Command::Replica(a) => {
+            let plan = c::replica::plan(&a)?;
+            with_options(a.connect.options_in(&a.schema), s, async |db| {
+                c::replica::execute(plan, db).await
+            })
+            .await
+        }
         Command::Db(a) => {
             let opts = c::db::plan(&a)?;
             c::db::execute(&a, opts, s).await

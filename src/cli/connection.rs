@@ -72,6 +72,14 @@ pub struct KeptSchemaArgs {
 }
 
 impl ConnectArgs {
+    /// The options for working in `schema`, an existing run's.
+    pub fn options_in(&self, schema: &str) -> ConnectOptions {
+        ConnectOptions {
+            schema: Some(schema.to_string()),
+            ..self.options()
+        }
+    }
+
     pub fn options(&self) -> ConnectOptions {
         ConnectOptions {
             database_url: self.database_url.clone(),

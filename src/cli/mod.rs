@@ -74,6 +74,9 @@ pub enum Command {
     Serve(wire::ServeArgs),
     /// Race N identical requests with one Idempotency-Key at any HTTP API and count the effects.
     Probe(wire::ProbeArgs),
+    /// One app replica of `--replicas`, driven by its parent idem.
+    #[command(hide = true)]
+    Replica(wire::ReplicaArgs),
     /// A disposable PostgreSQL for your own program: `idem db -- ruby app.rb`
     /// runs it with DATABASE_URL set, and removes the cluster when it exits.
     Db(teaching::DbArgs),

@@ -79,6 +79,13 @@ pub struct ShapeFlags {
     /// on its own connection. The outcomes are the statuses on the wire.
     #[arg(long)]
     pub http: bool,
+
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::REPLICAS.parser(),
+          help = limits::REPLICAS.help(
+              "With --http: run the app as N processes, each with its own pool and \
+               threads, behind one port that hands each connection to the next in turn."))]
+    pub replicas: Option<u64>,
 }
 
 /// The app the workers call: its connection pool, its work, its threads.
@@ -309,6 +316,7 @@ impl RaceFlags {
             workers: self.shape.workers,
             key: self.shape.key.clone(),
             http: said(self.shape.http, true),
+            replicas: self.shape.replicas,
             amounts: self.amounts.amounts.clone(),
             cache_pressure: self.eviction.cache_pressure,
             crash: self.faults.crash,

@@ -24,6 +24,13 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR:PORT")]
     pub listen: std::net::SocketAddr,
 
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::REPLICAS.parser(),
+          help = limits::REPLICAS.help(
+              "Run the app as N processes, each with its own pool and threads; the \
+               listening port hands each new connection to the next in turn."))]
+    pub replicas: Option<u64>,
+
     #[command(flatten)]
     pub app: AppFlags,
 
@@ -69,6 +76,7 @@ impl ServeArgs {
     pub fn input(&self) -> RaceInput {
         RaceInput {
             http: Some(true),
+            replicas: self.replicas,
             ..app_input(
                 self.strategy,
                 &self.app,
@@ -288,6 +296,27 @@ pub struct ChallengeArgs {
     /// One JSON object per case.
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// One app replica, started by `serve --replicas` or `race --http
+/// --replicas` (not for people: the parent talks to it on stdin and stdout).
+#[derive(Debug, Args)]
+pub struct ReplicaArgs {
+    /// This replica's number, from 1.
+    #[arg(long)]
+    pub number: usize,
+
+    /// The parent run's schema, which the replica proves is idem's and
+    /// works in, and never drops.
+    #[arg(long)]
+    pub schema: String,
+
+    /// The race's settings, as JSON (the fields of a scenario's `[race]`).
+    #[arg(long)]
+    pub input: String,
 
     #[command(flatten)]
     pub connect: ConnectArgs,

@@ -13,6 +13,7 @@ pub mod matrix;
 pub mod probe;
 pub mod race;
 pub mod reap;
+pub mod replica;
 pub mod scenario;
 pub mod serve;
 pub mod step;

@@ -11,6 +11,7 @@ use crate::db::Database;
 use crate::http::app::Handled;
 use crate::http::listener::{self, Limits, Note, descriptor_limit};
 use crate::limits::Origin;
+use crate::race::replicas::Replicas;
 use crate::race::{Race, RaceSettings};
 use crate::report::Output;
 use crate::report::request_log::RequestLog;
@@ -29,6 +30,12 @@ pub struct Plan {
 
 pub fn plan(args: &ServeArgs) -> Result<Plan> {
     let settings = args.input().build(Origin::Flags)?;
+    if settings.replicas() > 1 && args.tls_cert.is_some() {
+        bail!(
+            "--replicas forwards bytes to each app process as they come; TLS would end in one \
+             of them: serve HTTPS with one process, or put a TLS proxy in front"
+        );
+    }
     Ok(Plan {
         settings,
         listen: args.listen,
@@ -61,6 +68,9 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
             "warning: idem serve listens on {addr}, reachable from other machines; the app has no authentication"
         );
     }
+    if plan.settings.replicas() > 1 {
+        return serve_replicas(plan, listener, db).await;
+    }
     let race = Race::prepare(db, plan.settings).await?;
     let log = match out.for_people() {
         true => Some(RequestLog::start(width())?),
@@ -84,5 +94,24 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     out.record(&ready, render_ready)?;
     let tls = plan.tls.map(tokio_rustls::TlsAcceptor::from);
     listener::serve(Arc::new(app), listener, plan.limits, cap, note, tls).await;
+    Ok(())
+}
+
+/// `serve --replicas N`: the app as N processes behind the one port. The
+/// processes log nothing; the ready line says where they are.
+async fn serve_replicas(plan: Plan, listener: TcpListener, db: &Database) -> Result<()> {
+    let addr = listener.local_addr()?;
+    let replicas = Replicas::start(db, &plan.settings.app_input(), listener).await?;
+    let cap = plan.limits.max_connections;
+    let ready = Ready::new(
+        "http",
+        addr,
+        &db.schema,
+        db.shown_url(),
+        &plan.settings,
+        cap,
+    );
+    plan.out.record(&ready, render_ready)?;
+    replicas.serve().await;
     Ok(())
 }

@@ -79,6 +79,18 @@ pub struct Database {
     /// On a server: the heartbeat and lock that say this run's schema is
     /// alive (see [`liveness`]).
     lifeline: Option<Lifeline>,
+    /// How another idem process reaches this database (an app replica):
+    /// the user's URL as given, password and all, so never printed.
+    reach: Reach,
+}
+
+/// A URL that may hold a password: it is handed on, never shown.
+struct Reach(String);
+
+impl std::fmt::Debug for Reach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reach(..)")
+    }
 }
 
 impl Database {
@@ -124,6 +136,14 @@ impl Database {
             tls: tls.connector()?,
         };
 
+        let reach = match (&opts.database_url, &backend) {
+            (Some(url), _) => Reach(url.clone()),
+            (None, Backend::Embedded(cluster)) => Reach(format!(
+                "postgresql:///postgres?host={}&user=postgres",
+                cluster.socket_dir().display()
+            )),
+            (None, Backend::Server { url }) => Reach(url.clone()),
+        };
         let mut db = Database {
             backend,
             schema,
@@ -132,6 +152,7 @@ impl Database {
             keep: opts.keep,
             existing: existing.is_some(),
             lifeline: None,
+            reach,
         };
         let opened = db.prepare(run_id, &holder_options).await;
         match opened {
@@ -197,10 +218,10 @@ impl Database {
                 holder,
             ));
         } else {
-            sqlx::query(&format!("CREATE SCHEMA {}", self.schema))
-                .execute(&self.meta)
-                .await
-                .with_context(|| format!("could not create schema {}", self.schema))?;
+            // Marked as on a server, so that an app replica (`--replicas`)
+            // can prove the schema is this run's before it works in it.
+            let mut conn = self.meta.acquire().await?;
+            run_schema::create(&mut conn, run_id, &self.schema).await?;
         }
         migrations::migrator()
             .run(&self.meta)
@@ -282,6 +303,11 @@ impl Database {
 
     /// A URL another program can use to reach this database, safe to print:
     /// the disposable cluster's socket, or the user's URL with its password hidden.
+    /// The URL an app replica of this run connects with (see [`Reach`]).
+    pub fn url_for_replicas(&self) -> &str {
+        &self.reach.0
+    }
+
     pub fn shown_url(&self) -> String {
         use tokio_postgres::config::Host;
         match &self.backend {

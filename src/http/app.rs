@@ -21,7 +21,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use super::wire::{self, KEY_HEADER, MAX_BODY_BYTES, PROBLEM_JSON, REPLAYED_HEADER, WORKER_HEADER};
+use super::wire::{
+    self, KEY_HEADER, MAX_BODY_BYTES, PROBLEM_JSON, REPLAYED_HEADER, REPLICA_HEADER, WORKER_HEADER,
+};
 use crate::db::pool;
 use crate::request::service::ServiceCalls;
 use crate::request::{Answer, Lease, Outcome, Params, Request, Trace};
@@ -71,6 +73,8 @@ pub struct App {
     watch: Option<Watch>,
     /// Where the award service counts the calls of this app's requests.
     service: ServiceCalls,
+    /// This app's number among `--replicas`, said in every award's answer.
+    replica: Option<HeaderValue>,
 }
 
 /// Told of every award the app handled, before its response is written:
@@ -91,6 +95,14 @@ impl App {
         Self { service, ..self }
     }
 
+    /// Marks every award's answer with this app's number among replicas.
+    pub fn replica(self, number: usize) -> Self {
+        Self {
+            replica: Some(HeaderValue::from(number)),
+            ..self
+        }
+    }
+
     pub fn new(
         pool: Pool,
         strategy: Arc<dyn Strategy>,
@@ -106,6 +118,7 @@ impl App {
             numbered: AtomicUsize::new(0),
             watch,
             service: ServiceCalls::default(),
+            replica: None,
         }
     }
 
@@ -193,7 +206,12 @@ impl App {
         let mut trace = Trace::new(arrived);
         let mut lease = Lease::new(self.pool.clone(), self.shape.checkout_timeout);
         let answer = respond(&*self.strategy, &mut lease, &request, &mut trace).await;
-        let response = answered(&answer, &request);
+        let mut response = answered(&answer, &request);
+        if let Some(replica) = &self.replica {
+            response
+                .headers_mut()
+                .insert(REPLICA_HEADER, replica.clone());
+        }
         if let Some(watch) = &self.watch {
             watch(Handled {
                 status: response.status().as_u16(),

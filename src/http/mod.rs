@@ -9,6 +9,7 @@
 
 pub mod app;
 pub mod client;
+pub mod forward;
 pub mod last_byte;
 pub mod listener;
 pub mod message;

@@ -16,6 +16,9 @@ pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 /// (`worker` columns, traces) names them as a race does. Optional.
 pub const WORKER_HEADER: &str = "idem-worker";
 
+/// Which of the app's replicas (`--replicas`) answered, from 1.
+pub const REPLICA_HEADER: &str = "idem-replica";
+
 /// RFC 9457's media type for problem details.
 pub const PROBLEM_JSON: &str = "application/problem+json";
 

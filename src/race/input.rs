@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::settings::{CrashPlan, RaceSettings, Transport};
 use crate::limits::{self, Origin};
@@ -32,7 +32,7 @@ pub const STEPPED_WORKERS: std::ops::RangeInclusive<usize> = 2..=5;
 
 /// What the user gave for one race; `None` takes the default. In a
 /// scenario file it is the `[race]` table, and an unknown key is an error.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RaceInput {
     pub strategy: Option<StrategyKind>,
@@ -50,7 +50,12 @@ pub struct RaceInput {
     pub store: Option<StoreKind>,
     pub cache_max_entries: Option<u64>,
     /// Written as a duration in a file: `cache_max_age = "2w"`.
-    #[serde(default, deserialize_with = "duration_text")]
+    #[serde(
+        default,
+        deserialize_with = "duration_text",
+        serialize_with = "as_duration_text",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub cache_max_age: Option<Duration>,
     pub cache_pressure: Option<u64>,
     pub crash: Option<CrashPlan>,
@@ -73,6 +78,15 @@ pub struct RaceInput {
     pub isolation: Option<Isolation>,
     /// How many times a transaction that failed to serialise is run again.
     pub retry_serialization: Option<u64>,
+    /// Over HTTP: how many processes of the app, behind one front door.
+    pub replicas: Option<u64>,
+}
+
+fn as_duration_text<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_some(&format!("{}s", d.as_secs())),
+        None => s.serialize_none(),
+    }
 }
 
 fn duration_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
@@ -210,6 +224,7 @@ impl RaceInput {
             orm: self.orm.unwrap_or_default(),
             transaction: self.transaction_for(strategy, origin)?,
             isolation: self.isolation.unwrap_or_default(),
+            replicas: size(self.replicas, &limits::REPLICAS),
             retry_serialization: self
                 .retry_serialization
                 .unwrap_or(limits::RETRY_SERIALIZATION.default())

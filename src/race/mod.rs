@@ -3,6 +3,7 @@
 mod blocking;
 pub mod input;
 mod over_http;
+pub mod replicas;
 mod result;
 mod runner;
 mod settings;

@@ -20,11 +20,12 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
 
+use super::replicas::Replicas;
 use super::settings::RaceSettings;
 use super::worker_report::WorkerReport;
 use crate::http::app::{App, Handled, Shape};
 use crate::http::client::{self, Outgoing, Received, Target};
-use crate::http::wire::{self, KEY_HEADER, WORKER_HEADER};
+use crate::http::wire::{self, KEY_HEADER, REPLICA_HEADER, WORKER_HEADER};
 use crate::request::service::ServiceCalls;
 use crate::request::{Answer, Outcome, Request, Trace};
 use crate::strategy::Strategy;
@@ -32,9 +33,11 @@ use crate::strategy::Strategy;
 /// How long a worker's request may take on the wire before it counts as unanswered.
 const WIRE_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The app as a race runs it, on a loopback port, for as long as the race lives.
+/// The app as a race runs it, on a loopback port, for as long as the race
+/// lives: in this process, or as replicas behind a front port.
 pub struct Wire {
-    server: JoinHandle<()>,
+    server: Option<JoinHandle<()>>,
+    pub replicas: Option<Replicas>,
     pub end: Arc<WireEnd>,
 }
 
@@ -46,7 +49,9 @@ pub struct WireEnd {
 
 impl Drop for Wire {
     fn drop(&mut self) {
-        self.server.abort();
+        if let Some(server) = &self.server {
+            server.abort();
+        }
     }
 }
 
@@ -92,7 +97,31 @@ impl Wire {
             tokio::spawn(
                 async move { crate::http::listener::serve_with_defaults(app, listener).await },
             );
-        Ok(Self { server, end })
+        Ok(Self {
+            server: Some(server),
+            replicas: None,
+            end,
+        })
+    }
+
+    /// Starts the app as `s.replicas` processes behind a front port.
+    pub async fn replicas(db: &crate::db::Database, s: &RaceSettings) -> Result<Self> {
+        let front = TcpListener::bind("127.0.0.1:0")
+            .await
+            .context("could not listen on a loopback port")?;
+        let replicas = Replicas::start(db, &s.app_input(), front).await?;
+        let end = Arc::new(WireEnd {
+            target: Target::parse(&format!(
+                "http://{}/lessons/{}/complete",
+                replicas.front, s.lesson
+            ))?,
+            handled: Mutex::new(HashMap::new()),
+        });
+        Ok(Self {
+            server: None,
+            replicas: Some(replicas),
+            end,
+        })
     }
 }
 
@@ -170,7 +199,8 @@ fn joined(
             }
             (report, pid)
         }
-        // The app answered before any strategy ran (or not at all).
+        // The app answered before any strategy ran (or not at all), or
+        // in a replica's process, whose steps stay there.
         None => {
             let answer = Answer {
                 replayed: false,
@@ -185,11 +215,22 @@ fn joined(
             (report, None)
         }
     };
+    let replica = received
+        .as_ref()
+        .ok()
+        .and_then(|r| r.headers.get(REPLICA_HEADER))
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if let Some(replica) = replica {
+        report.replica = Some(replica);
+    }
     match received {
         Ok(received) => {
             let body = received.json();
             report.outcome = wire::outcome_of(received.status, received.replayed(), body.as_ref());
             report.status = received.status;
+            if let Some(replica) = report.replica.filter(|_| report.steps.is_empty()) {
+                told_by_replica(&mut report, replica, body.as_ref());
+            }
             report.body = body;
         }
         Err(err) => {
@@ -200,6 +241,19 @@ fn joined(
         }
     }
     (report, pid)
+}
+
+/// What a replica's answer says, for a worker whose steps stayed in the
+/// replica's process: which replica, and what it answered.
+fn told_by_replica(report: &mut WorkerReport, replica: usize, body: Option<&serde_json::Value>) {
+    let xp = body.and_then(crate::strategy::work::xp_id_of);
+    report.saw = format!("replica {replica}");
+    report.made_xp = xp.filter(|_| report.outcome == Outcome::Created);
+    report.did = match (report.outcome, xp) {
+        (Outcome::Created, Some(xp)) => format!("made XP #{xp}"),
+        (Outcome::Replayed, Some(xp)) => format!("replayed XP #{xp}"),
+        (outcome, _) => format!("answered {}", outcome.status()),
+    };
 }
 
 fn ms_between(from: Instant, to: Instant) -> f64 {

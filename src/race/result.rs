@@ -26,6 +26,9 @@ pub struct RaceResult {
     pub transport: Transport,
     /// Over HTTP: how many requests the app handled at once; `null` in-process.
     pub threads: Option<usize>,
+    /// Over HTTP: how many processes of the app served the race (each its
+    /// own pool and threads); 1 in-process.
+    pub replicas: usize,
     pub workers: usize,
     pub pool_size: usize,
     pub runner_holds_connection: bool,
@@ -88,6 +91,7 @@ impl RaceResult {
             strategy: s.strategy,
             transport: s.transport,
             threads: (s.transport == Transport::Http).then_some(s.threads),
+            replicas: s.replicas,
             workers: s.workers,
             pool_size: s.pool_size,
             runner_holds_connection: s.runner_holds_connection,

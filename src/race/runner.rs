@@ -25,6 +25,14 @@ use crate::request::{Lease, Outcome, Request, StepHook, Trace};
 use crate::store::cache;
 use crate::strategy::{LoserPolicy, Strategy, respond};
 
+/// One replica's app, its strategy (to forget between runs) and the
+/// runner's connection it holds.
+pub struct Replica {
+    pub app: App,
+    pub strategy: Arc<dyn Strategy>,
+    pub held: Option<Conn>,
+}
+
 /// A race ready to run, as many times as asked, with fresh tables each time.
 pub struct Race<'db> {
     db: &'db Database,
@@ -52,16 +60,27 @@ impl<'db> Race<'db> {
         strategy: Arc<dyn Strategy>,
     ) -> Result<Self> {
         let free = db.free_connections().await?;
-        if settings.pool_size as u64 > free {
+        // Over replicas each process has a pool of its own; this one needs
+        // a connection only for its bookkeeping.
+        let (own, wanted) = match settings.replicas {
+            1 => (settings.pool_size, settings.pool_size),
+            n => (1, n * settings.pool_size + 1),
+        };
+        if wanted as u64 > free {
             bail!(
-                "--pool-size {} is more than the {free} connections the server has free \
+                "--pool-size {} {}is more than the {free} connections the server has free \
                  (max_connections less those in use)",
-                settings.pool_size
+                settings.pool_size,
+                match settings.replicas {
+                    1 => String::new(),
+                    n => format!("for each of {n} replicas "),
+                }
             );
         }
-        let pool = warm_pool(db.workers_config(), settings.pool_size).await?;
+        let pool = warm_pool(db.workers_config(), own).await?;
         let service = ServiceCalls::default();
         let wire = match settings.transport {
+            Transport::Http if settings.replicas > 1 => Some(Wire::replicas(db, &settings).await?),
             Transport::Http => {
                 let wire = Wire::open(pool.clone(), strategy.clone(), &settings, &service);
                 Some(wire.await?)
@@ -76,6 +95,11 @@ impl<'db> Race<'db> {
             service,
             settings,
         })
+    }
+
+    /// The app's replicas, when the race runs through several.
+    fn replicas(&self) -> Option<&super::replicas::Replicas> {
+        self.wire.as_ref().and_then(|w| w.replicas.as_ref())
     }
 
     /// Runs one race on fresh tables and counts what it left behind.
@@ -105,10 +129,14 @@ impl<'db> Race<'db> {
         self.db.reset().await?;
         // What the strategy keeps outside the tables goes with them.
         self.strategy.forget();
+        if let Some(replicas) = self.replicas() {
+            replicas.forget().await?;
+        }
 
         // The runner's own connection, held for the whole race as the app's
         // main thread holds one: the pool has one fewer for the workers.
-        let held = match s.runner_holds_connection {
+        // Over replicas, each replica's runner holds its own.
+        let held = match s.runner_holds_connection && s.replicas == 1 {
             true => Some(
                 pool::checkout(&self.pool, s.checkout_timeout)
                     .await
@@ -249,7 +277,10 @@ impl<'db> Race<'db> {
         let counts = self.db.counts(&s.key).await?;
         mark_duplicates(&mut reports, counts.kept_xp);
         let mut result = RaceResult::new(run, s, counts, reports, elapsed);
-        result.service_calls = self.service.count() - calls_before;
+        result.service_calls = match self.replicas() {
+            Some(replicas) => replicas.calls().await?,
+            None => self.service.count() - calls_before,
+        };
         Ok(result)
     }
 
@@ -454,6 +485,35 @@ impl Race<'_> {
     /// The course's app on this race's pool and strategy, on fresh tables,
     /// with the runner's connection held (if the settings say so) for as
     /// long as the returned connection lives: what `idem serve` serves.
+    /// The app as one replica among several runs it: the tables are the
+    /// parent's, so nothing is reset; the runner's connection, if it holds
+    /// one, is held for as long as the replica lives.
+    pub async fn replica_app(&self, number: usize, service: ServiceCalls) -> Result<Replica> {
+        let s = &self.settings;
+        let held = match s.runner_holds_connection {
+            true => Some(
+                pool::checkout(&self.pool, s.checkout_timeout)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("the replica's runner: {}", pool::describe(&e)))?,
+            ),
+            false => None,
+        };
+        let app = App::new(
+            self.pool.clone(),
+            self.strategy.clone(),
+            s.app_shape(),
+            s.threads,
+            None,
+        )
+        .counting(service)
+        .replica(number);
+        Ok(Replica {
+            app,
+            strategy: self.strategy.clone(),
+            held,
+        })
+    }
+
     pub async fn open_app(&self, watch: Option<Watch>) -> Result<(App, Option<Conn>)> {
         let held = self.start_app().await?;
         let app = App::new(

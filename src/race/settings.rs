@@ -101,6 +101,8 @@ pub struct RaceSettings {
     pub(super) transport: Transport,
     /// Over HTTP: how many requests the app handles at once (its threads).
     pub(super) threads: usize,
+    /// Over HTTP: how many processes of the app, each with its own pool.
+    pub(super) replicas: usize,
     /// A stepped race's order of steps, one worker number each.
     #[serde(skip)]
     pub(super) schedule: Option<Vec<usize>>,
@@ -170,6 +172,7 @@ impl RaceSettings {
             recovery_retries: limits::RECOVERY_RETRIES.default() as usize,
             transport: Transport::InProcess,
             threads: limits::THREADS.default() as usize,
+            replicas: 1,
             schedule: None,
             orm: Orm::Bare,
             transaction: Transaction::None,
@@ -223,6 +226,7 @@ impl RaceSettings {
         limits::LOCK_TIMEOUT_MS.check(ms(self.lock_timeout), origin)?;
         limits::RECOVERY_RETRIES.check(self.recovery_retries as u64, origin)?;
         limits::THREADS.check(self.threads as u64, origin)?;
+        limits::REPLICAS.check(self.replicas as u64, origin)?;
         limits::RETRY_SERIALIZATION.check(u64::from(self.retry_serialization), origin)?;
         if let Some(worker) = self.fail_work {
             limits::FAIL_WORK.check(worker as u64, origin)?;
@@ -437,6 +441,19 @@ impl RaceSettings {
     /// What a race over the wire cannot do.
     fn check_http(&self, origin: Origin) -> Result<()> {
         let name = |limit: &Limit| limit.name(origin);
+        if self.replicas > 1 && self.transport != Transport::Http {
+            bail!(
+                "{} are processes of the app; race them over the wire with {}",
+                name(&limits::REPLICAS),
+                origin.name("--http", "race.http = true")
+            );
+        }
+        if self.replicas > 1 && (self.fail_work.is_some() || self.store == StoreKind::Cache) {
+            bail!(
+                "{} race the course's app as it serves; --fail-work and the cache store stay with one",
+                name(&limits::REPLICAS)
+            );
+        }
         if self.transport == Transport::Http {
             let http = origin.name("--http", "race.http = true");
             if self.crash.is_some() || self.kill_connection {
@@ -478,17 +495,24 @@ impl RaceSettings {
     /// The XP rows the course predicts for these settings, when the race
     /// window is wide: the figure a run is compared with.
     pub fn lesson_figure(&self) -> u64 {
+        // Round robin: replica i gets every replicas-th request.
+        let at =
+            |i: usize| self.workers / self.replicas + usize::from(i < self.workers % self.replicas);
         let figure = match self.strategy {
             StrategyKind::None => self.workers,
             // The request's transaction rolls the losers' rows back.
             _ if self.transaction == Transaction::Request => 1,
-            StrategyKind::CheckThenStore => self.workers.min(self.worker_connections()),
+            // Per replica, as many as got a connection there.
+            StrategyKind::CheckThenStore => (0..self.replicas)
+                .map(|i| at(i).min(self.worker_connections()))
+                .sum(),
+            // One claim per replica that got a request.
+            StrategyKind::Memory => self.replicas.min(self.workers),
             StrategyKind::ClaimWorkComplete
             | StrategyKind::InsertUnique
             | StrategyKind::Guard
             | StrategyKind::FindForUpdate
-            | StrategyKind::AdvisoryLock
-            | StrategyKind::Memory => 1,
+            | StrategyKind::AdvisoryLock => 1,
         };
         figure as u64
     }
@@ -541,6 +565,45 @@ impl RaceSettings {
     /// The loser policy's name, for strategies that have losers.
     pub fn loser_kind(&self) -> Option<LoserKind> {
         self.strategy.has_losers().then(|| self.loser.kind())
+    }
+}
+
+impl RaceSettings {
+    /// The app's settings as input again, for an app replica to build the
+    /// same app from (`--replicas`): what shapes the app, not the clients.
+    pub fn app_input(&self) -> super::input::RaceInput {
+        let ms = |d: Duration| Some(d.as_millis() as u64);
+        let (loser, poll_ms, wait_timeout_ms) = match self.loser {
+            LoserPolicy::FailFast => (None, None, None),
+            LoserPolicy::Poll {
+                every,
+                give_up_after,
+            } => (Some(self.loser.kind()), ms(every), ms(give_up_after)),
+            LoserPolicy::Block { give_up_after } => {
+                (Some(self.loser.kind()), None, ms(give_up_after))
+            }
+        };
+        super::input::RaceInput {
+            strategy: Some(self.strategy),
+            pool_size: Some(self.pool_size as u64),
+            runner_holds_connection: Some(self.runner_holds_connection),
+            work_ms: ms(self.work),
+            checkout_timeout_ms: ms(self.checkout_timeout),
+            loser: loser.filter(|_| self.strategy.has_losers()),
+            poll_ms,
+            wait_timeout_ms,
+            fingerprint: Some(self.fingerprint),
+            lock_timeout_ms: ms(self.lock_timeout),
+            on_failure: Some(self.on_failure),
+            http: Some(true),
+            threads: Some(self.threads as u64),
+            orm: Some(self.orm),
+            transaction: Some(self.transaction),
+            isolation: (self.transaction == Transaction::Request).then_some(self.isolation),
+            retry_serialization: Some(u64::from(self.retry_serialization)),
+            replicas: Some(self.replicas as u64),
+            ..super::input::RaceInput::default()
+        }
     }
 }
 
@@ -641,6 +704,10 @@ impl RaceSettings {
 
     pub fn threads(&self) -> usize {
         self.threads
+    }
+
+    pub fn replicas(&self) -> usize {
+        self.replicas
     }
 
     pub fn orm(&self) -> Orm {

@@ -31,6 +31,8 @@ pub struct WorkerReport {
     /// Set when the request got a replay made for other parameters: the
     /// silent wrong answer of an unchecked key (lesson 4).
     pub wrong_replay: Option<String>,
+    /// Over `--replicas`: which replica answered.
+    pub replica: Option<usize>,
     /// The client's retry after the race (the eviction demonstration).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub retry: bool,
@@ -55,7 +57,8 @@ impl WorkerReport {
             .iter()
             .filter(|e| e.step == Step::Checkout)
             .map(|e| e.end_ms - e.start_ms)
-            .sum();
+            .sum::<f64>()
+            + 0.0; // an empty sum is -0.0
         let held_ms = held_ms(&trace, answer_ms);
         let wrong_replay = match answer.outcome {
             Outcome::Replayed => work::wrong_replay(&req, answer.body.as_ref()),
@@ -77,6 +80,7 @@ impl WorkerReport {
             checkouts,
             waited: answer.waited,
             wrong_replay,
+            replica: None,
             retry: false,
             blocked_by: Vec::new(),
             error: trace.db_error,

@@ -7,7 +7,10 @@ use crate::strategy::{Step, StrategyKind};
 
 /// Explains the figure from what the workers did.
 pub fn explain(r: &RaceResult) -> String {
-    let mut text = what_the_strategy_did(r);
+    let mut text = match r.replicas {
+        1 => what_the_strategy_did(r),
+        _ => over_replicas(r),
+    };
     text.push_str(&after_the_retry(r));
     if r.strategy != StrategyKind::Guard {
         text.push_str(&crash_consequence(r));
@@ -37,6 +40,50 @@ fn what_the_strategy_did(r: &RaceResult) -> String {
         StrategyKind::Memory => memory(r),
         // These run in the request's transaction only (refused without one).
         StrategyKind::FindForUpdate | StrategyKind::AdvisoryLock => in_transaction(r),
+    }
+}
+
+/// Over several app processes: the course's arithmetic, per process.
+fn over_replicas(r: &RaceResult) -> String {
+    let per = |made: bool| -> Vec<usize> {
+        (1..=r.replicas)
+            .map(|i| {
+                r.reports
+                    .iter()
+                    .filter(|w| w.replica == Some(i) && (!made || w.made_xp.is_some()))
+                    .count()
+            })
+            .collect()
+    };
+    let list = |counts: Vec<usize>| {
+        counts
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (reached, made) = (list(per(false)), list(per(true)));
+    let n = r.replicas;
+    match r.strategy {
+        StrategyKind::Memory => format!(
+            "Each of the {n} app processes kept a map of its own, and each let its first request \
+             claim the key: requests per process {reached}, work done {made}, so {}. A claim must \
+             live where every process sees it.",
+            xp_rows(r.xp_rows)
+        ),
+        StrategyKind::CheckThenStore if r.isolation.is_none() => format!(
+            "The requests went to {n} app processes in turn ({reached}), each with its own pool of \
+             {} ({} for requests): at each, as many did the work as got a connection there before \
+             the first key was stored ({made}), so {}.",
+            r.pool_size,
+            r.pool_size - usize::from(r.runner_holds_connection),
+            xp_rows(r.xp_rows)
+        ),
+        _ => format!(
+            "{} The requests went to {n} app processes in turn ({reached}); their claims meet in \
+             the one database.",
+            what_the_strategy_did(r)
+        ),
     }
 }
 

@@ -62,6 +62,10 @@ fn settings_line_with(r: &RaceResult, show_loser: bool) -> String {
         (_, n) => items.push(format!("{n} other cache writes, then a retry")),
     }
     match (r.transport, r.threads) {
+        (Transport::Http, Some(t)) if r.replicas > 1 => items.push(format!(
+            "over HTTP, {} app processes of {t} threads and their own pool",
+            r.replicas
+        )),
         (Transport::Http, Some(t)) => items.push(format!("over HTTP, {t} app threads")),
         (Transport::Http, None) => items.push("over HTTP".into()),
         (Transport::InProcess, _) => {}

@@ -31,6 +31,8 @@ pub struct Ready {
     pub fingerprint: bool,
     /// How many connections the app takes at once.
     pub max_connections: usize,
+    /// How many processes of the app answer behind the URL, in turn.
+    pub replicas: usize,
 }
 
 impl Ready {
@@ -53,6 +55,7 @@ impl Ready {
             runner_holds_connection: s.runner_holds_connection(),
             threads: s.threads(),
             work_ms: s.work_ms(),
+            replicas: s.replicas(),
             fingerprint: s.fingerprint(),
             max_connections,
         }
@@ -79,8 +82,14 @@ pub fn render_ready(r: &Ready) -> String {
         strong(r.strategy.name()),
         strong(&r.url),
         dim(format!(
-            "tables in schema {} · {pool} · {} threads · work {} ms",
-            r.schema, r.threads, r.work_ms
+            "tables in schema {} · {}{pool} · {} threads · work {} ms",
+            r.schema,
+            match r.replicas {
+                1 => String::new(),
+                n => format!("{n} app processes, each with a "),
+            },
+            r.threads,
+            r.work_ms
         )),
         dim(format!(
             "up to {} connections at once · Ctrl-C stops it and drops the schema",

@@ -8,6 +8,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/1-check-then-store.toml"),
     ),
     (
+        "1-check-then-store-two-replicas.toml",
+        include_str!("../../scenarios/1-check-then-store-two-replicas.toml"),
+    ),
+    (
         "1-insert-unique.toml",
         include_str!("../../scenarios/1-insert-unique.toml"),
     ),
@@ -64,6 +68,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "5-memory-one-process.toml",
         include_str!("../../scenarios/5-memory-one-process.toml"),
+    ),
+    (
+        "5-memory-one-replica.toml",
+        include_str!("../../scenarios/5-memory-one-replica.toml"),
+    ),
+    (
+        "5-memory-two-replicas.toml",
+        include_str!("../../scenarios/5-memory-two-replicas.toml"),
     ),
     (
         "5-table-survives-eviction.toml",

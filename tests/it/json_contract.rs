@@ -29,8 +29,25 @@ fn json_lines(args: &[&str]) -> Vec<Value> {
 #[test]
 fn race_and_compare_output_matches_the_published_schema() {
     let validator = validator();
-    let runs: [&[&str]; 9] = [
+    let runs: [&[&str]; 11] = [
         &["race", "--json", "--work-ms", "1", "--runs", "2"],
+        &[
+            "race",
+            "--json",
+            "--http",
+            "--replicas",
+            "2",
+            "--work-ms",
+            "1",
+        ],
+        &[
+            "race",
+            "--json",
+            "--isolation",
+            "serializable",
+            "--retry-serialization",
+            "2",
+        ],
         &["race", "--json", "--http", "--work-ms", "1", "--runs", "2"],
         &["compare", "--json", "--http", "--work-ms", "1"],
         &[

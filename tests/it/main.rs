@@ -22,6 +22,7 @@ mod pooler;
 mod race;
 mod reach;
 mod renderers;
+mod replicas;
 mod safeguards;
 mod screen;
 mod server;

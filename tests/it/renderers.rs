@@ -81,6 +81,7 @@ fn worker(worker: usize, outcome: Outcome, status: u16, waited_ms: f64) -> Worke
         checkouts: 1,
         waited: None,
         wrong_replay: None,
+        replica: None,
         retry: false,
         blocked_by: Vec::new(),
         error: None,

@@ -92,6 +92,8 @@ fn every_command_fits_80_columns() {
         &["lesson", "7", "--no-pause"],
         &["lesson", "8", "--no-pause"],
         &["matrix", "--runs", "1"],
+        &["race", "--http", "--replicas", "2", "--workers", "10"],
+        &["race", "-s", "memory"],
         &[
             "race",
             "-s",

@@ -12,6 +12,8 @@ use crate::common::Sandbox;
 /// The scenario files are the living proof: every one shows its figures.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_scenario_file_shows_its_expected_figures() {
+    // The scenarios with app replicas start idem itself, not this test binary.
+    idem::race::replicas::use_program(env!("CARGO_BIN_EXE_idem").into());
     let mut files: Vec<_> = std::fs::read_dir("scenarios")
         .unwrap()
         .flatten()

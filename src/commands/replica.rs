@@ -1,0 +1,80 @@
+//! `idem replica` (hidden): one process of the course's app among `--replicas`, in its parent's schema, driven on stdin.
+//!
+//! The parent starts it with the race's settings, reads one JSON line on its
+//! stdout (`{"replica": N, "url": ...}`), and then talks in lines: `calls`
+//! is answered with the award service's calls since the last `forget`, and
+//! `forget` empties what the strategy keeps in this process (the memory
+//! guard's map) and answers `ok`. When stdin closes, the parent is gone
+//! and the replica ends; it never drops the schema, which is the parent's.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+use crate::cli::wire::ReplicaArgs;
+use crate::db::Database;
+use crate::limits::Origin;
+use crate::race::input::RaceInput;
+use crate::race::{Race, RaceSettings};
+use crate::request::service::ServiceCalls;
+
+pub struct Plan {
+    number: usize,
+    settings: RaceSettings,
+}
+
+pub fn plan(args: &ReplicaArgs) -> Result<Plan> {
+    let input: RaceInput =
+        serde_json::from_str(&args.input).context("the replica's settings are not valid")?;
+    let settings = RaceInput {
+        replicas: None,
+        ..input
+    }
+    .build(Origin::Flags)?;
+    Ok(Plan {
+        number: args.number,
+        settings,
+    })
+}
+
+pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("could not listen on a loopback port")?;
+    let addr = listener.local_addr()?;
+    let race = Race::prepare(db, plan.settings).await?;
+    let service = ServiceCalls::default();
+    let replica = race.replica_app(plan.number, service.clone()).await?;
+    let strategy = replica.strategy.clone();
+    let app = replica.app;
+    let mut out = tokio::io::stdout();
+    let ready = serde_json::json!({ "replica": plan.number, "url": format!("http://{addr}") });
+    out.write_all(format!("{ready}\n").as_bytes()).await?;
+    out.flush().await?;
+    let serving = crate::http::listener::serve_with_defaults(Arc::new(app), listener);
+    let driven = async {
+        let mut lines = BufReader::new(tokio::io::stdin()).lines();
+        let mut since = 0;
+        while let Ok(Some(line)) = lines.next_line().await {
+            let said = match line.trim() {
+                "calls" => (service.count() - since).to_string(),
+                "forget" => {
+                    strategy.forget();
+                    since = service.count();
+                    "ok".to_string()
+                }
+                other => format!("unknown command {other:?}"),
+            };
+            out.write_all(format!("{said}\n").as_bytes()).await?;
+            out.flush().await?;
+        }
+        anyhow::Ok(())
+    };
+    let _held = replica.held;
+    tokio::select! {
+        () = serving => Ok(()),
+        driven = driven => driven,
+    }
+}
