@@ -11,6 +11,7 @@ use crate::db::Database;
 use crate::http::app::Handled;
 use crate::http::listener::{self, Limits, Note, descriptor_limit};
 use crate::limits::Origin;
+use crate::race::input::RaceInput;
 use crate::race::replicas::Replicas;
 use crate::race::{Race, RaceSettings};
 use crate::report::Output;
@@ -101,7 +102,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
 /// processes log nothing; the ready line says where they are.
 async fn serve_replicas(plan: Plan, listener: TcpListener, db: &Database) -> Result<()> {
     let addr = listener.local_addr()?;
-    let replicas = Replicas::start(db, &plan.settings.app_input(), listener).await?;
+    let replicas = Replicas::start(db, &RaceInput::app_of(&plan.settings), listener).await?;
     let cap = plan.limits.max_connections;
     let ready = Ready::new(
         "http",

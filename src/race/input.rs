@@ -302,3 +302,40 @@ impl RaceInput {
         })
     }
 }
+
+impl RaceInput {
+    /// The app's settings as input again, for an app replica to build the
+    /// same app from (`--replicas`): what shapes the app, not the clients.
+    pub fn app_of(s: &RaceSettings) -> RaceInput {
+        let ms = |d: Duration| Some(d.as_millis() as u64);
+        let (loser, poll_ms, wait_timeout_ms) = match s.loser {
+            LoserPolicy::FailFast => (None, None, None),
+            LoserPolicy::Poll {
+                every,
+                give_up_after,
+            } => (Some(s.loser.kind()), ms(every), ms(give_up_after)),
+            LoserPolicy::Block { give_up_after } => (Some(s.loser.kind()), None, ms(give_up_after)),
+        };
+        RaceInput {
+            strategy: Some(s.strategy),
+            pool_size: Some(s.pool_size as u64),
+            runner_holds_connection: Some(s.runner_holds_connection),
+            work_ms: ms(s.work),
+            checkout_timeout_ms: ms(s.checkout_timeout),
+            loser: loser.filter(|_| s.strategy.has_losers()),
+            poll_ms,
+            wait_timeout_ms,
+            fingerprint: Some(s.fingerprint),
+            lock_timeout_ms: ms(s.lock_timeout),
+            on_failure: Some(s.on_failure),
+            http: Some(true),
+            threads: Some(s.threads as u64),
+            orm: Some(s.orm),
+            transaction: Some(s.transaction),
+            isolation: (s.transaction == Transaction::Request).then_some(s.isolation),
+            retry_serialization: Some(u64::from(s.retry_serialization)),
+            replicas: Some(s.replicas as u64),
+            ..RaceInput::default()
+        }
+    }
+}

@@ -29,6 +29,7 @@ static PROGRAM: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::n
 
 /// Runs the replicas with `program`, an idem binary, instead of this
 /// process's own.
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub fn use_program(program: std::path::PathBuf) {
     let _ = PROGRAM.set(program);
 }

@@ -568,45 +568,6 @@ impl RaceSettings {
     }
 }
 
-impl RaceSettings {
-    /// The app's settings as input again, for an app replica to build the
-    /// same app from (`--replicas`): what shapes the app, not the clients.
-    pub fn app_input(&self) -> super::input::RaceInput {
-        let ms = |d: Duration| Some(d.as_millis() as u64);
-        let (loser, poll_ms, wait_timeout_ms) = match self.loser {
-            LoserPolicy::FailFast => (None, None, None),
-            LoserPolicy::Poll {
-                every,
-                give_up_after,
-            } => (Some(self.loser.kind()), ms(every), ms(give_up_after)),
-            LoserPolicy::Block { give_up_after } => {
-                (Some(self.loser.kind()), None, ms(give_up_after))
-            }
-        };
-        super::input::RaceInput {
-            strategy: Some(self.strategy),
-            pool_size: Some(self.pool_size as u64),
-            runner_holds_connection: Some(self.runner_holds_connection),
-            work_ms: ms(self.work),
-            checkout_timeout_ms: ms(self.checkout_timeout),
-            loser: loser.filter(|_| self.strategy.has_losers()),
-            poll_ms,
-            wait_timeout_ms,
-            fingerprint: Some(self.fingerprint),
-            lock_timeout_ms: ms(self.lock_timeout),
-            on_failure: Some(self.on_failure),
-            http: Some(true),
-            threads: Some(self.threads as u64),
-            orm: Some(self.orm),
-            transaction: Some(self.transaction),
-            isolation: (self.transaction == Transaction::Request).then_some(self.isolation),
-            retry_serialization: Some(u64::from(self.retry_serialization)),
-            replicas: Some(self.replicas as u64),
-            ..super::input::RaceInput::default()
-        }
-    }
-}
-
 /// What the settings say, one reader per setting (some only idem's tests read).
 #[cfg_attr(not(feature = "internals"), allow(dead_code))]
 impl RaceSettings {

@@ -4,12 +4,12 @@
 /// (file name, contents) of every scenario, in lesson order.
 pub const SCENARIOS: &[(&str, &str)] = &[
     (
-        "1-check-then-store.toml",
-        include_str!("../../scenarios/1-check-then-store.toml"),
-    ),
-    (
         "1-check-then-store-two-replicas.toml",
         include_str!("../../scenarios/1-check-then-store-two-replicas.toml"),
+    ),
+    (
+        "1-check-then-store.toml",
+        include_str!("../../scenarios/1-check-then-store.toml"),
     ),
     (
         "1-insert-unique.toml",
