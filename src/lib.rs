@@ -25,8 +25,8 @@ macro_rules! internal {
 }
 
 internal!(
-    app, bench, challenge, cli, commands, db, http, keys, lesson, limits, matrix, probe, race,
-    report, request, scenario, signals, store, strategy, tls,
+    app, bench, challenge, cli, commands, db, http, keys, lesson, limits, matrix, pooler, probe,
+    race, report, request, scenario, signals, store, strategy, tls,
 );
 
 pub use app::main;
@@ -95,6 +95,14 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
                 signal = s.received() => Err(signal.into()),
                 probed = c::probe::execute(plan) => probed,
             }
+        }
+        Command::Pooler(a) => {
+            let plan = c::pooler::plan(&a)?;
+            let options = db::ConnectOptions {
+                cluster: a.cluster.options(),
+                ..db::ConnectOptions::default()
+            };
+            with_options(options, s, async |db| c::pooler::execute(plan, db).await).await
         }
         Command::Replica(a) => {
             let plan = c::replica::plan(&a)?;

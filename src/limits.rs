@@ -176,6 +176,7 @@ pub const RETRY_SERIALIZATION: Limit = with_default(
     0,
 );
 pub const REPLICAS: Limit = with_default(limit("--replicas", "race.replicas", 1, 16), 1);
+pub const POOLER_RUNS: Limit = with_default(flag("--runs", 1, 10_000), 1);
 pub const MATRIX_RUNS: Limit = with_default(flag("--runs", 1, 100_000), 20);
 pub const CLIENTS: Limit = with_default(limit("--clients", "keys.clients", 1, 1000), 1);
 pub const INTENTS: Limit = with_default(limit("--intents", "keys.intents", 1, 100), 2);

@@ -77,6 +77,9 @@ pub enum Command {
     /// One app replica of `--replicas`, driven by its parent idem.
     #[command(hide = true)]
     Replica(wire::ReplicaArgs),
+    /// What a pooler in transaction mode (a real PgBouncer) does to a
+    /// session's settings, locks and prepared statements, seen live.
+    Pooler(teaching::PoolerArgs),
     /// A disposable PostgreSQL for your own program: `idem db -- ruby app.rb`
     /// runs it with DATABASE_URL set, and removes the cluster when it exits.
     Db(teaching::DbArgs),

@@ -136,6 +136,31 @@ pub struct DbArgs {
     pub cluster: super::connection::ClusterArgs,
 }
 
+/// `idem pooler`: what a pooler in transaction mode does to a session's state.
+#[derive(Debug, Args)]
+pub struct PoolerArgs {
+    #[arg(long, short = 'r', value_name = "R", allow_negative_numbers = true,
+          value_parser = crate::limits::POOLER_RUNS.parser(),
+          help = crate::limits::POOLER_RUNS.help("Run each finding R times, each through a fresh PgBouncer."))]
+    pub runs: Option<u64>,
+
+    /// PgBouncer's program, or the directory holding it (found if not given).
+    #[arg(
+        long,
+        env = "IDEM_PGBOUNCER_BIN",
+        value_name = "PATH",
+        hide_env_values = true
+    )]
+    pub pgbouncer_bin: Option<PathBuf>,
+
+    /// Print the findings as one JSON object and nothing else on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub cluster: super::connection::ClusterArgs,
+}
+
 #[derive(Debug, Args)]
 pub struct ScenarioArgs {
     #[command(subcommand)]

@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod keys;
 pub mod lesson;
 pub mod matrix;
+pub mod pooler;
 pub mod probe;
 pub mod race;
 pub mod reap;

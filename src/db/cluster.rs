@@ -76,6 +76,8 @@ pub struct Cluster {
     pub run_dir: PathBuf,
     /// The postmaster's process id.
     pub pid: u32,
+    /// Who runs the server, when idem runs as root; `None`: idem's own user.
+    pub user: Option<super::os_user::OsUser>,
     /// From the start of the copy to the server accepting connections.
     pub start_time: Duration,
     supervisor: Option<Child>,
@@ -145,6 +147,7 @@ impl Cluster {
             template,
             run_dir,
             pid: 0,
+            user,
             start_time: Duration::ZERO,
             supervisor: Some(supervisor),
             pipe,

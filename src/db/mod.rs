@@ -13,6 +13,7 @@ pub mod leftovers;
 pub mod liveness;
 pub mod migrations;
 pub mod os_user;
+pub mod pgbouncer;
 pub mod pool;
 pub mod run_schema;
 pub mod secret;

@@ -12,6 +12,7 @@ pub mod losers;
 pub mod matrix;
 pub mod output;
 pub mod pager;
+pub mod pooler;
 pub mod probe;
 pub mod progress;
 pub mod race;

@@ -21,6 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "lesson",
             "probe",
             "matrix",
+            "pooler",
         ],
     ),
     ("lesson 6's clients", &["keys"]),

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
+
 use crate::common::server::Server;
 use crate::common::{Sandbox, chown_to_postgres, is_root, runnable};
 
@@ -133,4 +135,129 @@ fn a_url_through_pgbouncer_in_transaction_mode_is_refused_in_one_line_leaving_th
     );
     assert_eq!(server.user_state(), before);
     assert!(server.idem_schemas().is_empty());
+}
+
+/// `idem pooler --json`'s finding called `name`.
+fn finding(sandbox: &Sandbox, name: &str) -> Value {
+    let out = sandbox
+        .idem()
+        .args(["pooler", "--json", "--runs", "3"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        found["pgbouncer"]
+            .as_str()
+            .unwrap()
+            .starts_with("PgBouncer 1."),
+        "{found}"
+    );
+    found["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no finding {name}: {found}"))
+}
+
+/// A session setting made by one client is what the next client of the
+/// same server connection finds.
+#[test]
+fn through_pgbouncer_a_session_setting_leaks_to_another_client() {
+    if !installed("through_pgbouncer_a_session_setting_leaks_to_another_client") {
+        return;
+    }
+    let sandbox = Sandbox::new("pooler-setting");
+    let f = finding(&sandbox, "setting");
+    assert_eq!(f["direct"], "B sees lock_timeout = 0");
+    assert_eq!(f["pooled"], "B sees lock_timeout = 1234ms");
+    assert_eq!(
+        (f["broken_runs"].as_u64(), f["runs"].as_u64()),
+        (Some(3), Some(3))
+    );
+    assert!(sandbox.leftovers().is_empty());
+}
+
+/// A session advisory lock held by one client is taken by another.
+#[test]
+fn through_pgbouncer_a_session_advisory_lock_excludes_no_one() {
+    if !installed("through_pgbouncer_a_session_advisory_lock_excludes_no_one") {
+        return;
+    }
+    let sandbox = Sandbox::new("pooler-lock");
+    let f = finding(&sandbox, "advisory_lock");
+    assert_eq!(f["direct"], "B was refused the lock A holds");
+    assert_eq!(f["pooled"], "B got the lock A holds");
+    assert_eq!(f["broken_runs"], 3);
+}
+
+/// A prepared statement is gone once its client lands on another server
+/// connection: PgBouncer 1.18 does not follow protocol-level statements.
+#[test]
+fn through_pgbouncer_a_prepared_statement_does_not_exist_on_the_next_connection() {
+    if !installed("through_pgbouncer_a_prepared_statement_does_not_exist") {
+        return;
+    }
+    let sandbox = Sandbox::new("pooler-prepared");
+    let f = finding(&sandbox, "prepared_statement");
+    assert_eq!(f["direct"], "A ran its statement");
+    let pooled = f["pooled"].as_str().unwrap();
+    assert!(
+        pooled.starts_with("A was told: prepared statement \"s")
+            && pooled.ends_with("does not exist"),
+        "{pooled}"
+    );
+    assert_eq!(f["broken_runs"], 3);
+}
+
+/// kill -9 mid-way: the PgBouncer dies with idem, the cluster too, and no
+/// directory stays.
+#[test]
+fn a_killed_pooler_run_leaves_no_pgbouncer_server_or_directory() {
+    if !installed("a_killed_pooler_run_leaves_no_pgbouncer_server_or_directory") {
+        return;
+    }
+    let sandbox = Sandbox::new("pooler-kill");
+    let mut run = sandbox
+        .idem_std()
+        .args(["pooler", "--runs", "10000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Its PgBouncers live in its cluster's run directory, named after it.
+    let ours = format!("idem-{}-", run.id());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !pgbouncers().iter().any(|p| p.contains(&ours)) {
+        assert!(Instant::now() < deadline, "a PgBouncer started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    crate::common::signal(run.id(), libc::SIGKILL);
+    let _ = run.wait();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pgbouncers().iter().any(|p| p.contains(&ours)) {
+        assert!(
+            Instant::now() < deadline,
+            "PgBouncer died with idem: {:?}",
+            pgbouncers()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(sandbox.wait_clean(Duration::from_secs(10)).is_empty());
+}
+
+/// The command lines of the PgBouncer processes running now.
+fn pgbouncers() -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains("pgbouncer") && cmdline.contains(".ini") {
+            found.push(cmdline);
+        }
+    }
+    found
 }

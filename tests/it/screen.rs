@@ -94,6 +94,7 @@ fn every_command_fits_80_columns() {
         &["matrix", "--runs", "1"],
         &["race", "--http", "--replicas", "2", "--workers", "10"],
         &["race", "-s", "memory"],
+        &["pooler"],
         &[
             "race",
             "-s",

@@ -1,0 +1,33 @@
+//! `idem pooler`: a real PgBouncer in transaction mode in front of the disposable cluster, and what it does to a session's state.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+
+use crate::cli::teaching::PoolerArgs;
+use crate::db::{Backend, Database, pgbouncer};
+use crate::limits;
+use crate::report::{self, Output};
+
+pub struct Plan {
+    program: PathBuf,
+    runs: u64,
+    out: Output,
+}
+
+/// Finds PgBouncer before any cluster starts.
+pub fn plan(args: &PoolerArgs) -> Result<Plan> {
+    Ok(Plan {
+        program: pgbouncer::locate(args.pgbouncer_bin.as_deref())?,
+        runs: args.runs.unwrap_or(limits::POOLER_RUNS.default()),
+        out: Output::from_json_flag(args.json),
+    })
+}
+
+pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
+    let Backend::Embedded(cluster) = &db.backend else {
+        bail!("idem pooler starts PgBouncer in front of its own disposable cluster");
+    };
+    let found = crate::pooler::run(&plan.program, cluster, plan.runs).await?;
+    plan.out.record(&found, report::pooler::render)
+}
