@@ -7,6 +7,19 @@ use super::loser::conflict_body;
 use super::work;
 use crate::request::{Answer, Outcome, Request, Waited};
 
+/// The claim's winner did the work and completed the claim (201).
+pub fn completed(xp: i64, body: Value) -> Answer {
+    Answer {
+        replayed: false,
+        outcome: Outcome::Created,
+        saw: "claim won".into(),
+        did: format!("made XP #{xp}, completed"),
+        made_xp: Some(xp),
+        body: Some(body),
+        waited: None,
+    }
+}
+
 /// The stored response of the request that did the work, repeated (201).
 pub fn replay(body: Option<Value>, saw: &str, waited: Option<Waited>) -> Answer {
     let xp = body.as_ref().and_then(work::xp_id_of);

@@ -10,13 +10,13 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 
-use super::answers::{conflict, mismatch, replay};
+use super::answers::{completed, conflict, mismatch, replay};
 use super::claims::{claim, complete, key_of};
 use super::fingerprint;
 use super::loser::LoserPolicy;
 use super::{Handled, OPERATION, Step, Strategy, work};
 use crate::db::pool::Conn;
-use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace, Waited};
+use crate::request::{Answer, Failure, Lease, Request, Trace, Waited};
 use crate::store::ClaimStatus;
 
 /// Claim, work, complete; a loser follows its policy.
@@ -62,15 +62,7 @@ async fn work_and_complete(
     let body = work::response_body(xp, &req.params);
     complete(&**conn, trace, claim_id, 201, &body).await?;
     trace.note("completed");
-    Ok(Answer {
-        replayed: false,
-        outcome: Outcome::Created,
-        saw: "claim won".into(),
-        did: format!("made XP #{xp}, completed"),
-        made_xp: Some(xp),
-        body: Some(body),
-        waited: None,
-    })
+    Ok(completed(xp, body))
 }
 
 /// A loser reads the claim another request owns.

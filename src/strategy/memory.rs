@@ -11,10 +11,10 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use super::answers::{conflict, mismatch, replay};
+use super::answers::{completed, conflict, mismatch, replay};
 use super::fingerprint;
 use super::{Handled, Step, Strategy, work};
-use crate::request::{Answer, Lease, Outcome, Request, Trace};
+use crate::request::{Answer, Lease, Request, Trace};
 
 /// What the process remembers of a key.
 #[derive(Debug, Clone)]
@@ -96,15 +96,7 @@ impl Strategy for Memory {
                 })
                 .await;
             trace.note("completed (in memory)");
-            Ok(Answer {
-                replayed: false,
-                outcome: Outcome::Created,
-                saw: "claim won".into(),
-                did: format!("made XP #{xp}, completed"),
-                made_xp: Some(xp),
-                body: Some(body),
-                waited: None,
-            })
+            Ok(completed(xp, body))
         })
     }
 
