@@ -422,7 +422,7 @@ fn server(url: &str) -> Result<(Backend, PgConnectOptions, tokio_postgres::Confi
     let (tls, rest) =
         Tls::take_from(url).map_err(|e| anyhow::anyhow!("database URL {shown}: {e}"))?;
     let sqlx_opts = tls.for_sqlx(startup(
-        PgConnectOptions::from_str(&rest).map_err(|e| malformed(&e))?,
+        PgConnectOptions::from_str(&without_empty_host(&rest)).map_err(|e| malformed(&e))?,
     ));
     let mut pg_config = tokio_postgres::Config::from_str(&rest).map_err(|e| malformed(&e))?;
     pg_config.ssl_mode(tls.driver_mode());
@@ -579,4 +579,67 @@ fn first_line(err: &dyn std::fmt::Display) -> String {
         .next()
         .unwrap_or_default()
         .to_string()
+}
+
+/// A URL with a user but no host (`postgres://me@/db?host=/run`), which
+/// libpq and tokio-postgres take and sqlx's URL parser refuses ("empty
+/// host"), in the form sqlx takes: the user (and password) as parameters.
+fn without_empty_host(url: &str) -> std::borrow::Cow<'_, str> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.into();
+    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let Some(userinfo) = authority.strip_suffix('@') else {
+        return url.into();
+    };
+    let (user, password) = match userinfo.split_once(':') {
+        Some((user, password)) => (user, Some(password)),
+        None => (userinfo, None),
+    };
+    let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
+    let mut params: Vec<String> = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
+    if !user.is_empty() {
+        params.push(format!("user={user}"));
+    }
+    if let Some(password) = password {
+        params.push(format!("password={password}"));
+    }
+    format!("{scheme}://{path}?{}", params.join("&")).into()
+}
+
+#[cfg(test)]
+mod url_forms {
+    use std::str::FromStr;
+
+    use super::without_empty_host;
+
+    #[test]
+    fn a_user_without_a_host_becomes_a_parameter_sqlx_takes() {
+        let url = "postgres://me:s%40cret@/app?host=/run/pg&port=5433";
+        let fixed = without_empty_host(url);
+        assert_eq!(
+            fixed,
+            "postgres:///app?host=/run/pg&port=5433&user=me&password=s%40cret"
+        );
+        assert!(sqlx::postgres::PgConnectOptions::from_str(url).is_err());
+        let options = sqlx::postgres::PgConnectOptions::from_str(&fixed).unwrap();
+        assert_eq!(options.get_username(), "me");
+        assert_eq!(options.get_database(), Some("app"));
+    }
+
+    #[test]
+    fn other_urls_are_left_as_they_are() {
+        for url in [
+            "postgres://me@db.example:5432/app",
+            "postgresql:///app?host=/run/pg&user=me",
+            "host=/run/pg user=me",
+        ] {
+            assert_eq!(without_empty_host(url), url);
+        }
+    }
 }
