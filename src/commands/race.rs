@@ -29,6 +29,12 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
     let show = &args.race.show;
     let files = trace_files(show);
     files.check()?;
+    if (show.trace || show.sql || !files.is_empty()) && settings.replicas() > 1 {
+        bail!(
+            "--trace, --sql, --timeline and --trace-json draw the steps, and over --replicas \
+             they stay in each replica's process; drop --replicas to see them"
+        );
+    }
     if (show.trace || show.sql || args.race.eviction.audit || !files.is_empty()) && runs > 1 {
         bail!(
             "--trace, --sql, --timeline, --trace-json and --audit show a single race; drop --runs"

@@ -92,8 +92,13 @@ pub fn render_ready(r: &Ready) -> String {
             r.work_ms
         )),
         dim(format!(
-            "up to {} connections at once · Ctrl-C stops it and drops the schema",
-            r.max_connections
+            "up to {} connections at once{} · Ctrl-C stops it and drops the schema",
+            r.max_connections,
+            match r.replicas {
+                1 => "",
+                _ =>
+                    " · the processes log no requests; each answer names its process (Idem-Replica)",
+            }
         )),
         dim(calls),
     )

@@ -250,6 +250,7 @@ fn replicas_without_the_wire_or_with_tls_are_refused_in_one_line() {
     let sandbox = Sandbox::new("replicas-refused");
     for args in [
         &["race", "--replicas", "2"][..],
+        &["race", "--http", "--replicas", "2", "--trace"][..],
         &[
             "serve",
             "--replicas",
