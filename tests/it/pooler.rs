@@ -251,13 +251,9 @@ fn a_killed_pooler_run_leaves_no_pgbouncer_server_or_directory() {
 
 /// The command lines of the PgBouncer processes running now.
 fn pgbouncers() -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains("pgbouncer") && cmdline.contains(".ini") {
-            found.push(cmdline);
-        }
-    }
-    found
+    crate::common::processes()
+        .into_iter()
+        .map(|p| p.cmdline)
+        .filter(|c| c.contains("pgbouncer") && c.contains(".ini"))
+        .collect()
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{Sandbox, processes_mentioning, signal, wait_for};
+use crate::common::{Sandbox, processes, processes_mentioning, signal, wait_for};
 
 /// The races of `idem race ARGS --json`, one object per run.
 fn races(sandbox: &Sandbox, args: &[&str]) -> Vec<Value> {
@@ -200,48 +200,25 @@ fn a_killed_race_over_replicas_leaves_no_replica_server_or_directory() {
 
 /// The pids of `parent`'s children whose command line names `word`.
 fn children_named(parent: u32, word: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let ppid = stat
-            .rsplit(')')
-            .next()
-            .and_then(|rest| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if ppid == Some(parent) && cmdline.split(' ').any(|w| w == word) {
-            found.push(pid);
-        }
-    }
-    found
+    processes()
+        .into_iter()
+        .filter(|p| p.ppid == Some(parent) && p.cmdline.split(' ').any(|w| w == word))
+        .map(|p| p.pid)
+        .collect()
 }
 
 fn alive(pid: u32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .unwrap_or_default()
-            .contains(") Z ")
+    processes().iter().any(|p| p.pid == pid)
 }
 
 /// The `idem replica` processes working in `schema`.
 fn replica_processes(schema: &Value) -> Vec<u32> {
     let schema = schema.as_str().unwrap();
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(" replica ") && cmdline.contains(schema) && alive(pid) {
-            found.push(pid);
-        }
-    }
-    found
+    processes()
+        .into_iter()
+        .filter(|p| p.cmdline.contains(" replica ") && p.cmdline.contains(schema))
+        .map(|p| p.pid)
+        .collect()
 }
 
 /// Replicas are processes of the app: over the wire only, and not with TLS.

@@ -107,21 +107,44 @@ impl Drop for Sandbox {
 pub fn processes_mentioning(path: &Path) -> Vec<String> {
     // With the separator, so that `…-1` does not match `…-10`'s processes.
     let needle = format!("{}/", path.to_string_lossy());
+    processes()
+        .into_iter()
+        .filter(|p| p.cmdline.contains(&needle))
+        .map(|p| format!("{}: {}", p.pid, p.cmdline.trim()))
+        .collect()
+}
+
+/// A live process as `/proc` shows it.
+#[derive(Debug, Clone)]
+pub struct Process {
+    pub pid: u32,
+    pub ppid: Option<u32>,
+    /// Its arguments, separated by spaces.
+    pub cmdline: String,
+}
+
+/// Every process running now, zombies left out.
+pub fn processes() -> Vec<Process> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().to_string();
-        if !name.chars().all(|c| c.is_ascii_digit()) {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let after_name = stat.rsplit_once(") ").map(|(_, rest)| rest);
+        if after_name.is_some_and(|rest| rest.starts_with('Z')) {
             continue;
         }
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            let zombie = std::fs::read_to_string(entry.path().join("stat"))
-                .map(|s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
-                .unwrap_or(false);
-            if cmdline.contains(&needle) && !zombie {
-                found.push(format!("{name}: {}", cmdline.trim()));
-            }
-        }
+        found.push(Process {
+            pid,
+            ppid: after_name
+                .and_then(|rest| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse().ok()),
+            cmdline: String::from_utf8_lossy(&cmdline).replace('\0', " "),
+        });
     }
     found
 }
