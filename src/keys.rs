@@ -12,12 +12,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use deadpool_postgres::Pool;
 use serde::Serialize;
 use uuid::Uuid;
 
 use crate::db::Database;
-use crate::db::pool::warm_pool;
+use crate::db::pool::{Workers, warm_pool};
 use crate::limits::Origin;
 use crate::race::input::RaceInput;
 use crate::race::{Lease, Outcome, Request, Trace};
@@ -227,7 +226,7 @@ pub async fn simulate(db: &Database, s: &KeysSettings) -> Result<KeysResult> {
 async fn run_client(
     client: usize,
     s: KeysSettings,
-    pool: Pool,
+    pool: Workers,
     strategy: Arc<dyn Strategy>,
 ) -> Result<Vec<Attempt>> {
     let mut attempts = Vec::new();

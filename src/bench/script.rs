@@ -7,15 +7,23 @@
 //! against.
 
 use serde_json::json;
+use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Statement};
+
+use crate::db::statements::{Sends, Sql};
 
 use crate::strategy::claims::{CLAIM, COMPLETE};
 use crate::strategy::{OPERATION, work::AWARD};
 
 /// insert-unique's one statement, the raw floor.
-pub const RAW_INSERT: &str =
+pub static RAW_INSERT: Sql = Sql::new(
     "INSERT INTO experience_points (user_id, amount, lesson, idempotency_key, worker)
-     VALUES ($1, 10, 1, $2, $3) ON CONFLICT (idempotency_key) DO NOTHING";
+     VALUES ($1, 10, 1, $2, $3) ON CONFLICT (idempotency_key) DO NOTHING",
+    &[Type::INT8, Type::TEXT, Type::INT4],
+);
+
+static RAW_STATEMENTS: [&Sql; 1] = [&RAW_INSERT];
+static CLAIM_WORK_COMPLETE_STATEMENTS: [&Sql; 3] = [&CLAIM, &AWARD, &COMPLETE];
 
 /// pgbench's raw floor: the same statement.
 const RAW_PGBENCH: &str = "\\set k random(1, 1000000000000)
@@ -62,18 +70,20 @@ impl Script {
     }
 
     /// The statements as idem's strategies write them, in the order sent.
-    fn statements(self) -> &'static [&'static str] {
+    fn statements(self) -> &'static [&'static Sql] {
         match self {
-            Script::Raw => &[RAW_INSERT],
-            Script::ClaimWorkComplete => &[CLAIM, AWARD, COMPLETE],
+            Script::Raw => &RAW_STATEMENTS,
+            Script::ClaimWorkComplete => &CLAIM_WORK_COMPLETE_STATEMENTS,
         }
     }
 
-    /// Prepares the script's statements on `client`, once per connection.
-    pub async fn prepare(self, client: &Client) -> Result<Prepared, tokio_postgres::Error> {
+    /// Prepares the script's statements on `client`, once per connection
+    /// (by name, as pgbench's `-M prepared` does: the floor is the server's
+    /// cheapest path).
+    pub async fn prepare(self, client: &impl Sends) -> Result<Prepared, tokio_postgres::Error> {
         let mut statements = Vec::new();
         for sql in self.statements() {
-            statements.push(client.prepare(sql).await?);
+            statements.push(client.client().prepare(&client.text(sql)).await?);
         }
         Ok(Prepared {
             script: self,

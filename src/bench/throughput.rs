@@ -5,13 +5,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use deadpool_postgres::Pool;
 use serde::Serialize;
 
 use super::meter::{self, GUARDS};
 use super::script::{Prepared, Script};
 use crate::db::Database;
-use crate::db::pool::{checkout, warm_pool};
+use crate::db::pool::{Workers, checkout, warm_pool};
 use crate::limits::Origin;
 use crate::race::input::RaceInput;
 use crate::race::{Lease, Request, Trace};
@@ -209,7 +208,7 @@ fn client_loop(slice: Slice, shared: Shared) -> Result<u64> {
 
 async fn run(
     worker: usize,
-    pool: Pool,
+    pool: Workers,
     handler: Arc<Handler>,
     (next, stop): (Arc<AtomicUsize>, Arc<AtomicBool>),
     total: usize,

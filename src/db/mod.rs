@@ -17,10 +17,12 @@ pub mod pgbouncer;
 pub mod pool;
 pub mod run_schema;
 pub mod secret;
+pub mod statements;
 pub mod template;
 pub mod tls;
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -72,7 +74,7 @@ pub struct Database {
     pub schema: String,
     /// sqlx's pool for bookkeeping: schema, migrations, resets and counts.
     pub meta: PgPool,
-    /// The workers' connection settings (search_path pinned to the schema).
+    /// The workers' connection settings.
     workers_config: pool::Connect,
     keep: bool,
     /// The schema came from `--schema`: an earlier run's, left as it was found.
@@ -127,14 +129,16 @@ impl Database {
             .acquire_timeout(CONNECT_TIMEOUT)
             .connect_lazy_with(sqlx_opts);
 
+        // No search_path for the workers: their statements name the run's
+        // schema themselves (see `statements`), so a pooler can pass them.
         let mut config = pg_config;
         config
-            .options(format!("-c search_path={schema}"))
             .application_name("idem-worker")
             .connect_timeout(CONNECT_TIMEOUT);
         let workers_config = pool::Connect {
             config,
             tls: tls.connector()?,
+            schema: Arc::new(statements::Schema::new(&schema)),
         };
 
         let reach = match (&opts.database_url, &backend) {
@@ -348,7 +352,7 @@ impl Database {
                 pool::describe(&e)
             )
         })?;
-        let row = conn.query_one(ASK, &[]).await?;
+        let row = conn.query_typed_one(ASK, &[]).await?;
         let workers = Encryption::from_row((row.get(0), row.get(1), row.get(2)));
         Ok((bookkeeping, workers))
     }

@@ -4,6 +4,8 @@
 //! connection held by the runner's main thread left four for five threads:
 //! the fifth waited, and that wait is why the figure is four, not five.
 
+use std::ops::Deref;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -12,15 +14,53 @@ use deadpool_postgres::{
 };
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-/// A pooled connection, as a worker holds it.
-pub type Conn = Object;
+use super::statements::{Schema, Sends, Sql, Text};
 
-/// How the workers' connections reach the server: tokio-postgres's settings
-/// and the TLS connector that checks what the URL's `sslmode` asks.
+/// A pooled connection, as a worker holds it, and the run's schema its
+/// statements name.
+pub struct Conn {
+    object: Object,
+    schema: Arc<Schema>,
+}
+
+impl Conn {
+    /// Closes the connection instead of giving it back to the pool.
+    pub fn discard(self) {
+        let _ = Object::take(self.object);
+    }
+}
+
+impl Deref for Conn {
+    type Target = tokio_postgres::Client;
+    fn deref(&self) -> &tokio_postgres::Client {
+        &self.object
+    }
+}
+
+impl Sends for Conn {
+    fn client(&self) -> &tokio_postgres::Client {
+        &self.object
+    }
+    fn text(&self, sql: &'static Sql) -> Text {
+        Text::Qualified(self.schema.qualify(sql.text))
+    }
+}
+
+/// The workers' pool, and the run's schema its connections work in.
+#[derive(Clone)]
+pub struct Workers {
+    pool: Pool,
+    schema: Arc<Schema>,
+}
+
+/// How the workers' connections reach the server: tokio-postgres's settings,
+/// the TLS connector that checks what the URL's `sslmode` asks, and the
+/// run's schema.
 #[derive(Clone)]
 pub struct Connect {
     pub config: tokio_postgres::Config,
     pub tls: MakeRustlsConnect,
+    pub schema: Arc<Schema>,
 }
 
 impl std::fmt::Debug for Connect {
@@ -33,7 +73,7 @@ impl std::fmt::Debug for Connect {
 
 /// Builds a pool of at most `size` connections and opens them all, as a warm
 /// application pool would be by the time requests arrive.
-pub async fn warm_pool(connect: &Connect, size: usize) -> Result<Pool> {
+pub async fn warm_pool(connect: &Connect, size: usize) -> Result<Workers> {
     let manager = Manager::from_config(
         connect.config.clone(),
         connect.tls.clone(),
@@ -65,14 +105,21 @@ pub async fn warm_pool(connect: &Connect, size: usize) -> Result<Pool> {
         opened.push(conn);
     }
     drop(opened);
-    Ok(pool)
+    Ok(Workers {
+        pool,
+        schema: connect.schema.clone(),
+    })
 }
 
 /// Checks out a connection, waiting at most `wait` for a free one.
-pub async fn checkout(pool: &Pool, wait: Duration) -> Result<Conn, PoolError> {
+pub async fn checkout(workers: &Workers, wait: Duration) -> Result<Conn, PoolError> {
     let mut timeouts = Timeouts::new();
     timeouts.wait = Some(wait);
-    pool.timeout_get(&timeouts).await
+    let object = workers.pool.timeout_get(&timeouts).await?;
+    Ok(Conn {
+        object,
+        schema: workers.schema.clone(),
+    })
 }
 
 /// A pool error in one line.

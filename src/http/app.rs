@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use bytes::Bytes;
-use deadpool_postgres::Pool;
 use http_body_util::LengthLimitError;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -24,10 +23,17 @@ use tokio::sync::Semaphore;
 use super::wire::{
     self, KEY_HEADER, MAX_BODY_BYTES, PROBLEM_JSON, REPLAYED_HEADER, REPLICA_HEADER, WORKER_HEADER,
 };
-use crate::db::pool;
+use crate::db::pool::{self, Workers};
+use crate::db::statements::{Sends, Sql};
 use crate::request::service::ServiceCalls;
 use crate::request::{Answer, Lease, Outcome, Params, Request, Trace};
 use crate::strategy::{OPERATION, Strategy, respond};
+
+/// `GET /counts`'s statement.
+static COUNTS: Sql = Sql::new(
+    "SELECT (SELECT count(*) FROM idempotency_keys), (SELECT count(*) FROM experience_points)",
+    &[],
+);
 
 /// A response on its way out.
 pub type Response = hyper::Response<Full<Bytes>>;
@@ -52,7 +58,7 @@ pub struct Handled {
     pub request: Request,
     pub answer: Answer,
     pub trace: Trace,
-    /// Pool checkouts the request made.
+    /// Workers checkouts the request made.
     pub checkouts: u32,
     /// When the request reached the strategy (after waiting for a thread).
     pub arrived: Instant,
@@ -62,7 +68,7 @@ pub struct Handled {
 
 /// The app: a strategy, a pool, threads, and who watches.
 pub struct App {
-    pool: Pool,
+    pool: Workers,
     strategy: Arc<dyn Strategy>,
     shape: Shape,
     /// One permit per app server thread: a request, once read, waits here
@@ -104,7 +110,7 @@ impl App {
     }
 
     pub fn new(
-        pool: Pool,
+        pool: Workers,
         strategy: Arc<dyn Strategy>,
         shape: Shape,
         threads: usize,
@@ -252,17 +258,11 @@ impl App {
         request
     }
 
-    /// `GET /counts`: the rows in the app's two tables.
+    /// `GET /counts`: the rows in the app's two tables (see [`COUNTS`]).
     async fn counts(&self) -> Response {
         let counted = async {
             let conn = pool::checkout(&self.pool, self.shape.checkout_timeout).await?;
-            let row = conn
-                .query_one(
-                    "SELECT (SELECT count(*) FROM idempotency_keys),
-                            (SELECT count(*) FROM experience_points)",
-                    &[],
-                )
-                .await?;
+            let row = conn.fetch_one(&COUNTS, &[]).await?;
             anyhow::Ok((row.get::<_, i64>(0), row.get::<_, i64>(1)))
         };
         match counted.await {

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
-use deadpool_postgres::Pool;
 use hyper::Method;
 use hyper::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use serde_json::json;
@@ -23,6 +22,7 @@ use tokio::task::JoinHandle;
 use super::replicas::Replicas;
 use super::settings::RaceSettings;
 use super::worker_report::WorkerReport;
+use crate::db::pool::Workers;
 use crate::http::app::{App, Handled, Shape};
 use crate::http::client::{self, Outgoing, Received, Target};
 use crate::http::wire::{self, KEY_HEADER, REPLICA_HEADER, WORKER_HEADER};
@@ -70,7 +70,7 @@ impl RaceSettings {
 impl Wire {
     /// Starts the app on a free loopback port.
     pub async fn open(
-        pool: Pool,
+        pool: Workers,
         strategy: Arc<dyn Strategy>,
         s: &RaceSettings,
         service: &ServiceCalls,

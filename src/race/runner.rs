@@ -6,7 +6,6 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use deadpool_postgres::Pool;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
@@ -17,7 +16,7 @@ use super::settings::{RaceSettings, Transport};
 use super::stepper::Controller;
 use super::worker_report::WorkerReport;
 use crate::db::Database;
-use crate::db::pool::{self, Conn, warm_pool};
+use crate::db::pool::{self, Conn, Workers, warm_pool};
 use crate::http::app::{App, Watch};
 use crate::request::fault::{Fault, FaultKind, FaultPoint};
 use crate::request::service::ServiceCalls;
@@ -36,7 +35,7 @@ pub struct Replica {
 /// A race ready to run, as many times as asked, with fresh tables each time.
 pub struct Race<'db> {
     db: &'db Database,
-    pub(super) pool: Pool,
+    pub(super) pool: Workers,
     pub(super) strategy: Arc<dyn Strategy>,
     /// Over HTTP: the app the workers call.
     wire: Option<Wire>,
@@ -353,7 +352,7 @@ struct Started {
 /// What every worker of one race shares.
 #[derive(Clone)]
 struct Crew {
-    pool: Pool,
+    pool: Workers,
     strategy: Arc<dyn Strategy>,
     gate: watch::Receiver<Option<Instant>>,
     ready: Arc<Semaphore>,

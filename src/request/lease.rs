@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use deadpool_postgres::{Pool, PoolError};
+use deadpool_postgres::PoolError;
 
 use super::{Step, Trace};
-use crate::db::pool::{self, Conn};
+use crate::db::pool::{self, Conn, Workers};
 
 /// Why a request could not be answered normally.
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +43,7 @@ impl Failure {
 
 /// The connection a worker holds, if any, and the pool it comes from.
 pub struct Lease {
-    pool: Pool,
+    pool: Workers,
     wait: Duration,
     conn: Option<Conn>,
     /// How many times this request checked a connection out.
@@ -51,7 +51,7 @@ pub struct Lease {
 }
 
 impl Lease {
-    pub fn new(pool: Pool, wait: Duration) -> Self {
+    pub fn new(pool: Workers, wait: Duration) -> Self {
         Self {
             pool,
             wait,
@@ -62,7 +62,7 @@ impl Lease {
 
     /// A lease that already holds `conn`: a client that keeps its
     /// connection across requests (the benchmark's loop, like pgbench's).
-    pub fn holding(pool: Pool, wait: Duration, conn: Conn) -> Self {
+    pub fn holding(pool: Workers, wait: Duration, conn: Conn) -> Self {
         Self {
             conn: Some(conn),
             ..Self::new(pool, wait)
@@ -97,7 +97,7 @@ impl Lease {
                 // A planned fault needs to know which server process to end.
                 // So does the step-by-step controller, to see lock waits.
                 if (trace.fault.is_some() && trace.faulted.is_none()) || trace.stepper.is_some() {
-                    let row = conn.query_one("SELECT pg_backend_pid()", &[]).await?;
+                    let row = conn.query_typed_one("SELECT pg_backend_pid()", &[]).await?;
                     let pid: i32 = row.get(0);
                     trace.backend_pid = Some(pid);
                     trace.queries += 1;
@@ -119,7 +119,7 @@ impl Lease {
     /// Ends the lease's connection for good: it is closed, not returned (a crash).
     pub fn discard(&mut self) {
         if let Some(conn) = self.conn.take() {
-            let _ = deadpool_postgres::Object::take(conn);
+            conn.discard();
         }
     }
 }

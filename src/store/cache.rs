@@ -18,7 +18,10 @@ use super::ClaimStatus;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use tokio_postgres::types::Type;
+
 use crate::db::pool::Conn;
+use crate::db::statements::{Sends, Sql};
 
 /// How many entries one eviction pass deletes at most.
 const EVICTION_BATCH: i64 = 100;
@@ -87,21 +90,38 @@ pub fn key_hash(key: &str) -> i64 {
 }
 
 /// Reading an entry.
-pub const READ: &str = "SELECT value FROM cache_entries WHERE key_hash = $1";
+pub static READ: Sql = Sql::new(
+    "SELECT value FROM cache_entries WHERE key_hash = $1",
+    &[Type::INT8],
+);
 
 /// `unless_exist`'s look under a lock, which locks nothing when the row is missing.
-pub const LOCK: &str = "SELECT value FROM cache_entries WHERE key_hash = $1 FOR UPDATE";
+pub static LOCK: Sql = Sql::new(
+    "SELECT value FROM cache_entries WHERE key_hash = $1 FOR UPDATE",
+    &[Type::INT8],
+);
 
 /// A write: upsert on the key hash, last write wins.
-pub const UPSERT: &str =
+pub static UPSERT: Sql = Sql::new(
     "INSERT INTO cache_entries (key, value, key_hash, byte_size) VALUES ($1, $2, $3, $4)
      ON CONFLICT (key_hash) DO UPDATE
-     SET key = excluded.key, value = excluded.value, byte_size = excluded.byte_size";
+     SET key = excluded.key, value = excluded.value, byte_size = excluded.byte_size",
+    &[Type::BYTEA, Type::BYTEA, Type::INT8, Type::INT4],
+);
+
+/// Eviction: the oldest entries beyond the limit, and those past the age.
+static EVICT: Sql = Sql::new(
+    "DELETE FROM cache_entries WHERE id IN (
+         SELECT id FROM cache_entries
+         WHERE id <= (SELECT id FROM cache_entries ORDER BY id DESC OFFSET $1 LIMIT 1)
+            OR created_at < now() - make_interval(secs => $2)
+         ORDER BY id LIMIT $3)",
+    &[Type::INT8, Type::FLOAT8, Type::INT8],
+);
 
 /// Reads an entry; an expired or unreadable one counts as absent.
 pub async fn read(conn: &Conn, key: &str) -> Result<Option<Entry>, tokio_postgres::Error> {
-    let read = conn.prepare_cached(READ).await?;
-    let row = conn.query_opt(&read, &[&key_hash(key)]).await?;
+    let row = conn.fetch_opt(&READ, &[&key_hash(key)]).await?;
     Ok(row
         .and_then(|row| serde_json::from_slice::<Entry>(row.get::<_, &[u8]>(0)).ok())
         .filter(|entry| !entry.expired()))
@@ -128,8 +148,7 @@ pub async fn write_unless_exist(
 ) -> Result<bool, tokio_postgres::Error> {
     conn.batch_execute("BEGIN").await?;
     let written = async {
-        let lock = conn.prepare_cached(LOCK).await?;
-        let existing = conn.query_opt(&lock, &[&key_hash(key)]).await?;
+        let existing = conn.fetch_opt(&LOCK, &[&key_hash(key)]).await?;
         let live = existing
             .and_then(|row| serde_json::from_slice::<Entry>(row.get::<_, &[u8]>(0)).ok())
             .is_some_and(|e| !e.expired());
@@ -156,9 +175,8 @@ pub async fn write_unless_exist(
 
 async fn upsert(conn: &Conn, key: &str, entry: &Entry) -> Result<(), tokio_postgres::Error> {
     let value = serde_json::to_vec(entry).unwrap_or_default();
-    let upsert = conn.prepare_cached(UPSERT).await?;
     let size = (key.len() + value.len()) as i32;
-    conn.execute(&upsert, &[&key.as_bytes(), &value, &key_hash(key), &size])
+    conn.exec(&UPSERT, &[&key.as_bytes(), &value, &key_hash(key), &size])
         .await?;
     Ok(())
 }
@@ -166,18 +184,9 @@ async fn upsert(conn: &Conn, key: &str, entry: &Entry) -> Result<(), tokio_postg
 /// Deletes the oldest entries (by id) beyond `max_entries`, and those older
 /// than `max_age`, at most one batch at a time, whatever their expiry.
 pub async fn evict(conn: &Conn, limits: CacheLimits) -> Result<(), tokio_postgres::Error> {
-    let evict = conn
-        .prepare_cached(
-            "DELETE FROM cache_entries WHERE id IN (
-                 SELECT id FROM cache_entries
-                 WHERE id <= (SELECT id FROM cache_entries ORDER BY id DESC OFFSET $1 LIMIT 1)
-                    OR created_at < now() - make_interval(secs => $2)
-                 ORDER BY id LIMIT $3)",
-        )
-        .await?;
     let max_entries = limits.max_entries as i64;
     let max_age = limits.max_age.as_secs_f64();
-    conn.execute(&evict, &[&max_entries, &max_age, &EVICTION_BATCH])
+    conn.exec(&EVICT, &[&max_entries, &max_age, &EVICTION_BATCH])
         .await?;
     Ok(())
 }

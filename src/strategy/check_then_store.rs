@@ -8,31 +8,45 @@ use std::future::Future;
 
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{ToSql, Type};
 
 use super::answers::mismatch;
 use super::fingerprint;
 use super::orm::{Orm, VERIFY};
 use super::{Handled, OPERATION, Step, Strategy, work};
+use crate::db::pool::Conn;
+use crate::db::statements::{Sends, Sql};
 use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
 
 /// 1. Check: `IdempotencyKey.find_by(key:, operation:)`.
-pub const FIND: &str = "SELECT response_body, request_fingerprint FROM idempotency_keys
-     WHERE key = $1 AND operation = $2";
+pub static FIND: Sql = Sql::new(
+    "SELECT response_body, request_fingerprint FROM idempotency_keys
+     WHERE key = $1 AND operation = $2",
+    &[Type::TEXT, Type::TEXT],
+);
 
 /// find-for-update's check: the same find, locking the row it finds. A key
 /// no one has stored yet has no row, so the first requests lock nothing.
-pub const FIND_FOR_UPDATE: &str = "SELECT response_body, request_fingerprint FROM idempotency_keys
-     WHERE key = $1 AND operation = $2 FOR UPDATE";
+pub static FIND_FOR_UPDATE: Sql = Sql::new(
+    "SELECT response_body, request_fingerprint FROM idempotency_keys
+     WHERE key = $1 AND operation = $2 FOR UPDATE",
+    &[Type::TEXT, Type::TEXT],
+);
 
 /// advisory-lock's first step: a lock on the key's hash, held until the
 /// request's transaction ends, so that requests with one key take turns.
-pub const ADVISORY_LOCK: &str =
-    "SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2, 0))";
+pub static ADVISORY_LOCK: Sql = Sql::new(
+    "SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2, 0))",
+    &[Type::TEXT, Type::TEXT],
+);
 
 /// 3. Store, after the work: `IdempotencyKey.create!(...)`.
-pub const STORE: &str = "INSERT INTO idempotency_keys (key, operation, status, request_fingerprint,
+pub static STORE: Sql = Sql::new(
+    "INSERT INTO idempotency_keys (key, operation, status, request_fingerprint,
                                    response_code, response_body, worker, completed_at)
-     VALUES ($1, $2, 'completed', $3, 201, $4, $5, now())";
+     VALUES ($1, $2, 'completed', $3, 201, $4, $5, now())",
+    &[Type::TEXT, Type::TEXT, Type::TEXT, Type::JSONB, Type::INT4],
+);
 
 /// Check, work, store, in the statements of `orm`, with the lock people
 /// add to it.
@@ -72,27 +86,25 @@ impl Strategy for CheckThenStore {
                 trace.note("verified (SELECT 1)");
             }
             if self.lock == FindLock::Advisory {
-                let lock = conn.prepare_cached(ADVISORY_LOCK).await?;
                 trace
                     .query(
                         Step::Lock,
-                        ADVISORY_LOCK,
-                        conn.execute(&lock, &[&req.key, &OPERATION]),
+                        ADVISORY_LOCK.text,
+                        conn.fetch_one(&ADVISORY_LOCK, &[&req.key, &OPERATION]),
                     )
                     .await?;
                 trace.note("key locked");
             }
             // 1. Check: has anyone stored this key yet?
-            let sql = match self.lock {
-                FindLock::ForUpdate => FIND_FOR_UPDATE,
-                FindLock::None | FindLock::Advisory => FIND,
+            let find = match self.lock {
+                FindLock::ForUpdate => &FIND_FOR_UPDATE,
+                FindLock::None | FindLock::Advisory => &FIND,
             };
-            let find = conn.prepare_cached(sql).await?;
             let found = trace
                 .query(
                     Step::Find,
-                    sql,
-                    conn.query_opt(&find, &[&req.key, &OPERATION]),
+                    find.text,
+                    conn.fetch_opt(find, &[&req.key, &OPERATION]),
                 )
                 .await?;
             if let Some(row) = found {
@@ -102,19 +114,18 @@ impl Strategy for CheckThenStore {
 
             // 2. Work: nothing above stops another request doing the same.
             let xp = trace
-                .query(Step::Work, work::AWARD, self.award(conn, req))
+                .query(Step::Work, work::AWARD.text, self.award(conn, req))
                 .await?;
             trace.note(format!("made XP #{xp}"));
             let body = work::response_body(xp, &req.params);
 
             // 3. Store: only now does the unique index get a say.
-            let store = conn.prepare_cached(STORE).await?;
             let worker = req.worker_id();
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+            let params: [&(dyn ToSql + Sync); 5] =
                 [&req.key, &OPERATION, &req.fingerprint, &body, &worker];
-            let insert = conn.execute(&store, &params);
+            let insert = conn.exec(&STORE, &params);
             let stored = trace
-                .query(Step::Store, STORE, self.created(conn, insert))
+                .query(Step::Store, STORE.text, self.created(conn, insert))
                 .await;
             if let Err(err) = &stored {
                 trace.caught(err);
@@ -126,11 +137,7 @@ impl Strategy for CheckThenStore {
 
 impl CheckThenStore {
     /// The work: the service call, then the XP row (`ExperiencePoint.create!`).
-    async fn award(
-        &self,
-        conn: &deadpool_postgres::ClientWrapper,
-        req: &Request,
-    ) -> Result<i64, tokio_postgres::Error> {
+    async fn award(&self, conn: &Conn, req: &Request) -> Result<i64, tokio_postgres::Error> {
         work::service_call(req).await;
         self.created(conn, work::insert_xp(conn, req)).await
     }
@@ -139,7 +146,7 @@ impl CheckThenStore {
     /// around it (rolled back when the insert fails, as Rails does).
     async fn created<T>(
         &self,
-        conn: &deadpool_postgres::ClientWrapper,
+        conn: &Conn,
         insert: impl Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, tokio_postgres::Error> {
         if self.orm == Orm::Bare {

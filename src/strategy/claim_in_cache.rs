@@ -41,7 +41,7 @@ impl Strategy for ClaimInCache {
             let won = trace
                 .query(
                     Step::Claim,
-                    cache::LOCK,
+                    cache::LOCK.text,
                     cache::write_unless_exist(conn, &req.key, &pending, self.limits),
                 )
                 .await?;
@@ -50,7 +50,7 @@ impl Strategy for ClaimInCache {
             if !won {
                 trace.note("entry exists");
                 let entry = trace
-                    .query(Step::Read, cache::READ, cache::read(conn, &req.key))
+                    .query(Step::Read, cache::READ.text, cache::read(conn, &req.key))
                     .await?;
                 let Some(entry) = entry else {
                     trace.note("gone");
@@ -69,7 +69,7 @@ impl Strategy for ClaimInCache {
 
             // 2. Work.
             let xp = trace
-                .query(Step::Work, work::AWARD, work::award_xp(conn, req))
+                .query(Step::Work, work::AWARD.text, work::award_xp(conn, req))
                 .await?;
             trace.note(format!("made XP #{xp}"));
             let body = work::response_body(xp, &req.params);
@@ -84,7 +84,7 @@ impl Strategy for ClaimInCache {
             trace
                 .query(
                     Step::Complete,
-                    cache::UPSERT,
+                    cache::UPSERT.text,
                     cache::write(conn, &req.key, &completed, self.limits),
                 )
                 .await?;

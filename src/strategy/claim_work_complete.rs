@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::Type;
 
 use super::answers::{completed, conflict, mismatch, replay};
 use super::claims::{claim, complete, key_of};
@@ -16,6 +17,7 @@ use super::fingerprint;
 use super::loser::LoserPolicy;
 use super::{Handled, OPERATION, Step, Strategy, work};
 use crate::db::pool::Conn;
+use crate::db::statements::{Sends, Sql};
 use crate::request::{Answer, Failure, Lease, Request, Trace, Waited};
 use crate::store::ClaimStatus;
 
@@ -37,7 +39,7 @@ impl Strategy for ClaimWorkComplete {
             }
             let conn = lease.conn(trace).await?;
             // 1. Claim: insert the key as pending; the unique index picks one winner.
-            match claim(&**conn, &key_of(req, OPERATION), trace).await? {
+            match claim(conn, &key_of(req, OPERATION), trace).await? {
                 Some(claim_id) => {
                     let answer = work_and_complete(conn, req, trace, claim_id).await?;
                     Ok(answer)
@@ -56,18 +58,20 @@ async fn work_and_complete(
     claim_id: i64,
 ) -> Result<Answer, Failure> {
     let xp = trace
-        .query(Step::Work, work::AWARD, work::award_xp(conn, req))
+        .query(Step::Work, work::AWARD.text, work::award_xp(conn, req))
         .await?;
     trace.note(format!("made XP #{xp}"));
     let body = work::response_body(xp, &req.params);
-    complete(&**conn, trace, claim_id, 201, &body).await?;
+    complete(conn, trace, claim_id, 201, &body).await?;
     trace.note("completed");
     Ok(completed(xp, body))
 }
 
 /// A loser reads the claim another request owns.
-pub const READ: &str =
-    "SELECT status, response_body, request_fingerprint FROM idempotency_keys WHERE key = $1";
+pub static READ: Sql = Sql::new(
+    "SELECT status, response_body, request_fingerprint FROM idempotency_keys WHERE key = $1",
+    &[Type::TEXT],
+);
 
 /// The claim as a loser reads it.
 struct Claim {
@@ -85,9 +89,8 @@ impl Claim {
 
 /// Reads the claim another request owns.
 async fn read_claim(conn: &Conn, req: &Request, trace: &mut Trace) -> Result<Claim, Failure> {
-    let read = conn.prepare_cached(READ).await?;
     let row = trace
-        .query(Step::Read, READ, conn.query_opt(&read, &[&req.key]))
+        .query(Step::Read, READ.text, conn.fetch_opt(&READ, &[&req.key]))
         .await?;
     let claim = match row {
         Some(row) => Claim {
@@ -180,7 +183,7 @@ async fn claim_blocking(
     give_up_after: Duration,
 ) -> Result<Answer, Failure> {
     let conn = lease.conn(trace).await?;
-    let pid = conn.query_one("SELECT pg_backend_pid()", &[]).await?;
+    let pid = conn.query_typed_one("SELECT pg_backend_pid()", &[]).await?;
     trace.backend_pid = Some(pid.get(0));
     trace.queries += 2;
     conn.batch_execute(&format!(
@@ -188,7 +191,7 @@ async fn claim_blocking(
         give_up_after.as_millis().max(1)
     ))
     .await?;
-    let claimed = claim(&**conn, &key_of(req, OPERATION), trace).await;
+    let claimed = claim(conn, &key_of(req, OPERATION), trace).await;
     let blocked = trace.events.last().map_or(0.0, |e| e.end_ms - e.start_ms);
     let waited = Some(Waited {
         ms: blocked,

@@ -5,7 +5,10 @@
 
 use serde_json::Value;
 
-use super::guard::client::{GuardClient, Key};
+use tokio_postgres::types::Type;
+
+use super::guard::client::Key;
+use crate::db::statements::{Sends, Sql};
 use crate::request::{Observer, Request, Step};
 
 /// The request as the key table sees it.
@@ -19,31 +22,35 @@ pub fn key_of<'a>(req: &'a Request, operation: &'a str) -> Key<'a> {
 }
 
 /// The claim: a pending row the unique index lets in once.
-pub const CLAIM: &str =
+pub static CLAIM: Sql = Sql::new(
     "INSERT INTO idempotency_keys (key, operation, status, request_fingerprint, worker, locked_at)
      VALUES ($1, $2, 'pending', $3, $4, now())
      ON CONFLICT (key) DO NOTHING
-     RETURNING id";
+     RETURNING id",
+    &[Type::TEXT, Type::TEXT, Type::TEXT, Type::INT4],
+);
 
 /// The completion: the response stored for later requests to replay.
-pub const COMPLETE: &str = "UPDATE idempotency_keys
+pub static COMPLETE: Sql = Sql::new(
+    "UPDATE idempotency_keys
      SET status = 'completed', response_code = $2, response_body = $3, completed_at = now()
-     WHERE id = $1";
+     WHERE id = $1",
+    &[Type::INT8, Type::INT4, Type::JSONB],
+);
 
 /// Inserts the pending claim, with the fingerprint; `Some(id)` if this
 /// request won it.
-pub async fn claim<C: GuardClient, O: Observer>(
+pub async fn claim<C: Sends, O: Observer>(
     client: &C,
     key: &Key<'_>,
     obs: &mut O,
 ) -> Result<Option<i64>, tokio_postgres::Error> {
-    let claim = client.statement(CLAIM).await?;
     let won = obs
         .step(
             Step::Claim,
-            CLAIM,
-            client.client().query_opt(
-                &claim,
+            CLAIM.text,
+            client.fetch_opt(
+                &CLAIM,
                 &[&key.key, &key.operation, &key.fingerprint, &key.owner],
             ),
         )
@@ -57,20 +64,17 @@ pub async fn claim<C: GuardClient, O: Observer>(
 }
 
 /// Completes the claim with the response later requests will replay.
-pub async fn complete<C: GuardClient, O: Observer>(
+pub async fn complete<C: Sends, O: Observer>(
     client: &C,
     obs: &mut O,
     claim_id: i64,
     code: i32,
     body: &Value,
 ) -> Result<(), tokio_postgres::Error> {
-    let complete = client.statement(COMPLETE).await?;
     obs.step(
         Step::Complete,
-        COMPLETE,
-        client
-            .client()
-            .execute(&complete, &[&claim_id, &code, body]),
+        COMPLETE.text,
+        client.exec(&COMPLETE, &[&claim_id, &code, body]),
     )
     .await?;
     Ok(())

@@ -3,21 +3,28 @@
 //! No key table at all: the XP row carries the key, and the XP table's unique
 //! index decides at the very moment the work is recorded.
 
+use tokio_postgres::types::Type;
+
 use super::fingerprint::Params;
 use super::{Handled, Step, Strategy, work};
+use crate::db::statements::{Sends, Sql};
 use crate::request::{Answer, Lease, Outcome, Request, Trace};
 
 /// The whole guard: the work as one insert the unique index decides
 /// (Rails: `insert ... unique_by: :idempotency_key`).
-pub const INSERT: &str =
+pub static INSERT: Sql = Sql::new(
     "INSERT INTO experience_points (user_id, amount, lesson, idempotency_key, worker)
      VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (idempotency_key) DO NOTHING
-     RETURNING id";
+     RETURNING id",
+    &[Type::INT8, Type::INT4, Type::INT4, Type::TEXT, Type::INT4],
+);
 
 /// The row the key already made, for the replay.
-pub const FIND: &str =
-    "SELECT id, amount, lesson FROM experience_points WHERE idempotency_key = $1";
+pub static FIND: Sql = Sql::new(
+    "SELECT id, amount, lesson FROM experience_points WHERE idempotency_key = $1",
+    &[Type::TEXT],
+);
 
 /// The single-statement guard.
 pub struct InsertUnique;
@@ -31,12 +38,11 @@ impl Strategy for InsertUnique {
     ) -> Handled<'a> {
         Box::pin(async move {
             let conn = lease.conn(trace).await?;
-            let insert = conn.prepare_cached(INSERT).await?;
             let made = trace
-                .query(Step::Work, INSERT, async {
+                .query(Step::Work, INSERT.text, async {
                     work::service_call(req).await;
-                    conn.query_opt(
-                        &insert,
+                    conn.fetch_opt(
+                        &INSERT,
                         &[
                             &req.params.user_id,
                             &req.params.amount,
@@ -62,9 +68,8 @@ impl Strategy for InsertUnique {
                 });
             }
             trace.note("key taken");
-            let find = conn.prepare_cached(FIND).await?;
             let row = trace
-                .query(Step::Read, FIND, conn.query_one(&find, &[&req.key]))
+                .query(Step::Read, FIND.text, conn.fetch_one(&FIND, &[&req.key]))
                 .await?;
             let xp: i64 = row.get(0);
             trace.note(format!("XP #{xp}"));

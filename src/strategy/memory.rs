@@ -78,7 +78,7 @@ impl Strategy for Memory {
             // 2. Work.
             let conn = lease.conn(trace).await?;
             let made = trace
-                .query(Step::Work, work::AWARD, work::award_xp(conn, req))
+                .query(Step::Work, work::AWARD.text, work::award_xp(conn, req))
                 .await;
             let xp = match made {
                 Ok(xp) => xp,

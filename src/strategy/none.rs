@@ -16,7 +16,7 @@ impl Strategy for NoGuard {
         Box::pin(async move {
             let conn = lease.conn(trace).await?;
             let xp = trace
-                .query(Step::Work, work::AWARD, work::award_xp(conn, req))
+                .query(Step::Work, work::AWARD.text, work::award_xp(conn, req))
                 .await?;
             trace.note(format!("made XP #{xp}"));
             Ok(Answer {

@@ -2,32 +2,31 @@
 
 use serde_json::{Value, json};
 
+use tokio_postgres::types::Type;
+
 use super::fingerprint::Params;
+use crate::db::statements::{Sends, Sql};
 use crate::request::Request;
 
 /// The work's statement: one XP row.
-pub const AWARD: &str = "INSERT INTO experience_points (user_id, amount, lesson, worker)
-     VALUES ($1, $2, $3, $4) RETURNING id";
+pub static AWARD: Sql = Sql::new(
+    "INSERT INTO experience_points (user_id, amount, lesson, worker)
+     VALUES ($1, $2, $3, $4) RETURNING id",
+    &[Type::INT8, Type::INT4, Type::INT4, Type::INT4],
+);
 
 /// Does the work: waits `work_ms` (the service call the row stands for, and
 /// the race window it widens), then inserts the XP row. Returns its id.
-pub async fn award_xp(
-    conn: &deadpool_postgres::ClientWrapper,
-    req: &Request,
-) -> Result<i64, tokio_postgres::Error> {
+pub async fn award_xp(conn: &impl Sends, req: &Request) -> Result<i64, tokio_postgres::Error> {
     service_call(req).await;
     insert_xp(conn, req).await
 }
 
 /// The XP row alone, without the service call before it.
-pub async fn insert_xp(
-    conn: &deadpool_postgres::ClientWrapper,
-    req: &Request,
-) -> Result<i64, tokio_postgres::Error> {
-    let insert = conn.prepare_cached(AWARD).await?;
+pub async fn insert_xp(conn: &impl Sends, req: &Request) -> Result<i64, tokio_postgres::Error> {
     let row = conn
-        .query_one(
-            &insert,
+        .fetch_one(
+            &AWARD,
             &[
                 &req.params.user_id,
                 &req.params.amount,

@@ -4,12 +4,14 @@ use std::future::Future;
 use std::task::Poll;
 
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::Type;
 
 use serde_json::{Value, json};
 
 use super::client::{GuardClient, Key};
 use super::settings::{Guard, OnFailure};
 use super::verdict::{ClaimState, Reply, Verdict, WorkFailed};
+use crate::db::statements::Sql;
 use crate::request::{Observer, Step};
 use crate::store::ClaimStatus;
 use crate::strategy::claims::{claim, complete};
@@ -18,15 +20,21 @@ use crate::strategy::fingerprint;
 type Result<T> = std::result::Result<T, tokio_postgres::Error>;
 
 /// A loser reads the claim, and whether it is stale.
-const READ: &str = "SELECT id, status, request_fingerprint, response_code, response_body, worker,
+static READ: Sql = Sql::new(
+    "SELECT id, status, request_fingerprint, response_code, response_body, worker,
         locked_at < now() - make_interval(secs => $2)
-     FROM idempotency_keys WHERE key = $1";
+     FROM idempotency_keys WHERE key = $1",
+    &[Type::TEXT, Type::FLOAT8],
+);
 
 /// Resume one's own claim or take over a stale one, checked again under the row's lock.
-const TAKE_OVER: &str = "UPDATE idempotency_keys SET locked_at = now(), worker = $2
+static TAKE_OVER: Sql = Sql::new(
+    "UPDATE idempotency_keys SET locked_at = now(), worker = $2
      WHERE id = $1 AND status = 'pending'
        AND (worker = $2 OR locked_at < now() - make_interval(secs => $3))
-     RETURNING id";
+     RETURNING id",
+    &[Type::INT8, Type::INT4, Type::FLOAT8],
+);
 
 /// What the trace shows for the caller's work, whose statements the guard
 /// does not see. BEGIN goes out in the same round trip as the work's first
@@ -44,19 +52,22 @@ const COMPLETE_OWN: &str = "WITH completed AS (
        RETURNING 1)
      SELECT 1 / (SELECT count(*)::int FROM completed); COMMIT";
 
-/// The completion alone, as it is prepared (COMMIT goes as its own message).
-const COMPLETE_SQL: &str = "WITH completed AS (
+/// The completion alone, as it is sent (COMMIT goes as its own message).
+static COMPLETE_SQL: Sql = Sql::new(
+    "WITH completed AS (
        UPDATE idempotency_keys
        SET status = 'completed', response_code = $3, response_body = $4, completed_at = now()
        WHERE id = $1 AND worker = $2 AND status = 'pending'
        RETURNING 1)
-     SELECT 1 / (SELECT count(*)::int FROM completed)";
+     SELECT 1 / (SELECT count(*)::int FROM completed)",
+    &[Type::INT8, Type::INT4, Type::INT4, Type::JSONB],
+);
 
 /// What COMPLETE_OWN answers when the claim is no longer ours.
 const NOT_OURS: SqlState = SqlState::DIVISION_BY_ZERO;
 
 /// Release the claim so that a retry runs the work again (Powertools).
-const RELEASE: &str = "DELETE FROM idempotency_keys WHERE id = $1";
+static RELEASE: Sql = Sql::new("DELETE FROM idempotency_keys WHERE id = $1", &[Type::INT8]);
 
 /// One attempt at the whole request: claim, then the loser's path or the
 /// work and its completion.
@@ -130,13 +141,12 @@ async fn lost<C: GuardClient, O: Observer>(
     key: &Key<'_>,
     obs: &mut O,
 ) -> Result<std::result::Result<i64, Verdict>> {
-    let read = client.statement(READ).await?;
     let timeout = guard.lock_timeout.as_secs_f64();
     let row = obs
         .step(
             Step::Read,
-            READ,
-            client.client().query_opt(&read, &[&key.key, &timeout]),
+            READ.text,
+            client.fetch_opt(&READ, &[&key.key, &timeout]),
         )
         .await?;
     let Some(row) = row else {
@@ -162,14 +172,11 @@ async fn lost<C: GuardClient, O: Observer>(
     // Resume our own claim, or take over a stale one. The condition is
     // checked again under the row's lock, so of two requests arriving
     // after the timeout only one gets the row.
-    let take = client.statement(TAKE_OVER).await?;
     let taken = obs
         .step(
             Step::Claim,
-            TAKE_OVER,
-            client
-                .client()
-                .query_opt(&take, &[&held.id, &key.owner, &timeout]),
+            TAKE_OVER.text,
+            client.fetch_opt(&TAKE_OVER, &[&held.id, &key.owner, &timeout]),
         )
         .await?;
     match taken {
@@ -233,13 +240,6 @@ where
         }
     };
     obs.worked(&reply.body);
-    let complete = match client.statement(COMPLETE_SQL).await {
-        Ok(complete) => complete,
-        Err(err) => {
-            let _ = client.client().batch_execute("ROLLBACK").await;
-            return Err(err);
-        }
-    };
     obs.sent();
     // The completion, then the COMMIT right behind it: one round trip. A
     // completion that fails aborts the transaction, and the COMMIT then
@@ -248,7 +248,7 @@ where
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
         [&claim_id, &key.owner, &code, &reply.body];
     let completed_and_committed = in_order(
-        client.client().execute(&complete, &params),
+        client.exec(&COMPLETE_SQL, &params),
         client.client().batch_execute("COMMIT"),
     );
     let (completed, committed) = obs
@@ -329,11 +329,10 @@ async fn rescue<C: GuardClient, O: Observer>(
             })
         }
         OnFailure::Release => {
-            let release = client.statement(RELEASE).await?;
             obs.step(
                 Step::Complete,
-                RELEASE,
-                client.client().execute(&release, &[&claim_id]),
+                RELEASE.text,
+                client.exec(&RELEASE, &[&claim_id]),
             )
             .await?;
             obs.note("released the claim");

@@ -46,9 +46,8 @@ impl Guard {
         req: &Request,
         trace: &mut Trace,
     ) -> Result<Answer, Failure> {
-        let conn: &Conn = lease.conn(trace).await?;
+        let client: &Conn = lease.conn(trace).await?;
         let key = key_of(req, OPERATION);
-        let client: &deadpool_postgres::ClientWrapper = conn;
         // The award, run by the guard inside the transaction that completes the claim.
         let award = |client| async move {
             if req.work_fails {

@@ -18,7 +18,8 @@
 //! The guard needs the `idempotency_keys` table of idem's first migration
 //! (`migrations/0001_idempotency_keys.sql`) on the connection's search path.
 //! It runs on a plain tokio-postgres [`Client`](tokio_postgres::Client) or on a
-//! deadpool-postgres one (whose statement cache it then uses), and knows
+//! deadpool-postgres one, sending each statement unnamed in one round trip
+//! (so that a pooler in transaction mode passes it), and knows
 //! nothing of idem's race harness, which watches the same code through an
 //! observer for its races, faults and step-by-step runs.
 //!
