@@ -29,16 +29,21 @@
 //!   `UPDATE ... WHERE locked_at < now() - interval ...`, so that of two
 //!   takers only one wins (lesson 7).
 //!
-//! Record every statement with `trace.query(Step::..., SQL, future)`: that is how
-//! idem draws your steps, and where the crash case strikes. The tables are
-//! `idempotency_keys` and `experience_points` (see migrations/).
+//! Record every statement with `trace.query(Step::..., SQL.text, future)`: that
+//! is how idem draws your steps, and where the crash case strikes. A statement
+//! is a `Sql`: its text, naming the tables `idempotency_keys` and
+//! `experience_points` (see migrations/) bare, and its parameters' types; the
+//! connection writes the run's schema into it and sends it unnamed, with
+//! `fetch_opt`, `fetch_one`, `fetch_all` or `exec`.
 
 use std::sync::Arc;
 
+use idem::db::statements::{Sends, Sql};
 use idem::db::{ConnectOptions, Database};
 use idem::race::{Answer, Lease, Outcome, Request, Trace};
 use idem::strategy::work::{AWARD, award_xp, response_body};
 use idem::strategy::{Handled, OPERATION, Step, Strategy};
+use tokio_postgres::types::Type;
 
 /// Your guard. It starts as check-then-store.
 struct MyGuard;
@@ -54,9 +59,8 @@ impl Strategy for MyGuard {
             let conn = lease.conn(trace).await?;
 
             // Check: has anyone stored this key?
-            let find = conn.prepare_cached(FIND).await?;
             if let Some(row) = trace
-                .query(Step::Find, FIND, conn.query_opt(&find, &[&req.key]))
+                .query(Step::Find, FIND.text, conn.fetch_opt(&FIND, &[&req.key]))
                 .await?
             {
                 return Ok(Answer {
@@ -71,16 +75,17 @@ impl Strategy for MyGuard {
             }
 
             // Work: nothing stops four other requests from being right here too.
-            let xp = trace.query(Step::Work, AWARD, award_xp(conn, req)).await?;
+            let xp = trace
+                .query(Step::Work, AWARD.text, award_xp(conn, req))
+                .await?;
             let body = response_body(xp, &req.params);
 
             // Store: too late to stop anyone.
-            let store = conn.prepare_cached(STORE).await?;
             trace
                 .query(
                     Step::Store,
-                    STORE,
-                    conn.execute(&store, &[&req.key, &OPERATION, &body, &req.worker_id()]),
+                    STORE.text,
+                    conn.exec(&STORE, &[&req.key, &OPERATION, &body, &req.worker_id()]),
                 )
                 .await?;
             Ok(Answer {
@@ -97,12 +102,17 @@ impl Strategy for MyGuard {
 }
 
 /// Check: has anyone stored this key?
-const FIND: &str = "SELECT response_body FROM idempotency_keys WHERE key = $1";
+static FIND: Sql = Sql::new(
+    "SELECT response_body FROM idempotency_keys WHERE key = $1",
+    &[Type::TEXT],
+);
 
 /// Store, after the work.
-const STORE: &str =
+static STORE: Sql = Sql::new(
     "INSERT INTO idempotency_keys (key, operation, status, response_code, response_body, worker)
-     VALUES ($1, $2, 'completed', 201, $3, $4) ON CONFLICT (key) DO NOTHING";
+     VALUES ($1, $2, 'completed', 201, $3, $4) ON CONFLICT (key) DO NOTHING",
+    &[Type::TEXT, Type::TEXT, Type::JSONB, Type::INT4],
+);
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -15,8 +15,8 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::db::Database;
 use crate::db::pool::{Workers, warm_pool};
+use crate::db::{Database, book};
 use crate::limits::Origin;
 use crate::race::input::RaceInput;
 use crate::race::{Lease, Outcome, Request, Trace};
@@ -189,11 +189,13 @@ pub async fn simulate(db: &Database, s: &KeysSettings) -> Result<KeysResult> {
     let elapsed = began.elapsed();
     attempts.sort_by_key(|a| (a.client, a.lesson, a.attempt));
 
-    let per_intent: Vec<(i64, i32, i64)> = sqlx::query_as(
-        "SELECT user_id, lesson, count(*) FROM experience_points GROUP BY user_id, lesson",
+    let mut tx = db.book().await?;
+    let per_intent: Vec<(i64, i32, i64)> = book::query_as(
+        &db.sql("SELECT user_id, lesson, count(*) FROM experience_points GROUP BY user_id, lesson"),
     )
-    .fetch_all(&db.meta)
+    .fetch_all(&mut *tx)
     .await?;
+    tx.commit().await?;
     let xp_rows: i64 = per_intent.iter().map(|(_, _, n)| n).sum();
     let duplicates: i64 = per_intent.iter().map(|(_, _, n)| n - 1).sum();
     let expected = (s.clients * s.intents) as u64;

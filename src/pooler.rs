@@ -69,7 +69,7 @@ pub async fn run(program: &std::path::Path, cluster: &Cluster, runs: u64) -> Res
             // Starting and stopping PgBouncer waits on a process: off the
             // runtime's async threads.
             let bouncer = tokio::task::block_in_place(|| {
-                Bouncer::start(program, cluster, shape.server_connections)
+                Bouncer::start(program, cluster.front(), shape.server_connections)
             })?;
             finding.direct = (shape.run)(&direct).await?;
             let pooled = (shape.run)(&bouncer.client_config()).await;

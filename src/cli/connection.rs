@@ -51,6 +51,17 @@ pub struct ClusterArgs {
         hide_env_values = true
     )]
     pub pg_user: Option<String>,
+
+    /// PgBouncer's program, or the directory holding it, for `--via pgbouncer`
+    /// and `idem pooler` (found if not given).
+    #[arg(
+        long,
+        global = true,
+        env = "IDEM_PGBOUNCER_BIN",
+        value_name = "PATH",
+        hide_env_values = true
+    )]
+    pub pgbouncer_bin: Option<PathBuf>,
 }
 
 impl ClusterArgs {
@@ -58,6 +69,7 @@ impl ClusterArgs {
         ClusterOptions {
             pg_bin: self.pg_bin.clone(),
             pg_user: self.pg_user.clone(),
+            pgbouncer_bin: self.pgbouncer_bin.clone(),
             ..ClusterOptions::default()
         }
     }

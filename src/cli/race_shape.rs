@@ -11,6 +11,7 @@ use clap::Args;
 use super::output::ShowFlags;
 use super::parse::{amount, crash_plan};
 use super::values::with_default;
+use crate::db::via::Via;
 use crate::limits::{self, duration};
 use crate::race::input::RaceInput;
 use crate::race::{CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE};
@@ -104,6 +105,14 @@ pub struct AppFlags {
                create! in BEGIN ... COMMIT).",
               Orm::Bare.name()))]
     pub orm: Option<Orm>,
+
+    #[arg(long, value_enum, value_name = "PATH",
+          help = with_default(
+              "How the app's pool reaches PostgreSQL: directly, or through a real PgBouncer \
+               in transaction mode that idem starts in front of the disposable cluster \
+               (for your own PgBouncer, give its URL as --database-url).",
+              Via::Direct.name()))]
+    pub via: Option<Via>,
 
     /// Do not let the runner hold a connection during the race (in-process
     /// it holds one by default, as the course's test runner does).
@@ -360,6 +369,7 @@ pub fn app_input(
         checkout_timeout_ms: app.checkout_timeout_ms,
         threads: app.threads,
         orm: app.orm,
+        via: app.via,
         loser: losers.loser,
         poll_ms: losers.poll_ms,
         wait_timeout_ms: losers.wait_timeout_ms,

@@ -144,15 +144,6 @@ pub struct PoolerArgs {
           help = crate::limits::POOLER_RUNS.help("Run each finding R times, each through a fresh PgBouncer."))]
     pub runs: Option<u64>,
 
-    /// PgBouncer's program, or the directory holding it (found if not given).
-    #[arg(
-        long,
-        env = "IDEM_PGBOUNCER_BIN",
-        value_name = "PATH",
-        hide_env_values = true
-    )]
-    pub pgbouncer_bin: Option<PathBuf>,
-
     /// Print the findings as one JSON object and nothing else on stdout.
     #[arg(long)]
     pub json: bool,

@@ -6,6 +6,7 @@ use std::fmt::Display;
 
 use clap::ValueEnum;
 
+use crate::db::via::Via;
 use crate::keys::{CrashPoint, KeyKind};
 use crate::race::fault::FaultPoint;
 use crate::store::StoreKind;
@@ -65,6 +66,12 @@ value_enum!(Isolation {
     Isolation::ReadCommitted => "Each statement sees what was committed before it began (PostgreSQL's default)",
     Isolation::RepeatableRead => "One snapshot for the whole transaction, taken at its first statement",
     Isolation::Serializable => "Repeatable read that also fails transactions no serial order explains (40001)",
+});
+
+value_enum!(Via {
+    Via::Direct => "Each pooled connection is a PostgreSQL server process of its own",
+    Via::Pgbouncer => "Through a real PgBouncer in transaction mode, started in front of the \
+        disposable cluster: a server process per transaction, not per connection",
 });
 
 value_enum!(LoserKind {

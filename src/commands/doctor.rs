@@ -5,6 +5,7 @@ use std::fmt::Write;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::db::pooled::{self, Pooled};
 use crate::db::{Backend, Database, Encryption};
 use crate::report::Output;
 use crate::report::style::{dim, strong};
@@ -28,6 +29,10 @@ pub struct Findings {
     pub bookkeeping_tls: Encryption,
     /// A workers' connection (the pool's tokio-postgres), as the server sees it.
     pub workers_tls: Encryption,
+    /// On a server: whether a pooler stands in front of it (PgBouncer's
+    /// console, two connections sharing a server process); `null` for the
+    /// disposable cluster.
+    pub pooler: Option<Pooled>,
 }
 
 /// Looks around, closes the database (timing the stop), and reports.
@@ -47,6 +52,7 @@ pub async fn execute(db: Database, out: Output) -> Result<()> {
         stop_ms: None,
         bookkeeping_tls,
         workers_tls,
+        pooler: None,
     };
     match &db.backend {
         Backend::Embedded(cluster) => {
@@ -57,7 +63,10 @@ pub async fn execute(db: Database, out: Output) -> Result<()> {
             findings.run_dir = Some(cluster.run_dir.display().to_string());
             findings.start_ms = Some(cluster.start_time.as_secs_f64() * 1000.0);
         }
-        Backend::Server { url } => findings.url = Some(url.clone()),
+        Backend::Server { url } => {
+            findings.url = Some(url.clone());
+            findings.pooler = Some(pooled::look(db.workers_config()).await);
+        }
     }
     findings.stop_ms = db.close().await?.map(|d| d.as_secs_f64() * 1000.0);
     out.record(&findings, render)
@@ -115,6 +124,9 @@ fn render(f: &Findings) -> String {
         }
         _ => {
             row("database", f.url.clone().unwrap_or_default());
+            if let Some(pooler) = &f.pooler {
+                row("pooler", pooler.describe());
+            }
         }
     }
     let tls = match (f.bookkeeping_tls.describe(), f.workers_tls.describe()) {

@@ -18,7 +18,7 @@ pub struct Plan {
 /// Finds PgBouncer before any cluster starts.
 pub fn plan(args: &PoolerArgs) -> Result<Plan> {
     Ok(Plan {
-        program: pgbouncer::locate(args.pgbouncer_bin.as_deref())?,
+        program: pgbouncer::locate(args.cluster.pgbouncer_bin.as_deref())?,
         runs: args.runs.unwrap_or(limits::POOLER_RUNS.default()),
         out: Output::from_json_flag(args.json),
     })

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Result, bail};
 
 use crate::cli::race::StepArgs;
-use crate::db::Database;
+use crate::db::{Database, book};
 use crate::race::input::RaceInput;
 use crate::race::stepper::{Controller, Standing};
 use crate::race::{Race, RaceSettings};
@@ -282,14 +282,16 @@ async fn screen(controller: &Controller, db: &Database, turn: usize) -> Result<S
         };
         let _ = writeln!(out, "  worker {worker}  {state}");
     }
+    let mut tx = db.book().await?;
     let keys: Vec<(String, String, Option<i32>)> =
-        sqlx::query_as("SELECT key, status, worker FROM idempotency_keys ORDER BY id")
-            .fetch_all(&db.meta)
+        book::query_as(&db.sql("SELECT key, status, worker FROM idempotency_keys ORDER BY id"))
+            .fetch_all(&mut *tx)
             .await?;
     let xp: Vec<(i64, i32, Option<i32>)> =
-        sqlx::query_as("SELECT id, amount, worker FROM experience_points ORDER BY id")
-            .fetch_all(&db.meta)
+        book::query_as(&db.sql("SELECT id, amount, worker FROM experience_points ORDER BY id"))
+            .fetch_all(&mut *tx)
             .await?;
+    tx.commit().await?;
     let keys: Vec<String> = keys
         .iter()
         .map(|(k, s, w)| {

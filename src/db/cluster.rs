@@ -65,6 +65,8 @@ pub struct ClusterOptions {
     /// More `name=value` server settings, after idem's own (which they can
     /// override): how a test starts a server that listens on TCP with TLS.
     pub server_settings: Vec<String>,
+    /// `--pgbouncer-bin`: where PgBouncer is, for `--via pgbouncer`; found if `None`.
+    pub pgbouncer_bin: Option<PathBuf>,
 }
 
 /// A running disposable cluster. Dropping it stops it and removes its files.
@@ -162,6 +164,15 @@ impl Cluster {
     /// The directory holding the server's unix socket.
     pub fn socket_dir(&self) -> &Path {
         &self.run_dir
+    }
+
+    /// Where a PgBouncer in front of this cluster runs, and as whom.
+    pub fn front(&self) -> super::pgbouncer::Front<'_> {
+        super::pgbouncer::Front {
+            run_dir: &self.run_dir,
+            server_socket: self.socket_dir(),
+            user: self.user,
+        }
     }
 
     /// Stops the server, removes the run directory, and says how long it took.

@@ -1,11 +1,18 @@
-//! The migrations in `migrations/`, built into the binary and applied by sqlx's migrator.
+//! The migrations in `migrations/`, built into the binary and applied by sqlx in one transaction.
 //!
 //! They are listed here by hand rather than with `sqlx::migrate!` so that sqlx
 //! builds without its macros; a test checks that this list and the folder agree.
+//!
+//! Each run migrates a schema of its own that was made a moment before, so
+//! there is no history to consult and nothing to serialise with other runs:
+//! the files run in order, as simple queries, inside one transaction whose
+//! `SET LOCAL search_path` names the run's schema. sqlx's `Migrator` is not
+//! used: its history table is read and written with named statements,
+//! which a pooler in transaction mode would leave on a server connection
+//! for the next client to trip over.
 
-use std::borrow::Cow;
-
-use sqlx::migrate::{Migration, MigrationType, Migrator};
+use anyhow::{Context, Result};
+use sqlx::PgConnection;
 
 /// Every migration file, in order: (version, description, SQL).
 pub const FILES: &[(i64, &str, &str)] = &[
@@ -31,25 +38,17 @@ pub const FILES: &[(i64, &str, &str)] = &[
     ),
 ];
 
-/// A migrator over [`FILES`]. It takes no advisory lock: each run migrates its
-/// own schema, so runs sharing a server have nothing to serialise.
-pub fn migrator() -> Migrator {
-    let migrations = FILES
-        .iter()
-        .map(|&(version, description, sql)| {
-            Migration::new(
-                version,
-                Cow::Borrowed(description),
-                MigrationType::Simple,
-                Cow::Borrowed(sql),
-                false,
-            )
-        })
-        .collect::<Vec<_>>();
-    Migrator {
-        migrations: Cow::Owned(migrations),
-        ignore_missing: false,
-        locking: false,
-        no_tx: false,
+/// Applies every migration to `schema`, on `tx`: a transaction the caller
+/// commits, so that the schema gets all of its tables or none.
+pub async fn apply(tx: &mut PgConnection, schema: &str) -> Result<()> {
+    sqlx::raw_sql(&format!("SET LOCAL search_path TO \"{schema}\""))
+        .execute(&mut *tx)
+        .await?;
+    for &(version, description, sql) in FILES {
+        sqlx::raw_sql(sql)
+            .execute(&mut *tx)
+            .await
+            .with_context(|| format!("migration {version} ({description}) failed"))?;
     }
+    Ok(())
 }

@@ -6,6 +6,7 @@
 //! connection pool (see [`pool`]).
 
 pub mod binaries;
+pub mod book;
 pub mod cache_dir;
 pub mod child;
 pub mod cluster;
@@ -15,11 +16,13 @@ pub mod migrations;
 pub mod os_user;
 pub mod pgbouncer;
 pub mod pool;
+pub mod pooled;
 pub mod run_schema;
 pub mod secret;
 pub mod statements;
 pub mod template;
 pub mod tls;
+pub mod via;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -29,6 +32,7 @@ use anyhow::{Context, Result, bail};
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use tls::Tls;
+use via::Via;
 
 pub use cluster::{Cluster, ClusterOptions};
 pub use secret::redact;
@@ -85,6 +89,11 @@ pub struct Database {
     /// How another idem process reaches this database (an app replica):
     /// the user's URL as given, password and all, so never printed.
     reach: Reach,
+    /// PgBouncer in front of the disposable cluster, started by the first
+    /// race that goes through it (`--via pgbouncer`), stopped at close.
+    bouncer: tokio::sync::OnceCell<pgbouncer::Bouncer>,
+    /// Where PgBouncer is (`--pgbouncer-bin`).
+    pgbouncer_bin: Option<std::path::PathBuf>,
 }
 
 /// A URL that may hold a password: it is handed on, never shown.
@@ -121,8 +130,8 @@ impl Database {
             None => embedded(&opts.cluster).await?,
         };
 
+        // No search_path either: the bookkeeping names the run's schema too.
         let holder_options = sqlx_opts.clone();
-        let sqlx_opts = sqlx_opts.options([("search_path", schema.as_str())]);
         probe(&backend, &sqlx_opts).await?;
         let meta = PgPoolOptions::new()
             .max_connections(2)
@@ -158,8 +167,10 @@ impl Database {
             existing: existing.is_some(),
             lifeline: None,
             reach,
+            bouncer: tokio::sync::OnceCell::new(),
+            pgbouncer_bin: opts.cluster.pgbouncer_bin.clone(),
         };
-        let opened = db.prepare(run_id, &holder_options).await;
+        let opened = db.make_ready(run_id, &holder_options).await;
         match opened {
             Ok(()) => Ok(db),
             Err(err) => {
@@ -172,15 +183,17 @@ impl Database {
     /// Checks the server's version, then makes the run's schema ready: on a
     /// server, proves a `--schema` is idem's, or marks this run alive, sweeps
     /// the schemas of runs that are gone and creates its own.
-    async fn prepare(
+    async fn make_ready(
         &mut self,
         run_id: uuid::Uuid,
         holder_options: &PgConnectOptions,
     ) -> Result<()> {
-        let version: i32 = sqlx::query_scalar("SELECT current_setting('server_version_num')::int")
-            .fetch_one(&self.meta)
+        let mut tx = self.book().await?;
+        let version: i32 = book::query_scalar("SELECT current_setting('server_version_num')::int")
+            .fetch_one(&mut *tx)
             .await
             .context("could not read the server's version")?;
+        tx.commit().await?;
         if (version / 10000) < MIN_SERVER_VERSION as i32 {
             bail!(
                 "{} runs PostgreSQL {}.{}; idem needs {MIN_SERVER_VERSION} or newer",
@@ -190,16 +203,18 @@ impl Database {
             );
         }
         if self.existing {
-            let mut conn = self.meta.acquire().await?;
+            let mut tx = self.book().await?;
             let found: bool =
-                sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)")
+                book::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)")
                     .bind(&self.schema)
-                    .fetch_one(&mut *conn)
+                    .fetch_one(&mut *tx)
                     .await?;
             if !found {
                 bail!("schema {} does not exist on that server", self.schema);
             }
-            if run_schema::prove(&mut conn, &self.schema).await?.is_none() {
+            let proven = run_schema::prove(&mut tx, &self.schema).await?;
+            tx.commit().await?;
+            if proven.is_none() {
                 bail!(
                     "schema {} was not made by idem (it has no idem mark): idem reads and changes \
                      only the schemas it can prove it made",
@@ -215,8 +230,9 @@ impl Database {
             for swept in liveness::sweep(&self.meta).await? {
                 eprintln!("{swept}");
             }
-            let mut conn = self.meta.acquire().await?;
-            run_schema::create(&mut conn, run_id, &self.schema).await?;
+            let mut tx = self.book().await?;
+            run_schema::create(&mut tx, run_id, &self.schema).await?;
+            tx.commit().await?;
             self.lifeline = Some(Lifeline::start(
                 holder_options.clone(),
                 self.schema.clone(),
@@ -225,28 +241,45 @@ impl Database {
         } else {
             // Marked as on a server, so that an app replica (`--replicas`)
             // can prove the schema is this run's before it works in it.
-            let mut conn = self.meta.acquire().await?;
-            run_schema::create(&mut conn, run_id, &self.schema).await?;
+            let mut tx = self.book().await?;
+            run_schema::create(&mut tx, run_id, &self.schema).await?;
+            tx.commit().await?;
         }
-        migrations::migrator()
-            .run(&self.meta)
+        let mut tx = self.book().await?;
+        migrations::apply(&mut tx, &self.schema)
             .await
             .context("could not apply the migrations")?;
+        tx.commit().await?;
         Ok(())
+    }
+
+    /// A transaction for bookkeeping (see [`book`]): the statements run in
+    /// it stay on one server connection, even through a pooler.
+    pub async fn book(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+        Ok(self.meta.begin().await?)
+    }
+
+    /// `text` with idem's tables named in the run's schema, as every
+    /// statement idem sends names them (see [`statements`]).
+    pub fn sql(&self, text: &'static str) -> Arc<str> {
+        self.workers_config.schema.qualify(text)
     }
 
     /// Empties the race tables and restarts their ids, so every race starts
     /// from nothing and its first XP row is #1. DELETE on a handful of rows
     /// costs a fraction of TRUNCATE, which swaps every table file.
     pub async fn reset(&self) -> Result<()> {
-        sqlx::raw_sql(
-            "DELETE FROM idempotency_keys;
-             DELETE FROM experience_points;
-             DELETE FROM cache_entries;
-             ALTER SEQUENCE idempotency_keys_id_seq RESTART;
-             ALTER SEQUENCE experience_points_id_seq RESTART;
-             ALTER SEQUENCE cache_entries_id_seq RESTART;",
-        )
+        // One message of several statements: one implicit transaction, one
+        // round trip, one server connection.
+        let s = &self.schema;
+        sqlx::raw_sql(&format!(
+            "DELETE FROM \"{s}\".idempotency_keys;
+             DELETE FROM \"{s}\".experience_points;
+             DELETE FROM \"{s}\".cache_entries;
+             ALTER SEQUENCE \"{s}\".idempotency_keys_id_seq RESTART;
+             ALTER SEQUENCE \"{s}\".experience_points_id_seq RESTART;
+             ALTER SEQUENCE \"{s}\".cache_entries_id_seq RESTART;",
+        ))
         .execute(&self.meta)
         .await
         .context("could not reset the tables")?;
@@ -257,7 +290,9 @@ impl Database {
     /// for a few rows, but it leaves no dead rows behind, so a benchmark
     /// after thousands of inserts starts from clean tables and indexes.
     pub async fn truncate(&self) -> Result<()> {
-        sqlx::query("TRUNCATE idempotency_keys, experience_points, cache_entries RESTART IDENTITY")
+        let truncate = self
+            .sql("TRUNCATE idempotency_keys, experience_points, cache_entries RESTART IDENTITY");
+        sqlx::raw_sql(&truncate)
             .execute(&self.meta)
             .await
             .context("could not truncate the tables")?;
@@ -268,18 +303,21 @@ impl Database {
     /// stands for: the one in the key's stored response, else the one
     /// carrying the key, else the first one made.
     pub async fn counts(&self, key: &str) -> Result<RowCounts> {
-        let (key_rows, xp_rows, kept_xp): (i64, i64, Option<i64>) = sqlx::query_as(
+        let counts = self.sql(
             "SELECT (SELECT count(*) FROM idempotency_keys),
                     (SELECT count(*) FROM experience_points),
                     COALESCE(
                         (SELECT (response_body->>'xp_id')::bigint FROM idempotency_keys WHERE key = $1),
                         (SELECT id FROM experience_points WHERE idempotency_key = $1),
                         (SELECT min(id) FROM experience_points))",
-        )
-        .bind(key)
-        .fetch_one(&self.meta)
-        .await
-        .context("could not count the rows")?;
+        );
+        let mut tx = self.book().await?;
+        let (key_rows, xp_rows, kept_xp): (i64, i64, Option<i64>) = book::query_as(&counts)
+            .bind(key)
+            .fetch_one(&mut *tx)
+            .await
+            .context("could not count the rows")?;
+        tx.commit().await?;
         Ok(RowCounts {
             key_rows: key_rows as u64,
             xp_rows: xp_rows as u64,
@@ -289,21 +327,26 @@ impl Database {
 
     /// How many more connections the server accepts right now.
     pub async fn free_connections(&self) -> Result<u64> {
-        let free: i64 = sqlx::query_scalar(
+        let mut tx = self.book().await?;
+        let free: i64 = book::query_scalar(
             "SELECT current_setting('max_connections')::int
                   - current_setting('superuser_reserved_connections')::int
                   - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')",
         )
-        .fetch_one(&self.meta)
+        .fetch_one(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(free.max(0) as u64)
     }
 
     /// The server's version string, e.g. `15.18 (Debian 15.18-0+deb12u1)`.
     pub async fn server_version(&self) -> Result<String> {
-        Ok(sqlx::query_scalar("SHOW server_version")
-            .fetch_one(&self.meta)
-            .await?)
+        let mut tx = self.book().await?;
+        let version = book::query_scalar("SHOW server_version")
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(version)
     }
 
     /// A URL another program can use to reach this database, safe to print:
@@ -342,8 +385,10 @@ impl Database {
     pub async fn encryption(&self) -> Result<(Encryption, Encryption)> {
         const ASK: &str =
             "SELECT ssl, version, cipher FROM pg_stat_ssl WHERE pid = pg_backend_pid()";
+        let mut tx = self.book().await?;
         let row: (bool, Option<String>, Option<String>) =
-            sqlx::query_as(ASK).fetch_one(&self.meta).await?;
+            book::query_as(ASK).fetch_one(&mut *tx).await?;
+        tx.commit().await?;
         let bookkeeping = Encryption::from_row(row);
         let pool = pool::warm_pool(&self.workers_config, 1).await?;
         let conn = pool::checkout(&pool, CONNECT_TIMEOUT).await.map_err(|e| {
@@ -362,6 +407,63 @@ impl Database {
         &self.workers_config
     }
 
+    /// Settings for the workers' connections when they reach PostgreSQL
+    /// `via` a path: directly, or through PgBouncer, started in front of the
+    /// disposable cluster on first use.
+    pub async fn workers_via(&self, via: Via) -> Result<pool::Connect> {
+        let Via::Pgbouncer = via else {
+            return Ok(self.workers_config.clone());
+        };
+        let bouncer = self.bouncer().await?;
+        let mut config = bouncer.client_config();
+        config
+            .application_name("idem-worker")
+            .connect_timeout(CONNECT_TIMEOUT);
+        Ok(pool::Connect {
+            config,
+            tls: Tls::disabled().connector()?,
+            schema: self.workers_config.schema.clone(),
+        })
+    }
+
+    /// The URL of the PgBouncer in front of the disposable cluster (started
+    /// now if it is not yet), for an app replica that goes through it.
+    pub async fn pgbouncer_url(&self) -> Result<String> {
+        let bouncer = self.bouncer().await?;
+        Ok(format!(
+            "postgresql:///postgres?host={}&port={}&user=postgres",
+            bouncer.dir.display(),
+            pgbouncer::PORT
+        ))
+    }
+
+    /// Whether a race can go `--via pgbouncer` here: PgBouncer is
+    /// installed, and the database is idem's own cluster.
+    pub fn can_start_pgbouncer(&self) -> Result<std::path::PathBuf> {
+        if let Backend::Server { .. } = &self.backend {
+            bail!(
+                "--via pgbouncer starts a PgBouncer in front of idem's disposable cluster; \
+                 to go through a PgBouncer of your own, give its URL as --database-url"
+            );
+        }
+        pgbouncer::locate(self.pgbouncer_bin.as_deref())
+    }
+
+    /// The PgBouncer in front of the disposable cluster, started on first use.
+    async fn bouncer(&self) -> Result<&pgbouncer::Bouncer> {
+        let program = self.can_start_pgbouncer()?;
+        let Backend::Embedded(cluster) = &self.backend else {
+            unreachable!("can_start_pgbouncer refuses a server");
+        };
+        self.bouncer
+            .get_or_try_init(|| async {
+                tokio::task::block_in_place(|| {
+                    pgbouncer::Bouncer::start(&program, cluster.front(), pgbouncer::POOL_SIZE)
+                })
+            })
+            .await
+    }
+
     /// Drops the run's schema (unless kept) and stops the cluster.
     /// Returns how long stopping the cluster took, if there was one.
     pub async fn close(self) -> Result<Option<Duration>> {
@@ -372,6 +474,7 @@ impl Database {
             keep,
             existing,
             lifeline,
+            bouncer,
             ..
         } = self;
         // Only a schema this run made (and so marked) is kept or dropped.
@@ -382,9 +485,13 @@ impl Database {
             // The whole cluster goes; its schema goes with it.
             _ => Ok(()),
         };
-        meta.close().await;
         if let Some(lifeline) = lifeline {
             lifeline.end().await;
+        }
+        meta.close().await;
+        // PgBouncer goes before the server it stands in front of.
+        if let Some(bouncer) = bouncer.into_inner() {
+            tokio::task::block_in_place(|| drop(bouncer));
         }
         let stopped = match backend {
             Backend::Embedded(cluster) => {
@@ -398,13 +505,16 @@ impl Database {
 
 /// Keeps (and says so) or drops the run's own schema at its end.
 async fn finish_schema(meta: &PgPool, schema: &str, keep: bool) -> Result<()> {
-    let mut conn = meta.acquire().await?;
+    let mut tx = meta.begin().await?;
     if keep {
-        run_schema::keep(&mut conn, schema).await?;
+        run_schema::keep(&mut tx, schema).await?;
+        tx.commit().await?;
         eprintln!("kept schema {schema}");
         return Ok(());
     }
-    if let Dropped::Left { blockers } = run_schema::drop_own(&mut conn, schema).await? {
+    let dropped = run_schema::drop_own(&mut tx, schema).await?;
+    tx.commit().await?;
+    if let Dropped::Left { blockers } = dropped {
         eprintln!("{}", run_schema::left_message(schema, &blockers));
     }
     Ok(())
@@ -444,8 +554,11 @@ fn server(url: &str) -> Result<(Backend, PgConnectOptions, tokio_postgres::Confi
 /// start-up parameter it was not told to ignore ("unsupported startup
 /// parameter"). idem reads no floating-point column through sqlx, and
 /// since PostgreSQL 12 the server's default prints floats exactly anyway.
+///
+/// And no statement cache: every bookkeeping statement is unnamed (see
+/// [`book`]), so a cache would hold nothing but a trap.
 fn startup(options: PgConnectOptions) -> PgConnectOptions {
-    options.extra_float_digits(None)
+    options.extra_float_digits(None).statement_cache_capacity(0)
 }
 
 /// Starts a disposable cluster and says how to reach it (its unix socket:
@@ -477,13 +590,12 @@ async fn embedded(
     ))
 }
 
-/// What a pooler's refusal of a start-up parameter means for idem. Said
-/// plainly rather than worked around: through a pooler in transaction
-/// mode a session's search_path, prepared statements and session locks
-/// move between clients, and idem's safety rests on all three today.
-const POOLER_HINT: &str = " (a connection pooler such as PgBouncer answers so: idem pins each run's \
-     schema with a start-up parameter and cannot run through a pooler yet; give the URL of \
-     PostgreSQL itself)";
+/// What a pooler's refusal of a start-up parameter means. idem itself
+/// sends none a pooler refuses; one in the URL (`options=...`) is the
+/// user's to take out, or to let through.
+const POOLER_HINT: &str = " (a connection pooler such as PgBouncer refuses a start-up parameter it \
+     was not told to ignore: take it out of the URL, or add it to the pooler's \
+     ignore_startup_parameters)";
 
 /// One connection first, so a refused or rejected connection is reported
 /// as what it is rather than as a pool timing out.

@@ -15,10 +15,18 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::child::die_with_parent;
-use super::cluster::Cluster;
+use super::os_user::OsUser;
 
 /// The port number in the socket's name (`.s.PGSQL.6432`); no TCP port is opened.
 pub const PORT: u16 = 6432;
+
+/// The server connections PgBouncer keeps per database and user in front
+/// of a race (`default_pool_size`): its own default, 20.
+pub const POOL_SIZE: u32 = 20;
+
+/// The client connections PgBouncer takes (`max_client_conn`): its default
+/// of 100 would turn away the pooled connections of a large app pool.
+pub const MAX_CLIENTS: usize = 1000;
 
 /// How long PgBouncer may take to open its socket.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -61,14 +69,28 @@ pub fn locate(bin: Option<&Path>) -> Result<PathBuf> {
         )
 }
 
+/// The cluster PgBouncer stands in front of: where it runs and as whom.
+#[derive(Debug, Clone, Copy)]
+pub struct Front<'a> {
+    /// The cluster's run directory; PgBouncer's goes inside it.
+    pub run_dir: &'a Path,
+    /// The cluster's unix socket directory.
+    pub server_socket: &'a Path,
+    /// The cluster's user, when idem runs as root.
+    pub user: Option<OsUser>,
+}
+
 impl Bouncer {
-    /// Starts PgBouncer in transaction mode in front of `cluster`, with
+    /// Starts PgBouncer in transaction mode in front of a cluster, with
     /// `server_connections` connections to it at most.
-    pub fn start(program: &Path, cluster: &Cluster, server_connections: u32) -> Result<Self> {
+    pub fn start(program: &Path, cluster: Front<'_>, server_connections: u32) -> Result<Self> {
         let dir = cluster.run_dir.join("pgbouncer");
         fs::create_dir_all(&dir).context("could not make PgBouncer's directory")?;
         let ini = dir.join("pgbouncer.ini");
-        fs::write(&ini, config(&dir, cluster.socket_dir(), server_connections))?;
+        fs::write(
+            &ini,
+            config(&dir, cluster.server_socket, server_connections),
+        )?;
         fs::write(dir.join("users.txt"), "\"postgres\" \"\"\n")?;
         let mut cmd = Command::new(program);
         cmd.arg(&ini)
@@ -157,6 +179,7 @@ fn config(dir: &Path, server_socket: &Path, server_connections: u32) -> String {
          auth_file = {dir}/users.txt\n\
          pool_mode = transaction\n\
          default_pool_size = {server_connections}\n\
+         max_client_conn = {MAX_CLIENTS}\n\
          logfile = {dir}/pgbouncer.log\n\
          pidfile = {dir}/pgbouncer.pid\n",
         server_socket.display()

@@ -17,6 +17,8 @@ use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 use sqlx::postgres::{PgConnection, PgDatabaseError};
 use sqlx::{Acquire, Row};
+
+use super::book;
 use uuid::Uuid;
 
 /// The table that marks a schema as idem's.
@@ -62,11 +64,11 @@ fn seal(run_id: Uuid, schema: &str) -> String {
 /// idem schema without its mark, nor a mark without its schema.
 pub async fn create(conn: &mut PgConnection, run_id: Uuid, schema: &str) -> Result<()> {
     let mut tx = conn.begin().await?;
-    sqlx::query(&format!("CREATE SCHEMA {schema}"))
+    book::query(&format!("CREATE SCHEMA {schema}"))
         .execute(&mut *tx)
         .await
         .with_context(|| format!("could not create schema {schema}"))?;
-    sqlx::query(&format!(
+    book::query(&format!(
         "CREATE TABLE {schema}.{MARK_TABLE} (
              run_id       uuid        PRIMARY KEY,
              schema_name  text        NOT NULL,
@@ -79,7 +81,7 @@ pub async fn create(conn: &mut PgConnection, run_id: Uuid, schema: &str) -> Resu
     ))
     .execute(&mut *tx)
     .await?;
-    sqlx::query(&format!(
+    book::query(&format!(
         "INSERT INTO {schema}.{MARK_TABLE} (run_id, schema_name, seal, client_pid)
          VALUES ($1::uuid, $2, $3, $4)"
     ))
@@ -89,7 +91,7 @@ pub async fn create(conn: &mut PgConnection, run_id: Uuid, schema: &str) -> Resu
     .bind(std::process::id() as i32)
     .execute(&mut *tx)
     .await?;
-    sqlx::query(&format!(
+    book::query(&format!(
         "COMMENT ON SCHEMA {schema} IS 'made by idem (run {run_id}); see {schema}.{MARK_TABLE}'"
     ))
     .execute(&mut *tx)
@@ -114,7 +116,7 @@ pub async fn prove(conn: &mut PgConnection, schema: &str) -> Result<Option<Mark>
     if !looks_like_run_schema(schema) {
         return Ok(None);
     }
-    let has_mark: bool = sqlx::query_scalar(
+    let has_mark: bool = book::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                         WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind = 'r')",
     )
@@ -126,16 +128,21 @@ pub async fn prove(conn: &mut PgConnection, schema: &str) -> Result<Option<Mark>
         return Ok(None);
     }
     // A table of that name with another shape is not a mark: the query
-    // fails, and the schema is not idem's. A savepoint is not needed: no
-    // transaction is open on this connection.
-    let rows = sqlx::query(&format!(
+    // fails, and the schema is not idem's. It fails inside a savepoint, so
+    // that the caller's transaction goes on.
+    let mut savepoint = conn.begin().await?;
+    let rows = book::query(&format!(
         "SELECT run_id::text, schema_name::text, seal::text, kept::bool,
                 extract(epoch FROM now() - heartbeat_at)::float8
          FROM {schema}.{MARK_TABLE} LIMIT 2"
     ))
-    .fetch_all(&mut *conn)
+    .fetch_all(&mut *savepoint)
     .await;
-    let Ok(rows) = rows else { return Ok(None) };
+    let Ok(rows) = rows else {
+        savepoint.rollback().await?;
+        return Ok(None);
+    };
+    savepoint.commit().await?;
     let [row] = rows.as_slice() else {
         return Ok(None);
     };
@@ -163,19 +170,9 @@ pub async fn prove(conn: &mut PgConnection, schema: &str) -> Result<Option<Mark>
     }))
 }
 
-/// Says the run is still alive.
-pub async fn beat(conn: &mut PgConnection, schema: &str) -> Result<()> {
-    sqlx::query(&format!(
-        "UPDATE {schema}.{MARK_TABLE} SET heartbeat_at = now()"
-    ))
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
 /// Marks the schema as kept on purpose, so no later run sweeps it.
 pub async fn keep(conn: &mut PgConnection, schema: &str) -> Result<()> {
-    sqlx::query(&format!("UPDATE {schema}.{MARK_TABLE} SET kept = true"))
+    book::query(&format!("UPDATE {schema}.{MARK_TABLE} SET kept = true"))
         .execute(conn)
         .await
         .with_context(|| format!("could not mark schema {schema} as kept"))?;
@@ -202,14 +199,16 @@ pub async fn drop_own(conn: &mut PgConnection, schema: &str) -> Result<Dropped> 
         .collect::<Vec<_>>()
         .join(", ");
     let mut tx = conn.begin().await?;
-    sqlx::query("SET LOCAL lock_timeout = '10s'")
+    // An empty search_path, so that PostgreSQL names every object that
+    // stands in the way with its schema.
+    sqlx::raw_sql("SET LOCAL lock_timeout = '10s'; SET LOCAL search_path = ''")
         .execute(&mut *tx)
         .await?;
     let dropped = async {
-        sqlx::query(&format!("DROP TABLE IF EXISTS {tables} RESTRICT"))
+        book::query(&format!("DROP TABLE IF EXISTS {tables} RESTRICT"))
             .execute(&mut *tx)
             .await?;
-        sqlx::query(&format!("DROP SCHEMA {schema} RESTRICT"))
+        book::query(&format!("DROP SCHEMA {schema} RESTRICT"))
             .execute(&mut *tx)
             .await
     }

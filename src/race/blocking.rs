@@ -4,6 +4,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use sqlx::PgPool;
+
+use crate::db::book;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -16,6 +18,19 @@ pub struct BlockWatch {
     task: JoinHandle<BTreeSet<(i32, i32)>>,
 }
 
+/// Who waits on a lock now, and who holds it.
+async fn sample(meta: &PgPool) -> sqlx::Result<Vec<(i32, Vec<i32>)>> {
+    let mut tx = meta.begin().await?;
+    let rows = book::query_as(
+        "SELECT pid, pg_blocking_pids(pid) FROM pg_stat_activity
+         WHERE application_name = 'idem-worker' AND wait_event_type = 'Lock'",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(rows)
+}
+
 impl BlockWatch {
     /// Starts sampling on the bookkeeping pool (not the workers' pool).
     pub fn start(meta: PgPool) -> Self {
@@ -23,13 +38,7 @@ impl BlockWatch {
         let task = tokio::spawn(async move {
             let mut seen = BTreeSet::new();
             loop {
-                let rows: Vec<(i32, Vec<i32>)> = sqlx::query_as(
-                    "SELECT pid, pg_blocking_pids(pid) FROM pg_stat_activity
-                     WHERE application_name = 'idem-worker' AND wait_event_type = 'Lock'",
-                )
-                .fetch_all(&meta)
-                .await
-                .unwrap_or_default();
+                let rows = sample(&meta).await.unwrap_or_default();
                 for (waiter, blockers) in rows {
                     seen.extend(blockers.into_iter().map(|blocker| (waiter, blocker)));
                 }

@@ -14,6 +14,7 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::settings::{CrashPlan, RaceSettings, Transport};
+use crate::db::via::Via;
 use crate::limits::{self, Origin};
 use crate::store::StoreKind;
 use crate::strategy::guard::OnFailure;
@@ -72,6 +73,8 @@ pub struct RaceInput {
     pub schedule: Option<Vec<u64>>,
     /// Whose statements check-then-store sends: idem's, or ActiveRecord's.
     pub orm: Option<Orm>,
+    /// How the app's pool reaches PostgreSQL.
+    pub via: Option<Via>,
     /// Whether each request runs in one transaction.
     pub transaction: Option<Transaction>,
     /// The request transaction's isolation level.
@@ -222,6 +225,7 @@ impl RaceInput {
             },
             threads: size(self.threads, &limits::THREADS),
             orm: self.orm.unwrap_or_default(),
+            via: self.via.unwrap_or_default(),
             transaction: self.transaction_for(strategy, origin)?,
             isolation: self.isolation.unwrap_or_default(),
             replicas: size(self.replicas, &limits::REPLICAS),
@@ -331,6 +335,7 @@ impl RaceInput {
             http: Some(true),
             threads: Some(s.threads as u64),
             orm: Some(s.orm),
+            via: Some(s.via),
             transaction: Some(s.transaction),
             isolation: (s.transaction == Transaction::Request).then_some(s.isolation),
             retry_serialization: Some(u64::from(s.retry_serialization)),

@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use super::input::RaceInput;
 use crate::db::Database;
 use crate::db::child::die_with_parent;
+use crate::db::via::Via;
 use crate::http::forward::{Backends, round_robin};
 use crate::limits;
 
@@ -88,8 +89,15 @@ impl Replicas {
     /// door on `listener` that hands connections to them in turn.
     pub async fn start(db: &Database, input: &RaceInput, listener: TcpListener) -> Result<Self> {
         let n = input.replicas.unwrap_or(1) as usize;
+        // Through PgBouncer, each replica is given PgBouncer's address as
+        // its database, bookkeeping and all, and goes there directly.
+        let url = match input.via.unwrap_or_default() {
+            Via::Direct => db.url_for_replicas().to_string(),
+            Via::Pgbouncer => db.pgbouncer_url().await?,
+        };
         let settings = serde_json::to_string(&RaceInput {
             replicas: None,
+            via: None,
             ..input.clone()
         })?;
         let exe = program()?;
@@ -99,7 +107,7 @@ impl Replicas {
             let mut cmd = std::process::Command::new(&exe);
             cmd.args(["replica", "--number", &number.to_string()])
                 .args(["--schema", &db.schema, "--input", &settings])
-                .env("DATABASE_URL", db.url_for_replicas())
+                .env("DATABASE_URL", &url)
                 .env("NO_COLOR", "1")
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())

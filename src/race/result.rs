@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::settings::{CrashPlan, RaceSettings, Transport};
 use super::worker_report::WorkerReport;
 use crate::db::RowCounts;
+use crate::db::via::Via;
 use crate::request::Outcome;
 use crate::store::StoreKind;
 use crate::strategy::orm::Orm;
@@ -29,6 +30,8 @@ pub struct RaceResult {
     /// Over HTTP: how many processes of the app served the race (each its
     /// own pool and threads); 1 in-process.
     pub replicas: usize,
+    /// How the app's pool reached PostgreSQL: `direct` or `pgbouncer`.
+    pub via: Via,
     pub workers: usize,
     pub pool_size: usize,
     pub runner_holds_connection: bool,
@@ -92,6 +95,7 @@ impl RaceResult {
             transport: s.transport,
             threads: (s.transport == Transport::Http).then_some(s.threads),
             replicas: s.replicas,
+            via: s.via,
             workers: s.workers,
             pool_size: s.pool_size,
             runner_holds_connection: s.runner_holds_connection,

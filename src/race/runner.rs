@@ -15,8 +15,9 @@ use super::result::RaceResult;
 use super::settings::{RaceSettings, Transport};
 use super::stepper::Controller;
 use super::worker_report::WorkerReport;
-use crate::db::Database;
 use crate::db::pool::{self, Conn, Workers, warm_pool};
+use crate::db::via::Via;
+use crate::db::{Backend, Database, pgbouncer, pooled};
 use crate::http::app::{App, Watch};
 use crate::request::fault::{Fault, FaultKind, FaultPoint};
 use crate::request::service::ServiceCalls;
@@ -65,7 +66,24 @@ impl<'db> Race<'db> {
             1 => (settings.pool_size, settings.pool_size),
             n => (1, n * settings.pool_size + 1),
         };
-        if wanted as u64 > free {
+        if let (Some(why), Backend::Server { .. }) = (settings.needs_own_process(), &db.backend) {
+            let pooled = pooled::look(db.workers_config()).await;
+            if pooled.lends_between_transactions() {
+                bail!(
+                    "a pooler stands between idem and PostgreSQL ({}): {why}; give the URL \
+                     of PostgreSQL itself",
+                    pooled.describe()
+                );
+            }
+        }
+        let via = settings.via();
+        // Through PgBouncer the pools are its clients; the server sees at
+        // most PgBouncer's own pool.
+        let server_side = match via {
+            Via::Direct => wanted,
+            Via::Pgbouncer => wanted.min(pgbouncer::POOL_SIZE as usize),
+        };
+        if server_side as u64 > free {
             bail!(
                 "--pool-size {} {}is more than the {free} connections the server has free \
                  (max_connections less those in use)",
@@ -76,7 +94,14 @@ impl<'db> Race<'db> {
                 }
             );
         }
-        let pool = warm_pool(db.workers_config(), own).await?;
+        if via == Via::Pgbouncer && wanted > pgbouncer::MAX_CLIENTS {
+            bail!(
+                "--via pgbouncer takes {} client connections at most; this race's pools \
+                 need {wanted}",
+                pgbouncer::MAX_CLIENTS
+            );
+        }
+        let pool = warm_pool(&db.workers_via(via).await?, own).await?;
         let service = ServiceCalls::default();
         let wire = match settings.transport {
             Transport::Http if settings.replicas > 1 => Some(Wire::replicas(db, &settings).await?),

@@ -6,6 +6,7 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::fault::FaultPoint;
+use crate::db::via::Via;
 use crate::limits::{self, Limit, Origin};
 use crate::request::key::{self, KeyError};
 use crate::store::StoreKind;
@@ -109,6 +110,8 @@ pub struct RaceSettings {
     /// Whose statements check-then-store sends (`--orm`).
     #[serde(skip)]
     pub(super) orm: Orm,
+    /// How the app's pool reaches PostgreSQL (`--via`).
+    pub(super) via: Via,
     /// Whether each request runs in one transaction (`--transaction`).
     pub(super) transaction: Transaction,
     /// The request transaction's isolation level (`--isolation`).
@@ -175,6 +178,7 @@ impl RaceSettings {
             replicas: 1,
             schedule: None,
             orm: Orm::Bare,
+            via: Via::Direct,
             transaction: Transaction::None,
             isolation: Isolation::ReadCommitted,
             retry_serialization: 0,
@@ -259,7 +263,44 @@ impl RaceSettings {
         self.check_faults(origin)?;
         self.check_orm(origin)?;
         self.check_transaction(origin)?;
+        self.check_via(origin)?;
         self.check_http(origin)
+    }
+
+    /// Through a pooler in transaction mode a worker's server process is
+    /// its own only inside a transaction: what finds a worker by its
+    /// process (`pg_backend_pid()` at checkout) would find someone else.
+    fn check_via(&self, origin: Origin) -> Result<()> {
+        if self.via != Via::Pgbouncer {
+            return Ok(());
+        }
+        let via = origin.name("--via pgbouncer", "race.via = \"pgbouncer\"");
+        if let Some(why) = self.needs_own_process() {
+            bail!("{via} is refused here: {why}");
+        }
+        Ok(())
+    }
+
+    /// Why this race must reach each worker's own server process, if it
+    /// must: what a pooler that lends server processes between
+    /// transactions takes away.
+    pub fn needs_own_process(&self) -> Option<&'static str> {
+        match (self.crash, self.kill_connection, &self.schedule) {
+            (Some(_), ..) | (_, true, _) => Some(
+                "a fault ends the worker's server process, found by pg_backend_pid() at \
+                 checkout, which through a pooler serves whichever client is in a transaction",
+            ),
+            (.., Some(_)) => Some(
+                "a stepped race sees a worker's lock waits by its server process, which \
+                 through a pooler is the worker's only inside a transaction",
+            ),
+            _ => None,
+        }
+    }
+
+    /// How the app's pool reaches PostgreSQL.
+    pub fn via(&self) -> Via {
+        self.via
     }
 
     /// The pool, the workers and what is said of each worker.

@@ -9,6 +9,19 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
+
+use crate::db::book;
+
+/// The server processes `pid` waits for.
+async fn blockers_of(meta: &PgPool, pid: i32) -> sqlx::Result<Vec<i32>> {
+    let mut tx = meta.begin().await?;
+    let blockers = book::query_scalar("SELECT unnest(pg_blocking_pids($1))")
+        .bind(pid)
+        .fetch_all(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(blockers)
+}
 use tokio::sync::mpsc;
 
 use crate::request::{Step, StepHook, TurnEvent};
@@ -257,11 +270,7 @@ impl Controller {
                 .insert(worker, Standing::Blocked(Step::Checkout, Vec::new()));
         }
         for (worker, step, pid) in running {
-            let blockers: Vec<i32> = sqlx::query_scalar("SELECT unnest(pg_blocking_pids($1))")
-                .bind(pid)
-                .fetch_all(&self.meta)
-                .await
-                .unwrap_or_default();
+            let blockers = blockers_of(&self.meta, pid).await.unwrap_or_default();
             let by: Vec<usize> = self
                 .pids
                 .iter()

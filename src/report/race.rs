@@ -37,6 +37,9 @@ fn settings_line_with(r: &RaceResult, show_loser: bool) -> String {
         pool(r.pool_size, r.runner_holds_connection),
         format!("work {} ms", r.work_ms),
     ];
+    if r.via == crate::db::via::Via::Pgbouncer {
+        items.push("through PgBouncer (transaction mode)".into());
+    }
     if r.orm != crate::strategy::orm::Orm::Bare {
         items.push("ActiveRecord's statements".into());
     }

@@ -2,11 +2,14 @@
 
 use std::fmt::Write;
 
-use super::style::{bad, dim, good, strong};
+use super::style::{bad, dim, good, strong, warn};
 use crate::scenario::Verdict;
 
 /// A verdict in one line when it passed (`ok title · file`); in full when not.
 pub fn render_verdict_line(v: &Verdict) -> String {
+    if let Some(why) = &v.skipped {
+        return skipped(v, why);
+    }
     if !v.passed() {
         return render_verdict(v);
     }
@@ -21,8 +24,16 @@ pub fn render_verdict_line(v: &Verdict) -> String {
     format!("{} {}{file}\n", good("ok"), v.title)
 }
 
+/// A scenario that did not run, and why.
+fn skipped(v: &Verdict, why: &str) -> String {
+    format!("{} {}: {}\n", warn("skipped"), v.title, dim(why))
+}
+
 /// The verdict beside the expectations, and a diff when any differs.
 pub fn render_verdict(v: &Verdict) -> String {
+    if let Some(why) = &v.skipped {
+        return skipped(v, why);
+    }
     let mut out = String::new();
     let mark = if v.passed() {
         good("ok")

@@ -33,6 +33,8 @@ pub struct Ready {
     pub max_connections: usize,
     /// How many processes of the app answer behind the URL, in turn.
     pub replicas: usize,
+    /// How the app's pool reaches PostgreSQL: `direct` or `pgbouncer`.
+    pub via: crate::db::via::Via,
 }
 
 impl Ready {
@@ -56,6 +58,7 @@ impl Ready {
             threads: s.threads(),
             work_ms: s.work_ms(),
             replicas: s.replicas(),
+            via: s.via(),
             fingerprint: s.fingerprint(),
             max_connections,
         }
@@ -82,11 +85,15 @@ pub fn render_ready(r: &Ready) -> String {
         strong(r.strategy.name()),
         strong(&r.url),
         dim(format!(
-            "tables in schema {} · {}{pool} · {} threads · work {} ms",
+            "tables in schema {} · {}{pool}{} · {} threads · work {} ms",
             r.schema,
             match r.replicas {
                 1 => String::new(),
                 n => format!("{n} app processes, each with a "),
+            },
+            match r.via {
+                crate::db::via::Via::Direct => "",
+                crate::db::via::Via::Pgbouncer => " through PgBouncer (transaction mode)",
             },
             r.threads,
             r.work_ms

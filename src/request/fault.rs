@@ -13,6 +13,8 @@ use std::time::Duration;
 use serde::Serialize;
 use sqlx::PgPool;
 
+use crate::db::book;
+
 use super::Step;
 
 /// Where in a request the connection dies.
@@ -93,9 +95,14 @@ impl Fault {
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
-        let _ = sqlx::query("SELECT pg_terminate_backend($1, 5000)")
-            .bind(pid)
-            .execute(&self.meta)
-            .await;
+        let terminated = async {
+            let mut tx = self.meta.begin().await?;
+            book::query("SELECT pg_terminate_backend($1, 5000)")
+                .bind(pid)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await
+        };
+        let _ = terminated.await;
     }
 }

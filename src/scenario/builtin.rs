@@ -4,6 +4,10 @@
 /// (file name, contents) of every scenario, in lesson order.
 pub const SCENARIOS: &[(&str, &str)] = &[
     (
+        "1-check-then-store-through-pgbouncer.toml",
+        include_str!("../../scenarios/1-check-then-store-through-pgbouncer.toml"),
+    ),
+    (
         "1-check-then-store-two-replicas.toml",
         include_str!("../../scenarios/1-check-then-store-two-replicas.toml"),
     ),
@@ -42,6 +46,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "3-block-starves-the-pool.toml",
         include_str!("../../scenarios/3-block-starves-the-pool.toml"),
+    ),
+    (
+        "3-block-through-pgbouncer.toml",
+        include_str!("../../scenarios/3-block-through-pgbouncer.toml"),
     ),
     ("3-block.toml", include_str!("../../scenarios/3-block.toml")),
     (
@@ -108,6 +116,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "7-guard-kill-connection.toml",
         include_str!("../../scenarios/7-guard-kill-connection.toml"),
+    ),
+    (
+        "7-guard-through-pgbouncer.toml",
+        include_str!("../../scenarios/7-guard-through-pgbouncer.toml"),
     ),
     (
         "7-guard-two-takers.toml",

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::file::Scenario;
 use crate::db::Database;
+use crate::db::via::Via;
 use crate::keys::{KeysResult, simulate};
 use crate::limits::Origin;
 use crate::race::input::RaceInput;
@@ -29,6 +30,9 @@ pub struct Verdict {
     pub title: String,
     pub lesson: u8,
     pub checks: Vec<Check>,
+    /// Why the scenario did not run, when what it needs is not on this
+    /// machine (PgBouncer for `via = "pgbouncer"`); `null` when it ran.
+    pub skipped: Option<String>,
     /// The races it ran, for whoever shows more than the checks (a lesson).
     #[serde(skip)]
     pub results: Vec<RaceResult>,
@@ -51,6 +55,20 @@ fn check(what: &str, expected: impl ToString, actual: impl ToString, ok: bool) -
 
 /// Runs the scenario against `db` and checks every expectation it states.
 pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
+    let needs_pgbouncer = scenario
+        .race
+        .as_ref()
+        .is_some_and(|r| r.via == Some(Via::Pgbouncer));
+    if needs_pgbouncer && let Err(why) = db.can_start_pgbouncer() {
+        return Ok(Verdict {
+            source: scenario.source.clone(),
+            title: scenario.title.clone(),
+            lesson: scenario.lesson,
+            checks: Vec::new(),
+            skipped: Some(why.to_string()),
+            results: Vec::new(),
+        });
+    }
     let (checks, results) = if let Some(spec) = &scenario.keys {
         let result = simulate(db, &spec.settings()).await?;
         (keys_checks(&scenario.expect, &result), Vec::new())
@@ -65,6 +83,7 @@ pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
         title: scenario.title.clone(),
         lesson: scenario.lesson,
         checks,
+        skipped: None,
         results,
     })
 }

@@ -4,7 +4,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::cache::key_hash;
-use crate::db::Database;
+use crate::db::statements::qualified;
+use crate::db::{Database, book};
 
 /// The key table's row: who, when, with what, answered what, in how long.
 #[derive(Debug, Clone, Serialize)]
@@ -70,22 +71,33 @@ pub async fn audit(db: &Database, key: &str) -> Result<Audit> {
         Option<String>,
         Option<f64>,
     );
-    let table: Option<TableRow> = sqlx::query_as(&format!(
-        "SELECT worker, status, request_fingerprint, response_code, response_body::text,
-                to_char(created_at, {TIME}), to_char(completed_at, {TIME}),
-                (EXTRACT(EPOCH FROM completed_at - locked_at) * 1000)::float8
-         FROM idempotency_keys WHERE key = $1"
-    ))
-    .bind(key)
-    .fetch_optional(&db.meta)
-    .await?;
-    let cache: Option<(i32, String, String)> = sqlx::query_as(&format!(
-        "SELECT byte_size, encode(substring(value FROM 1 FOR 24), 'hex'), to_char(created_at, {TIME})
-         FROM cache_entries WHERE key_hash = $1"
-    ))
-    .bind(key_hash(key))
-    .fetch_optional(&db.meta)
-    .await?;
+    let read_table = qualified(
+        &format!(
+            "SELECT worker, status, request_fingerprint, response_code, response_body::text,
+                    to_char(created_at, {TIME}), to_char(completed_at, {TIME}),
+                    (EXTRACT(EPOCH FROM completed_at - locked_at) * 1000)::float8
+             FROM idempotency_keys WHERE key = $1"
+        ),
+        &db.schema,
+    );
+    let read_cache = qualified(
+        &format!(
+            "SELECT byte_size, encode(substring(value FROM 1 FOR 24), 'hex'),
+                    to_char(created_at, {TIME})
+             FROM cache_entries WHERE key_hash = $1"
+        ),
+        &db.schema,
+    );
+    let mut tx = db.book().await?;
+    let table: Option<TableRow> = book::query_as(&read_table)
+        .bind(key)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let cache: Option<(i32, String, String)> = book::query_as(&read_cache)
+        .bind(key_hash(key))
+        .fetch_optional(&mut *tx)
+        .await?;
+    tx.commit().await?;
     Ok(Audit {
         key: key.to_string(),
         table: table.map(

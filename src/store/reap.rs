@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::db::Database;
+use crate::db::{Database, book};
 
 /// What one reap did.
 #[derive(Debug, Clone, Serialize)]
@@ -26,26 +26,29 @@ pub struct Reaped {
 /// `db::run_schema::prove`).
 pub async fn reap(db: &Database, older_than: Duration) -> Result<Reaped> {
     let secs = older_than.as_secs_f64();
-    let removed: Vec<f64> = sqlx::query_scalar(
+    let mut tx = db.book().await?;
+    let removed: Vec<f64> = book::query_scalar(&db.sql(
         "DELETE FROM idempotency_keys
          WHERE status = 'completed' AND completed_at IS NOT NULL
            AND completed_at < now() - make_interval(secs => $1)
          RETURNING (EXTRACT(EPOCH FROM now() - completed_at) / 3600)::float8",
-    )
+    ))
     .bind(secs)
-    .fetch_all(&db.meta)
+    .fetch_all(&mut *tx)
     .await?;
-    let kept: Vec<f64> = sqlx::query_scalar(
+    let kept: Vec<f64> = book::query_scalar(&db.sql(
         "SELECT (EXTRACT(EPOCH FROM now() - completed_at) / 3600)::float8
          FROM idempotency_keys WHERE status = 'completed' AND completed_at IS NOT NULL
          ORDER BY completed_at DESC",
-    )
-    .fetch_all(&db.meta)
+    ))
+    .fetch_all(&mut *tx)
     .await?;
-    let pending: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM idempotency_keys WHERE status = 'pending'")
-            .fetch_one(&db.meta)
-            .await?;
+    let pending: i64 = book::query_scalar(
+        &db.sql("SELECT count(*) FROM idempotency_keys WHERE status = 'pending'"),
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
     let mut removed = removed;
     removed.sort_by(f64::total_cmp);
     Ok(Reaped {
@@ -59,27 +62,29 @@ pub async fn reap(db: &Database, older_than: Duration) -> Result<Reaped> {
 /// Seeds completed keys of the given ages (hours) and a few pending claims,
 /// for a demonstration on a fresh database.
 pub async fn seed(db: &Database, ages_hours: &[f64], pending: usize) -> Result<()> {
+    let mut tx = db.book().await?;
     for (i, age) in ages_hours.iter().enumerate() {
-        sqlx::query(
+        book::query(&db.sql(
             "INSERT INTO idempotency_keys (key, operation, status, response_code, response_body,
                                            created_at, locked_at, completed_at)
              VALUES ($1, 'award_xp', 'completed', 201, '{}',
                      now() - make_interval(secs => $2), now() - make_interval(secs => $2),
                      now() - make_interval(secs => $2))",
-        )
+        ))
         .bind(format!("seeded-{i}"))
         .bind(age * 3600.0)
-        .execute(&db.meta)
+        .execute(&mut *tx)
         .await?;
     }
     for i in 0..pending {
-        sqlx::query(
+        book::query(&db.sql(
             "INSERT INTO idempotency_keys (key, operation, status, created_at, locked_at)
              VALUES ($1, 'award_xp', 'pending', now() - interval '100 hours', now() - interval '100 hours')",
-        )
+        ))
         .bind(format!("seeded-pending-{i}"))
-        .execute(&db.meta)
+        .execute(&mut *tx)
         .await?;
     }
+    tx.commit().await?;
     Ok(())
 }

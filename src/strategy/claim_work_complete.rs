@@ -183,14 +183,16 @@ async fn claim_blocking(
     give_up_after: Duration,
 ) -> Result<Answer, Failure> {
     let conn = lease.conn(trace).await?;
-    let pid = conn.query_typed_one("SELECT pg_backend_pid()", &[]).await?;
-    trace.backend_pid = Some(pid.get(0));
-    trace.queries += 2;
     conn.batch_execute(&format!(
         "BEGIN; SET LOCAL lock_timeout = '{}ms'",
         give_up_after.as_millis().max(1)
     ))
     .await?;
+    // Asked inside the transaction: through a pooler the server process
+    // is this request's only from BEGIN to the end.
+    let pid = conn.query_typed_one("SELECT pg_backend_pid()", &[]).await?;
+    trace.backend_pid = Some(pid.get(0));
+    trace.queries += 2;
     let claimed = claim(conn, &key_of(req, OPERATION), trace).await;
     let blocked = trace.events.last().map_or(0.0, |e| e.end_ms - e.start_ms);
     let waited = Some(Waited {

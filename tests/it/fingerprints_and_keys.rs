@@ -141,7 +141,7 @@ async fn insert_unique_replays_the_row_that_was_made_not_the_request() {
         .built(),
     )
     .await;
-    let made: i32 = sqlx::query_scalar("SELECT amount FROM experience_points")
+    let made: i32 = sqlx::query_scalar(&db.sql("SELECT amount FROM experience_points"))
         .fetch_one(&db.meta)
         .await
         .unwrap();

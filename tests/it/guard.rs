@@ -28,7 +28,7 @@ fn crash(strategy: StrategyKind, at: FaultPoint) -> RaceInput {
 }
 
 async fn key_status(db: &Database) -> String {
-    sqlx::query_scalar("SELECT status FROM idempotency_keys")
+    sqlx::query_scalar(&db.sql("SELECT status FROM idempotency_keys"))
         .fetch_one(&db.meta)
         .await
         .unwrap()

@@ -8,8 +8,11 @@ use serde_json::json;
 
 /// A plain client, as a service would hold one.
 async fn client(db: &Database) -> tokio_postgres::Client {
+    // A service's tables are on its search path.
     let workers = db.workers_config();
-    let (client, connection) = workers.config.connect(workers.tls.clone()).await.unwrap();
+    let mut config = workers.config.clone();
+    config.options(format!("-c search_path={}", db.schema));
+    let (client, connection) = config.connect(workers.tls.clone()).await.unwrap();
     tokio::spawn(connection);
     client
 }
@@ -40,7 +43,7 @@ async fn award(tx: &tokio_postgres::Client, amount: i32) -> Result<Reply, WorkFa
 }
 
 async fn xp_rows(db: &Database) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM experience_points")
+    sqlx::query_scalar(&db.sql("SELECT count(*) FROM experience_points"))
         .fetch_one(&db.meta)
         .await
         .unwrap()

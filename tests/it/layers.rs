@@ -414,3 +414,51 @@ fn the_file_check_reads_paths_as_written() {
         assert!(used.contains(&path(expected)), "{expected}: {used:?}");
     }
 }
+
+/// What a pooler in transaction mode cannot pass is made in one place
+/// each: sqlx statements (named, and sent in two round trips) only in
+/// `db::book`, which makes them unnamed for a transaction; prepared
+/// statements only where nothing goes through a pooler (the benchmark's
+/// bare floor, the probe's count on the user's own database) and where
+/// `idem pooler` shows one failing through PgBouncer.
+#[test]
+fn statements_a_pooler_cannot_pass_are_made_in_one_place() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let allowed: &[(&str, &[&str])] = &[
+        ("sqlx::query", &["db/book.rs"]),
+        ("prepare_cached(", &[]),
+        (
+            ".prepare(",
+            &[
+                "bench/script.rs",
+                "bench/throughput.rs",
+                "probe/count.rs",
+                "pooler.rs",
+            ],
+        ),
+    ];
+    let mut stack = vec![src.clone()];
+    let mut found = Vec::new();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let name = path
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (call, places) in allowed {
+                let code = text.lines().filter(|l| !l.trim_start().starts_with("//"));
+                if code.clone().any(|l| l.contains(call)) && !places.contains(&name.as_str()) {
+                    found.push(format!("{name}: {call}"));
+                }
+            }
+        }
+    }
+    assert_eq!(found, Vec::<String>::new());
+}

@@ -1,10 +1,9 @@
-//! A real PgBouncer 1.18 in transaction mode (Debian's package) in front of a test server: what idem does when a user's URL points at one.
+//! A real PgBouncer 1.18 in transaction mode (Debian's package) in front of a test server: idem through a user's pooler, and what pooling breaks.
 //!
 //! Through transaction pooling a session's search_path, its prepared
-//! statements and its session locks move between clients, and idem's run
-//! schema, its workers' statements and its liveness lock rest on all three.
-//! Until idem runs through a pooler, it must refuse one plainly, before it
-//! creates anything, and leave the server as it found it.
+//! statements and its session locks move between clients. idem's run
+//! schema, its statements and its liveness lock rest on none of the three,
+//! and these tests hold it to that through a real PgBouncer.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -92,6 +91,16 @@ impl Drop for Bouncer {
     }
 }
 
+/// Every worker met no database error but the one the lesson shows:
+/// check-then-store's losers of the key store (23505). Nothing that a
+/// pooler causes (a missing relation or prepared statement).
+fn assert_no_pooler_errors(run: &Value) {
+    for worker in run["reports"].as_array().unwrap() {
+        let lesson = run["strategy"] == "check-then-store" && worker["error"]["code"] == "23505";
+        assert!(worker["error"].is_null() || lesson, "{worker}");
+    }
+}
+
 fn installed(test: &str) -> bool {
     runnable(
         test,
@@ -101,13 +110,13 @@ fn installed(test: &str) -> bool {
 }
 
 /// The issue's report: through PgBouncer idem failed on sqlx's
-/// `extra_float_digits`. It no longer sends it; what PgBouncer refuses now
-/// is the run's search_path, and idem says what that means in one line,
-/// before it has made anything.
+/// `extra_float_digits`, then on the run's search_path. Now a user's URL
+/// that points at a PgBouncer in transaction mode runs every strategy of
+/// the course with the course's figures, bookkeeping and all, and leaves
+/// the server as it found it.
 #[test]
-fn a_url_through_pgbouncer_in_transaction_mode_is_refused_in_one_line_leaving_the_server_as_it_was()
-{
-    if !installed("a_url_through_pgbouncer_in_transaction_mode_is_refused") {
+fn a_users_pgbouncer_in_transaction_mode_runs_the_course_and_leaves_the_server_as_it_was() {
+    if !installed("a_users_pgbouncer_in_transaction_mode_runs_the_course") {
         return;
     }
     let sandbox = Sandbox::new("pooler");
@@ -116,24 +125,140 @@ fn a_url_through_pgbouncer_in_transaction_mode_is_refused_in_one_line_leaving_th
     let bouncer = Bouncer::start(&server, &sandbox.dir.join("bouncer"));
     let out = sandbox
         .idem()
-        .args(["race", "--database-url", &bouncer.url()])
+        .args([
+            "compare",
+            "--runs",
+            "3",
+            "--json",
+            "--database-url",
+            &bouncer.url(),
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.trim().is_empty(), "{stderr}");
+    let runs: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let figure = |strategy: &str| -> Vec<(u64, u64)> {
+        runs.iter()
+            .filter(|r| r["strategy"] == strategy)
+            .map(|r| {
+                (
+                    r["key_rows"].as_u64().unwrap(),
+                    r["xp_rows"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    // The app's pool of five, one held by the runner: the course's figures.
+    assert_eq!(figure("check-then-store"), vec![(1, 4); 3]);
+    assert_eq!(figure("claim-work-complete"), vec![(1, 1); 3]);
+    assert_eq!(figure("insert-unique"), vec![(0, 1); 3]);
+    assert_eq!(figure("guard"), vec![(1, 1); 3]);
+    assert_eq!(figure("none"), vec![(0, 5); 3]);
+    for run in &runs {
+        assert_no_pooler_errors(run);
+    }
+    // What went through was idem's, as PgBouncer logged it.
+    assert!(!bouncer.log().contains("unsupported startup parameter"));
+    assert_eq!(server.user_state(), before);
+    assert!(server.idem_schemas().is_empty());
+}
+
+/// Through a PgBouncer in transaction mode the run's liveness lock is held
+/// in a transaction kept open, which PgBouncer keeps on one server
+/// connection: after a heartbeat the lock is still held there, the
+/// heartbeat is fresh, and another run's sweep leaves the schema alone.
+#[test]
+fn through_a_users_pgbouncer_a_live_runs_lock_and_heartbeat_hold() {
+    if !installed("through_a_users_pgbouncer_a_live_runs_lock_and_heartbeat_hold") {
+        return;
+    }
+    let sandbox = Sandbox::new("pooler-liveness");
+    let server = Server::start();
+    let bouncer = Bouncer::start(&server, &sandbox.dir.join("bouncer"));
+    let mut child = sandbox
+        .idem_std()
+        .args(["race", "--runs", "1000000", "--work-ms", "1", "--json"])
+        .args(["--database-url", &bouncer.url()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let schema = server.wait_for_run_schema(&[], Duration::from_secs(10));
+    // One heartbeat (every 5 s) and a little more.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let beaten =
+        format!("SELECT heartbeat_at > created_at + interval '4 s' FROM {schema}.idem_run");
+    while server.psql(&beaten) != "t" {
+        assert!(Instant::now() < deadline, "no heartbeat through PgBouncer");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted";
+    assert_eq!(server.psql(held), "1");
+    // Another run straight to the server sweeps, and leaves it.
+    sandbox
+        .idem()
+        .args(["doctor", "--database-url", &server.url()])
+        .assert()
+        .success();
+    assert!(server.idem_schemas().contains(&schema));
+    crate::common::signal(child.id(), libc::SIGINT);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(server.idem_schemas().is_empty());
+    assert_eq!(server.psql(held), "0");
+}
+
+/// `idem doctor` names a PgBouncer behind the URL (its console, and two
+/// connections served by one server process), and names none behind
+/// PostgreSQL's own; what needs a worker's own server process is refused
+/// through it in one line.
+#[test]
+fn doctor_names_a_users_pgbouncer_and_what_needs_a_session_is_refused_through_it() {
+    if !installed("doctor_names_a_users_pgbouncer") {
+        return;
+    }
+    let sandbox = Sandbox::new("pooler-doctor");
+    let server = Server::start();
+    let bouncer = Bouncer::start(&server, &sandbox.dir.join("bouncer"));
+    let doctor = |url: &str| -> Value {
+        let out = sandbox
+            .idem()
+            .args(["doctor", "--json", "--database-url", url])
+            .assert()
+            .success()
+            .get_output()
+            .clone();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["pooler"].clone()
+    };
+    let through = doctor(&bouncer.url());
+    // The test's PgBouncer has no admin_users: its console refuses idem's user.
+    assert_eq!(through["console_refused"], true, "{through}");
+    assert!(through["shared_process"].is_i64(), "{through}");
+    let direct = doctor(&server.url());
+    assert_eq!(direct["console_refused"], false, "{direct}");
+    assert!(
+        direct["pgbouncer"].is_null() && direct["shared_process"].is_null(),
+        "{direct}"
+    );
+    let out = sandbox
+        .idem()
+        .args(["race", "-s", "guard", "--crash", "at=after-claim"])
+        .args(["--database-url", &bouncer.url()])
         .assert()
         .code(1)
         .get_output()
         .clone();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("PgBouncer"), "{stderr}");
-    assert!(!stderr.contains("extra_float_digits"), "{stderr}");
-    // PgBouncer saw idem's connection and refused the schema's parameter.
     assert!(
-        bouncer
-            .log()
-            .contains("unsupported startup parameter: options"),
-        "{}",
-        bouncer.log()
+        stderr.contains("a pooler stands between idem and PostgreSQL"),
+        "{stderr}"
     );
-    assert_eq!(server.user_state(), before);
     assert!(server.idem_schemas().is_empty());
 }
 
@@ -213,40 +338,247 @@ fn through_pgbouncer_a_prepared_statement_does_not_exist_on_the_next_connection(
     assert_eq!(f["broken_runs"], 3);
 }
 
-/// kill -9 mid-way: the PgBouncer dies with idem, the cluster too, and no
-/// directory stays.
+/// kill -9 mid-way, of `idem pooler` and of a race through PgBouncer:
+/// the PgBouncer dies with idem, the cluster too, and no directory stays.
 #[test]
-fn a_killed_pooler_run_leaves_no_pgbouncer_server_or_directory() {
-    if !installed("a_killed_pooler_run_leaves_no_pgbouncer_server_or_directory") {
+fn a_killed_run_through_pgbouncer_leaves_no_pgbouncer_server_or_directory() {
+    if !installed("a_killed_run_through_pgbouncer_leaves_no_pgbouncer_server_or_directory") {
         return;
     }
     let sandbox = Sandbox::new("pooler-kill");
-    let mut run = sandbox
-        .idem_std()
-        .args(["pooler", "--runs", "10000"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // Its PgBouncers live in its cluster's run directory, named after it.
-    let ours = format!("idem-{}-", run.id());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !pgbouncers().iter().any(|p| p.contains(&ours)) {
-        assert!(Instant::now() < deadline, "a PgBouncer started");
-        std::thread::sleep(Duration::from_millis(20));
+    for args in [
+        &["pooler", "--runs", "10000"][..],
+        &["race", "--via", "pgbouncer", "--runs", "100000"],
+    ] {
+        let mut run = sandbox
+            .idem_std()
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Its PgBouncer lives in its cluster's run directory, named after it.
+        let ours = format!("idem-{}-", run.id());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !pgbouncers().iter().any(|p| p.contains(&ours)) {
+            assert!(Instant::now() < deadline, "{args:?}: a PgBouncer started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        crate::common::signal(run.id(), libc::SIGKILL);
+        let _ = run.wait();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let left = || {
+            crate::common::processes()
+                .into_iter()
+                .filter(|p| p.cmdline.contains(&ours))
+                .map(|p| p.cmdline)
+                .collect::<Vec<_>>()
+        };
+        while !left().is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "{args:?}: PgBouncer and the server died with idem: {:?}",
+                left()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(sandbox.wait_clean(Duration::from_secs(10)).is_empty());
     }
-    crate::common::signal(run.id(), libc::SIGKILL);
-    let _ = run.wait();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while pgbouncers().iter().any(|p| p.contains(&ours)) {
-        assert!(
-            Instant::now() < deadline,
-            "PgBouncer died with idem: {:?}",
-            pgbouncers()
+}
+
+/// The course's strategies through the PgBouncer idem starts: the figures
+/// of a direct race, every worker answered without a database error, and
+/// the results say which way they went.
+#[test]
+fn the_course_through_pgbouncer_gives_the_course_figures() {
+    if !installed("the_course_through_pgbouncer_gives_the_course_figures") {
+        return;
+    }
+    let out = Sandbox::new("pooler-via")
+        .idem()
+        .args(["compare", "--via", "pgbouncer", "--runs", "5", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let runs: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(runs.len(), 25);
+    for run in &runs {
+        assert_eq!(run["via"], "pgbouncer");
+        let figure = (run["key_rows"].as_u64(), run["xp_rows"].as_u64());
+        let expected = match run["strategy"].as_str().unwrap() {
+            "none" => (0, 5),
+            "check-then-store" => (1, 4),
+            "insert-unique" => (0, 1),
+            _ => (1, 1),
+        };
+        assert_eq!(figure, (Some(expected.0), Some(expected.1)), "{run}");
+        assert_no_pooler_errors(run);
+    }
+}
+
+/// Over replicas through PgBouncer, each app process is a client of it,
+/// bookkeeping and all: the per-process arithmetic of a direct race.
+#[test]
+fn replicas_through_pgbouncer_make_one_row_per_connection_per_process() {
+    if !installed("replicas_through_pgbouncer_make_one_row_per_connection_per_process") {
+        return;
+    }
+    let out = Sandbox::new("pooler-replicas")
+        .idem()
+        .args(["race", "--via", "pgbouncer", "--http", "--replicas", "2"])
+        .args([
+            "--workers",
+            "10",
+            "--runner-connection",
+            "--runs",
+            "3",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let run: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            (run["xp_rows"].as_u64(), run["replicas"].as_u64()),
+            (Some(8), Some(2)),
+            "{run}"
         );
-        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `serve --via pgbouncer`: the app's pool is PgBouncer's client. Forty
+/// pooled connections, and the server sees no more than PgBouncer's own
+/// pool of twenty (a direct pool of forty is forty server processes).
+#[test]
+fn serve_through_pgbouncer_puts_the_apps_pool_behind_it() {
+    if !installed("serve_through_pgbouncer_puts_the_apps_pool_behind_it") {
+        return;
+    }
+    let sandbox = Sandbox::new("pooler-serve");
+    let server_side = |via: &str| -> (i64, String) {
+        let mut serve = sandbox
+            .idem_std()
+            .args(["serve", "--via", via, "--pool-size", "40"])
+            .args(["--listen", "127.0.0.1:0", "--json"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut ready = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(serve.stdout.take().unwrap()),
+            &mut ready,
+        )
+        .unwrap();
+        let ready: Value = serde_json::from_str(&ready).unwrap();
+        let url = ready["database_url"].as_str().unwrap().to_string();
+        let psql = idem::db::binaries::PgBinaries::locate(None)
+            .unwrap()
+            .dir
+            .join("psql");
+        let backends = Command::new(psql)
+            .args([
+                "-XAtc",
+                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'",
+            ])
+            .arg(&url)
+            .output()
+            .unwrap();
+        let backends = String::from_utf8_lossy(&backends.stdout)
+            .trim()
+            .parse()
+            .unwrap();
+        let answered = Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST"])
+            .arg(ready["endpoint"].as_str().unwrap())
+            .args([
+                "-H",
+                "Idempotency-Key: \"k1\"",
+                "-H",
+                "content-type: application/json",
+            ])
+            .args(["-d", r#"{"user_id": 42, "amount": 10}"#])
+            .output()
+            .unwrap();
+        crate::common::signal(serve.id(), libc::SIGTERM);
+        let _ = serve.wait();
+        (
+            backends,
+            String::from_utf8_lossy(&answered.stdout).into_owned(),
+        )
+    };
+    let (direct, answered) = server_side("direct");
+    assert_eq!(answered, "201");
+    assert!(
+        direct >= 40,
+        "{direct} server processes for a direct pool of 40"
+    );
+    let (through, answered) = server_side("pgbouncer");
+    assert_eq!(answered, "201");
+    assert!(through < 40, "{through} server processes through PgBouncer");
+    assert!(sandbox.wait_clean(Duration::from_secs(10)).is_empty());
+}
+
+/// What finds a worker by its server process is refused through
+/// PgBouncer, and so is a PgBouncer idem cannot start: one line each.
+#[test]
+fn what_needs_a_session_is_refused_through_pgbouncer_in_one_line() {
+    let sandbox = Sandbox::new("pooler-refused");
+    let server = Server::start();
+    let url = server.url();
+    for (args, said) in [
+        (
+            &[
+                "race",
+                "--via",
+                "pgbouncer",
+                "-s",
+                "guard",
+                "--crash",
+                "at=after-claim",
+            ][..],
+            "pg_backend_pid",
+        ),
+        (
+            &[
+                "race",
+                "--via",
+                "pgbouncer",
+                "--kill-connection",
+                "-s",
+                "guard",
+            ],
+            "pg_backend_pid",
+        ),
+        (
+            &["step", "--via", "pgbouncer", "--schedule", "1,2"],
+            "stepped",
+        ),
+        (
+            &["race", "--via", "pgbouncer", "--database-url", &url],
+            "--database-url",
+        ),
+    ] {
+        let out = sandbox
+            .idem()
+            .args(args)
+            .assert()
+            .code(1)
+            .get_output()
+            .clone();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
     }
     assert!(sandbox.wait_clean(Duration::from_secs(10)).is_empty());
+    assert!(server.idem_schemas().is_empty());
 }
 
 /// The command lines of the PgBouncer processes running now.

@@ -91,7 +91,7 @@ fn did_work(w: &WorkerReport) -> bool {
 }
 
 async fn xp_rows(db: &Database) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM experience_points")
+    sqlx::query_scalar(&db.sql("SELECT count(*) FROM experience_points"))
         .fetch_one(&db.meta)
         .await
         .unwrap()

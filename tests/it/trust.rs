@@ -407,11 +407,12 @@ fn an_error_from_the_database_is_said_once() {
 }
 
 #[test]
-fn a_live_run_keeps_its_schema_under_idle_session_timeout() {
+fn a_live_run_keeps_its_schema_when_its_lock_connection_is_ended() {
     let server = Server::start();
-    // Every idle session on this server is ended after a second: the run's
-    // lock connection, idle between heartbeats, keeps losing its lock.
-    server.psql("ALTER DATABASE postgres SET idle_session_timeout = '1s'");
+    // Every session left idle in a transaction on this server is ended
+    // after a second: the run's lock connection, which keeps a transaction
+    // open between heartbeats, keeps losing its lock.
+    server.psql("ALTER DATABASE postgres SET idle_in_transaction_session_timeout = '1s'");
     let sandbox = Sandbox::new("trust-idle-timeout");
     let (mut child, schema) = long_run(&sandbox, &server, ENDLESS);
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
@@ -425,6 +426,30 @@ fn a_live_run_keeps_its_schema_under_idle_session_timeout() {
     sweep(&sandbox, &server).stderr(predicate::str::contains(&schema).not());
     assert!(server.idem_schemas().contains(&schema));
     assert!(child.try_wait().unwrap().is_none(), "the run still runs");
+    signal(child.id(), libc::SIGINT);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(server.idem_schemas(), Vec::<String>::new());
+}
+
+#[test]
+fn idle_session_timeout_does_not_end_a_runs_lock() {
+    let server = Server::start();
+    // Idle sessions are ended after a second; the lock connection is never
+    // idle outside a transaction, so it keeps its lock.
+    server.psql("ALTER DATABASE postgres SET idle_session_timeout = '1s'");
+    let sandbox = Sandbox::new("trust-idle-session");
+    let (mut child, schema) = long_run(&sandbox, &server, ENDLESS);
+    let lock = "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                WHERE l.locktype = 'advisory' AND l.granted
+                  AND a.application_name = 'idem-lifeline'";
+    let pid = "SELECT pid FROM pg_stat_activity WHERE application_name = 'idem-lifeline'";
+    let first = server.psql(pid);
+    // Three idle timeouts later, the same server process holds the lock.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(server.psql(lock), "1");
+    assert_eq!(server.psql(pid), first);
+    sweep(&sandbox, &server).stderr(predicate::str::contains(&schema).not());
+    assert!(server.idem_schemas().contains(&schema));
     signal(child.id(), libc::SIGINT);
     assert_eq!(child.wait().unwrap().code(), Some(130));
     assert_eq!(server.idem_schemas(), Vec::<String>::new());
