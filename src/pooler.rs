@@ -42,8 +42,17 @@ pub struct PoolerReport {
     pub findings: Vec<Finding>,
 }
 
-/// The three findings, `runs` times each, against `cluster`.
-pub async fn run(program: &std::path::Path, cluster: &Cluster, runs: u64) -> Result<PoolerReport> {
+/// The findings' names, as `idem pooler` and scenario files name them.
+pub const FINDINGS: [&str; 3] = [SHAPES[0].name, SHAPES[1].name, SHAPES[2].name];
+
+/// The findings (all three, or the one named `only`), `runs` times each,
+/// against `cluster`.
+pub async fn run(
+    program: &std::path::Path,
+    cluster: &Cluster,
+    runs: u64,
+    only: Option<&str>,
+) -> Result<PoolerReport> {
     let version = std::process::Command::new(program)
         .arg("--version")
         .output()
@@ -55,7 +64,7 @@ pub async fn run(program: &std::path::Path, cluster: &Cluster, runs: u64) -> Res
         .to_string();
     let direct = direct_config(cluster);
     let mut findings = Vec::new();
-    for shape in SHAPES {
+    for shape in SHAPES.iter().filter(|s| only.is_none_or(|n| n == s.name)) {
         let mut finding = Finding {
             name: shape.name,
             steps: shape.steps,
@@ -116,8 +125,8 @@ const SHAPES: [Shape; 3] = [
         steps: "A: SELECT pg_advisory_lock(4242); then B: SELECT pg_try_advisory_lock(4242)",
         meaning: "a session lock belongs to the server connection: another client takes it \
                   as its own, so it excludes no one; use pg_advisory_xact_lock in a \
-                  transaction. idem's liveness lock is a session lock, which is why idem \
-                  does not run through a pooler",
+                  transaction, as idem's liveness lock is: held in a transaction kept \
+                  open, which the pooler keeps on one server connection",
         server_connections: 1,
         run: |c| Box::pin(advisory_lock(c)),
     },
@@ -126,7 +135,8 @@ const SHAPES: [Shape; 3] = [
         steps: "A: prepare SELECT 1; B: BEGIN; then A: execute it",
         meaning: "a protocol-level prepared statement lives on the server connection that \
                   parsed it; PgBouncer 1.18 does not follow it, so a pooled statement cache \
-                  (deadpool's, sqlx's) fails once its client lands elsewhere",
+                  (deadpool's, sqlx's) fails once its client lands elsewhere; idem sends every \
+                  statement unnamed, parsed, bound and run in one round trip",
         server_connections: 2,
         run: |c| Box::pin(prepared_statement(c)),
     },

@@ -28,6 +28,6 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     let Backend::Embedded(cluster) = &db.backend else {
         bail!("idem pooler starts PgBouncer in front of its own disposable cluster");
     };
-    let found = crate::pooler::run(&plan.program, cluster, plan.runs).await?;
+    let found = crate::pooler::run(&plan.program, cluster, plan.runs, None).await?;
     plan.out.record(&found, report::pooler::render)
 }

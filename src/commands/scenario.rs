@@ -71,19 +71,23 @@ pub fn list(scenarios: &[Scenario]) -> Result<()> {
 
 pub async fn run(scenarios: Vec<Scenario>, out: Output, db: &Database) -> Result<()> {
     let mut failed = Vec::new();
+    let mut skipped = 0;
     for s in &scenarios {
         let verdict = scenario::run(db, s).await?;
         out.record(&verdict, crate::report::scenario::render_verdict)?;
-        if !verdict.passed() {
+        if verdict.skipped.is_some() {
+            skipped += 1;
+        } else if !verdict.passed() {
             failed.push(s.source.clone());
         }
     }
     out.text(|| {
-        let passed = scenarios.len() - failed.len();
-        let line = format!(
-            "{passed} of {} scenarios show their expected figures",
-            scenarios.len()
-        );
+        let ran = scenarios.len() - skipped;
+        let passed = ran - failed.len();
+        let mut line = format!("{passed} of {ran} scenarios show their expected figures");
+        if skipped > 0 {
+            line.push_str(&format!(" ({skipped} skipped)"));
+        }
         let line = if failed.is_empty() {
             good(line)
         } else {

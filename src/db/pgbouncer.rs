@@ -84,7 +84,11 @@ impl Bouncer {
     /// Starts PgBouncer in transaction mode in front of a cluster, with
     /// `server_connections` connections to it at most.
     pub fn start(program: &Path, cluster: Front<'_>, server_connections: u32) -> Result<Self> {
-        let dir = cluster.run_dir.join("pgbouncer");
+        // A directory of its own for each, so that one stopped (and its
+        // directory removed) leaves any other in front of the cluster be.
+        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = cluster.run_dir.join(format!("pgbouncer-{n}"));
         fs::create_dir_all(&dir).context("could not make PgBouncer's directory")?;
         let ini = dir.join("pgbouncer.ini");
         fs::write(

@@ -56,6 +56,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "3-fail-fast.toml",
         include_str!("../../scenarios/3-fail-fast.toml"),
     ),
+    (
+        "3-pgbouncer-setting-leaks.toml",
+        include_str!("../../scenarios/3-pgbouncer-setting-leaks.toml"),
+    ),
     ("3-poll.toml", include_str!("../../scenarios/3-poll.toml")),
     (
         "4-fingerprint.toml",
@@ -124,6 +128,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "7-guard-two-takers.toml",
         include_str!("../../scenarios/7-guard-two-takers.toml"),
+    ),
+    (
+        "7-pgbouncer-prepared-statement.toml",
+        include_str!("../../scenarios/7-pgbouncer-prepared-statement.toml"),
     ),
     (
         "8-advisory-lock-rc.toml",
@@ -208,6 +216,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "8-insert-unique-ser.toml",
         include_str!("../../scenarios/8-insert-unique-ser.toml"),
+    ),
+    (
+        "8-pgbouncer-session-lock.toml",
+        include_str!("../../scenarios/8-pgbouncer-session-lock.toml"),
     ),
 ];
 

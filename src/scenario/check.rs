@@ -6,8 +6,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::file::Scenario;
-use crate::db::Database;
 use crate::db::via::Via;
+use crate::db::{Backend, Database};
 use crate::keys::{KeysResult, simulate};
 use crate::limits::Origin;
 use crate::race::input::RaceInput;
@@ -55,11 +55,16 @@ fn check(what: &str, expected: impl ToString, actual: impl ToString, ok: bool) -
 
 /// Runs the scenario against `db` and checks every expectation it states.
 pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
-    let needs_pgbouncer = scenario
-        .race
-        .as_ref()
-        .is_some_and(|r| r.via == Some(Via::Pgbouncer));
-    if needs_pgbouncer && let Err(why) = db.can_start_pgbouncer() {
+    let needs_pgbouncer = scenario.pooler.is_some()
+        || scenario
+            .race
+            .as_ref()
+            .is_some_and(|r| r.via == Some(Via::Pgbouncer));
+    let program = match needs_pgbouncer {
+        true => db.can_start_pgbouncer().map(Some),
+        false => Ok(None),
+    };
+    if let Err(why) = &program {
         return Ok(Verdict {
             source: scenario.source.clone(),
             title: scenario.title.clone(),
@@ -69,7 +74,28 @@ pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
             results: Vec::new(),
         });
     }
-    let (checks, results) = if let Some(spec) = &scenario.keys {
+    let (checks, results) = if let (Some(spec), Ok(Some(program))) = (&scenario.pooler, &program) {
+        let Backend::Embedded(cluster) = &db.backend else {
+            unreachable!("can_start_pgbouncer refuses a server");
+        };
+        let runs = scenario.expect.runs.unwrap_or(1).max(1);
+        let report = crate::pooler::run(program, cluster, runs, Some(&spec.finding)).await?;
+        let broken = report.findings.first().map_or(0, |f| f.broken_runs);
+        let checks = scenario
+            .expect
+            .broken_runs
+            .map(|x| {
+                check(
+                    "runs it broke",
+                    format!("{x} of {runs}"),
+                    format!("{broken} of {runs}"),
+                    broken == x,
+                )
+            })
+            .into_iter()
+            .collect();
+        (checks, Vec::new())
+    } else if let Some(spec) = &scenario.keys {
         let result = simulate(db, &spec.settings()).await?;
         (keys_checks(&scenario.expect, &result), Vec::new())
     } else if let Some(spec) = &scenario.race {

@@ -22,8 +22,10 @@ pub struct Scenario {
     pub explain: String,
     /// A race (most lessons)...
     pub race: Option<RaceInput>,
-    /// ...or clients with a key design (lesson 6).
+    /// ...or clients with a key design (lesson 6)...
     pub keys: Option<KeysSpec>,
+    /// ...or two clients through a real PgBouncer (`idem pooler`'s findings).
+    pub pooler: Option<PoolerSpec>,
     pub expect: Expect,
     /// The file it came from, for messages.
     #[serde(skip)]
@@ -40,6 +42,14 @@ pub struct KeysSpec {
     pub retries: Option<usize>,
     pub crash_at: Option<CrashPoint>,
     pub fingerprint: Option<bool>,
+}
+
+/// One of `idem pooler`'s findings, by name (`setting`, `advisory_lock`,
+/// `prepared_statement`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolerSpec {
+    pub finding: String,
 }
 
 /// What the scenario must show.
@@ -69,6 +79,9 @@ pub struct Expect {
     /// Key-design simulations.
     pub keys_used: Option<usize>,
     pub merged_intents: Option<u64>,
+    /// Pooler findings: the runs in which the client through PgBouncer saw
+    /// other than the client straight to PostgreSQL.
+    pub broken_runs: Option<u64>,
 }
 
 /// Reads and checks one scenario file. Errors name the file, and for bad
@@ -89,10 +102,15 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
         )
     })?;
     scenario.source = name.clone();
-    match (&scenario.race, &scenario.keys) {
-        (Some(_), Some(_)) => bail!("{name}: a scenario has [race] or [keys], not both"),
-        (None, None) => bail!("{name}: a scenario needs a [race] or a [keys] section"),
-        _ => {}
+    let sections = [
+        scenario.race.is_some(),
+        scenario.keys.is_some(),
+        scenario.pooler.is_some(),
+    ];
+    match sections.iter().filter(|s| **s).count() {
+        0 => bail!("{name}: a scenario needs a [race], a [keys] or a [pooler] section"),
+        1 => {}
+        _ => bail!("{name}: a scenario has one of [race], [keys] and [pooler], not more"),
     }
     if !(1..=8).contains(&scenario.lesson) {
         bail!("{name}: lesson must be 1 to 8, not {}", scenario.lesson);
@@ -121,6 +139,16 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
     if let Some(keys) = &scenario.keys {
         keys.checked(Origin::File).map_err(in_file)?;
     }
+    if let Some(pooler) = &scenario.pooler
+        && !crate::pooler::FINDINGS.contains(&pooler.finding.as_str())
+    {
+        bail!(
+            "{name}{}: pooler.finding {:?} is none of idem pooler's findings; use {}",
+            place(text, "finding").unwrap_or_default(),
+            pooler.finding,
+            crate::pooler::FINDINGS.join(", ")
+        );
+    }
     check_expectations(&scenario, &name, text)?;
     Ok(scenario)
 }
@@ -139,6 +167,7 @@ fn check_expectations(scenario: &Scenario, name: &str, text: &str) -> Result<()>
         e.service_calls.is_some(),
         e.keys_used.is_some(),
         e.merged_intents.is_some(),
+        e.broken_runs.is_some(),
     ];
     if !checks_something.contains(&true) {
         bail!(
@@ -158,7 +187,23 @@ fn check_expectations(scenario: &Scenario, name: &str, text: &str) -> Result<()>
             }
         }
     }
-    let (kind, inapplicable): (&str, &[(&str, bool)]) = if scenario.keys.is_some() {
+    let race_figures = [
+        ("key_rows", e.key_rows.is_some()),
+        ("xp_rows", e.xp_rows.is_some()),
+        ("duplicates", e.duplicates.is_some()),
+        ("min_rate", e.min_rate.is_some()),
+        ("max_rate", e.max_rate.is_some()),
+        ("outcomes", e.outcomes.is_some()),
+        ("wrong_replays", e.wrong_replays.is_some()),
+        ("service_calls", e.service_calls.is_some()),
+        ("service_calls_min_rate", e.service_calls_min_rate.is_some()),
+        ("service_calls_max_rate", e.service_calls_max_rate.is_some()),
+        ("keys_used", e.keys_used.is_some()),
+        ("merged_intents", e.merged_intents.is_some()),
+    ];
+    let (kind, inapplicable): (&str, &[(&str, bool)]) = if scenario.pooler.is_some() {
+        ("[pooler]", &race_figures)
+    } else if scenario.keys.is_some() {
         (
             "[keys]",
             &[
@@ -171,6 +216,7 @@ fn check_expectations(scenario: &Scenario, name: &str, text: &str) -> Result<()>
                 ("outcomes", e.outcomes.is_some()),
                 ("wrong_replays", e.wrong_replays.is_some()),
                 ("service_calls", e.service_calls.is_some()),
+                ("broken_runs", e.broken_runs.is_some()),
             ],
         )
     } else {
@@ -179,6 +225,7 @@ fn check_expectations(scenario: &Scenario, name: &str, text: &str) -> Result<()>
             &[
                 ("keys_used", e.keys_used.is_some()),
                 ("merged_intents", e.merged_intents.is_some()),
+                ("broken_runs", e.broken_runs.is_some()),
             ],
         )
     };

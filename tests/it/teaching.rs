@@ -92,7 +92,25 @@ fn a_malformed_scenario_names_the_file_line_and_column() {
             "no-race.toml",
             "title = \"t\"\nlesson = 1\nexplain = \"e\"\n[expect]\n",
             "no-race.toml",
-            "needs a [race] or a [keys] section",
+            "needs a [race], a [keys] or a [pooler] section",
+        ),
+        (
+            "two-kinds.toml",
+            "title = \"t\"\nlesson = 1\nexplain = \"e\"\n[race]\n[pooler]\nfinding = \"setting\"\n[expect]\nbroken_runs = 1\n",
+            "two-kinds.toml",
+            "one of [race], [keys] and [pooler], not more",
+        ),
+        (
+            "bad-finding.toml",
+            "title = \"t\"\nlesson = 3\nexplain = \"e\"\n[pooler]\nfinding = \"hope\"\n[expect]\nbroken_runs = 1\n",
+            "bad-finding.toml:5:",
+            "none of idem pooler's findings; use setting, advisory_lock, prepared_statement",
+        ),
+        (
+            "pooler-rows.toml",
+            "title = \"t\"\nlesson = 3\nexplain = \"e\"\n[pooler]\nfinding = \"setting\"\n[expect]\nxp_rows = 1\n",
+            "pooler-rows.toml",
+            "expect.xp_rows does not apply to a [pooler] scenario",
         ),
     ];
     for (name, text, place, what) in cases {
