@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::server::Server;
-use crate::common::{Sandbox, chown_to_postgres, is_root, runnable};
+use crate::common::{Sandbox, chown_to_postgres, is_root, refused_in_one_line, runnable};
 
 /// Where Debian's package puts PgBouncer.
 const PGBOUNCER: &str = "/usr/sbin/pgbouncer";
@@ -245,16 +245,12 @@ fn doctor_names_a_users_pgbouncer_and_what_needs_a_session_is_refused_through_it
         direct["pgbouncer"].is_null() && direct["shared_process"].is_null(),
         "{direct}"
     );
-    let out = sandbox
-        .idem()
-        .args(["race", "-s", "guard", "--crash", "at=after-claim"])
-        .args(["--database-url", &bouncer.url()])
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    let stderr = refused_in_one_line(
+        sandbox
+            .idem()
+            .args(["race", "-s", "guard", "--crash", "at=after-claim"])
+            .args(["--database-url", &bouncer.url()]),
+    );
     assert!(
         stderr.contains("a pooler stands between idem and PostgreSQL"),
         "{stderr}"
@@ -566,15 +562,7 @@ fn what_needs_a_session_is_refused_through_pgbouncer_in_one_line() {
             "--database-url",
         ),
     ] {
-        let out = sandbox
-            .idem()
-            .args(args)
-            .assert()
-            .code(1)
-            .get_output()
-            .clone();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        let stderr = refused_in_one_line(sandbox.idem().args(args));
         assert!(stderr.contains(said), "{args:?}: {stderr}");
     }
     assert!(sandbox.wait_clean(Duration::from_secs(10)).is_empty());

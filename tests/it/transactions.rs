@@ -225,16 +225,7 @@ fn a_transaction_where_it_means_nothing_is_refused_in_one_line() {
         ),
     ];
     for (args, reason) in refused {
-        let out = sandbox
-            .idem()
-            .arg("race")
-            .args(args)
-            .assert()
-            .code(1)
-            .get_output()
-            .clone();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        let stderr = crate::common::refused_in_one_line(sandbox.idem().arg("race").args(args));
         assert!(stderr.contains(reason), "{args:?}: {stderr}");
     }
     assert!(sandbox.leftovers().is_empty());

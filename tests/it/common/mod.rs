@@ -256,3 +256,12 @@ impl Built for idem::race::input::RaceInput {
             .expect("a test's settings are valid")
     }
 }
+
+/// Runs a command idem must refuse: exit 1 and one line on stderr, which
+/// is returned.
+pub fn refused_in_one_line(command: &mut assert_cmd::Command) -> String {
+    let out = command.assert().code(1).get_output().clone();
+    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    stderr
+}
