@@ -1,6 +1,6 @@
 //! `idem bench`: what the cluster, the races and the guards cost, against the database's own floor.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use crate::bench::meter::{GUARDS, peak_rss_mb};
 use crate::bench::throughput::{self};
@@ -8,7 +8,7 @@ use crate::bench::{self as measure, BenchReport};
 use clap::ValueEnum;
 
 use crate::cli::measure::{BenchArgs, BenchSection};
-use crate::db::{ClusterOptions, Database};
+use crate::db::{Backend, ClusterOptions, Database, pooled};
 use crate::report::{self, Output};
 use crate::strategy::StrategyKind;
 
@@ -125,6 +125,19 @@ async fn process_section(
 }
 
 pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
+    // The floors are PostgreSQL's own cheapest paths (statements prepared
+    // once per connection, pgbench with a search_path), which a pooler in
+    // transaction mode does not pass, and a pooler would be measured too.
+    if let Backend::Server { .. } = &db.backend {
+        let pooled = pooled::look(db.workers_config()).await;
+        if pooled.seen() {
+            bail!(
+                "idem bench measures PostgreSQL itself, and a pooler stands in front of this \
+                 server ({}): give the URL of PostgreSQL itself",
+                pooled.describe()
+            );
+        }
+    }
     let on = |s: BenchSection| plan.sections.contains(&s);
     let progress = plan.out.progress(steps(&plan), "steps");
     let tick = || progress.inc(1);
