@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::db::via::Via;
 use crate::limits::Origin;
 use crate::race::input::RaceInput;
 use crate::race::{Outcome, RaceResult, RaceSettings, WorkerReport};
@@ -213,6 +214,8 @@ pub struct Matrix {
     pub pool_size: usize,
     pub runner_holds_connection: bool,
     pub work_ms: u64,
+    /// How the app's pool reached PostgreSQL: `direct` or `pgbouncer`.
+    pub via: Via,
     pub runs: u64,
     pub rows: Vec<MatrixRow>,
 }
@@ -235,6 +238,7 @@ impl Matrix {
             pool_size: first.pool_size,
             runner_holds_connection: first.runner_holds_connection,
             work_ms: first.work_ms,
+            via: first.via,
             runs: rows.iter().map(|r| r.runs).max().unwrap_or(0),
             rows,
         })

@@ -86,6 +86,13 @@ pub struct MatrixArgs {
           help = limits::WORK_MS.help("How long the work takes, in ms (the service call)."))]
     pub work_ms: Option<u64>,
 
+    #[arg(long, value_enum, value_name = "PATH",
+          help = with_default(
+              "How the app's pool reaches PostgreSQL: directly, or through a real PgBouncer \
+               in transaction mode in front of the disposable cluster.",
+              crate::db::via::Via::Direct.name()))]
+    pub via: Option<crate::db::via::Via>,
+
     /// Print the matrix as one JSON object and nothing else on stdout.
     #[arg(long)]
     pub json: bool,

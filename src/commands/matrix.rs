@@ -22,6 +22,7 @@ pub fn plan(args: &MatrixArgs) -> Result<Plan> {
         workers: args.workers,
         pool_size: args.pool_size,
         work_ms: args.work_ms,
+        via: args.via,
         ..RaceInput::default()
     };
     let cells = cells()
@@ -56,6 +57,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         pool_size: shared.pool_size(),
         runner_holds_connection: shared.runner_holds_connection(),
         work_ms: shared.work_ms(),
+        via: shared.via(),
         runs: plan.runs,
         rows: Vec::new(),
     };

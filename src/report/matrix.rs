@@ -28,8 +28,13 @@ pub fn render(m: &Matrix) -> String {
         out,
         "{}\n",
         dim(format!(
-            "{} workers · {pool} · work {} ms · one key",
-            m.workers, m.work_ms
+            "{} workers · {pool}{} · work {} ms · one key",
+            m.workers,
+            match m.via {
+                crate::db::via::Via::Direct => "",
+                crate::db::via::Via::Pgbouncer => " through PgBouncer (transaction mode)",
+            },
+            m.work_ms
         ))
     );
     let rows: Vec<Vec<Cell>> = m.rows.iter().map(|row| cells(row, wide)).collect();

@@ -315,6 +315,42 @@ fn every_command_through_a_users_pgbouncer_leaves_their_objects_as_they_were() {
     assert_eq!(server.user_state(), before);
 }
 
+/// Lesson 8's matrix through PgBouncer: a request's transaction, its level
+/// and its `pg_advisory_xact_lock` live in one transaction, which PgBouncer
+/// keeps on one server process, so every row holds as it does directly.
+#[test]
+fn the_matrix_through_pgbouncer_holds_as_it_does_directly() {
+    if !installed("the_matrix_through_pgbouncer_holds_as_it_does_directly") {
+        return;
+    }
+    let out = Sandbox::new("pooler-matrix")
+        .idem()
+        .args(["matrix", "--via", "pgbouncer", "--runs", "3", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let matrix: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(matrix["via"], "pgbouncer");
+    let rows = matrix["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 21);
+    for row in rows {
+        let (strategy, transaction) = (&row["strategy"], &row["transaction"]);
+        let rows_held = !(strategy == "check-then-store" && transaction == "none");
+        assert_eq!(
+            row["rows_held_rate"],
+            if rows_held { 1.0 } else { 0.0 },
+            "{row}"
+        );
+        let once = match strategy.as_str().unwrap() {
+            "claim-work-complete" | "guard" => true,
+            "advisory-lock" => row["isolation"] == "read-committed",
+            _ => false,
+        };
+        assert_eq!(row["work_held_rate"], if once { 1.0 } else { 0.0 }, "{row}");
+    }
+}
+
 /// `idem pooler --json`'s finding called `name`.
 fn finding(sandbox: &Sandbox, name: &str) -> Value {
     let out = sandbox
