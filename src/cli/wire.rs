@@ -318,6 +318,10 @@ pub struct ReplicaArgs {
     #[arg(long)]
     pub input: String,
 
+    /// The bounds on its clients, as `serve` was given them.
+    #[command(flatten)]
+    pub limits: ServeLimitFlags,
+
     #[command(flatten)]
     pub connect: ConnectArgs,
 }

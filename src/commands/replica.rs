@@ -15,6 +15,7 @@ use tokio::net::TcpListener;
 
 use crate::cli::wire::ReplicaArgs;
 use crate::db::Database;
+use crate::http::listener::{self, Limits};
 use crate::limits::Origin;
 use crate::race::input::RaceInput;
 use crate::race::{Race, RaceSettings};
@@ -23,6 +24,7 @@ use crate::request::service::ServiceCalls;
 pub struct Plan {
     number: usize,
     settings: RaceSettings,
+    limits: Limits,
 }
 
 pub fn plan(args: &ReplicaArgs) -> Result<Plan> {
@@ -36,6 +38,7 @@ pub fn plan(args: &ReplicaArgs) -> Result<Plan> {
     Ok(Plan {
         number: args.number,
         settings,
+        limits: args.limits.limits(),
     })
 }
 
@@ -53,7 +56,15 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
     let ready = serde_json::json!({ "replica": plan.number, "url": format!("http://{addr}") });
     out.write_all(format!("{ready}\n").as_bytes()).await?;
     out.flush().await?;
-    let serving = crate::http::listener::serve_with_defaults(Arc::new(app), listener);
+    let limits = plan.limits;
+    let serving = listener::serve(
+        Arc::new(app),
+        listener,
+        limits,
+        limits.max_connections,
+        None,
+        None,
+    );
     let driven = async {
         let mut lines = BufReader::new(tokio::io::stdin()).lines();
         let mut since = 0;

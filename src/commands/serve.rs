@@ -70,7 +70,7 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
         );
     }
     if plan.settings.replicas() > 1 {
-        return serve_replicas(plan, listener, db).await;
+        return serve_replicas(plan, listener, db, cap).await;
     }
     let race = Race::prepare(db, plan.settings).await?;
     let log = match out.for_people() {
@@ -100,10 +100,19 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
 
 /// `serve --replicas N`: the app as N processes behind the one port. The
 /// processes log nothing; the ready line says where they are.
-async fn serve_replicas(plan: Plan, listener: TcpListener, db: &Database) -> Result<()> {
+async fn serve_replicas(
+    plan: Plan,
+    listener: TcpListener,
+    db: &Database,
+    cap: usize,
+) -> Result<()> {
     let addr = listener.local_addr()?;
-    let replicas = Replicas::start(db, &RaceInput::app_of(&plan.settings), listener).await?;
-    let cap = plan.limits.max_connections;
+    let limits = Limits {
+        max_connections: cap,
+        ..plan.limits
+    };
+    let replicas =
+        Replicas::start(db, &RaceInput::app_of(&plan.settings), listener, limits).await?;
     let ready = Ready::new(
         "http",
         addr,

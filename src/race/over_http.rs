@@ -109,7 +109,13 @@ impl Wire {
         let front = TcpListener::bind("127.0.0.1:0")
             .await
             .context("could not listen on a loopback port")?;
-        let replicas = Replicas::start(db, &super::input::RaceInput::app_of(s), front).await?;
+        let replicas = Replicas::start(
+            db,
+            &super::input::RaceInput::app_of(s),
+            front,
+            crate::http::listener::Limits::default(),
+        )
+        .await?;
         let end = Arc::new(WireEnd {
             target: Target::parse(&format!(
                 "http://{}/lessons/{}/complete",

@@ -22,7 +22,7 @@ use crate::db::Database;
 use crate::db::child::die_with_parent;
 use crate::db::via::Via;
 use crate::http::forward::{Backends, round_robin};
-use crate::limits;
+use crate::http::listener::Limits;
 
 /// The idem program replicas run, when it is not this process's own
 /// (idem's tests run races from a test binary).
@@ -84,10 +84,27 @@ impl Drop for Replicas {
     }
 }
 
+/// `limits` as a replica's flags (`idem replica` takes serve's).
+fn limit_args(limits: &Limits) -> [String; 6] {
+    [
+        "--read-timeout-ms".into(),
+        limits.read_timeout.as_millis().to_string(),
+        "--idle-timeout-ms".into(),
+        limits.idle_timeout.as_millis().to_string(),
+        "--max-connections".into(),
+        limits.max_connections.to_string(),
+    ]
+}
+
 impl Replicas {
     /// Starts `input.replicas` processes of the app on `db`, and the front
     /// door on `listener` that hands connections to them in turn.
-    pub async fn start(db: &Database, input: &RaceInput, listener: TcpListener) -> Result<Self> {
+    pub async fn start(
+        db: &Database,
+        input: &RaceInput,
+        listener: TcpListener,
+        limits: Limits,
+    ) -> Result<Self> {
         let n = input.replicas.unwrap_or(1) as usize;
         // Through PgBouncer, each replica is given PgBouncer's address as
         // its database, bookkeeping and all, and goes there directly.
@@ -107,6 +124,7 @@ impl Replicas {
             let mut cmd = std::process::Command::new(&exe);
             cmd.args(["replica", "--number", &number.to_string()])
                 .args(["--schema", &db.schema, "--input", &settings])
+                .args(limit_args(&limits))
                 .env("DATABASE_URL", &url)
                 .env("NO_COLOR", "1")
                 .stdin(Stdio::piped())
@@ -131,10 +149,11 @@ impl Replicas {
             addrs.push(replica.ready().await?);
         }
         let front = listener.local_addr()?;
+        // The front door holds the same bounds as each process behind it.
         let backends = Backends {
             replicas: addrs,
-            cap: limits::MAX_CONNECTIONS.default() as usize,
-            idle: Duration::from_millis(limits::IDLE_TIMEOUT_MS.default()),
+            cap: limits.max_connections,
+            idle: limits.idle_timeout,
         };
         Ok(Self {
             front,

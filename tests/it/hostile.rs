@@ -56,9 +56,19 @@ fn answer_on(stream: &mut TcpStream, limit: Duration) -> Option<String> {
     }
 }
 
+/// With one process and with two behind the front door, which holds the
+/// bounds it was given and hands them to each process.
+const ONE_AND_TWO_PROCESSES: [&[&str]; 2] = [&[], &["--replicas", "2"]];
+
 #[test]
 fn five_stalled_uploads_neither_freeze_the_app_nor_keep_their_connections() {
-    let app = Served::start("stalled-uploads", &["--read-timeout-ms", "1000"]);
+    for processes in ONE_AND_TWO_PROCESSES {
+        let args = [&["--read-timeout-ms", "1000"][..], processes].concat();
+        five_stalled_uploads(&Served::start("stalled-uploads", &args));
+    }
+}
+
+fn five_stalled_uploads(app: &Served) {
     let port = port_of(&app.endpoint());
     // Five clients each promise 100 bytes of body, send one, and go quiet:
     // as many as the app has threads.
@@ -251,7 +261,13 @@ fn a_descriptor_flood_is_answered_503_and_serve_goes_on() {
 
 #[test]
 fn an_idle_connection_is_closed_and_a_json_array_is_no_award() {
-    let app = Served::start("idle", &["--idle-timeout-ms", "300"]);
+    for processes in ONE_AND_TWO_PROCESSES {
+        let args = [&["--idle-timeout-ms", "300"][..], processes].concat();
+        idle_and_array(&Served::start("idle", &args));
+    }
+}
+
+fn idle_and_array(app: &Served) {
     let port = port_of(&app.endpoint());
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.write_all(COUNTS).unwrap();
