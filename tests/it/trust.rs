@@ -448,6 +448,16 @@ fn idle_session_timeout_does_not_end_a_runs_lock() {
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(server.psql(lock), "1");
     assert_eq!(server.psql(pid), first);
+    // Idle in its transaction, it holds no transaction id and no snapshot:
+    // no vacuum waits for it.
+    let holds_nothing = "SELECT state = 'idle in transaction' AND backend_xid IS NULL
+                                AND backend_xmin IS NULL
+                         FROM pg_stat_activity WHERE application_name = 'idem-lifeline'";
+    // (A beat is the one moment it holds both; a few looks see past it.)
+    assert!((0..20).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        server.psql(holds_nothing) == "t"
+    }));
     sweep(&sandbox, &server).stderr(predicate::str::contains(&schema).not());
     assert!(server.idem_schemas().contains(&schema));
     signal(child.id(), libc::SIGINT);
