@@ -47,7 +47,9 @@ const TABLES: [&str; 3] = ["idempotency_keys", "experience_points", "cache_entri
 #[derive(Debug)]
 pub struct Schema {
     name: String,
-    written: Mutex<HashMap<usize, Arc<str>>>,
+    /// By the text's address and length: each statement is a `'static`
+    /// text, so that names it.
+    written: Mutex<HashMap<(usize, usize), Arc<str>>>,
 }
 
 impl Schema {
@@ -62,7 +64,7 @@ impl Schema {
     pub fn qualify(&self, text: &'static str) -> Arc<str> {
         let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
         written
-            .entry(text.as_ptr() as usize)
+            .entry((text.as_ptr() as usize, text.len()))
             .or_insert_with(|| qualified(text, &self.name).into())
             .clone()
     }
