@@ -144,10 +144,18 @@ impl Database {
         config
             .application_name("idem-worker")
             .connect_timeout(CONNECT_TIMEOUT);
+        // Prepared by name only on idem's own cluster: behind a URL a pooler
+        // may stand unseen, and a name would then reach another client's
+        // server connection.
+        let sending = match backend {
+            Backend::Embedded(_) => statements::Sending::Prepared,
+            Backend::Server { .. } => statements::Sending::Unnamed,
+        };
         let workers_config = pool::Connect {
             config,
             tls: tls.connector()?,
             schema: Arc::new(statements::Schema::new(&schema)),
+            sending,
         };
 
         let reach = match (&opts.database_url, &backend) {
@@ -423,6 +431,7 @@ impl Database {
             config,
             tls: Tls::disabled().connector()?,
             schema: self.workers_config.schema.clone(),
+            sending: statements::Sending::Unnamed,
         })
     }
 

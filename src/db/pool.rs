@@ -14,13 +14,14 @@ use deadpool_postgres::{
 };
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::statements::{Schema, Sends, Sql, Text};
+use super::statements::{Schema, Sending, Sends, Sql, Text};
 
 /// A pooled connection, as a worker holds it, and the run's schema its
 /// statements name.
 pub struct Conn {
     object: Object,
     schema: Arc<Schema>,
+    sending: Sending,
 }
 
 impl Conn {
@@ -44,23 +45,30 @@ impl Sends for Conn {
     fn text(&self, sql: &'static Sql) -> Text {
         Text::Qualified(self.schema.qualify(sql.text))
     }
+    fn cache(&self) -> Option<&deadpool_postgres::ClientWrapper> {
+        (self.sending == Sending::Prepared).then_some(&*self.object)
+    }
 }
 
-/// The workers' pool, and the run's schema its connections work in.
+/// The workers' pool, the run's schema its connections work in, and how
+/// they send their statements.
 #[derive(Clone)]
 pub struct Workers {
     pool: Pool,
     schema: Arc<Schema>,
+    sending: Sending,
 }
 
 /// How the workers' connections reach the server: tokio-postgres's settings,
-/// the TLS connector that checks what the URL's `sslmode` asks, and the
-/// run's schema.
+/// the TLS connector that checks what the URL's `sslmode` asks, the run's
+/// schema, and how statements go (prepared by name only where nothing
+/// can stand between idem and the server).
 #[derive(Clone)]
 pub struct Connect {
     pub config: tokio_postgres::Config,
     pub tls: MakeRustlsConnect,
     pub schema: Arc<Schema>,
+    pub sending: Sending,
 }
 
 impl std::fmt::Debug for Connect {
@@ -108,6 +116,7 @@ pub async fn warm_pool(connect: &Connect, size: usize) -> Result<Workers> {
     Ok(Workers {
         pool,
         schema: connect.schema.clone(),
+        sending: connect.sending,
     })
 }
 
@@ -119,6 +128,7 @@ pub async fn checkout(workers: &Workers, wait: Duration) -> Result<Conn, PoolErr
     Ok(Conn {
         object,
         schema: workers.schema.clone(),
+        sending: workers.sending,
     })
 }
 

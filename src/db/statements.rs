@@ -11,9 +11,11 @@
 //! - It goes out unnamed, parsed, bound and run in one round trip
 //!   (tokio-postgres's `query_typed`), instead of prepared once by name on
 //!   one server connection and run later on another (`prepared statement
-//!   "s0" does not exist`).
-//! - So its parameters' types are written beside it, since nothing
-//!   prepared them.
+//!   "s0" does not exist`). Only where nothing can stand in between (idem's
+//!   own cluster, on its socket) does a connection prepare by name, which
+//!   spares the server a parse per statement ([`Sending`]).
+//! - So its parameters' types are written beside it, since nothing may
+//!   have prepared them.
 //!
 //! The course's statements are written as the course writes them, with
 //! bare table names; [`Schema`] qualifies each one once per run.
@@ -24,7 +26,7 @@ use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Client, Error, Row};
+use tokio_postgres::{Client, Error, Row, Statement};
 
 /// A statement as the course writes it: bare table names, and the types of
 /// its parameters in order.
@@ -126,16 +128,51 @@ impl Deref for Text {
     }
 }
 
+/// How a connection sends its statements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sending {
+    /// Prepared by name once per connection and reused (deadpool's
+    /// statement cache): the server parses and plans each statement once.
+    /// Only where idem knows nothing stands between it and the server: its
+    /// own disposable cluster, reached on its socket.
+    Prepared,
+    /// Unnamed, parsed, bound and run in one round trip each time: what a
+    /// pooler in transaction mode passes. Everywhere else, since behind a
+    /// URL a pooler may stand unseen.
+    Unnamed,
+}
+
 /// A connection that sends [`Sql`]: the client, how it names the tables,
-/// and the calls, each one unnamed statement in one round trip. (Named
-/// apart from tokio-postgres's own `query_opt` and the like, which prepare
-/// a named statement first.)
+/// and the calls. (Named apart from tokio-postgres's own `query_opt` and
+/// the like, which take a statement or a text without its types.)
 pub trait Sends: Send + Sync {
     /// The client underneath, for what is not a [`Sql`] (BEGIN, COMMIT).
     fn client(&self) -> &Client;
 
     /// `sql`'s text as this connection sends it.
     fn text(&self, sql: &'static Sql) -> Text;
+
+    /// The statement cache of a connection that prepares by name
+    /// ([`Sending::Prepared`]); `None` sends every statement unnamed.
+    fn cache(&self) -> Option<&deadpool_postgres::ClientWrapper> {
+        None
+    }
+
+    /// `sql` prepared by name on this connection, if it prepares.
+    fn prepared(
+        &self,
+        sql: &'static Sql,
+    ) -> impl Future<Output = Result<Option<Statement>, Error>> + Send {
+        async move {
+            match self.cache() {
+                Some(cache) => {
+                    let text = self.text(sql);
+                    Ok(Some(cache.prepare_typed_cached(&text, sql.types).await?))
+                }
+                None => Ok(None),
+            }
+        }
+    }
 
     /// Every row the statement returns.
     fn fetch_all(
@@ -144,8 +181,13 @@ pub trait Sends: Send + Sync {
         params: &[&(dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<Vec<Row>, Error>> + Send {
         async move {
-            let text = self.text(sql);
-            self.client().query_typed(&text, &typed(sql, params)).await
+            match self.prepared(sql).await? {
+                Some(statement) => self.client().query(&statement, params).await,
+                None => {
+                    let text = self.text(sql);
+                    self.client().query_typed(&text, &typed(sql, params)).await
+                }
+            }
         }
     }
 
@@ -156,10 +198,14 @@ pub trait Sends: Send + Sync {
         params: &[&(dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<Option<Row>, Error>> + Send {
         async move {
-            let text = self.text(sql);
-            self.client()
-                .query_typed_opt(&text, &typed(sql, params))
-                .await
+            match self.prepared(sql).await? {
+                Some(statement) => self.client().query_opt(&statement, params).await,
+                None => {
+                    let text = self.text(sql);
+                    let typed = typed(sql, params);
+                    self.client().query_typed_opt(&text, &typed).await
+                }
+            }
         }
     }
 
@@ -170,10 +216,14 @@ pub trait Sends: Send + Sync {
         params: &[&(dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<Row, Error>> + Send {
         async move {
-            let text = self.text(sql);
-            self.client()
-                .query_typed_one(&text, &typed(sql, params))
-                .await
+            match self.prepared(sql).await? {
+                Some(statement) => self.client().query_one(&statement, params).await,
+                None => {
+                    let text = self.text(sql);
+                    let typed = typed(sql, params);
+                    self.client().query_typed_one(&text, &typed).await
+                }
+            }
         }
     }
 
@@ -184,10 +234,14 @@ pub trait Sends: Send + Sync {
         params: &[&(dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<u64, Error>> + Send {
         async move {
-            let text = self.text(sql);
-            self.client()
-                .execute_typed(&text, &typed(sql, params))
-                .await
+            match self.prepared(sql).await? {
+                Some(statement) => self.client().execute(&statement, params).await,
+                None => {
+                    let text = self.text(sql);
+                    let typed = typed(sql, params);
+                    self.client().execute_typed(&text, &typed).await
+                }
+            }
         }
     }
 }

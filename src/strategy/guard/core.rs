@@ -240,6 +240,12 @@ where
         }
     };
     obs.worked(&reply.body);
+    // Prepared first, where the connection prepares by name: the completion
+    // must go out on its future's first poll, ahead of the COMMIT.
+    if let Err(err) = client.prepared(&COMPLETE_SQL).await {
+        let _ = client.client().batch_execute("ROLLBACK").await;
+        return Err(err);
+    }
     obs.sent();
     // The completion, then the COMMIT right behind it: one round trip. A
     // completion that fails aborts the transaction, and the COMMIT then
