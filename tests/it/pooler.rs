@@ -96,6 +96,22 @@ impl Drop for Bouncer {
     }
 }
 
+/// A user's server (`server`, with their objects or empty) behind a
+/// PgBouncer of theirs, in a sandbox named `test`; `None` (a loud skip)
+/// where PgBouncer is not installed.
+fn behind_a_users_pgbouncer(
+    test: &str,
+    server: fn() -> Server,
+) -> Option<(Sandbox, Server, Bouncer)> {
+    if !installed(test) {
+        return None;
+    }
+    let sandbox = Sandbox::new(test);
+    let server = server();
+    let bouncer = Bouncer::start(&server, &sandbox.dir.join("bouncer"));
+    Some((sandbox, server, bouncer))
+}
+
 /// Every worker met no database error but the one the lesson shows:
 /// check-then-store's losers of the key store (23505). Nothing that a
 /// pooler causes (a missing relation or prepared statement).
@@ -121,13 +137,12 @@ fn installed(test: &str) -> bool {
 /// the server as it found it.
 #[test]
 fn a_users_pgbouncer_in_transaction_mode_runs_the_course_and_leaves_the_server_as_it_was() {
-    if !installed("a_users_pgbouncer_in_transaction_mode_runs_the_course") {
+    let Some((sandbox, server, bouncer)) =
+        behind_a_users_pgbouncer("pooler-course", Server::with_user_objects)
+    else {
         return;
-    }
-    let sandbox = Sandbox::new("pooler");
-    let server = Server::with_user_objects();
+    };
     let before = server.user_state();
-    let bouncer = Bouncer::start(&server, &sandbox.dir.join("bouncer"));
     let out = sandbox
         .idem()
         .args([
@@ -180,12 +195,11 @@ fn a_users_pgbouncer_in_transaction_mode_runs_the_course_and_leaves_the_server_a
 /// heartbeat is fresh, and another run's sweep leaves the schema alone.
 #[test]
 fn through_a_users_pgbouncer_a_live_runs_lock_and_heartbeat_hold() {
-    if !installed("through_a_users_pgbouncer_a_live_runs_lock_and_heartbeat_hold") {
+    let Some((sandbox, server, bouncer)) =
+        behind_a_users_pgbouncer("pooler-liveness", Server::start)
+    else {
         return;
-    }
-    let sandbox = Sandbox::new("pooler-liveness");
-    let server = Server::start();
-    let bouncer = Bouncer::start(&server, &sandbox.dir.join("bouncer"));
+    };
     let mut child = sandbox
         .idem_std()
         .args(["race", "--runs", "1000000", "--work-ms", "1", "--json"])
@@ -224,12 +238,10 @@ fn through_a_users_pgbouncer_a_live_runs_lock_and_heartbeat_hold() {
 /// through it in one line.
 #[test]
 fn doctor_names_a_users_pgbouncer_and_what_needs_a_session_is_refused_through_it() {
-    if !installed("doctor_names_a_users_pgbouncer") {
+    let Some((sandbox, server, bouncer)) = behind_a_users_pgbouncer("pooler-doctor", Server::start)
+    else {
         return;
-    }
-    let sandbox = Sandbox::new("pooler-doctor");
-    let server = Server::start();
-    let bouncer = Bouncer::start(&server, &sandbox.dir.join("bouncer"));
+    };
     let doctor = |url: &str| -> Value {
         let out = sandbox
             .idem()
@@ -283,13 +295,12 @@ fn doctor_names_a_users_pgbouncer_and_what_needs_a_session_is_refused_through_it
 /// line; either way their objects are as they were and no schema is left.
 #[test]
 fn every_command_through_a_users_pgbouncer_leaves_their_objects_as_they_were() {
-    if !installed("every_command_through_a_users_pgbouncer") {
+    let Some((sandbox, server, bouncer)) =
+        behind_a_users_pgbouncer("pooler-every-command", Server::with_user_objects)
+    else {
         return;
-    }
-    let sandbox = Sandbox::new("pooler-every-command");
-    let server = Server::with_user_objects();
+    };
     let before = server.user_state();
-    let bouncer = Bouncer::start(&server, &sandbox.dir.join("bouncer"));
     for args in crate::common::server::EVERY_COMMAND {
         let refused = match args[0] {
             // Stepped races (lesson 4's are) and the challenge's crashes.
