@@ -94,14 +94,25 @@ impl Counter {
     pub async fn check(&self) -> Result<Vec<String>> {
         self.bounded(async {
             let (client, _driver) = self.connect().await?;
-            self.prepare(&client).await?;
-            let row = client
-                .query_one(
-                    "SELECT current_setting('is_superuser') = 'on',
-                            EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_read_all_data')",
-                    &[],
+            // In a transaction, and closed inside it: behind a pooler in
+            // transaction mode a statement prepared outside one would stay
+            // on a server connection that then serves other clients.
+            client.batch_execute("BEGIN READ ONLY").await?;
+            let checked = async {
+                drop(self.prepare(&client).await?);
+                Ok::<_, anyhow::Error>(
+                    client
+                        .query_typed_one(
+                            "SELECT current_setting('is_superuser') = 'on',
+                                    EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_read_all_data')",
+                            &[],
+                        )
+                        .await?,
                 )
-                .await?;
+            }
+            .await;
+            let _ = client.batch_execute("ROLLBACK").await;
+            let row = checked?;
             let (superuser, readers): (bool, bool) = (row.get(0), row.get(1));
             let mut notes = Vec::new();
             match (superuser, readers) {
@@ -128,16 +139,30 @@ impl Counter {
     pub async fn count(&self) -> Result<i64> {
         self.bounded(async {
             let (client, _driver) = self.connect().await?;
-            let statement = self.prepare(&client).await?;
             let cancel = client.cancel_token();
+            // Prepared, run and closed inside the transaction, so that a
+            // pooler in transaction mode keeps all three on one server
+            // connection and nothing stays there for another client.
             let counted = async {
                 client
                     .batch_execute(&format!(
-                        "BEGIN READ ONLY; SET LOCAL statement_timeout = {}; {DROP_SUPERUSER}",
+                        "BEGIN READ ONLY; SET LOCAL statement_timeout = {}",
                         self.timeout.as_millis()
                     ))
-                    .await?;
-                let rows = client.query(&statement, &[]).await;
+                    .await
+                    .map_err(|e| self.failed(&e))?;
+                let rows = async {
+                    let statement = self.prepare(&client).await?;
+                    client
+                        .batch_execute(DROP_SUPERUSER)
+                        .await
+                        .map_err(|e| self.failed(&e))?;
+                    client
+                        .query(&statement, &[])
+                        .await
+                        .map_err(|e| self.failed(&e))
+                }
+                .await;
                 let _ = client.batch_execute("ROLLBACK").await;
                 rows
             };
@@ -145,7 +170,7 @@ impl Counter {
             // (a network that lost the error, say), the statement is
             // cancelled there, not merely abandoned here.
             let rows = match tokio::time::timeout(self.timeout + CANCEL_MARGIN, counted).await {
-                Ok(rows) => rows.map_err(|e| self.failed(&e))?,
+                Ok(rows) => rows?,
                 Err(_) => {
                     let _ = cancel.cancel_query(self.tls.clone()).await;
                     bail!(self.too_slow());

@@ -420,9 +420,9 @@ fn the_file_check_reads_paths_as_written() {
 /// `db::book`, which makes them unnamed for a transaction; the workers'
 /// statements prepared by name only in `db::statements`, which does so on
 /// idem's own cluster alone; other prepared statements only where nothing
-/// goes through a pooler (the benchmark's bare floor, the probe's count on
-/// the user's own database) and where `idem pooler` shows one failing
-/// through PgBouncer.
+/// goes through a pooler (the benchmark's bare floor), inside the one
+/// transaction that runs and closes them (the probe's count), and where
+/// `idem pooler` shows one failing through PgBouncer.
 #[test]
 fn statements_a_pooler_cannot_pass_are_made_in_one_place() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
