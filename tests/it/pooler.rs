@@ -323,6 +323,13 @@ fn every_command_through_a_users_pgbouncer_leaves_their_objects_as_they_were() {
         }
         assert!(server.idem_schemas().is_empty(), "{args:?} dropped its own");
     }
+    // serve on it, awards counted through it.
+    let probed = crate::common::server::serve_probed(&sandbox, &bouncer.url());
+    assert!(
+        probed.contains("duplicate: 5 effects for one key"),
+        "{probed}"
+    );
+    assert!(server.idem_schemas().is_empty());
     assert_eq!(server.user_state(), before);
 }
 

@@ -16,10 +16,10 @@ use idem::probe::{Http1Release, Probe};
 use serde_json::Value;
 
 use crate::common;
+use crate::common::Sandbox;
 use crate::common::app::{Served, expected_marks, marks_of};
 use crate::common::certs::Pki;
 use crate::common::server::{EVERY_COMMAND, Server};
-use crate::common::{Sandbox, first_line_then_drain};
 
 const AWARD: &str = r#"{"user_id": 42, "amount": 10}"#;
 
@@ -300,36 +300,10 @@ fn every_command_runs_on_a_postgres_that_takes_only_tls() {
     }
 
     // serve on it, counted through it.
-    let mut serve = sandbox
-        .idem_std()
-        .args(["serve", "--json", "--listen", "127.0.0.1:0"])
-        .args(["--database-url", &verified])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let ready: Value = serde_json::from_str(&first_line_then_drain(&mut serve)).unwrap();
-    let count = format!(
-        "SELECT count(*) FROM {}.experience_points",
-        ready["schema"].as_str().unwrap()
-    );
-    let out = sandbox
-        .idem()
-        .args(["probe", ready["endpoint"].as_str().unwrap(), "-d", AWARD])
-        .args(["--count-sql", &count, "--count-database-url", &verified])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let probed = common::server::serve_probed(&sandbox, &verified);
     assert!(
-        text.contains("duplicate: 5 effects for one key"),
-        "{text}{}",
-        stderr_of(&out)
-    );
-    common::signal(serve.id(), libc::SIGINT);
-    assert_eq!(
-        serve.wait().unwrap().code(),
-        Some(0),
-        "serve stops and drops its schema"
+        probed.contains("duplicate: 5 effects for one key"),
+        "{probed}"
     );
 
     // Every command the trust test runs, through verify-full, leaves the

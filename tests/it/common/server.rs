@@ -82,9 +82,30 @@ pub struct Server {
 
 /// Every command that touches a user's database, as the trust tests run
 /// them against a server holding the user's objects.
-pub const EVERY_COMMAND: [&[&str]; 11] = [
+pub const EVERY_COMMAND: [&[&str]; 14] = [
     &["race", "-s", "guard", "--work-ms", "1"],
     &["race", "--http", "-s", "guard", "--work-ms", "1"],
+    // App processes of their own, each proving the run's schema is idem's.
+    &[
+        "race",
+        "--http",
+        "--replicas",
+        "2",
+        "-s",
+        "memory",
+        "--work-ms",
+        "1",
+    ],
+    &[
+        "matrix",
+        "--runs",
+        "1",
+        "-s",
+        "guard,advisory-lock",
+        "--work-ms",
+        "1",
+    ],
+    &["doctor"],
     &["compare", "--work-ms", "1"],
     &["stores", "--runs", "1", "--cache-max-entries", "20"],
     &["keys"],
@@ -273,4 +294,43 @@ impl Server {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// `idem serve` on `url`, and `idem probe` at it: five identical awards at
+/// once, their XP rows counted through `url` too. Serve is then stopped
+/// with SIGINT and must exit 0, its schema dropped. Returns the probe's
+/// report.
+pub fn serve_probed(sandbox: &super::Sandbox, url: &str) -> String {
+    let mut serve = sandbox
+        .idem_std()
+        .args(["serve", "--json", "--listen", "127.0.0.1:0"])
+        .args(["--database-url", url])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let ready: serde_json::Value =
+        serde_json::from_str(&super::first_line_then_drain(&mut serve)).unwrap();
+    let count = format!(
+        "SELECT count(*) FROM {}.experience_points",
+        ready["schema"].as_str().unwrap()
+    );
+    let out = sandbox
+        .idem()
+        .args(["probe", ready["endpoint"].as_str().unwrap()])
+        .args(["-d", r#"{"user_id": 42, "amount": 10}"#])
+        .args(["--count-sql", &count, "--count-database-url", url])
+        .output()
+        .unwrap();
+    super::signal(serve.id(), libc::SIGINT);
+    assert_eq!(
+        serve.wait().unwrap().code(),
+        Some(0),
+        "serve stops and drops its schema"
+    );
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
