@@ -140,10 +140,7 @@ impl Database {
 
         // No search_path for the workers: their statements name the run's
         // schema themselves (see `statements`), so a pooler can pass them.
-        let mut config = pg_config;
-        config
-            .application_name("idem-worker")
-            .connect_timeout(CONNECT_TIMEOUT);
+        let config = for_workers(pg_config);
         // Prepared by name only on idem's own cluster: behind a URL a pooler
         // may stand unseen, and a name would then reach another client's
         // server connection.
@@ -160,10 +157,7 @@ impl Database {
 
         let reach = match (&opts.database_url, &backend) {
             (Some(url), _) => Reach(url.clone()),
-            (None, Backend::Embedded(cluster)) => Reach(format!(
-                "postgresql:///postgres?host={}&user=postgres",
-                cluster.socket_dir().display()
-            )),
+            (None, Backend::Embedded(cluster)) => Reach(socket_url(cluster.socket_dir(), None)),
             (None, Backend::Server { url }) => Reach(url.clone()),
         };
         let mut db = Database {
@@ -423,12 +417,8 @@ impl Database {
             return Ok(self.workers_config.clone());
         };
         let bouncer = self.bouncer().await?;
-        let mut config = bouncer.client_config();
-        config
-            .application_name("idem-worker")
-            .connect_timeout(CONNECT_TIMEOUT);
         Ok(pool::Connect {
-            config,
+            config: for_workers(bouncer.client_config()),
             tls: Tls::disabled().connector()?,
             schema: self.workers_config.schema.clone(),
             sending: statements::Sending::Unnamed,
@@ -439,31 +429,25 @@ impl Database {
     /// now if it is not yet), for an app replica that goes through it.
     pub async fn pgbouncer_url(&self) -> Result<String> {
         let bouncer = self.bouncer().await?;
-        Ok(format!(
-            "postgresql:///postgres?host={}&port={}&user=postgres",
-            bouncer.dir.display(),
-            pgbouncer::PORT
-        ))
+        Ok(socket_url(&bouncer.dir, Some(pgbouncer::PORT)))
     }
 
-    /// Whether a race can go `--via pgbouncer` here: PgBouncer is
-    /// installed, and the database is idem's own cluster.
-    pub fn can_start_pgbouncer(&self) -> Result<std::path::PathBuf> {
-        if let Backend::Server { .. } = &self.backend {
+    /// What a PgBouncer in front of this database needs: its program, and
+    /// idem's own cluster to stand in front of. An error says why there is
+    /// none (PgBouncer not installed, or a server of the user's).
+    pub fn pgbouncer_front(&self) -> Result<(std::path::PathBuf, &Cluster)> {
+        let Backend::Embedded(cluster) = &self.backend else {
             bail!(
                 "--via pgbouncer starts a PgBouncer in front of idem's disposable cluster; \
                  to go through a PgBouncer of your own, give its URL as --database-url"
             );
-        }
-        pgbouncer::locate(self.pgbouncer_bin.as_deref())
+        };
+        Ok((pgbouncer::locate(self.pgbouncer_bin.as_deref())?, cluster))
     }
 
     /// The PgBouncer in front of the disposable cluster, started on first use.
     async fn bouncer(&self) -> Result<&pgbouncer::Bouncer> {
-        let program = self.can_start_pgbouncer()?;
-        let Backend::Embedded(cluster) = &self.backend else {
-            unreachable!("can_start_pgbouncer refuses a server");
-        };
+        let (program, cluster) = self.pgbouncer_front()?;
         self.bouncer
             .get_or_try_init(|| async {
                 tokio::task::block_in_place(|| {
@@ -510,6 +494,25 @@ impl Database {
         };
         dropped.map(|()| stopped)
     }
+}
+
+/// A workers' connection's settings: named in `pg_stat_activity` (the
+/// lock-wait views find them so), and bounded in time.
+fn for_workers(mut config: tokio_postgres::Config) -> tokio_postgres::Config {
+    config
+        .application_name("idem-worker")
+        .connect_timeout(CONNECT_TIMEOUT);
+    config
+}
+
+/// The URL of the `postgres` database as its user, on the unix socket in
+/// `dir` (at `port`, else the default): idem's cluster, or its PgBouncer.
+fn socket_url(dir: &std::path::Path, port: Option<u16>) -> String {
+    let port = port.map_or(String::new(), |p| format!("&port={p}"));
+    format!(
+        "postgresql:///postgres?host={}{port}&user=postgres",
+        dir.display()
+    )
 }
 
 /// Keeps (and says so) or drops the run's own schema at its end.

@@ -6,8 +6,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::file::Scenario;
+use crate::db::Database;
 use crate::db::via::Via;
-use crate::db::{Backend, Database};
 use crate::keys::{KeysResult, simulate};
 use crate::limits::Origin;
 use crate::race::input::RaceInput;
@@ -60,58 +60,68 @@ pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
             .race
             .as_ref()
             .is_some_and(|r| r.via == Some(Via::Pgbouncer));
-    let program = match needs_pgbouncer {
-        true => db.can_start_pgbouncer().map(Some),
+    let front = match needs_pgbouncer {
+        true => db.pgbouncer_front().map(Some),
         false => Ok(None),
     };
-    if let Err(why) = &program {
-        return Ok(Verdict {
-            source: scenario.source.clone(),
-            title: scenario.title.clone(),
-            lesson: scenario.lesson,
-            checks: Vec::new(),
-            skipped: Some(why.to_string()),
-            results: Vec::new(),
-        });
-    }
-    let (checks, results) = if let (Some(spec), Ok(Some(program))) = (&scenario.pooler, &program) {
-        let Backend::Embedded(cluster) = &db.backend else {
-            unreachable!("can_start_pgbouncer refuses a server");
-        };
-        let runs = scenario.expect.runs.unwrap_or(1).max(1);
-        let report = crate::pooler::run(program, cluster, runs, Some(&spec.finding)).await?;
-        let broken = report.findings.first().map_or(0, |f| f.broken_runs);
-        let checks = scenario
-            .expect
-            .broken_runs
-            .map(|x| {
-                check(
-                    "runs it broke",
-                    format!("{x} of {runs}"),
-                    format!("{broken} of {runs}"),
-                    broken == x,
-                )
-            })
-            .into_iter()
-            .collect();
-        (checks, Vec::new())
-    } else if let Some(spec) = &scenario.keys {
-        let result = simulate(db, &spec.settings()).await?;
-        (keys_checks(&scenario.expect, &result), Vec::new())
-    } else if let Some(spec) = &scenario.race {
-        let results = race_results(db, spec, scenario.expect.runs).await?;
-        (race_checks(scenario, &results), results)
-    } else {
-        (Vec::new(), Vec::new())
+    let (checks, results, skipped) = match front {
+        Err(why) => (Vec::new(), Vec::new(), Some(why.to_string())),
+        Ok(front) => {
+            let (checks, results) = checked(db, scenario, front).await?;
+            (checks, results, None)
+        }
     };
     Ok(Verdict {
         source: scenario.source.clone(),
         title: scenario.title.clone(),
         lesson: scenario.lesson,
         checks,
-        skipped: None,
+        skipped,
         results,
     })
+}
+
+/// Runs the scenario's one section, and checks what it showed; `front` is
+/// the PgBouncer a `[pooler]` scenario stands in front of the cluster.
+async fn checked(
+    db: &Database,
+    scenario: &Scenario,
+    front: Option<(std::path::PathBuf, &crate::db::Cluster)>,
+) -> Result<(Vec<Check>, Vec<RaceResult>)> {
+    let e = &scenario.expect;
+    Ok(
+        if let (Some(spec), Some((program, cluster))) = (&scenario.pooler, front) {
+            let runs = e.runs.unwrap_or(1).max(1);
+            let report = crate::pooler::run(&program, cluster, runs, Some(&spec.finding)).await?;
+            (pooler_checks(e, &report), Vec::new())
+        } else if let Some(spec) = &scenario.keys {
+            let result = simulate(db, &spec.settings()).await?;
+            (keys_checks(e, &result), Vec::new())
+        } else if let Some(spec) = &scenario.race {
+            let results = race_results(db, spec, e.runs).await?;
+            (race_checks(scenario, &results), results)
+        } else {
+            (Vec::new(), Vec::new())
+        },
+    )
+}
+
+/// The figure an `[expect]` may state of a pooler finding: the runs in
+/// which the client through PgBouncer saw other than the direct one.
+fn pooler_checks(e: &super::file::Expect, report: &crate::pooler::PoolerReport) -> Vec<Check> {
+    let runs = report.findings.first().map_or(0, |f| f.runs);
+    let broken = report.findings.first().map_or(0, |f| f.broken_runs);
+    e.broken_runs
+        .map(|x| {
+            check(
+                "runs it broke",
+                format!("{x} of {runs}"),
+                format!("{broken} of {runs}"),
+                broken == x,
+            )
+        })
+        .into_iter()
+        .collect()
 }
 
 /// The figures an `[expect]` may state of lesson 6's clients.
