@@ -59,49 +59,8 @@ impl<'db> Race<'db> {
         settings: RaceSettings,
         strategy: Arc<dyn Strategy>,
     ) -> Result<Self> {
-        let free = db.free_connections().await?;
-        // Over replicas each process has a pool of its own; this one needs
-        // a connection only for its bookkeeping.
-        let (own, wanted) = match settings.replicas {
-            1 => (settings.pool_size, settings.pool_size),
-            n => (1, n * settings.pool_size + 1),
-        };
-        if let (Some(why), Backend::Server { .. }) = (settings.needs_own_process(), &db.backend) {
-            let pooled = pooled::look(db.workers_config()).await;
-            if pooled.lends_between_transactions() {
-                bail!(
-                    "a pooler stands between idem and PostgreSQL ({}): {why}; give the URL \
-                     of PostgreSQL itself",
-                    pooled.describe()
-                );
-            }
-        }
-        let via = settings.via();
-        // Through PgBouncer the pools are its clients; the server sees at
-        // most PgBouncer's own pool.
-        let server_side = match via {
-            Via::Direct => wanted,
-            Via::Pgbouncer => wanted.min(pgbouncer::POOL_SIZE as usize),
-        };
-        if server_side as u64 > free {
-            bail!(
-                "--pool-size {} {}is more than the {free} connections the server has free \
-                 (max_connections less those in use)",
-                settings.pool_size,
-                match settings.replicas {
-                    1 => String::new(),
-                    n => format!("for each of {n} replicas "),
-                }
-            );
-        }
-        if via == Via::Pgbouncer && wanted > pgbouncer::MAX_CLIENTS {
-            bail!(
-                "--via pgbouncer takes {} client connections at most; this race's pools \
-                 need {wanted}",
-                pgbouncer::MAX_CLIENTS
-            );
-        }
-        let pool = warm_pool(&db.workers_via(via).await?, own).await?;
+        let own = fits(db, &settings).await?;
+        let pool = warm_pool(&db.workers_via(settings.via()).await?, own).await?;
         let service = ServiceCalls::default();
         let wire = match settings.transport {
             Transport::Http if settings.replicas > 1 => Some(Wire::replicas(db, &settings).await?),
@@ -361,6 +320,56 @@ impl Race<'_> {
         }
         Ok(())
     }
+}
+
+/// Checks that the race fits the path to the server and the server's room
+/// (a pooler where it must find each worker's process, connections, and
+/// PgBouncer's clients); returns how many connections this process's pool
+/// opens.
+async fn fits(db: &Database, settings: &RaceSettings) -> Result<usize> {
+    let free = db.free_connections().await?;
+    // Over replicas each process has a pool of its own; this one needs
+    // a connection only for its bookkeeping.
+    let (own, wanted) = match settings.replicas {
+        1 => (settings.pool_size, settings.pool_size),
+        n => (1, n * settings.pool_size + 1),
+    };
+    if let (Some(why), Backend::Server { .. }) = (settings.needs_own_process(), &db.backend) {
+        let pooled = pooled::look(db.workers_config()).await;
+        if pooled.lends_between_transactions() {
+            bail!(
+                "a pooler stands between idem and PostgreSQL ({}): {why}; give the URL \
+                 of PostgreSQL itself",
+                pooled.describe()
+            );
+        }
+    }
+    let via = settings.via();
+    // Through PgBouncer the pools are its clients; the server sees at
+    // most PgBouncer's own pool.
+    let server_side = match via {
+        Via::Direct => wanted,
+        Via::Pgbouncer => wanted.min(pgbouncer::POOL_SIZE as usize),
+    };
+    if server_side as u64 > free {
+        bail!(
+            "--pool-size {} {}is more than the {free} connections the server has free \
+             (max_connections less those in use)",
+            settings.pool_size,
+            match settings.replicas {
+                1 => String::new(),
+                n => format!("for each of {n} replicas "),
+            }
+        );
+    }
+    if via == Via::Pgbouncer && wanted > pgbouncer::MAX_CLIENTS {
+        bail!(
+            "--via pgbouncer takes {} client connections at most; this race's pools \
+             need {wanted}",
+            pgbouncer::MAX_CLIENTS
+        );
+    }
+    Ok(own)
 }
 
 /// A race whose workers are on their way.
