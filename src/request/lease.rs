@@ -42,6 +42,15 @@ impl Failure {
 }
 
 /// The connection a worker holds, if any, and the pool it comes from.
+///
+/// A lease is cancellation-safe: one dropped while it still holds its
+/// connection (the request's future dropped at an await: the client hung
+/// up, its stream was reset, a timeout fired) closes that connection
+/// instead of giving it back, since it may be inside a transaction, or
+/// waiting for a statement's answer, that nobody will finish. The server
+/// then rolls the transaction back, so no claim it made is ever committed
+/// by the next request on that connection. A request that ended gives its
+/// connection back first ([`Lease::release`], [`Lease::into_conn`]).
 pub struct Lease {
     pool: Workers,
     wait: Duration,
@@ -63,10 +72,9 @@ impl Lease {
     /// A lease that already holds `conn`: a client that keeps its
     /// connection across requests (the benchmark's loop, like pgbench's).
     pub fn holding(pool: Workers, wait: Duration, conn: Conn) -> Self {
-        Self {
-            conn: Some(conn),
-            ..Self::new(pool, wait)
-        }
+        let mut lease = Self::new(pool, wait);
+        lease.conn = Some(conn);
+        lease
     }
 
     /// The connection still held, if any, to hand to the next lease.
@@ -121,6 +129,12 @@ impl Lease {
         if let Some(conn) = self.conn.take() {
             conn.discard();
         }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.discard();
     }
 }
 

@@ -197,3 +197,258 @@ async fn the_caller_chooses_the_failure_reply_and_a_retry_gets_it_back() {
     assert_eq!(xp_rows(&db).await, 0, "no work was kept");
     db.close().await.unwrap();
 }
+
+/// Where a guard's future is dropped in [`a_guard_dropped_at_any_await_leaves_no_transaction_and_a_key_a_retry_finishes`].
+#[derive(Debug, Clone, Copy)]
+enum DroppedAt {
+    /// Waiting for its claim's answer (another transaction holds the key).
+    Claim,
+    /// Inside its work, after the work's own INSERT.
+    Work,
+    /// With its completion and COMMIT sent, waiting for their answer.
+    Completion,
+}
+
+/// A deadpool pool of one connection, as a service's pool would be, with
+/// its tables on the search path.
+fn pool_of_one(db: &Database) -> deadpool_postgres::Pool {
+    let workers = db.workers_config();
+    let mut config = workers.config.clone();
+    config.options(format!("-c search_path={}", db.schema));
+    config.application_name("guard-dropped");
+    let manager = deadpool_postgres::Manager::from_config(
+        config,
+        workers.tls.clone(),
+        deadpool_postgres::ManagerConfig {
+            recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+        },
+    );
+    deadpool_postgres::Pool::builder(manager)
+        .max_size(1)
+        .build()
+        .unwrap()
+}
+
+/// Waits (at most 10 s) until server process `pid` waits for a lock.
+async fn waits_for_a_lock(observer: &tokio_postgres::Client, pid: i32) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let row = observer
+            .query_one(
+                "SELECT coalesce(wait_event_type, '') FROM pg_stat_activity WHERE pid = $1",
+                &[&pid],
+            )
+            .await
+            .unwrap();
+        if row.get::<_, String>(0) == "Lock" {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "process {pid} never waited for its lock"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Drops one guard's future at `at`, and returns the server process of
+/// the pool's one connection.
+async fn drop_guard_at(
+    at: DroppedAt,
+    pool: &deadpool_postgres::Pool,
+    blocker: &mut tokio_postgres::Client,
+    observer: &tokio_postgres::Client,
+    key_name: &str,
+) -> i32 {
+    let conn = pool.get().await.unwrap();
+    let pid: i32 = conn
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let (worked_tx, worked) = tokio::sync::oneshot::channel::<()>();
+    let (go, go_rx) = tokio::sync::oneshot::channel::<()>();
+    let guard = Guard::default();
+    let k = key(key_name, "fp-10", 1);
+    let conn_ref: &tokio_postgres::Client = &conn;
+    let mut running = Box::pin(guard.run(conn_ref, &k, move |tx| async move {
+        let reply = award(tx, 10).await?;
+        let _ = worked_tx.send(());
+        match at {
+            // The work never ends: the request is dropped inside it.
+            DroppedAt::Work => std::future::pending::<()>().await,
+            _ => {
+                let _ = go_rx.await;
+            }
+        }
+        Ok(reply)
+    }));
+    let tx = match at {
+        DroppedAt::Claim => {
+            // Another transaction inserts the same key and holds it, so
+            // the guard's claim waits for its answer.
+            let tx = blocker.transaction().await.unwrap();
+            tx.execute(
+                "INSERT INTO idempotency_keys (key, operation) VALUES ($1, 'award_xp')",
+                &[&key_name],
+            )
+            .await
+            .unwrap();
+            tokio::select! {
+                done = &mut running => panic!("the claim did not wait: {done:?}"),
+                () = waits_for_a_lock(observer, pid) => {}
+            }
+            Some(tx)
+        }
+        DroppedAt::Work => {
+            tokio::select! {
+                done = &mut running => panic!("the work did not start: {done:?}"),
+                _ = worked => {}
+            }
+            None
+        }
+        DroppedAt::Completion => {
+            tokio::select! {
+                done = &mut running => panic!("the work did not start: {done:?}"),
+                _ = worked => {}
+            }
+            // The claim's row locked by another transaction: the
+            // completion, once sent, waits for it.
+            let tx = blocker.transaction().await.unwrap();
+            tx.execute(
+                "SELECT 1 FROM idempotency_keys WHERE key = $1 FOR UPDATE",
+                &[&key_name],
+            )
+            .await
+            .unwrap();
+            let _ = go.send(());
+            tokio::select! {
+                done = &mut running => panic!("the completion did not wait: {done:?}"),
+                () = waits_for_a_lock(observer, pid) => {}
+            }
+            Some(tx)
+        }
+    };
+    drop(running);
+    drop(conn);
+    // The other transaction lets go: what the dropped future had sent runs.
+    if let Some(tx) = tx {
+        match at {
+            DroppedAt::Claim => tx.rollback().await.unwrap(),
+            _ => tx.commit().await.unwrap(),
+        }
+    }
+    pid
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guard_dropped_at_any_await_leaves_no_transaction_and_a_key_a_retry_finishes() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let pool = pool_of_one(&db);
+    let mut blocker = client(&db).await;
+    let observer = client(&db).await;
+    for (i, at) in [DroppedAt::Claim, DroppedAt::Work, DroppedAt::Completion]
+        .into_iter()
+        .enumerate()
+    {
+        let key_name = format!("dropped-{i}");
+        let xp_before = xp_rows(&db).await;
+        let pid = drop_guard_at(at, &pool, &mut blocker, &observer, &key_name).await;
+        // The pool's next user gets the same connection, outside any
+        // transaction: its statement is the first of a transaction of its own.
+        let next = pool.get().await.unwrap();
+        // (One simple query: its transaction starts with it, so now() is
+        // its own start unless an older transaction is still open.)
+        let said = next
+            .simple_query("SELECT pg_backend_pid(), now() = statement_timestamp()")
+            .await
+            .unwrap();
+        let row = said
+            .iter()
+            .find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(row) => Some(row),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{at:?}: one row: {said:?}"));
+        assert_eq!(
+            row.get(0),
+            Some(pid.to_string().as_str()),
+            "{at:?}: the pool's one connection"
+        );
+        assert!(
+            row.get(1) == Some("t"),
+            "{at:?}: the next user of the connection is inside the dropped request's transaction"
+        );
+        drop(next);
+        let idle_in_transaction: i64 = observer
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE application_name = 'guard-dropped' AND state LIKE 'idle in transaction%'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(idle_in_transaction, 0, "{at:?}");
+        // The key's row, as the guard's documentation says.
+        let status: String = observer
+            .query_one(
+                &format!(
+                    "SELECT status FROM {}.idempotency_keys WHERE key = $1",
+                    db.schema
+                ),
+                &[&key_name],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        let xp_left = xp_rows(&db).await - xp_before;
+        match at {
+            DroppedAt::Claim | DroppedAt::Work => {
+                assert_eq!(status, "pending", "{at:?}: the claim stays, ours");
+                assert_eq!(xp_left, 0, "{at:?}: the work was rolled back");
+            }
+            DroppedAt::Completion => {
+                assert_eq!(
+                    status, "completed",
+                    "{at:?}: completion and COMMIT were sent"
+                );
+                assert_eq!(xp_left, 1, "{at:?}");
+            }
+        }
+        // Another caller is told the key is in flight; the same request's
+        // retry (its owner) finishes it, or replays what was finished.
+        let conn = pool.get().await.unwrap();
+        let other = Guard::default()
+            .run(&**conn, &key(&key_name, "fp-10", 2), |tx| award(tx, 10))
+            .await
+            .unwrap();
+        let retry = Guard::default()
+            .run(&**conn, &key(&key_name, "fp-10", 1), |tx| award(tx, 10))
+            .await
+            .unwrap();
+        match at {
+            DroppedAt::Claim | DroppedAt::Work => {
+                assert!(
+                    matches!(other, Verdict::InFlight { .. }),
+                    "{at:?}: {other:?}"
+                );
+                assert!(
+                    matches!(&retry, Verdict::Done(reply) if reply.status == 201),
+                    "{at:?}: {retry:?}"
+                );
+            }
+            DroppedAt::Completion => {
+                assert!(matches!(other, Verdict::Replay(_)), "{at:?}: {other:?}");
+                assert!(matches!(retry, Verdict::Replay(_)), "{at:?}: {retry:?}");
+            }
+        }
+        assert_eq!(
+            xp_rows(&db).await - xp_before,
+            1,
+            "{at:?}: one XP row in the end"
+        );
+    }
+    drop(pool);
+    db.close().await.unwrap();
+}

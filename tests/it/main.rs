@@ -11,6 +11,7 @@ mod common;
 mod fingerprints_and_keys;
 mod guard;
 mod guard_library;
+mod hang_ups;
 mod hostile;
 mod http;
 mod json_contract;

@@ -9,6 +9,7 @@ use tokio_postgres::types::Type;
 use serde_json::{Value, json};
 
 use super::client::{GuardClient, Key};
+use super::open_transaction::OpenTransaction;
 use super::settings::{Guard, OnFailure};
 use super::verdict::{ClaimState, Reply, Verdict, WorkFailed};
 use crate::db::statements::Sql;
@@ -199,8 +200,32 @@ async fn lost<C: GuardClient, O: Observer>(
 }
 
 /// The work and the completion in one transaction; the completion matches
-/// only while the claim is still ours.
+/// only while the claim is still ours. Should this future be dropped
+/// before the transaction ends, the transaction is rolled back
+/// ([`OpenTransaction`]) and the claim stays pending, ours.
 async fn work_and_complete<'c, C, W, Fut, O>(
+    guard: &Guard,
+    client: &'c C,
+    key: &Key<'_>,
+    work: W,
+    obs: &mut O,
+    claim_id: i64,
+) -> Result<Verdict>
+where
+    C: GuardClient,
+    W: FnOnce(&'c C) -> Fut,
+    Fut: Future<Output = std::result::Result<Reply, WorkFailed>> + Send,
+    O: Observer,
+{
+    let open = OpenTransaction::begin(client.client());
+    // Every way out of this call has ended the transaction, or tried to.
+    let verdict = in_transaction(guard, client, key, work, obs, claim_id).await;
+    open.ended();
+    verdict
+}
+
+/// [`work_and_complete`] from its BEGIN to its COMMIT or ROLLBACK.
+async fn in_transaction<'c, C, W, Fut, O>(
     guard: &Guard,
     client: &'c C,
     key: &Key<'_>,

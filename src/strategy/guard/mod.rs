@@ -23,6 +23,28 @@
 //! nothing of idem's race harness, which watches the same code through an
 //! observer for its races, faults and step-by-step runs.
 //!
+//! # Cancellation
+//!
+//! The future [`Guard::run`] returns may be dropped at any await (the
+//! client hung up, its stream was reset, a timeout fired). What is left:
+//!
+//! - **while the claim is on its way**: the claim's `INSERT` commits on its
+//!   own if it reached the server, and the key stays *pending*, owned by
+//!   [`Key::owner`]. The same request's retry (the same owner) resumes it;
+//!   anyone else gets [`Verdict::InFlight`] until
+//!   [`lock_timeout`](Guard::lock_timeout) has passed, then takes it over.
+//! - **during the work**: the guard queues a `ROLLBACK` on your client as
+//!   its future is dropped, so the work's rows are rolled back and the
+//!   client goes back to your pool outside any transaction (its next user
+//!   sends nothing before that `ROLLBACK`). The claim stays pending, as
+//!   above: never committed by whoever uses the connection next.
+//! - **once the completion is sent**: the completion and its `COMMIT` are
+//!   already on the wire, so the claim completes with the work's rows unless
+//!   the server fails; a retry gets [`Verdict::Replay`].
+//!
+//! A client whose connection breaks is none of the above: the server rolls
+//! back what was open, and the claim is pending.
+//!
 //! A handler that awards XP once per idempotency key:
 //!
 //! ```no_run
@@ -67,6 +89,7 @@
 pub(crate) mod client;
 mod core;
 mod harness;
+mod open_transaction;
 mod settings;
 mod verdict;
 

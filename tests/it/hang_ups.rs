@@ -1,0 +1,188 @@
+//! A request that goes away mid-award (the client hangs up, its HTTP/2 stream is reset): no connection goes back to the pool inside its transaction, and no key is left wedged.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::common::app::{Served, award, json};
+
+const AWARD: &str = r#"{"user_id": 42, "amount": 10}"#;
+
+fn psql(url: &str, sql: &str) -> String {
+    let out = Command::new("psql")
+        .arg(url)
+        .args(["-Atc", sql])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The app's sessions idle inside a transaction nobody will finish.
+const IDLE_IN_TRANSACTION: &str = "SELECT count(*) FROM pg_stat_activity \
+     WHERE application_name = 'idem-worker' AND state LIKE 'idle in transaction%'";
+
+/// Waits at most `limit` for none of the app's sessions to be idle in a
+/// transaction, and says whether that came.
+fn no_session_idle_in_transaction(url: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if psql(url, IDLE_IN_TRANSACTION) == "0" {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits at most 10 s for `n` of the app's sessions to be inside the
+/// work: a transaction begun, its statements sent.
+fn working(url: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let sql = "SELECT count(*) FROM pg_stat_activity \
+               WHERE application_name = 'idem-worker' AND xact_start IS NOT NULL";
+    while psql(url, sql) != n.to_string() {
+        assert!(Instant::now() < deadline, "{n} requests began their work");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn retried_to_a_final_answer(endpoint: &str, key: &str) -> u16 {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let answer = runtime.block_on(award(endpoint, Some(key), AWARD));
+    answer.status
+}
+
+#[test]
+fn a_client_that_hangs_up_mid_award_leaves_no_transaction_and_no_wedged_key() {
+    // The issue's report: the award is in its transaction (the blocking
+    // loser's) when its client goes away.
+    let app = Served::start(
+        "hang-up",
+        &[
+            "-s",
+            "claim-work-complete",
+            "--loser",
+            "block",
+            "--work-ms",
+            "1500",
+            "--pool-size",
+            "1",
+        ],
+    );
+    let url = app.field("database_url");
+    let port: u16 = app
+        .endpoint()
+        .strip_prefix("http://127.0.0.1:")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .expect("a loopback endpoint");
+    let mut client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        client,
+        "POST /lessons/1/complete HTTP/1.1\r\nHost: idem\r\nIdempotency-Key: \"gone\"\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{AWARD}",
+        AWARD.len()
+    )
+    .unwrap();
+    working(&url, 1);
+    drop(client);
+    assert!(
+        no_session_idle_in_transaction(&url, Duration::from_secs(5)),
+        "a connection went back to the pool inside the gone request's transaction"
+    );
+    // The claim was in the rolled-back transaction: the retry does the work.
+    let status = retried_to_a_final_answer(&app.endpoint(), "\"gone\"");
+    assert_eq!(status, 201, "the retry of a gone request's key");
+    let counts = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(crate::common::app::send(
+            hyper::Method::GET,
+            &app.endpoint().replace("/lessons/1/complete", "/counts"),
+            &[],
+            "",
+        ));
+    assert_eq!(json(&counts)["xp_rows"], 1);
+    assert_eq!(json(&counts)["key_rows"], 1);
+    let pending = format!(
+        "SELECT count(*) FROM {}.idempotency_keys WHERE status = 'pending'",
+        app.field("schema")
+    );
+    assert_eq!(psql(&url, &pending), "0", "no key is left pending");
+}
+
+#[test]
+fn five_reset_streams_leave_no_transaction_and_each_key_is_awarded_on_retry() {
+    let app = Served::start(
+        "reset-streams",
+        &[
+            "-s",
+            "claim-work-complete",
+            "--loser",
+            "block",
+            "--work-ms",
+            "1500",
+        ],
+    );
+    let url = app.field("database_url");
+    let endpoint = app.endpoint();
+    let authority = endpoint
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap()
+        .to_string();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let keys: Vec<String> = (1..=5).map(|i| format!("\"reset-{i}\"")).collect();
+    runtime.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(&authority).await.unwrap();
+        let (send, connection) = h2::client::handshake(tcp).await.unwrap();
+        let driver = tokio::spawn(connection);
+        let mut streams = Vec::new();
+        for key in &keys {
+            let mut ready = send.clone().ready().await.unwrap();
+            let request = hyper::Request::post(format!("http://{authority}/lessons/1/complete"))
+                .header("idempotency-key", key.as_str())
+                .header("content-type", "application/json")
+                .body(())
+                .unwrap();
+            let (response, mut stream) = ready.send_request(request, false).unwrap();
+            stream.send_data(Bytes::from(AWARD), true).unwrap();
+            streams.push((response, stream));
+        }
+        let at = url.clone();
+        tokio::task::spawn_blocking(move || working(&at, 5))
+            .await
+            .unwrap();
+        for (_, stream) in &mut streams {
+            stream.send_reset(h2::Reason::CANCEL);
+        }
+        // The resets go out; the connection itself stays open.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let at = url.clone();
+        let clean = tokio::task::spawn_blocking(move || {
+            no_session_idle_in_transaction(&at, Duration::from_secs(5))
+        })
+        .await
+        .unwrap();
+        assert!(
+            clean,
+            "reset streams left pooled connections in open transactions"
+        );
+        drop(streams);
+        drop(send);
+        driver.abort();
+    });
+    for key in &keys {
+        let answer = runtime.block_on(award(&endpoint, Some(key), AWARD));
+        assert_eq!(answer.status, 201, "{key}'s retry");
+    }
+    let pending = format!(
+        "SELECT count(*) FROM {}.idempotency_keys WHERE status = 'pending'",
+        app.field("schema")
+    );
+    assert_eq!(psql(&url, &pending), "0", "no key is left pending");
+}
