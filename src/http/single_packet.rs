@@ -103,11 +103,17 @@ async fn burst_now(
     let (writes, mut client, mut conn, mut pings) = settled(stream, authority, max_body).await?;
     let most = conn.max_concurrent_send_streams();
     let (body, last) = split_last(&req.body);
+    if most == 0 {
+        bail!(
+            "{authority} allows no stream at all (SETTINGS_MAX_CONCURRENT_STREAMS = 0): it takes no HTTP/2 request"
+        );
+    }
     let (n, mut capped) = match n > most {
         true => (
             most,
             Some(format!(
-                "the server allows {most} concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS); {most} of {n} were sent"
+                "the server allows {most} stream{} at a time (SETTINGS_MAX_CONCURRENT_STREAMS = {most})",
+                if most == 1 { "" } else { "s" }
             )),
         ),
         false => (n, None),

@@ -22,8 +22,11 @@ pub struct Bursts {
     pub with_duplicates: usize,
     /// Bursts that made exactly one effect.
     pub held: usize,
-    /// Bursts that could not be judged or made no effect.
+    /// Judged bursts that made no effect, or whose statuses alone said nothing.
     pub undecided: usize,
+    /// Bursts that were not judged: no race (fewer requests sent or
+    /// answered than asked) or answers the probe cannot read.
+    pub unjudged: usize,
     /// Effects per burst → how many bursts made that many (when counted).
     pub effects: BTreeMap<i64, usize>,
     /// Every status over all bursts (`none` for no answer).
@@ -50,6 +53,7 @@ impl Bursts {
         match burst.verdict.held {
             Some(false) => self.with_duplicates += 1,
             Some(true) => self.held += 1,
+            None if !burst.verdict.judged => self.unjudged += 1,
             None => self.undecided += 1,
         }
         if let Some(effects) = burst.effects {
@@ -65,11 +69,21 @@ impl Bursts {
         self.spread_us_max = spreads.last().copied().unwrap_or_default();
     }
 
-    /// `duplicates in 37 of 50 bursts`.
+    /// `duplicates in 37 of 50 bursts`; bursts that were not judged are
+    /// counted apart (`duplicates in 2 of 17 judged bursts (judged 17 of 20)`).
     pub fn rate(&self) -> String {
-        format!(
-            "duplicates in {} of {} bursts",
-            self.with_duplicates, self.bursts
-        )
+        match self.unjudged {
+            0 => format!(
+                "duplicates in {} of {} bursts",
+                self.with_duplicates, self.bursts
+            ),
+            unjudged => {
+                let judged = self.bursts - unjudged;
+                format!(
+                    "duplicates in {} of {judged} judged bursts (judged {judged} of {})",
+                    self.with_duplicates, self.bursts
+                )
+            }
+        }
     }
 }

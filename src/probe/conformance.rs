@@ -194,8 +194,19 @@ async fn at_once(probe: &Probe, key_base: &str, concurrent: usize) -> Result<Che
     let body = &probe.body;
     let key = format!("{key_base}-concurrent");
     let before = probe.count().await?;
-    let shots = probe.volley(Some(&key), body, concurrent).await.shots;
+    let volley = probe.volley(Some(&key), body, concurrent).await;
+    let shots = volley.shots;
     let (effects, words) = effects_words(before, probe.count().await?)?;
+    if let Some(why) = super::not_raced(&shots, &volley.release)
+        && effects.is_none_or(|e| e <= 1)
+    {
+        return Ok(Check {
+            case: "concurrent, same key",
+            demands: "one effect; the others 409 or the same response",
+            mark: Mark::NotApplicable,
+            saw: format!("{}; {why}", said(&shots)),
+        });
+    }
     let consistent = shots.iter().filter(|s| s.succeeded()).count() >= 1
         && shots.iter().all(|s| {
             s.status == Some(409) || (s.succeeded() && s.same_as_first_success == Some(true))

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::db::secret::hide_header_value;
 use crate::http::client::{self, Outgoing, Reach, Target};
+use crate::http::stream::Protocol;
 use crate::http::wire::{KEY_HEADER, quote_key};
 use anyhow::{Result, bail};
 use bytes::Bytes;
@@ -263,6 +264,59 @@ impl Verdict {
             judged: true,
         }
     }
+
+    fn unjudged(summary: String) -> Self {
+        Self {
+            held: None,
+            summary,
+            judged: false,
+        }
+    }
+}
+
+/// Why a burst was no race, if it was none: fewer than two of its requests
+/// were sent (a server that takes one HTTP/2 stream at a time), or some got
+/// no answer (refused by a GOAWAY, failed on this side, still running when
+/// the effects were counted again). Nothing is judged held on such a burst:
+/// what did not reach the server, or whose effect may land later, proves
+/// nothing about the guard.
+pub fn not_raced(shots: &[Shot], release: &Release) -> Option<String> {
+    let asked = shots.len();
+    let unanswered: Vec<&Shot> = shots.iter().filter(|s| s.status.is_none()).collect();
+    if unanswered.is_empty() && asked >= 2 {
+        return None;
+    }
+    let first_error = unanswered
+        .iter()
+        .find_map(|s| Some((s.request, s.error.as_deref()?)))
+        .map_or(String::new(), |(request, e)| {
+            format!(" (request {request}: {e})")
+        });
+    if release.sent < asked {
+        let why = match release.notes.first() {
+            Some(note) => format!(": {note}"),
+            None => first_error,
+        };
+        let instead = match release.protocol {
+            Protocol::Http2 => {
+                "; race it over HTTP/1.1 instead, one connection a request (--http1.1, or without --http2-prior-knowledge)"
+            }
+            Protocol::Http11 => "",
+        };
+        let were = if release.sent == 1 { "was" } else { "were" };
+        return Some(format!(
+            "not judged: only {} of {asked} requests {were} sent{why}{instead}",
+            release.sent
+        ));
+    }
+    if asked < 2 {
+        return Some("not judged: one request is no race; send at least 2 (-n)".into());
+    }
+    Some(format!(
+        "not judged: {} of {asked} requests got no answer{first_error}, so this was no race of {asked}, \
+         and what they did may not all be counted",
+        unanswered.len()
+    ))
 }
 
 /// A whole probe: what was sent, what came back, what it did.
@@ -290,7 +344,7 @@ pub async fn probe(p: &Probe, key: &str, n: usize) -> Result<ProbeResult> {
         Some((b, a)) => Some(Effects::between(b, a)?),
         None => None,
     };
-    let verdict = judge(&shots, effects);
+    let verdict = judge(&shots, effects, &release);
     Ok(ProbeResult {
         url: p.shown_url.clone(),
         method: p.method.to_string(),
@@ -305,13 +359,17 @@ pub async fn probe(p: &Probe, key: &str, n: usize) -> Result<ProbeResult> {
     })
 }
 
-fn judge(shots: &[Shot], effects: Option<Effects>) -> Verdict {
+fn judge(shots: &[Shot], effects: Option<Effects>, release: &Release) -> Verdict {
     if let Some(summary) = unjudgeable(shots) {
-        return Verdict {
-            held: None,
-            summary,
-            judged: false,
-        };
+        return Verdict::unjudged(summary);
+    }
+    // More than one effect for one key is a duplicate, however few of the
+    // requests got through: that much was measured.
+    if let Some(n) = effects.map(|e| e.effects).filter(|n| *n > 1) {
+        return Verdict::judged(Some(false), format!("duplicate: {n} effects for one key"));
+    }
+    if let Some(summary) = not_raced(shots, release) {
+        return Verdict::unjudged(summary);
     }
     let fresh_successes = shots
         .iter()
@@ -322,9 +380,6 @@ fn judge(shots: &[Shot], effects: Option<Effects>) -> Verdict {
         .filter(|s| s.succeeded() && s.same_as_first_success == Some(false))
         .count();
     match effects.map(|e| e.effects) {
-        Some(n) if n > 1 => {
-            Verdict::judged(Some(false), format!("duplicate: {n} effects for one key"))
-        }
         Some(1) => Verdict::judged(Some(true), "held: one effect for one key".into()),
         Some(n) => Verdict::judged(
             None,

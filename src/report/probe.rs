@@ -188,10 +188,13 @@ pub fn render_bursts(url: &str, b: &Bursts) -> String {
     let _ = writeln!(
         text,
         "  {rate} {}",
-        dim(format!(
-            "(held in {}, undecided in {})",
-            b.held, b.undecided
-        ))
+        dim(match b.unjudged {
+            0 => format!("(held in {}, undecided in {})", b.held, b.undecided),
+            n => format!(
+                "(held in {}, undecided in {}, not judged in {n})",
+                b.held, b.undecided
+            ),
+        })
     );
     if !b.effects.is_empty() {
         let effects = b

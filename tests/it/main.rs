@@ -19,6 +19,7 @@ mod kills;
 mod layers;
 mod losers;
 mod middleware;
+mod no_race;
 mod pooler;
 mod race;
 mod reach;

@@ -187,7 +187,7 @@ async fn a_servers_stream_limit_caps_the_burst_and_says_so() {
     let volley = probe.volley(Some("capped"), &probe.body, 10).await;
     assert_eq!(volley.release.sent, 3);
     assert!(
-        volley.release.notes[0].contains("allows 3 concurrent streams"),
+        volley.release.notes[0].contains("allows 3 streams at a time"),
         "{:?}",
         volley.release.notes
     );
