@@ -1,22 +1,27 @@
-//! Effects counted where they land: a user's query, checked to be one read-only query returning one whole number, then run read-only on the user's database, before and after.
+//! Effects counted where they land: a user's query, checked to be one read-only query returning one whole number, then run read-only on the user's database, before and after, in a function that cannot leave its role.
 //!
-//! The query comes from the command line and runs with the user's role, so
-//! what it may do is narrowed three times:
+//! The query comes from the command line and runs on the user's database,
+//! so what it may do is narrowed four times:
 //! - before anything runs, it must read as a query (`SELECT`, `WITH`,
 //!   `VALUES`, `TABLE`, after any comments) and the server must parse it
 //!   as one statement with one column of a whole-number type: `COPY`,
 //!   `SET`, `CALL`, several statements and the like are refused;
-//! - it runs inside `BEGIN READ ONLY` with a `statement_timeout`, and the
-//!   transaction is rolled back: no table, sequence or setting changes;
-//!   a superuser's count runs as `pg_read_all_data` in that transaction;
+//! - it runs as the body of a temporary `SECURITY DEFINER` SQL function,
+//!   made inside the count's transaction (and gone with its rollback).
+//!   Inside such a function PostgreSQL refuses to change `role` or
+//!   `session_authorization` (`SET ROLE`, `set_config('role', ...)`,
+//!   `RESET ROLE`, `SET SESSION AUTHORIZATION`), so the query keeps the
+//!   function owner's rights. A superuser's function is handed to
+//!   `pg_read_all_data` (PostgreSQL 14+) first: it reads every table and
+//!   view, and may not end sessions, run programs, write files, or open
+//!   a `dblink` without a password;
+//! - the function is `STABLE` and called in a `READ ONLY` transaction with
+//!   a `statement_timeout`, which is rolled back: no table, sequence or
+//!   setting changes. A count that takes an advisory lock is refused, and
+//!   the lock released before the rollback (a session lock would outlive
+//!   it, on a pooler's server connection too);
 //! - if the server does not give up in time, idem cancels the statement
 //!   on the server (a cancel request), so no backend is left running it.
-//!
-//! A read-only transaction does not stop a function that acts outside the
-//! database's tables (`pg_terminate_backend`, `pg_cancel_backend`,
-//! `lo_export`, `dblink`, ...): those need privileges a counting role does
-//! not need, which is why a superuser counts as `pg_read_all_data`, and its
-//! URL gets a note recommending a role with only that.
 
 use std::time::Duration;
 
@@ -32,13 +37,13 @@ use crate::db::tls::Tls;
 /// How long past the server's own timeout idem waits before it cancels.
 const CANCEL_MARGIN: Duration = Duration::from_secs(2);
 
-/// A superuser counts as `pg_read_all_data` (PostgreSQL 14+), for this
-/// transaction only: it reads every table and view, and holds none of the
-/// powers a count has no use for (ending sessions, running programs,
-/// writing files).
-const DROP_SUPERUSER: &str = "SELECT set_config('role', 'pg_read_all_data', true) \
-     WHERE current_setting('is_superuser') = 'on' \
-     AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_read_all_data')";
+/// What the count's session is, asked before its function is made.
+const SESSION: &str = "SELECT pg_is_in_recovery(), current_setting('is_superuser') = 'on', \
+     EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_read_all_data')";
+
+/// The advisory locks the count's session holds.
+const ADVISORY_LOCKS: &str =
+    "SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory'";
 
 /// What the query may begin with, after comments.
 const QUERY_WORDS: [&str; 4] = ["select", "with", "values", "table"];
@@ -89,45 +94,25 @@ impl Counter {
     }
 
     /// Asks the server whether the query is one statement returning one
-    /// whole number, before it is ever run; returns notes for the user (a
-    /// superuser's URL).
+    /// whole number, and makes (and rolls back) the function it runs in,
+    /// before it is ever run; returns notes for the user (a superuser's URL).
     pub async fn check(&self) -> Result<Vec<String>> {
         self.bounded(async {
             let (client, _driver) = self.connect().await?;
             // In a transaction, and closed inside it: behind a pooler in
             // transaction mode a statement prepared outside one would stay
             // on a server connection that then serves other clients.
-            client.batch_execute("BEGIN READ ONLY").await?;
-            let checked = async {
-                drop(self.prepare(&client).await?);
-                Ok::<_, anyhow::Error>(
-                    client
-                        .query_typed_one(
-                            "SELECT current_setting('is_superuser') = 'on',
-                                    EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_read_all_data')",
-                            &[],
-                        )
-                        .await?,
-                )
-            }
-            .await;
+            client.batch_execute("BEGIN").await?;
+            let contained = self.contained(&client).await;
             let _ = client.batch_execute("ROLLBACK").await;
-            let row = checked?;
-            let (superuser, readers): (bool, bool) = (row.get(0), row.get(1));
             let mut notes = Vec::new();
-            match (superuser, readers) {
-                (true, true) => notes.push(
+            if contained?.superuser {
+                notes.push(
                     "--count-database-url connects as a superuser, so the count runs as pg_read_all_data \
-                     (it reads every table, and cannot end sessions or write files); a role granted only \
-                     pg_read_all_data would need no such switch"
+                     (it reads every table, and cannot end sessions, write files or switch back); a role \
+                     granted only pg_read_all_data would need no such switch"
                         .to_owned(),
-                ),
-                (true, false) => notes.push(
-                    "--count-database-url connects as a superuser, and this server has no pg_read_all_data \
-                     (PostgreSQL 14+): the count runs with all of a superuser's powers; give a role that can only read"
-                        .to_owned(),
-                ),
-                _ => {}
+                );
             }
             Ok(notes)
         })
@@ -146,21 +131,20 @@ impl Counter {
             let counted = async {
                 client
                     .batch_execute(&format!(
-                        "BEGIN READ ONLY; SET LOCAL statement_timeout = {}",
+                        "BEGIN; SET LOCAL statement_timeout = {}",
                         self.timeout.as_millis()
                     ))
                     .await
                     .map_err(|e| self.failed(&e))?;
                 let rows = async {
-                    let statement = self.prepare(&client).await?;
-                    client
-                        .batch_execute(DROP_SUPERUSER)
+                    let contained = self.contained(&client).await?;
+                    let locks_before = advisory_locks(&client).await?;
+                    let rows = client
+                        .query(contained.call.as_str(), &[])
                         .await
                         .map_err(|e| self.failed(&e))?;
-                    client
-                        .query(&statement, &[])
-                        .await
-                        .map_err(|e| self.failed(&e))
+                    self.took_no_lock(&client, locks_before).await?;
+                    Ok::<_, anyhow::Error>(rows)
                 }
                 .await;
                 let _ = client.batch_execute("ROLLBACK").await;
@@ -179,6 +163,101 @@ impl Counter {
             number_of(&rows)
         })
         .await
+    }
+
+    /// Makes the count's function in this transaction (see the module's
+    /// notes) and turns the transaction read-only; returns how to call it.
+    async fn contained(&self, client: &Client) -> Result<Contained> {
+        let statement = self.prepare(client).await?;
+        let returns = match *statement.columns()[0].type_() {
+            Type::INT8 => "bigint",
+            Type::INT4 => "integer",
+            _ => "smallint",
+        };
+        drop(statement);
+        let row = client.query_typed_one(SESSION, &[]).await?;
+        let (in_recovery, superuser, readers): (bool, bool, bool) =
+            (row.get(0), row.get(1), row.get(2));
+        if in_recovery {
+            bail!(
+                "--count-database-url {} is a standby (in recovery): the count runs in a temporary function, \
+                 which a standby cannot make; give the primary's URL",
+                self.shown
+            );
+        }
+        if superuser && !readers {
+            bail!(
+                "--count-database-url {} connects as a superuser, and this server has no pg_read_all_data \
+                 (PostgreSQL 14+) for the count to run as; give a role that can only read",
+                self.shown
+            );
+        }
+        let unique = uuid::Uuid::new_v4().simple().to_string();
+        let name = format!("pg_temp.idem_count_{unique}");
+        let tag = format!("$idem_{unique}$");
+        if self.sql.contains(&tag) {
+            bail!("--count-sql holds {tag}, which idem quotes it with; run it again");
+        }
+        let made = client
+            .batch_execute(&format!(
+                "CREATE FUNCTION {name}() RETURNS SETOF {returns} LANGUAGE sql STABLE SECURITY DEFINER \
+                 AS {tag}\n{}\n{tag}",
+                self.sql
+            ))
+            .await;
+        if let Err(e) = made {
+            if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
+                bail!(
+                    "--count-sql runs inside a temporary function, and {}'s role may not make temporary \
+                     objects there: {} (GRANT TEMPORARY ON DATABASE ... TO the role)",
+                    self.shown,
+                    scrub(&db_message(&e))
+                );
+            }
+            return Err(self.failed(&e));
+        }
+        if superuser {
+            client
+                .batch_execute(&format!(
+                    "ALTER FUNCTION {name}() OWNER TO pg_read_all_data"
+                ))
+                .await
+                .map_err(|e| self.failed(&e))?;
+        }
+        client
+            .batch_execute("SET TRANSACTION READ ONLY")
+            .await
+            .map_err(|e| self.failed(&e))?;
+        Ok(Contained {
+            call: format!("SELECT * FROM {name}()"),
+            superuser,
+        })
+    }
+
+    /// Refuses a count that took an advisory lock, after releasing it: a
+    /// session-level lock would outlive the transaction's rollback (and,
+    /// behind a pooler, stay on a server connection another client gets).
+    async fn took_no_lock(&self, client: &Client, before: i64) -> Result<()> {
+        let after = advisory_locks(client).await?;
+        if after <= before {
+            return Ok(());
+        }
+        let released = match before {
+            // Every advisory lock the session holds is the count's own.
+            0 => {
+                client
+                    .batch_execute("SELECT pg_advisory_unlock_all()")
+                    .await
+                    .map_err(|e| self.failed(&e))?;
+                "released"
+            }
+            _ => "not released: the session held others before it",
+        };
+        bail!(
+            "--count-sql took {} advisory lock{} ({released}); a count takes none",
+            after - before,
+            if after - before == 1 { "" } else { "s" }
+        )
     }
 
     /// Runs `work` within the count's time (connecting included).
@@ -255,6 +334,19 @@ impl std::fmt::Debug for Counter {
             .field("shown", &self.shown)
             .finish_non_exhaustive()
     }
+}
+
+/// The count's function, made in its transaction.
+struct Contained {
+    /// The statement that calls it.
+    call: String,
+    /// The session is a superuser's, so the function runs as `pg_read_all_data`.
+    superuser: bool,
+}
+
+/// How many advisory locks the session holds (granted or awaited).
+async fn advisory_locks(client: &Client) -> Result<i64> {
+    Ok(client.query_typed_one(ADVISORY_LOCKS, &[]).await?.get(0))
 }
 
 /// Aborts a connection's driver task when dropped, closing the connection.

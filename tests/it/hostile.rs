@@ -648,6 +648,115 @@ fn a_count_query_only_counts() {
     assert!(stderr.contains("does not fit in 64 bits"), "{stderr}");
 }
 
+/// The issue's report: a count that switched its role back to the superuser
+/// (`set_config('role', ...)`) ended a session, and with dblink committed a
+/// table. Inside the count's function no role can be taken back, and a
+/// superuser's count reads as pg_read_all_data.
+#[test]
+fn a_count_cannot_take_its_role_back_nor_write_through_dblink() {
+    let app = Served::start("count-role", &["-s", "guard"]);
+    let url = app.field("database_url");
+    let mut victim = KillOnDrop(
+        Command::new("psql")
+            .arg(&url)
+            .args([
+                "-Atc",
+                "SET application_name = 'victim'; SELECT pg_sleep(30)",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let sessions = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'victim'";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while psql(&url, sessions) != "1" {
+        assert!(Instant::now() < deadline, "the victim session starts");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let end_victim = "(SELECT count(*) FROM pg_stat_activity \
+                      WHERE application_name = 'victim' AND pg_terminate_backend(pid))";
+    for switch in [
+        "set_config('role', 'postgres', true)",
+        "set_config('role', 'none', true)",
+        "set_config('session_authorization', 'postgres', true)",
+    ] {
+        let sql = format!("SELECT CASE WHEN {switch} IS NOT NULL THEN {end_victim} END");
+        let (code, stderr) = count_with(&app, &sql, &[]);
+        assert_eq!(code, Some(1), "{switch}: {stderr}");
+        assert!(
+            stderr.contains("within security-definer function"),
+            "{switch}: {stderr}"
+        );
+        assert_eq!(
+            psql(&url, sessions),
+            "1",
+            "{switch}: the other session lives"
+        );
+    }
+    // Without a switch, pg_read_all_data may not end a superuser's session.
+    let (code, stderr) = count_with(&app, &format!("SELECT {end_victim}"), &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(psql(&url, sessions), "1", "the other session lives");
+    assert_eq!(victim.0.try_wait().unwrap(), None);
+
+    // dblink, with and without the switch, writes nothing.
+    psql(&url, "CREATE EXTENSION IF NOT EXISTS dblink");
+    assert_eq!(
+        psql(
+            &url,
+            "SELECT count(*) FROM pg_extension WHERE extname = 'dblink'"
+        ),
+        "1"
+    );
+    let write = format!(
+        "dblink_exec('{}', 'CREATE TABLE public.made_by_count (x int)')",
+        url.replace('\'', "''")
+    );
+    for sql in [
+        format!("SELECT length({write})::bigint"),
+        format!(
+            "SELECT CASE WHEN set_config('role', 'postgres', true) IS NOT NULL \
+             THEN length({write})::bigint END"
+        ),
+    ] {
+        let (code, stderr) = count_with(&app, &sql, &[]);
+        assert_eq!(code, Some(1), "{sql}: {stderr}");
+    }
+    assert_eq!(
+        psql(
+            &url,
+            "SELECT count(*) FROM pg_class WHERE relname = 'made_by_count'"
+        ),
+        "0",
+        "no table was made through dblink"
+    );
+    psql(&url, "DROP EXTENSION dblink");
+
+    // A count that takes an advisory lock is refused, and the lock let go.
+    let (code, stderr) = count_with(
+        &app,
+        "SELECT count(*) FROM (SELECT pg_try_advisory_lock(4242)) s",
+        &[],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("took 1 advisory lock (released)"),
+        "{stderr}"
+    );
+
+    // An honest count still counts, and the probe still judges.
+    let (code, stderr) = count_with(
+        &app,
+        &format!(
+            "SELECT count(*) FROM {}.experience_points",
+            app.field("schema")
+        ),
+        &[],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
 fn psql(url: &str, sql: &str) -> String {
     let out = Command::new("psql")
         .arg(url)

@@ -688,3 +688,41 @@ fn pgbouncers() -> Vec<String> {
         .filter(|c| c.contains("pgbouncer") && c.contains(".ini"))
         .collect()
 }
+
+/// The report: a count taking `pg_try_advisory_lock` through
+/// PgBouncer left the lock on a server connection after its rollback. The
+/// count is refused, and the lock is let go inside its transaction.
+#[test]
+fn a_count_that_locks_through_pgbouncer_is_refused_and_leaves_no_lock() {
+    let Some((sandbox, server, bouncer)) = behind_a_users_pgbouncer(
+        "a_count_that_locks_through_pgbouncer_is_refused_and_leaves_no_lock",
+        Server::start,
+    ) else {
+        return;
+    };
+    let locks = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'";
+    for _ in 0..3 {
+        let out = sandbox
+            .idem()
+            .args(["probe", "http://127.0.0.1:9/nothing-listens", "-d", "{}"])
+            .args([
+                "--count-sql",
+                "SELECT count(*) FROM (SELECT pg_try_advisory_lock(4242)) s",
+                "--count-database-url",
+                &bouncer.url(),
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("took 1 advisory lock (released)"),
+            "{stderr}"
+        );
+        assert_eq!(
+            server.psql(locks),
+            "0",
+            "no advisory lock stays on the server"
+        );
+    }
+}
