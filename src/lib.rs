@@ -25,7 +25,7 @@ macro_rules! internal {
 }
 
 internal!(
-    app, bench, challenge, cli, commands, db, http, keys, lesson, limits, matrix, pooler, probe,
+    app, bench, challenge, cli, commands, db, files, http, keys, lesson, limits, matrix, pooler, probe,
     race, report, request, scenario, signals, store, strategy, tls,
 );
 

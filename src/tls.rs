@@ -32,8 +32,8 @@ pub fn system_roots() -> Result<RootCertStore> {
 /// The certificates in a PEM file, as roots; `flag` names the setting.
 pub fn roots_from(path: &Path, flag: &str) -> Result<RootCertStore> {
     let shown = path.display();
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-        .map_err(|e| anyhow::anyhow!("{flag} {shown}: could not read it: {e}"))?
+    let pem = crate::files::read_regular(path, crate::files::MAX_PEM_BYTES, flag)?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<_, _>>()
         .map_err(|e| anyhow::anyhow!("{flag} {shown}: not a PEM certificate file: {e}"))?;
     let mut roots = RootCertStore::empty();

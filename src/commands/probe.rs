@@ -1,9 +1,9 @@
 //! `idem probe URL`: race identical requests at any API, count the effects, and optionally check the draft's cases.
 
-use std::io::Read;
+use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use bytes::Bytes;
 
 use crate::cli::wire::{CountFlags, ProbeArgs, ReleaseFlag};
@@ -89,34 +89,14 @@ pub const MAX_DATA_BYTES: u64 = 16 * 1024 * 1024;
 
 /// A body given inline, or `@FILE`: a regular file of at most [`MAX_DATA_BYTES`].
 fn body_of(data: &str, flag: &str) -> Result<Bytes> {
-    let Some(path) = data.strip_prefix('@') else {
-        return Ok(Bytes::from(data.to_owned()));
-    };
-    let file =
-        std::fs::File::open(path).with_context(|| format!("{flag}: could not read {path}"))?;
-    let meta = file
-        .metadata()
-        .with_context(|| format!("{flag}: could not read {path}"))?;
-    if !meta.is_file() {
-        bail!("{flag} @{path} is not a regular file (a FIFO, device or directory); give a file");
+    match data.strip_prefix('@') {
+        Some(path) => {
+            let what = format!("{flag} @");
+            let body = crate::files::read_regular(Path::new(path), MAX_DATA_BYTES, &what)?;
+            Ok(Bytes::from(body))
+        }
+        None => Ok(Bytes::from(data.to_owned())),
     }
-    let too_big = || {
-        anyhow::anyhow!(
-            "{flag} @{path} is over {MAX_DATA_BYTES} bytes (16 MiB), the most a probe sends"
-        )
-    };
-    if meta.len() > MAX_DATA_BYTES {
-        return Err(too_big());
-    }
-    // The file may grow while it is read: read one byte past the limit to know.
-    let mut body = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_DATA_BYTES + 1)
-        .read_to_end(&mut body)
-        .with_context(|| format!("{flag}: could not read {path}"))?;
-    if body.len() as u64 > MAX_DATA_BYTES {
-        return Err(too_big());
-    }
-    Ok(Bytes::from(body))
 }
 
 /// Asks the server whether the count query is one that idem runs, before

@@ -45,8 +45,9 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Scenario>> {
 }
 
 fn read(path: &Path) -> Result<Scenario> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("could not read {}", path.display()))?;
+    let bytes = crate::files::read_regular(path, crate::files::MAX_SCENARIO_BYTES, "scenario file")?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("scenario file {} is not UTF-8 text", path.display()))?;
     scenario::parse(path, &text)
 }
 

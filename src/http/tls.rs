@@ -81,8 +81,9 @@ pub fn client_config(trust: &Trust, offer: Offer) -> Result<Arc<ClientConfig>> {
 /// A server configuration from a PEM certificate chain and its private key
 /// (`idem serve --tls-cert --tls-key`), offering `h2` and `http/1.1`.
 pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>> {
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .map_err(|e| anyhow::anyhow!("--tls-cert {}: could not read it: {e}", cert.display()))?
+    let cert_pem = crate::files::read_regular(cert, crate::files::MAX_PEM_BYTES, "--tls-cert")?;
+    let key_pem = crate::files::read_regular(key, crate::files::MAX_PEM_BYTES, "--tls-key")?;
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
         .collect::<Result<_, _>>()
         .map_err(|e| {
             anyhow::anyhow!(
@@ -93,7 +94,7 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig
     if chain.is_empty() {
         bail!("--tls-cert {} holds no certificate", cert.display());
     }
-    let key = PrivateKeyDer::from_pem_file(key)
+    let key = PrivateKeyDer::from_pem_slice(&key_pem)
         .map_err(|e| anyhow::anyhow!("--tls-key {}: no private key read: {e}", key.display()))?;
     let mut config = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()

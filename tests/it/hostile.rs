@@ -841,3 +841,57 @@ fn tempdir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// The report: a FIFO as a scenario file, `--data @`, `--cacert` or
+/// `--tls-cert` blocked idem (and Ctrl-C with it), and `/dev/zero` was read
+/// until the allocator gave up. Each is refused in one line, at once.
+#[test]
+fn a_fifo_or_a_device_for_any_file_flag_is_refused_in_one_line_at_once() {
+    let sandbox = Sandbox::new("not-regular");
+    let fifo = sandbox.dir.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let fifo = fifo.to_str().unwrap().to_string();
+    let at_fifo = format!("@{fifo}");
+    for (path, said) in [(fifo.as_str(), "a FIFO"), ("/dev/zero", "a device")] {
+        let at = if path == fifo {
+            at_fifo.clone()
+        } else {
+            "@/dev/zero".into()
+        };
+        let commands: [Vec<&str>; 5] = [
+            vec!["scenario", "run", path],
+            vec!["probe", "http://127.0.0.1:9/x", "--data", &at],
+            vec!["probe", "https://127.0.0.1:9/x", "--cacert", path],
+            vec!["serve", "--tls-cert", path, "--tls-key", path],
+            vec![
+                "challenge",
+                "--url",
+                "https://127.0.0.1:9",
+                "--count-sql",
+                "SELECT 1",
+                "--count-database-url",
+                "postgresql:///x?host=/nonexistent",
+                "--cacert",
+                path,
+            ],
+        ];
+        for args in commands {
+            let started = Instant::now();
+            let stderr = common::refused_in_one_line(
+                sandbox.idem().args(&args).timeout(Duration::from_secs(10)),
+            );
+            assert!(
+                stderr.contains(said) && stderr.contains("not a regular file"),
+                "{args:?}: {stderr}"
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(3),
+                "{args:?} took {:?}",
+                started.elapsed()
+            );
+        }
+    }
+    std::fs::remove_file(&fifo).unwrap();
+    assert_eq!(sandbox.wait_clean(Duration::from_secs(5)), Vec::<String>::new());
+}

@@ -1,0 +1,97 @@
+//! The files idem reads: regular files only, opened without blocking, read up to a stated size.
+//!
+//! A path given on the command line may name a FIFO (whose open blocks
+//! until a writer comes, and Ctrl-C with it), a device such as `/dev/zero`
+//! (endless), or a directory. Each file idem reads is opened with
+//! `O_NONBLOCK`, so the open itself never waits, is refused in one line
+//! unless it is a regular file, and is read no further than its limit.
+
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use anyhow::{Result, bail};
+
+/// The most a scenario file may hold.
+pub const MAX_SCENARIO_BYTES: u64 = 1024 * 1024;
+
+/// The most a PEM file (a certificate, a chain, a key) may hold.
+pub const MAX_PEM_BYTES: u64 = 1024 * 1024;
+
+/// `path`'s bytes, if it is a regular file of at most `limit` bytes;
+/// `what` names it in a message (`--cacert`, `scenario file`).
+pub fn read_regular(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>> {
+    let shown = path.display();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("{what} {shown}: could not read it: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| anyhow::anyhow!("{what} {shown}: could not read it: {e}"))?;
+    if !meta.is_file() {
+        bail!(
+            "{what} {shown} is not a regular file ({}); give a file",
+            kind(&meta)
+        );
+    }
+    let too_big = || anyhow::anyhow!("{what} {shown} is over {limit} bytes, the most idem reads");
+    if meta.len() > limit {
+        return Err(too_big());
+    }
+    // The file may grow while it is read: one byte past the limit tells.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| anyhow::anyhow!("{what} {shown}: could not read it: {e}"))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_big());
+    }
+    Ok(bytes)
+}
+
+/// What a file that is not a regular one is, for a message.
+fn kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_regular_file_within_its_limit_is_read() {
+        let err = read_regular(Path::new("/dev/zero"), 10, "--cacert").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--cacert /dev/zero is not a regular file (a device); give a file"
+        );
+        let err = read_regular(Path::new("/"), 10, "x").unwrap_err();
+        assert!(err.to_string().contains("a directory"), "{err}");
+        let dir = std::env::temp_dir().join(format!("idem-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("f");
+        std::fs::write(&file, b"12345").unwrap();
+        assert_eq!(read_regular(&file, 5, "x").unwrap(), b"12345");
+        assert!(read_regular(&file, 4, "x").unwrap_err().to_string().contains("over 4 bytes"));
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let err = read_regular(&fifo, 10, "scenario file").unwrap_err();
+        assert!(err.to_string().contains("a FIFO"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
