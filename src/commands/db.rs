@@ -4,14 +4,24 @@
 //! Ctrl-C or SIGTERM. With one (`idem db -- ruby app.rb`) it runs it with
 //! `DATABASE_URL` and libpq's `PG*` variables set, and removes the cluster
 //! when the command exits, passing on its exit code.
+//!
+//! The command runs in a process group of its own, which never outlives
+//! idem: beside the command, in its group, a watcher holds the read end of
+//! a pipe whose write end only idem holds, and kills the whole group once
+//! that pipe closes, which it does however idem ends (`kill -9`
+//! included). A command told to stop that is still there after the grace
+//! period is killed with its whole group. On a terminal the command's
+//! group is made the foreground one while it runs, so it reads the
+//! terminal and Ctrl-C reaches it as it would from a shell.
 
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
 use crate::cli::teaching::DbArgs;
 use crate::db::{Cluster, ClusterOptions};
-use crate::report::emit;
+use crate::report::emit_verbatim;
 use crate::signals::Signals;
 
 /// How long a command told to stop (SIGTERM) may take before it is killed.
@@ -88,46 +98,88 @@ async fn hold(reach: &Reach, signals: &mut Signals) -> Result<()> {
         .iter()
         .map(|(name, value)| format!("export {name}='{value}'"))
         .collect();
-    emit(&format!("{}\n", exports.join("\n")))?;
+    // For a shell to read (`eval "$(idem db)"`): never wrapped.
+    emit_verbatim(&format!("{}\n", exports.join("\n")))?;
     eprintln!("idem db: a disposable cluster, removed on Ctrl-C or SIGTERM");
     let signal = signals.received().await;
     eprintln!("idem db: {}; removing the cluster", signal.name);
     Ok(())
 }
 
+/// Runs beside the command in its group: waits for idem's pipe to close,
+/// then kills the group. It ignores the signals a terminal or idem send
+/// the group, so only the pipe ends it; then `exec` drops the pipe from
+/// the command itself.
+const WATCHED: &str = "(trap '' INT TERM HUP QUIT; read _ <&3; kill -KILL 0) & exec 3<&- \"$@\"";
+
 /// Runs the command against the cluster and passes on how it ended.
 async fn run(program: &str, rest: &[String], reach: &Reach, signals: &mut Signals) -> Result<()> {
+    if !runnable(program) {
+        bail!("could not run {program}: no such program (on PATH, or at that path)");
+    }
     eprintln!(
         "idem db: DATABASE_URL={} (removed when {program} exits)",
         reach.url
     );
-    let mut child = tokio::process::Command::new(program)
+    let (watch, lifeline) = pipe().context("could not make the command's lifeline")?;
+    let watch_fd = watch.as_raw_fd();
+    let parent = std::process::id() as libc::pid_t;
+    let mut command = tokio::process::Command::new("/bin/sh");
+    command
+        .arg("-c")
+        .arg(WATCHED)
+        .arg("idem-db")
+        .arg(program)
         .args(rest)
         .envs(reach.vars.iter().map(|(k, v)| (*k, v.as_str())))
-        .kill_on_drop(true)
+        .process_group(0)
+        .kill_on_drop(true);
+    // SAFETY: the closure runs between fork and exec and calls only
+    // async-signal-safe functions (dup2, prctl, getppid).
+    unsafe {
+        command.pre_exec(move || {
+            if libc::dup2(watch_fd, 3) < 0
+                || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other("idem is gone"));
+            }
+            Ok(())
+        });
+    }
+    let mut child = command
         .spawn()
         .with_context(|| format!("could not run {program}"))?;
-    let status = tokio::select! {
-        status = child.wait() => status?,
-        signal = signals.received() => {
-            // Ctrl-C reached the command too (one process group); SIGTERM
-            // may have come to idem alone, so it is passed on.
-            if let Some(pid) = child.id() {
-                // SAFETY: kill sends a signal to the child this process started.
-                unsafe {
-                    libc::kill(pid as i32, signal.number);
-                }
+    drop(watch);
+    let group = child.id().map(|pid| pid as libc::pid_t);
+    let terminal = group.and_then(Terminal::hand_to);
+    let ended = tokio::select! {
+        status = child.wait() => Ok(status?),
+        signal = signals.received() => Err(signal),
+    };
+    drop(terminal);
+    let status = match ended {
+        Ok(status) => status,
+        Err(signal) => {
+            if let Some(group) = group {
+                signal_group(group, signal.number);
             }
-            match tokio::time::timeout(STOP_GRACE, child.wait()).await {
-                Ok(status) => status?,
-                Err(_) => {
-                    child.kill().await?;
-                    child.wait().await?
-                }
-            };
+            let stopped = tokio::time::timeout(STOP_GRACE, child.wait()).await;
+            if !matches!(stopped, Ok(Ok(_))) {
+                eprintln!(
+                    "idem db: {program} did not stop within {} s of {}; killing its process group",
+                    STOP_GRACE.as_secs(),
+                    signal.name
+                );
+            }
+            end_group(&mut child, group, lifeline).await;
             return Err(signal.into());
         }
     };
+    // What the command left running in its group goes with the cluster.
+    end_group(&mut child, group, lifeline).await;
     match status.code() {
         Some(0) => Ok(()),
         Some(code) => Err(ExitWith {
@@ -142,5 +194,140 @@ async fn run(program: &str, rest: &[String], reach: &Reach, signals: &mut Signal
             }
             .into())
         }
+    }
+}
+
+/// Kills what is left of the command's group (closing the lifeline makes
+/// its watcher do so too), and says so if anything is still there a
+/// second later.
+async fn end_group(
+    child: &mut tokio::process::Child,
+    group: Option<libc::pid_t>,
+    lifeline: OwnedFd,
+) {
+    drop(lifeline);
+    let Some(group) = group else { return };
+    signal_group(group, libc::SIGKILL);
+    // The command itself is idem's to reap; the rest, orphans by now, are
+    // reaped by whoever adopted them.
+    let _ = child.wait().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+    while alive_in(group) > 0 {
+        if tokio::time::Instant::now() > deadline {
+            eprintln!(
+                "idem db: process group {group} of the command still has processes after SIGKILL \
+                 (stuck in the kernel?); they are left as they are"
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// How many processes of `group` are alive (a zombie, dead but not yet
+/// reaped by whoever adopted it, is not), as `/proc` says.
+fn alive_in(group: libc::pid_t) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| {
+            // After the command's name in parentheses: state, ppid, pgrp.
+            let Some((_, after)) = stat.rsplit_once(')') else {
+                return false;
+            };
+            let mut fields = after.split_whitespace();
+            let state = fields.next();
+            let pgrp = fields.nth(1).and_then(|p| p.parse::<libc::pid_t>().ok());
+            pgrp == Some(group) && state != Some("Z")
+        })
+        .count()
+}
+
+/// Sends `signal` to every process of `group`.
+fn signal_group(group: libc::pid_t, signal: i32) {
+    // SAFETY: kill sends a signal to the process group this process made.
+    unsafe {
+        libc::kill(-group, signal);
+    }
+}
+
+/// Whether `program` names something that can be run: a path to an
+/// executable file, or a name found on `PATH`.
+fn runnable(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &std::path::Path| {
+        path.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| executable(&dir.join(program)))
+    })
+}
+
+/// A pipe: its read end (for the command's watcher) and its write end
+/// (idem's), both closed on exec.
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two descriptors it opens.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// The terminal, lent to the command's process group while it runs (as a
+/// shell does for a job), and taken back when dropped.
+struct Terminal {
+    ours: libc::pid_t,
+}
+
+impl Terminal {
+    /// Makes `group` the terminal's foreground group, if idem's own group
+    /// is it now (idem runs in the foreground of a terminal).
+    fn hand_to(group: libc::pid_t) -> Option<Self> {
+        // SAFETY: these calls only ask and set the terminal's foreground group.
+        unsafe {
+            if libc::isatty(0) != 1 {
+                return None;
+            }
+            let ours = libc::getpgrp();
+            if libc::tcgetpgrp(0) != ours {
+                return None;
+            }
+            with_ttou_ignored(|| libc::tcsetpgrp(0, group) == 0).then_some(Self { ours })
+        }
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        // SAFETY: gives the terminal back to idem's own group.
+        unsafe {
+            with_ttou_ignored(|| libc::tcsetpgrp(0, self.ours) == 0);
+        }
+    }
+}
+
+/// Runs `f` with SIGTTOU ignored: a process outside the foreground group
+/// that sets the foreground group would otherwise be stopped by it.
+unsafe fn with_ttou_ignored(f: impl FnOnce() -> bool) -> bool {
+    // SAFETY: the old disposition is put back right after.
+    unsafe {
+        let old = libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+        let done = f();
+        libc::signal(libc::SIGTTOU, old);
+        done
     }
 }

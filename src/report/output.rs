@@ -70,6 +70,12 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
     write_out(&super::width::fit(text, super::width::width()))
 }
 
+/// Writes `text` to stdout as it is, never fitted to a width: lines meant
+/// for a shell (`eval "$(idem db)"`), which a wrap would break.
+pub fn emit_verbatim(text: &str) -> anyhow::Result<()> {
+    write_out(text)
+}
+
 fn write_out(text: &str) -> anyhow::Result<()> {
     if text.is_empty() {
         return Ok(());

@@ -346,3 +346,129 @@ fn fake_or_old_binaries_are_named_in_one_line() {
         assert_eq!(sandbox.leftovers(), Vec::<String>::new());
     }
 }
+
+/// Starts `idem db -- sh -c SCRIPT` and waits (at most 30 s) until a
+/// process whose command line holds `marker` runs.
+fn db_running(sandbox: &Sandbox, script: &str, marker: &str) -> std::process::Child {
+    let child = sandbox
+        .idem_std()
+        .args(["db", "--", "sh", "-c", script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sleeping(marker).len() < 2 {
+        assert!(Instant::now() < deadline, "the command and its child start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// The `sleep` processes whose argument begins with `marker`.
+fn sleeping(marker: &str) -> Vec<String> {
+    crate::common::processes()
+        .into_iter()
+        .map(|p| p.cmdline)
+        .filter(|c| c.starts_with("sleep ") && c.contains(marker))
+        .collect()
+}
+
+/// Waits at most `limit` for no `sleep` of `marker`'s.
+fn none_running(marker: &str, limit: Duration) -> Vec<String> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = sleeping(marker);
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The report: after `kill -9` of `idem db -- CMD`, CMD ran on (8 of
+/// 8) with its database gone. Its whole process group goes with idem.
+#[test]
+fn a_killed_idem_db_takes_its_command_and_the_commands_children_with_it() {
+    let sandbox = Sandbox::new("db-killed");
+    let marker = format!("600.{}", std::process::id());
+    let script = format!("sleep {marker} & sleep {marker}1; wait");
+    for _ in 0..3 {
+        let mut idem = db_running(&sandbox, &script, &marker);
+        signal(idem.id(), libc::SIGKILL);
+        let _ = idem.wait();
+        assert_eq!(
+            none_running(&marker, Duration::from_secs(5)),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            wait_for_no_processes(&sandbox.dir, Duration::from_secs(10)),
+            Vec::<String>::new()
+        );
+    }
+}
+
+/// A command that ignores SIGTERM is killed with its children after the
+/// grace period, and idem says so.
+#[test]
+fn a_command_that_ignores_sigterm_is_killed_whole_after_the_grace_period() {
+    let sandbox = Sandbox::new("db-stubborn");
+    let marker = format!("700.{}", std::process::id());
+    let script = format!("trap '' TERM; sleep {marker} & sleep {marker}1; wait");
+    let idem = db_running(&sandbox, &script, &marker);
+    signal(idem.id(), libc::SIGTERM);
+    let out = idem.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("did not stop within 5 s"), "{stderr}");
+    assert_eq!(
+        none_running(&marker, Duration::from_secs(2)),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        wait_for_no_processes(&sandbox.dir, Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
+
+/// `eval "$(idem db)"` in a pipe: the lines are for a shell, never wrapped.
+#[test]
+fn idem_db_exports_are_never_wrapped_for_a_shell() {
+    let sandbox = Sandbox::new("db-exports");
+    let mut idem = sandbox
+        .idem_std()
+        .args(["db"])
+        .env("COLUMNS", "20")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = Vec::new();
+    let stdout = idem.stdout.take().unwrap();
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+        let line = line.unwrap();
+        lines.push(line);
+        if lines.len() == 4 {
+            break;
+        }
+    }
+    signal(idem.id(), libc::SIGINT);
+    assert_eq!(idem.wait().unwrap().code(), Some(0));
+    let script = format!("{}\npsql -Atc 'SELECT 1'", lines.join("\n"));
+    let psql = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        lines[0].starts_with("export DATABASE_URL='postgresql:///"),
+        "{lines:?}"
+    );
+    assert!(lines.iter().all(|l| l.starts_with("export ")), "{lines:?}");
+    // The cluster is gone by now, so psql fails to connect, but on the socket it was told.
+    let said = String::from_utf8_lossy(&psql.stderr);
+    assert!(said.contains("/.s.PGSQL."), "{said}");
+    assert_eq!(
+        wait_for_no_processes(&sandbox.dir, Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
