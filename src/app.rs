@@ -9,7 +9,6 @@ use colored::Colorize;
 use crate::cli::Cli;
 use crate::commands::db::ExitWith;
 use crate::db::secret::scrub;
-use crate::report::BrokenPipe;
 use crate::signals::Interrupted;
 
 /// The whole program: parse the command line, run it, print any error on
@@ -60,7 +59,6 @@ pub fn main() -> ExitCode {
     }
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) if err.is::<BrokenPipe>() => ExitCode::SUCCESS,
         Err(err) => {
             let line = format!("{} {}", "error:".red().bold(), scrub(&said_once(&err)));
             eprintln!("{}", on_stderr(&line));

@@ -25,8 +25,8 @@ macro_rules! internal {
 }
 
 internal!(
-    app, bench, challenge, cli, commands, db, files, http, keys, lesson, limits, matrix, pooler, probe,
-    race, report, request, scenario, signals, store, strategy, tls,
+    app, bench, challenge, cli, commands, db, files, http, keys, lesson, limits, matrix, pooler,
+    probe, race, report, request, scenario, signals, store, strategy, tls,
 );
 
 pub use app::main;
@@ -134,10 +134,11 @@ async fn lessons(numbers: &[u8], told: Told, connect: &ConnectArgs, s: &mut Sign
     let lessons = commands::lesson::plan(numbers)?;
     let paged = report::pager::start(told.page);
     let no_pause = told.no_pause || paged.is_some();
-    with_database(connect, s, async |db| {
+    let told = with_database(connect, s, async |db| {
         commands::lesson::tell(&lessons, no_pause, db).await
     })
-    .await
+    .await;
+    report::pager::finish(paged, told, s).await
 }
 
 /// `idem scenario list` and `idem scenario run`.
@@ -148,11 +149,12 @@ async fn scenario(a: cli::teaching::ScenarioArgs, page: bool, s: &mut Signals) -
         cli::teaching::ScenarioCommand::List { .. } => c::scenario::list(&scenarios),
         cli::teaching::ScenarioCommand::Run { json, .. } => {
             let out = Output::from_json_flag(json);
-            let _paged = report::pager::start(page && !json);
-            with_database(&a.connect, s, async |db| {
+            let paged = report::pager::start(page && !json);
+            let ran = with_database(&a.connect, s, async |db| {
                 c::scenario::run(scenarios, out, db).await
             })
-            .await
+            .await;
+            report::pager::finish(paged, ran, s).await
         }
     }
 }

@@ -4,18 +4,16 @@
 //! result through it: [`Output::record`] for each result (a JSON record,
 //! or the text a renderer makes of it), [`Output::text`] for what only
 //! people read (summaries, timelines, notes). The commands never ask which
-//! one was chosen. Writing stops quietly when the reader of stdout has gone
-//! (`idem ... | head`).
+//! one was chosen. When the reader of stdout has gone (`idem ... | head`)
+//! the rest is dropped quietly and the run goes on, so it exits as it would
+//! have; a pager that failed is said on stderr and the terminal gets the
+//! output instead.
 
 use std::io::{ErrorKind, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::ProgressBar;
 use serde::Serialize;
-
-/// Raised when the reader of stdout has gone away; the run stops and exits 0.
-#[derive(Debug, thiserror::Error)]
-#[error("stdout was closed")]
-pub struct BrokenPipe;
 
 /// How a run writes its results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,14 +74,30 @@ pub fn emit_verbatim(text: &str) -> anyhow::Result<()> {
     write_out(text)
 }
 
+/// Set once stdout's reader is gone (`| head`, a pager quit with `q`):
+/// what is written after that is dropped, and the run goes on to its end,
+/// so that its exit status is its own, whatever became of its output.
+static READER_GONE: AtomicBool = AtomicBool::new(false);
+
 fn write_out(text: &str) -> anyhow::Result<()> {
-    if text.is_empty() {
+    if text.is_empty() || READER_GONE.load(Ordering::Relaxed) {
         return Ok(());
     }
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+    let write = || {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes()).and_then(|()| out.flush())
+    };
+    match write() {
         Ok(()) => Ok(()),
-        Err(err) if err.kind() == ErrorKind::BrokenPipe => Err(BrokenPipe.into()),
+        Err(err) if err.kind() == ErrorKind::BrokenPipe => {
+            // A pager that failed gives the terminal back: write there.
+            if let Some(failed) = super::pager::failed() {
+                eprintln!("idem: {failed}; writing to the terminal instead");
+                return write().map_err(Into::into);
+            }
+            READER_GONE.store(true, Ordering::Relaxed);
+            Ok(())
+        }
         Err(err) => Err(err.into()),
     }
 }

@@ -4,11 +4,19 @@
 //! `--json`. The pager reads what idem writes to its standard output; the
 //! width output is fitted to is the terminal's, measured before the pager
 //! takes the output over. When the pager is gone (its `q`), writing fails
-//! with a broken pipe, which ends the run as a finished one.
+//! with a broken pipe: the rest of the output is dropped and the run goes
+//! on to its own exit status. A pager that failed (it exited with an error,
+//! or could not be run) gives the terminal back, and the output goes there.
+//! On Ctrl-C or SIGTERM idem does not wait for a pager that ignores them:
+//! it is ended, and idem stops within a second as it promises.
 
 use std::io::{IsTerminal, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::signals::{Interrupted, Signals};
 
 /// A running pager; dropping it hands the terminal back and waits for the
 /// reader to quit it, so the shell's prompt does not come back under it.
@@ -16,6 +24,38 @@ pub struct Pager {
     child: Child,
     /// Standard output as it was: the terminal.
     terminal: OwnedFd,
+}
+
+/// The pager now running, for [`failed`] to look at from where output is
+/// written: its process and the terminal's descriptor.
+static RUNNING: Mutex<Option<(u32, RawFd)>> = Mutex::new(None);
+
+/// Asked when writing to the pager fails: if the pager has exited with an
+/// error (as opposed to being quit by its reader), stdout is given back to
+/// the terminal and the failure is described; `None` otherwise.
+pub fn failed() -> Option<String> {
+    let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    let (pid, terminal) = (*running)?;
+    let mut status = 0;
+    // SAFETY: asks, without waiting, how the pager this process started ended.
+    let ended = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
+    if ended != pid as libc::pid_t {
+        return None;
+    }
+    *running = None;
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    if code == Some(0) {
+        return None;
+    }
+    // SAFETY: both descriptors are open; dup2 makes fd 1 the terminal again.
+    unsafe {
+        libc::dup2(terminal, 1);
+    }
+    let command = command().unwrap_or_default();
+    Some(match code {
+        Some(code) => format!("the pager ({command}) exited with status {code}"),
+        None => format!("the pager ({command}) was ended by a signal"),
+    })
 }
 
 /// The pager command: `IDEM_PAGER`, else `PAGER`, else `less`. An empty
@@ -66,18 +106,77 @@ pub fn start(wanted: bool) -> Option<Pager> {
     }
     // fd 1 holds the pipe open now; this handle's own descriptor may go.
     drop(pipe);
+    *RUNNING.lock().unwrap_or_else(|e| e.into_inner()) = Some((child.id(), terminal.as_raw_fd()));
     Some(Pager { child, terminal })
 }
 
-impl Drop for Pager {
-    fn drop(&mut self) {
+impl Pager {
+    /// Hands the terminal back and waits for the reader to quit the pager,
+    /// unless a signal comes first: then the pager is ended, and the signal
+    /// is returned as the run's end.
+    pub async fn close(mut self, signals: &mut Signals) -> Result<(), Interrupted> {
+        self.hand_back();
+        loop {
+            tokio::select! {
+                signal = signals.received() => {
+                    self.end();
+                    return Err(signal);
+                }
+                () = tokio::time::sleep(Duration::from_millis(20)) => {
+                    if !matches!(self.child.try_wait(), Ok(None)) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Standard output back to the terminal: that closes the last write
+    /// end of the pipe, and the pager sees the end of its input.
+    fn hand_back(&mut self) {
         let _ = std::io::stdout().flush();
-        // Standard output back to the terminal: that closes the last write
-        // end of the pipe, and the pager sees the end of its input.
+        *RUNNING.lock().unwrap_or_else(|e| e.into_inner()) = None;
         // SAFETY: both descriptors are open; dup2 replaces fd 1.
         unsafe {
             libc::dup2(self.terminal.as_raw_fd(), 1);
         }
+    }
+
+    /// Ends the pager (it may ignore Ctrl-C, as less does) and reaps it.
+    fn end(&mut self) {
+        let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+impl Drop for Pager {
+    fn drop(&mut self) {
+        self.hand_back();
+        // After a signal nobody waits for a pager that ignores it.
+        if crate::db::child::stop_requested() {
+            self.end();
+        } else {
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Closes the pager, if there is one (see [`Pager::close`]), once the run
+/// has ended as `ran`; a signal while the pager is open ends the run too,
+/// unless it had failed already.
+pub async fn finish(
+    pager: Option<Pager>,
+    ran: anyhow::Result<()>,
+    signals: &mut Signals,
+) -> anyhow::Result<()> {
+    let Some(pager) = pager else {
+        return ran;
+    };
+    // Stopped by a signal already: dropping it ends the pager.
+    if crate::db::child::stop_requested() {
+        drop(pager);
+        return ran;
+    }
+    let closed = pager.close(signals).await;
+    ran.and(closed.map_err(Into::into))
 }

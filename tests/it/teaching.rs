@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use idem::db::{ConnectOptions, Database};
 use idem::scenario::{self, builtin};
@@ -486,4 +487,112 @@ fn a_built_in_scenario_runs_by_its_name_from_any_folder() {
     let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(err.contains("no built-in scenario of that name"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// A scenario that fails (its expected XP rows are not the lesson's), in the sandbox.
+fn failing_scenario(sandbox: &Sandbox, runs: u32) -> std::path::PathBuf {
+    let path = sandbox.dir.join("failing.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "title = \"A figure that is not the lesson's\"\nlesson = 1\nexplain = \"It expects 99.\"\n\n[race]\n\
+             strategy = \"check-then-store\"\nwork_ms = 20\n\n[expect]\nruns = {runs}\nxp_rows = 99\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// The issue's report: a failing scenario exited 0 when its output's
+/// reader was gone, or when the pager failed, and the output was lost.
+#[test]
+fn a_failing_scenario_exits_1_whatever_became_of_its_output() {
+    let sandbox = Sandbox::new("exit-status");
+    let failing = failing_scenario(&sandbox, 2);
+    // `idem scenario run failing.toml | true`: nobody reads stdout.
+    let mut child = sandbox
+        .idem_std()
+        .args(["scenario", "run", failing.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A pager that fails: said on one line, the output on the terminal.
+    let out = in_a_terminal(
+        &sandbox,
+        &format!("{{idem}} scenario run {}", failing.display()),
+    )
+    .env("IDEM_PAGER", "false")
+    .stdin(Stdio::null())
+    .output()
+    .expect("script(1) from util-linux");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{screen}");
+    assert!(
+        screen.contains("the pager (false) exited with status 1; writing to the terminal instead"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("A figure that is not the lesson's"),
+        "{screen}"
+    );
+    std::fs::remove_file(&failing).unwrap();
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
+
+/// A pager that ignores Ctrl-C does not keep idem from stopping.
+#[test]
+fn a_pager_that_ignores_ctrl_c_does_not_keep_idem_running() {
+    let sandbox = Sandbox::new("stubborn-pager");
+    let failing = failing_scenario(&sandbox, 2000);
+    let child = in_a_terminal(
+        &sandbox,
+        &format!("{{idem}} scenario run {}", failing.display()),
+    )
+    .env("IDEM_PAGER", "trap '' INT; cat > /dev/null; sleep 60")
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("script(1) from util-linux");
+    assert!(
+        sandbox
+            .wait_for_ready_cluster(Duration::from_secs(60))
+            .is_some(),
+        "the run's cluster starts"
+    );
+    let idem = crate::common::processes()
+        .into_iter()
+        .find(|p| {
+            let idem = assert_cmd::cargo::cargo_bin("idem");
+            p.cmdline.trim_end() == format!("{} scenario run {}", idem.display(), failing.display())
+        })
+        .expect("idem runs");
+    let sent = Instant::now();
+    crate::common::signal(idem.pid, libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    let took = sent.elapsed();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(took < Duration::from_secs(3), "stopped after {took:?}");
+    std::fs::remove_file(&failing).unwrap();
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
 }
