@@ -208,8 +208,11 @@ impl Connection {
             let mut request = hyper::Request::builder()
                 .method(req.method.clone())
                 .uri(req.path.as_str())
-                .header(HOST, place.as_str())
                 .header(CONTENT_LENGTH, req.body.len());
+            // The user's own Host (`-H 'Host: api.example'`) replaces the URL's.
+            if !req.headers.iter().any(|(name, _)| name == HOST) {
+                request = request.header(HOST, place.as_str());
+            }
             for (name, value) in &req.headers {
                 request = request.header(name, value);
             }

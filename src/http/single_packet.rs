@@ -214,6 +214,13 @@ fn split_last(body: &Bytes) -> (Bytes, Bytes) {
 /// The request as HTTP/2 carries it: the authority in the URI, and none of
 /// HTTP/1.1's connection headers.
 fn h2_request(scheme: &str, authority: &str, req: &Outgoing) -> Result<hyper::Request<()>> {
+    // The user's own Host (`-H 'Host: api.example'`) is the :authority.
+    let authority = req
+        .headers
+        .iter()
+        .find(|(name, _)| name == HOST)
+        .and_then(|(_, value)| value.to_str().ok())
+        .unwrap_or(authority);
     let mut request = hyper::Request::builder()
         .method(req.method.clone())
         .uri(format!("{scheme}://{authority}{}", req.path))

@@ -148,6 +148,14 @@ fn handshake_reason(err: &std::io::Error) -> String {
                 }
                 CertificateError::Revoked => "it is revoked".to_owned(),
                 CertificateError::BadSignature => "its signature is bad".to_owned(),
+                // webpki's error, which rustls passes on as `Other`: a
+                // self-signed certificate made with `openssl req -x509`
+                // is a CA's (basicConstraints CA:TRUE) serving as a leaf.
+                other if format!("{other:?}").contains("CaUsedAsEndEntity") => {
+                    "it is a CA certificate used as the server's own; pass it to --cacert, \
+                     or use a certificate it signed"
+                        .to_owned()
+                }
                 other => format!("{other:?}"),
             };
             format!("the server's certificate was refused: {why}")

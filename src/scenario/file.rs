@@ -84,6 +84,18 @@ pub struct Expect {
     pub broken_runs: Option<u64>,
 }
 
+/// The most of a TOML error's message shown: it may quote the value it
+/// refused, which can be as long as the file.
+const MAX_MESSAGE_CHARS: usize = 200;
+
+/// `text`, cut to `most` characters with an ellipsis if it is longer.
+fn cut(text: &str, most: usize) -> String {
+    match text.char_indices().nth(most) {
+        Some((at, _)) => format!("{}… (cut)", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
 /// Reads and checks one scenario file. Errors name the file, and for bad
 /// TOML or an unknown key the line and column.
 pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
@@ -98,7 +110,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
         anyhow::anyhow!(
             "{name}{}: {}",
             place.unwrap_or_default(),
-            err.message().trim().replace('\n', " ")
+            cut(&err.message().trim().replace('\n', " "), MAX_MESSAGE_CHARS)
         )
     })?;
     scenario.source = name.clone();

@@ -322,3 +322,33 @@ fn every_command_runs_on_a_postgres_that_takes_only_tls() {
     }
     assert_eq!(server.user_state(), before);
 }
+
+/// The issue's report: a certificate made by `openssl req -x509` was
+/// refused as `Other(OtherError(CaUsedAsEndEntity))`. Now in a sentence.
+#[test]
+fn a_ca_certificate_serving_as_its_own_is_refused_in_words() {
+    let sandbox = Sandbox::new("ca-as-leaf");
+    let leaf = crate::common::certs::self_signed_ca_as_leaf(&sandbox.dir, &["127.0.0.1"]);
+    let app = crate::common::app::Served::start(
+        "ca-as-leaf-serve",
+        &[
+            "--tls-cert",
+            leaf.cert.to_str().unwrap(),
+            "--tls-key",
+            leaf.key.to_str().unwrap(),
+        ],
+    );
+    let stderr = crate::common::refused_in_one_line(sandbox.idem().args([
+        "probe",
+        &app.endpoint(),
+        "-d",
+        r#"{"user_id": 1, "amount": 1}"#,
+        "--cacert",
+        leaf.cert.to_str().unwrap(),
+    ]));
+    assert!(
+        stderr.contains("it is a CA certificate used as the server's own; pass it to --cacert, or use a certificate it signed"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("CaUsedAsEndEntity"), "{stderr}");
+}

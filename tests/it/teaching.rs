@@ -596,3 +596,32 @@ fn a_pager_that_ignores_ctrl_c_does_not_keep_idem_running() {
         Vec::<String>::new()
     );
 }
+
+/// A 400 KB value of the wrong type was echoed whole in its error; it is cut.
+#[test]
+fn a_long_wrong_value_in_a_scenario_file_is_cut_in_its_error() {
+    let sandbox = Sandbox::new("long-value");
+    let path = sandbox.dir.join("long.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "title = \"t\"\nlesson = 1\nexplain = \"e\"\n[race]\nstrategy = \"check-then-store\"\nworkers = \"{}\"\n",
+            "a".repeat(400_000)
+        ),
+    )
+    .unwrap();
+    let stderr = crate::common::refused_in_one_line(sandbox.idem().args([
+        "scenario",
+        "run",
+        path.to_str().unwrap(),
+    ]));
+    assert!(
+        stderr.len() < 400,
+        "{} bytes: {}",
+        stderr.len(),
+        &stderr[..400.min(stderr.len())]
+    );
+    assert!(stderr.contains("long.toml:6:"), "{stderr}");
+    assert!(stderr.contains("(cut)"), "{stderr}");
+    std::fs::remove_file(&path).unwrap();
+}

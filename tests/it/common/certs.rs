@@ -62,3 +62,20 @@ fn authority(name: &str) -> (Issuer<'static, KeyPair>, String) {
     let cert = params.self_signed(&key).unwrap();
     (Issuer::new(params, key), cert.pem())
 }
+
+/// What `openssl req -x509` makes: a self-signed certificate for `names`
+/// that says it is a CA (basicConstraints CA:TRUE), used as a server's own.
+pub fn self_signed_ca_as_leaf(dir: &Path, names: &[&str]) -> Leaf {
+    let key = KeyPair::generate().unwrap();
+    let mut params =
+        CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let cert = params.self_signed(&key).unwrap();
+    let leaf = Leaf {
+        cert: dir.join("self-signed.pem"),
+        key: dir.join("self-signed.key"),
+    };
+    std::fs::write(&leaf.cert, cert.pem()).unwrap();
+    std::fs::write(&leaf.key, key.serialize_pem()).unwrap();
+    leaf
+}
