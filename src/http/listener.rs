@@ -15,7 +15,7 @@
 
 use std::convert::Infallible;
 use std::io;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
@@ -220,11 +220,11 @@ where
         io: stream,
         observer: activity.clone(),
     };
-    let serving = in_flight.clone();
+    let (serving, requests) = (in_flight.clone(), activity.clone());
     let service = service_fn(move |req| {
-        let (app, serving) = (app.clone(), serving.clone());
+        let (app, serving, requests) = (app.clone(), serving.clone(), requests.clone());
         async move {
-            let _handling = InFlight::enter(&serving);
+            let _handling = InFlight::enter(&serving, &requests);
             Ok::<_, Infallible>(app.route(req, limits.read_timeout).await)
         }
     });
@@ -259,11 +259,19 @@ where
     }
 }
 
-/// When a byte last moved on a connection.
+/// When a connection last did something: over HTTP/1.1 any byte that
+/// moved; over HTTP/2 a request that began or ended, since its frames
+/// without a stream (PING, SETTINGS, WINDOW_UPDATE) would let a client
+/// hold a connection slot for ever with a PING now and then (Go's HTTP/2
+/// server does not count them either).
 struct Activity {
     start: Instant,
     /// Milliseconds from `start`.
     last_ms: AtomicU64,
+    /// The client opened with HTTP/2's preface (`PRI * HTTP/2.0`).
+    http2: AtomicBool,
+    /// Whether the first bytes have been looked at.
+    looked: AtomicBool,
 }
 
 impl Activity {
@@ -271,6 +279,8 @@ impl Activity {
         Self {
             start: Instant::now(),
             last_ms: AtomicU64::new(0),
+            http2: AtomicBool::new(false),
+            looked: AtomicBool::new(false),
         }
     }
 
@@ -285,30 +295,40 @@ impl Activity {
     }
 }
 
-/// Marks a request as being handled for as long as it lives.
-struct InFlight<'a>(&'a AtomicUsize);
+/// Marks a request as being handled for as long as it lives; its start
+/// and its end are activity.
+struct InFlight<'a>(&'a AtomicUsize, &'a Activity);
 
 impl<'a> InFlight<'a> {
-    fn enter(count: &'a AtomicUsize) -> Self {
+    fn enter(count: &'a AtomicUsize, activity: &'a Activity) -> Self {
         count.fetch_add(1, Ordering::AcqRel);
-        Self(count)
+        activity.touch();
+        Self(count, activity)
     }
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
+        self.1.touch();
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
-/// Any byte moved on a connection is activity.
+/// Over HTTP/1.1 any byte moved is activity; over HTTP/2 only requests are.
 impl Observer for Activity {
-    fn read(&self, _: usize) {
-        self.touch();
+    fn read(&self, bytes: &[u8]) {
+        if !self.looked.swap(true, Ordering::AcqRel) && bytes.starts_with(b"PRI ") {
+            self.http2.store(true, Ordering::Release);
+        }
+        if !self.http2.load(Ordering::Acquire) {
+            self.touch();
+        }
     }
 
     fn wrote(&self, _: usize) {
-        self.touch();
+        if !self.http2.load(Ordering::Acquire) {
+            self.touch();
+        }
     }
 }
 

@@ -6,14 +6,15 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// Told of the bytes a stream moved; both default to nothing.
+/// Told of the bytes a stream moved (those it read, and how many it
+/// wrote); both default to nothing.
 pub trait Observer {
-    fn read(&self, _bytes: usize) {}
+    fn read(&self, _bytes: &[u8]) {}
     fn wrote(&self, _bytes: usize) {}
 }
 
 impl<O: Observer> Observer for std::sync::Arc<O> {
-    fn read(&self, bytes: usize) {
+    fn read(&self, bytes: &[u8]) {
         (**self).read(bytes);
     }
 
@@ -36,8 +37,8 @@ impl<T: AsyncRead + Unpin, O: Observer + Unpin> AsyncRead for Observed<T, O> {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.io).poll_read(cx, buf);
-        let read = buf.filled().len() - before;
-        if read > 0 {
+        let read = &buf.filled()[before..];
+        if !read.is_empty() {
             self.observer.read(read);
         }
         polled

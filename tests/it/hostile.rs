@@ -944,3 +944,37 @@ fn a_host_header_given_replaces_the_urls() {
         assert!(hosts[0].ends_with("api.example"), "{head}");
     }
 }
+
+/// The report: HTTP/2 connections that only send PINGs held every
+/// connection slot for ever. PINGs are not activity; the idle cut comes.
+#[test]
+fn an_http2_connection_that_only_pings_is_closed_as_idle() {
+    let app = Served::start("ping-only", &["--idle-timeout-ms", "500"]);
+    let port = port_of(&app.endpoint());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let lasted = runtime.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        let (_send, mut connection) = h2::client::handshake(tcp).await.unwrap();
+        let mut pings = connection.ping_pong().expect("a PING handle");
+        let driver = tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        let opened = Instant::now();
+        while opened.elapsed() < Duration::from_secs(10) {
+            let pong =
+                tokio::time::timeout(Duration::from_secs(2), pings.ping(h2::Ping::opaque())).await;
+            if !matches!(pong, Ok(Ok(_))) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        driver.abort();
+        opened.elapsed()
+    });
+    assert!(
+        lasted < Duration::from_secs(4),
+        "a PING-only connection lasted {lasted:?} with a 500 ms idle timeout"
+    );
+}
