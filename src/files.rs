@@ -21,22 +21,32 @@ pub const MAX_PEM_BYTES: u64 = 1024 * 1024;
 /// `path`'s bytes, if it is a regular file of at most `limit` bytes;
 /// `what` names it in a message (`--cacert`, `scenario file`).
 pub fn read_regular(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>> {
-    let shown = path.display();
+    read_named(path, limit, &format!("{what} {}", path.display()))
+}
+
+/// [`read_regular`], with the file named in messages as `named` says
+/// (`--data @big.json`, as the user wrote it).
+pub fn read_named(path: &Path, limit: u64, named: &str) -> Result<Vec<u8>> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)
-        .map_err(|e| anyhow::anyhow!("{what} {shown}: could not read it: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("{named}: could not read it: {e}"))?;
     let meta = file
         .metadata()
-        .map_err(|e| anyhow::anyhow!("{what} {shown}: could not read it: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("{named}: could not read it: {e}"))?;
     if !meta.is_file() {
         bail!(
-            "{what} {shown} is not a regular file ({}); give a file",
+            "{named} is not a regular file ({}); give a file",
             kind(&meta)
         );
     }
-    let too_big = || anyhow::anyhow!("{what} {shown} is over {limit} bytes, the most idem reads");
+    let too_big = || {
+        anyhow::anyhow!(
+            "{named} is over {limit} bytes ({} MiB), the most idem reads",
+            limit / (1024 * 1024)
+        )
+    };
     if meta.len() > limit {
         return Err(too_big());
     }
@@ -44,7 +54,7 @@ pub fn read_regular(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>> {
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(limit + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| anyhow::anyhow!("{what} {shown}: could not read it: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("{named}: could not read it: {e}"))?;
     if bytes.len() as u64 > limit {
         return Err(too_big());
     }
@@ -86,7 +96,14 @@ mod tests {
         let file = dir.join("f");
         std::fs::write(&file, b"12345").unwrap();
         assert_eq!(read_regular(&file, 5, "x").unwrap(), b"12345");
-        assert!(read_regular(&file, 4, "x").unwrap_err().to_string().contains("over 4 bytes"));
+        assert!(
+            read_regular(&file, 4, "x")
+                .unwrap_err()
+                .to_string()
+                .contains("over 4 bytes")
+        );
+        let named = read_named(&file, 4, "--data @f").unwrap_err().to_string();
+        assert!(named.starts_with("--data @f is over 4 bytes"), "{named}");
         let fifo = dir.join("fifo");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);

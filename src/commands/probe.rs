@@ -91,8 +91,8 @@ pub const MAX_DATA_BYTES: u64 = 16 * 1024 * 1024;
 fn body_of(data: &str, flag: &str) -> Result<Bytes> {
     match data.strip_prefix('@') {
         Some(path) => {
-            let what = format!("{flag} @");
-            let body = crate::files::read_regular(Path::new(path), MAX_DATA_BYTES, &what)?;
+            let named = format!("{flag} @{path}");
+            let body = crate::files::read_named(Path::new(path), MAX_DATA_BYTES, &named)?;
             Ok(Bytes::from(body))
         }
         None => Ok(Bytes::from(data.to_owned())),

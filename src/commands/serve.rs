@@ -111,6 +111,8 @@ async fn serve_replicas(
         max_connections: cap,
         ..plan.limits
     };
+    // What the front door can hold: two descriptors a connection.
+    let cap = limits.forwarded_allowed().unwrap_or(1).min(cap);
     let replicas =
         Replicas::start(db, &RaceInput::app_of(&plan.settings), listener, limits).await?;
     let ready = Ready::new(

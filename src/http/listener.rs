@@ -72,21 +72,28 @@ const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// What a connection past the cap is told before it is closed: written
 /// out once, as bytes, since no request of its own is read.
-static OVER_CAP: LazyLock<Vec<u8>> = LazyLock::new(|| {
-    let body = super::wire::problem(
+pub(super) static OVER_CAP: LazyLock<Vec<u8>> = LazyLock::new(|| {
+    raw_problem(
         503,
         "too_many_connections",
         "the app has too many open connections; try again",
     )
-    .to_string();
+});
+
+/// A whole HTTP/1.1 problem response as bytes, with `connection: close`:
+/// for a connection whose request is never read.
+pub(super) fn raw_problem(status: u16, code: &str, detail: &str) -> Vec<u8> {
+    let body = super::wire::problem(status, code, detail).to_string();
+    let retry = if status == 503 { "retry-after: 1\r\n" } else { "" };
     format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: {}\r\nretry-after: 1\r\n\
+        "HTTP/1.1 {status} {}\r\ncontent-type: {}\r\n{retry}\
          connection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        super::wire::title(status),
         super::wire::PROBLEM_JSON,
         body.len()
     )
     .into_bytes()
-});
+}
 
 /// Something the front door wants the operator to know (an `accept` error).
 pub type Note = Arc<dyn Fn(String) + Send + Sync>;
@@ -100,6 +107,16 @@ impl Limits {
             .saturating_sub(RESERVED_DESCRIPTORS + pooled as u64)
             .min(usize::MAX as u64) as usize;
         (room > 0).then(|| room.min(self.max_connections))
+    }
+
+    /// The cap of a front door that forwards each connection to a replica:
+    /// every one holds two descriptors here (the client's and the
+    /// replica's). `None` when the limit leaves room for none.
+    pub fn forwarded_allowed(&self) -> Option<usize> {
+        let room = self.connections_allowed(0)?;
+        let forwarded = (descriptor_limit()?.saturating_sub(RESERVED_DESCRIPTORS) / 2)
+            .min(usize::MAX as u64) as usize;
+        (forwarded > 0).then(|| forwarded.min(room))
     }
 }
 

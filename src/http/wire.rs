@@ -132,6 +132,7 @@ pub fn title(status: u16) -> &'static str {
         413 => "Content Too Large",
         422 => "Unprocessable Content",
         500 => "Internal Server Error",
+        502 => "Bad Gateway",
         503 => "Service Unavailable",
         _ => "",
     }

@@ -21,7 +21,7 @@ use super::input::RaceInput;
 use crate::db::Database;
 use crate::db::child::die_with_parent;
 use crate::db::via::Via;
-use crate::http::forward::{Backends, round_robin};
+use crate::http::forward::{Backend, Backends, round_robin};
 use crate::http::listener::Limits;
 
 /// The idem program replicas run, when it is not this process's own
@@ -146,13 +146,19 @@ impl Replicas {
             });
         }
         for replica in &mut replicas {
-            addrs.push(replica.ready().await?);
+            let addr = replica.ready().await?;
+            let pid = replica.child.id().context("a replica exited as it started")?;
+            addrs.push(Backend::new(replica.number, addr, pid));
         }
         let front = listener.local_addr()?;
-        // The front door holds the same bounds as each process behind it.
+        // The front door holds the same bounds as each process behind it,
+        // within what two descriptors per connection leave it.
         let backends = Backends {
             replicas: addrs,
-            cap: limits.max_connections,
+            cap: limits
+                .forwarded_allowed()
+                .unwrap_or(1)
+                .min(limits.max_connections),
             idle: limits.idle_timeout,
         };
         Ok(Self {

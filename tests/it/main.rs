@@ -9,6 +9,7 @@ mod cli;
 mod cluster;
 mod common;
 mod fingerprints_and_keys;
+mod front_door;
 mod guard;
 mod guard_library;
 mod hang_ups;
