@@ -1,45 +1,83 @@
 //! Files idem writes for people to open (`--timeline`, `--trace-json`): made whole beside the target, then renamed over it; never through a link, never into a FIFO or device.
 //!
 //! These files often land in shared places such as `/tmp`, where anyone
-//! can plant a link named like the file a root user is about to write.
-//! So the target is looked at without following links and refused unless
-//! it is missing or a regular file; the contents go to a new file in the
-//! same directory (created exclusively, so it cannot be a planted link
-//! either), are synced, and the new file is renamed over the target.
-//! `rename` replaces the name itself and never follows a link there, and
-//! a run killed mid-write leaves the previous file as it was: only a
-//! stray temporary file, which the next write to the same target removes.
+//! can plant a link named like the file a root user is about to write, or
+//! swap a directory on the way for a link while a race runs. So:
+//! - the target's directory is opened once, component by component, and
+//!   every step after it is made relative to that open directory
+//!   (`openat`, `renameat`, `unlinkat`): what is written is where the
+//!   directory was when it was opened, whatever is renamed meanwhile. A
+//!   component that is a symbolic link is followed only when the link
+//!   belongs to root or to this user (such as `/var/run`); anyone else's is
+//!   refused, and every other component is opened with `O_NOFOLLOW`;
+//! - the target is looked at without following links and refused unless
+//!   it is missing or a regular file;
+//! - the contents go to a new file in the same directory, created
+//!   exclusively (so it cannot be a planted link either) under a name of a
+//!   fixed length whatever the target's (a 255-byte name is fine), are
+//!   synced, and the new file is renamed over the target. `renameat`
+//!   replaces the name itself and never follows a link there, and a run
+//!   killed mid-write leaves the previous file as it was: only a stray
+//!   staged file, which the next write to the same target removes.
 
-use std::fs::{self, OpenOptions};
+use std::ffi::{CStr, CString, OsStr};
+use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path};
 
 use anyhow::{Context, Result, bail};
+use sha2::{Digest, Sha256};
 
-/// Refuses a target that is a link, a directory, a FIFO, a socket or a
-/// device; a missing file or a regular one is fine. `flag` names the
-/// setting that asked for the file, for the message.
+/// The directory a target is written in, open, and the target's name in it.
+struct Place {
+    dir: OwnedFd,
+    name: CString,
+}
+
+impl Place {
+    /// Opens `path`'s directory (see the module's notes) and checks the
+    /// target: missing, or a regular file.
+    fn open(path: &Path, flag: &str) -> Result<Self> {
+        let shown = path.display();
+        let Some(name) = path.file_name() else {
+            bail!("{flag} {shown}: give a file name");
+        };
+        let name = c_name(name).with_context(|| format!("{flag} {shown}: the name holds a NUL"))?;
+        let parent = path.parent().unwrap_or(Path::new(""));
+        let dir = open_dir(parent).map_err(|why| anyhow::anyhow!("{flag} {shown}: {why}"))?;
+        let place = Self { dir, name };
+        place.check(flag, path)?;
+        Ok(place)
+    }
+
+    /// Refuses a target that is a link, a directory, a FIFO, a socket or a
+    /// device; a missing file or a regular one is fine.
+    fn check(&self, flag: &str, path: &Path) -> Result<()> {
+        let shown = path.display();
+        let kind = match stat_at(&self.dir, &self.name) {
+            Ok(Some(mode)) => mode & libc::S_IFMT,
+            Ok(None) => return Ok(()),
+            Err(err) => bail!("{flag} {shown}: cannot look at it: {err}"),
+        };
+        match kind {
+            libc::S_IFREG => Ok(()),
+            libc::S_IFLNK => bail!(
+                "{flag} {shown} is a symbolic link; idem does not write through links: name the file itself"
+            ),
+            libc::S_IFDIR => bail!("{flag} {shown} is a directory; name a file in it"),
+            _ => bail!(
+                "{flag} {shown} is not a regular file (a FIFO, socket or device); name a file"
+            ),
+        }
+    }
+}
+
+/// Refuses a target that idem would not write (see the module's notes), so
+/// that a run can be refused before it starts. `flag` names the setting.
 pub fn check_target(path: &Path, flag: &str) -> Result<()> {
-    let shown = path.display();
-    let meta = match fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(err) if err.kind() == ErrorKind::NotFound => return Ok(()),
-        Err(err) => bail!("{flag} {shown}: cannot look at it: {err}"),
-    };
-    let kind = meta.file_type();
-    if kind.is_symlink() {
-        bail!(
-            "{flag} {shown} is a symbolic link; idem does not write through links: name the file itself"
-        );
-    }
-    if kind.is_dir() {
-        bail!("{flag} {shown} is a directory; name a file in it");
-    }
-    if !kind.is_file() {
-        bail!("{flag} {shown} is not a regular file (a FIFO, socket or device); name a file");
-    }
-    Ok(())
+    Place::open(path, flag).map(drop)
 }
 
 /// Writes `contents` to `path` whole or not at all (see the module's doc).
@@ -51,58 +89,72 @@ pub fn replace(path: &Path, contents: &[u8], flag: &str) -> Result<()> {
 /// their own; the target is untouched until [`Staged::commit`]. Dropped
 /// uncommitted, the staged file is removed.
 struct Staged {
-    staged: PathBuf,
-    target: PathBuf,
-    dir: PathBuf,
+    place: Place,
+    staged: CString,
+    target: String,
     flag: String,
 }
 
 impl Staged {
     fn write(path: &Path, contents: &[u8], flag: &str) -> Result<Self> {
-        check_target(path, flag)?;
-        let shown = path.display();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-            bail!("{flag} {shown}: give a file name");
-        };
-        let dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        sweep_stale(&dir, name);
+        let place = Place::open(path, flag)?;
+        let prefix = staged_prefix(place.name.to_bytes());
+        sweep_stale(&place.dir, &prefix);
+        let staged = CString::new(format!(
+            "{prefix}{}-{}.tmp",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        ))
+        .expect("a staged name has no NUL");
         let staged = Self {
-            staged: dir.join(format!(
-                "{}{}-{}.tmp",
-                staged_prefix(name),
-                std::process::id(),
-                uuid::Uuid::new_v4().simple()
-            )),
-            target: path.to_path_buf(),
-            dir,
+            place,
+            staged,
+            target: path.display().to_string(),
             flag: flag.to_owned(),
         };
         let written = (|| {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o644)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(&staged.staged)?;
+            // SAFETY: a C string and an open directory; the descriptor
+            // returned is owned by the File from here on.
+            let fd = unsafe {
+                libc::openat(
+                    staged.place.dir.as_raw_fd(),
+                    staged.staged.as_ptr(),
+                    libc::O_WRONLY
+                        | libc::O_CREAT
+                        | libc::O_EXCL
+                        | libc::O_NOFOLLOW
+                        | libc::O_CLOEXEC,
+                    0o644 as libc::c_uint,
+                )
+            };
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: fd was just opened and is owned here alone.
+            let mut file = unsafe { File::from_raw_fd(fd) };
             file.write_all(contents)?;
             file.sync_all()
         })();
-        written.with_context(|| format!("could not write {flag} {shown}"))?;
+        written.with_context(|| format!("could not write {flag} {}", staged.target))?;
         Ok(staged)
     }
 
     /// Renames the staged file over the target: from here on the target is
     /// the new contents, whole.
     fn commit(self) -> Result<()> {
-        fs::rename(&self.staged, &self.target)
-            .with_context(|| format!("could not write {} {}", self.flag, self.target.display()))?;
+        let dir = self.place.dir.as_raw_fd();
+        // SAFETY: both names are C strings in the one open directory.
+        let renamed =
+            unsafe { libc::renameat(dir, self.staged.as_ptr(), dir, self.place.name.as_ptr()) };
+        if renamed != 0 {
+            let err = std::io::Error::last_os_error();
+            bail!("could not write {} {}: {err}", self.flag, self.target);
+        }
         // The rename is durable once the directory is synced; a failure here
         // leaves a written file, so it is not reported.
-        if let Ok(dir) = fs::File::open(&self.dir) {
-            let _ = dir.sync_all();
+        // SAFETY: syncs the open directory.
+        unsafe {
+            libc::fsync(dir);
         }
         Ok(())
     }
@@ -111,27 +163,130 @@ impl Staged {
 impl Drop for Staged {
     fn drop(&mut self) {
         // After a commit the staged name is gone already.
-        let _ = fs::remove_file(&self.staged);
+        // SAFETY: a C string in the open directory.
+        unsafe {
+            libc::unlinkat(self.place.dir.as_raw_fd(), self.staged.as_ptr(), 0);
+        }
     }
 }
 
-/// `.NAME.idem-`: how the staged copies of `NAME` begin (then a pid).
-fn staged_prefix(name: &str) -> String {
-    format!(".{name}.idem-")
+/// `.idem-<16 hex digits of the name's hash>-`: how the staged copies of
+/// a target begin (then a pid), the same length whatever the target's name.
+fn staged_prefix(name: &[u8]) -> String {
+    let hash = Sha256::digest(name);
+    let hex: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!(".idem-{hex}-")
 }
 
-/// Removes staged copies of `name` that a killed idem of this user left:
-/// ours by name, owner and a writer process that is gone.
-fn sweep_stale(dir: &Path, name: &str) {
-    let prefix = staged_prefix(name);
-    let Ok(entries) = fs::read_dir(dir) else {
+fn c_name(name: &OsStr) -> Option<CString> {
+    CString::new(name.as_bytes()).ok()
+}
+
+/// Opens `dir` one component at a time (see the module's notes).
+fn open_dir(dir: &Path) -> std::result::Result<OwnedFd, String> {
+    let start: &CStr = if dir.is_absolute() { c"/" } else { c"." };
+    // SAFETY: a C string; the descriptor is owned from here on.
+    let mut at = owned(unsafe {
+        libc::open(
+            start.as_ptr(),
+            libc::O_DIRECTORY | libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    })
+    .map_err(|e| format!("cannot open {}: {e}", start.to_string_lossy()))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for component in dir.components() {
+        let name = match component {
+            Component::RootDir | Component::CurDir => continue,
+            Component::ParentDir => c"..".to_owned(),
+            Component::Normal(name) => c_name(name).ok_or("a directory name holds a NUL")?,
+            Component::Prefix(_) => return Err("a path prefix is not a Unix path".into()),
+        };
+        let shown = name.to_string_lossy().into_owned();
+        let mut flags = libc::O_DIRECTORY | libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+        if let Some((mode, owner)) = lstat_at(&at, &name)
+            && mode & libc::S_IFMT == libc::S_IFLNK
+        {
+            if owner != 0 && owner != me {
+                return Err(format!(
+                    "the directory {shown:?} on the way is a symbolic link of another user's; \
+                     idem does not write through links: name the directory itself"
+                ));
+            }
+            flags &= !libc::O_NOFOLLOW;
+        }
+        // SAFETY: a C string in an open directory; the result is owned.
+        at = owned(unsafe { libc::openat(at.as_raw_fd(), name.as_ptr(), flags) }).map_err(|e| {
+            match e.raw_os_error() {
+                Some(libc::ELOOP) => format!(
+                    "the directory {shown:?} on the way became a symbolic link; idem does not write through links"
+                ),
+                Some(libc::ENOTDIR) => format!("{shown:?} on the way is not a directory"),
+                _ => format!("cannot open the directory {shown:?}: {e}"),
+            }
+        })?;
+    }
+    Ok(at)
+}
+
+fn owned(fd: libc::c_int) -> std::io::Result<OwnedFd> {
+    match fd {
+        fd if fd < 0 => Err(std::io::Error::last_os_error()),
+        // SAFETY: a descriptor just opened and owned by no one else.
+        fd => Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
+    }
+}
+
+/// `name`'s mode and owner in `dir`, links not followed; `None` if missing.
+fn lstat_at(dir: &OwnedFd, name: &CStr) -> Option<(libc::mode_t, libc::uid_t)> {
+    // SAFETY: an all-zero stat is valid; fstatat fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a C string in an open directory.
+    let done = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    (done == 0).then_some((st.st_mode, st.st_uid))
+}
+
+/// `name`'s mode in `dir`, links not followed: `None` when it is missing.
+fn stat_at(dir: &OwnedFd, name: &CStr) -> std::io::Result<Option<libc::mode_t>> {
+    // SAFETY: an all-zero stat is valid; fstatat fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a C string in an open directory.
+    let done = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if done == 0 {
+        return Ok(Some(st.st_mode));
+    }
+    let err = std::io::Error::last_os_error();
+    match err.kind() {
+        ErrorKind::NotFound => Ok(None),
+        _ => Err(err),
+    }
+}
+
+/// Removes staged copies (names beginning `prefix`) that a killed idem of
+/// this user left: ours by name, owner and a writer process that is gone.
+fn sweep_stale(dir: &OwnedFd, prefix: &str) {
+    let Ok(entries) = fs::read_dir(format!("/proc/self/fd/{}", dir.as_raw_fd())) else {
         return;
     };
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     for entry in entries.flatten() {
         let file_name = entry.file_name();
-        let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+        let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
             continue;
         };
         let Some(pid) = rest
@@ -141,9 +296,16 @@ fn sweep_stale(dir: &Path, name: &str) {
         else {
             continue;
         };
-        let ours = entry.metadata().is_ok_and(|m| m.is_file() && m.uid() == me);
+        let Some(name) = c_name(&file_name) else {
+            continue;
+        };
+        let ours = lstat_at(dir, &name)
+            .is_some_and(|(mode, owner)| mode & libc::S_IFMT == libc::S_IFREG && owner == me);
         if ours && !crate::db::leftovers::alive(pid) {
-            let _ = fs::remove_file(entry.path());
+            // SAFETY: a C string in the open directory.
+            unsafe {
+                libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0);
+            }
         }
     }
 }
@@ -151,6 +313,7 @@ fn sweep_stale(dir: &Path, name: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!(
@@ -194,14 +357,14 @@ mod tests {
         fs::write(&target, "the previous good page").unwrap();
         // A kill can land only before the rename (this) or after it.
         let staged = Staged::write(&target, &vec![b'x'; 10 << 20], "--timeline").unwrap();
-        let left = staged.staged.clone();
+        let left = dir.join(staged.staged.to_str().unwrap());
         std::mem::forget(staged);
         assert_eq!(
             fs::read_to_string(&target).unwrap(),
             "the previous good page"
         );
         // The next write of a killed run's target sweeps what it left.
-        let dead = dir.join(format!("{}4194305-abc.tmp", staged_prefix("page.html")));
+        let dead = dir.join(format!("{}4194305-abc.tmp", staged_prefix(b"page.html")));
         fs::rename(&left, &dead).unwrap();
         replace(&target, b"new", "--timeline").unwrap();
         assert!(!dead.exists());
@@ -214,13 +377,49 @@ mod tests {
         let dir = scratch("sweep");
         let target = dir.join("t.html");
         // No process has pid 2^22 + 1 (above Linux's pid_max default ceiling).
-        let stale = dir.join(format!("{}4194305-abc.tmp", staged_prefix("t.html")));
+        let stale = dir.join(format!("{}4194305-abc.tmp", staged_prefix(b"t.html")));
         fs::write(&stale, "half").unwrap();
-        let other = dir.join(".other.idem-4194305-abc.tmp");
+        let other = dir.join(format!("{}4194305-abc.tmp", staged_prefix(b"other.html")));
         fs::write(&other, "not ours to judge").unwrap();
         replace(&target, b"page", "--timeline").unwrap();
         assert!(!stale.exists());
         assert!(other.exists(), "another target's staged file is left alone");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_name_of_255_bytes_is_written() {
+        let dir = scratch("long-name");
+        let target = dir.join("a".repeat(250) + ".html");
+        replace(&target, b"page", "--timeline").unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "page");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_link_is_not_written_through() {
+        let dir = scratch("swapped");
+        let real = dir.join("real");
+        fs::create_dir(&real).unwrap();
+        let elsewhere = dir.join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        // A link of this user's own on the way is followed (as /var/run is).
+        let own = dir.join("own-link");
+        std::os::unix::fs::symlink(&real, &own).unwrap();
+        replace(&own.join("page.html"), b"page", "--timeline").unwrap();
+        assert_eq!(fs::read_to_string(real.join("page.html")).unwrap(), "page");
+        // Swapped between the open and the write: the file lands in the
+        // directory that was opened, never where the link now points.
+        let target = real.join("late.html");
+        let staged = Staged::write(&target, b"late", "--timeline").unwrap();
+        fs::rename(&real, dir.join("moved")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &real).unwrap();
+        staged.commit().unwrap();
+        assert!(!elsewhere.join("late.html").exists());
+        assert_eq!(
+            fs::read_to_string(dir.join("moved").join("late.html")).unwrap(),
+            "late"
+        );
         fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -978,3 +978,52 @@ fn an_http2_connection_that_only_pings_is_closed_as_idle() {
         "a PING-only connection lasted {lasted:?} with a 500 ms idle timeout"
     );
 }
+
+/// The report: `--timeline` wrote through a directory on its way
+/// that another user had made a link, and a valid 245-byte name failed
+/// after the race because the staged copy's name was too long.
+#[test]
+fn a_timeline_is_not_written_through_another_users_linked_directory_and_a_long_name_is_fine() {
+    let sandbox = Sandbox::new("timeline-dir");
+    let dir = tempdir("timeline-dir");
+    let real = dir.join("real");
+    std::fs::create_dir(&real).unwrap();
+    let linked = dir.join("linked");
+    std::os::unix::fs::symlink(&real, &linked).unwrap();
+    if common::is_root() {
+        // The link is someone else's: the postgres user's, as a stranger's would be.
+        let c = std::ffi::CString::new(linked.to_str().unwrap()).unwrap();
+        let pw = unsafe { libc::getpwnam(c"postgres".as_ptr()) };
+        assert!(!pw.is_null(), "the postgres user exists");
+        let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
+        assert_eq!(unsafe { libc::lchown(c.as_ptr(), uid, gid) }, 0);
+        let stderr = common::refused_in_one_line(
+            sandbox
+                .idem()
+                .args(["race", "--timeline"])
+                .arg(linked.join("page.html")),
+        );
+        assert!(
+            stderr.contains("symbolic link of another user's"),
+            "{stderr}"
+        );
+        assert!(!real.join("page.html").exists());
+    }
+    let long = real.join(format!("{}.html", "t".repeat(240)));
+    let out = sandbox
+        .idem()
+        .args(["race", "--timeline"])
+        .arg(&long)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(long.exists());
+    let names: Vec<_> = std::fs::read_dir(&real).unwrap().flatten().collect();
+    assert_eq!(names.len(), 1, "nothing staged is left");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}
