@@ -694,10 +694,9 @@ fn pgbouncers() -> Vec<String> {
 /// count is refused, and the lock is let go inside its transaction.
 #[test]
 fn a_count_that_locks_through_pgbouncer_is_refused_and_leaves_no_lock() {
-    let Some((sandbox, server, bouncer)) = behind_a_users_pgbouncer(
-        "a_count_that_locks_through_pgbouncer_is_refused_and_leaves_no_lock",
-        Server::start,
-    ) else {
+    let Some((sandbox, server, bouncer)) =
+        behind_a_users_pgbouncer("pgb-count-lock", Server::start)
+    else {
         return;
     };
     let locks = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'";

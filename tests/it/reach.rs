@@ -352,3 +352,28 @@ fn a_ca_certificate_serving_as_its_own_is_refused_in_words() {
     );
     assert!(!stderr.contains("CaUsedAsEndEntity"), "{stderr}");
 }
+
+/// `SETTINGS_MAX_CONCURRENT_STREAMS = 0` was blamed on flow control; the
+/// streams limit is named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_allows_no_stream_is_named_for_its_streams_limit() {
+    let server = ArrivalServer::start_with(Speaks::Http2, None, Some(0))
+        .await
+        .unwrap();
+    let reach = Reach {
+        trust: Trust::System,
+        offer: Offer::Http2,
+        prior_knowledge: true,
+    };
+    let probe = probe_at(
+        &format!("http://127.0.0.1:{}/pay", server.port),
+        reach,
+        Http1Release::LastByte,
+    );
+    let volley = probe.volley(Some("none"), &probe.body, 5).await;
+    let error = volley.shots[0].error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("SETTINGS_MAX_CONCURRENT_STREAMS = 0") && !error.contains("flow control"),
+        "{error}"
+    );
+}
