@@ -45,7 +45,8 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Scenario>> {
 }
 
 fn read(path: &Path) -> Result<Scenario> {
-    let bytes = crate::files::read_regular(path, crate::files::MAX_SCENARIO_BYTES, "scenario file")?;
+    let bytes =
+        crate::files::read_regular(path, crate::files::MAX_SCENARIO_BYTES, "scenario file")?;
     let text = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("scenario file {} is not UTF-8 text", path.display()))?;
     scenario::parse(path, &text)

@@ -84,7 +84,11 @@ pub(super) static OVER_CAP: LazyLock<Vec<u8>> = LazyLock::new(|| {
 /// for a connection whose request is never read.
 pub(super) fn raw_problem(status: u16, code: &str, detail: &str) -> Vec<u8> {
     let body = super::wire::problem(status, code, detail).to_string();
-    let retry = if status == 503 { "retry-after: 1\r\n" } else { "" };
+    let retry = if status == 503 {
+        "retry-after: 1\r\n"
+    } else {
+        ""
+    };
     format!(
         "HTTP/1.1 {status} {}\r\ncontent-type: {}\r\n{retry}\
          connection: close\r\ncontent-length: {}\r\n\r\n{body}",

@@ -147,7 +147,10 @@ impl Replicas {
         }
         for replica in &mut replicas {
             let addr = replica.ready().await?;
-            let pid = replica.child.id().context("a replica exited as it started")?;
+            let pid = replica
+                .child
+                .id()
+                .context("a replica exited as it started")?;
             addrs.push(Backend::new(replica.number, addr, pid));
         }
         let front = listener.local_addr()?;

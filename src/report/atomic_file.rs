@@ -57,7 +57,7 @@ impl Place {
     fn check(&self, flag: &str, path: &Path) -> Result<()> {
         let shown = path.display();
         let kind = match stat_at(&self.dir, &self.name) {
-            Ok(Some(mode)) => mode & libc::S_IFMT,
+            Ok(Some((mode, _))) => mode & libc::S_IFMT,
             Ok(None) => return Ok(()),
             Err(err) => bail!("{flag} {shown}: cannot look at it: {err}"),
         };
@@ -237,24 +237,9 @@ fn owned(fd: libc::c_int) -> std::io::Result<OwnedFd> {
     }
 }
 
-/// `name`'s mode and owner in `dir`, links not followed; `None` if missing.
-fn lstat_at(dir: &OwnedFd, name: &CStr) -> Option<(libc::mode_t, libc::uid_t)> {
-    // SAFETY: an all-zero stat is valid; fstatat fills it.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: a C string in an open directory.
-    let done = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            &mut st,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    (done == 0).then_some((st.st_mode, st.st_uid))
-}
-
-/// `name`'s mode in `dir`, links not followed: `None` when it is missing.
-fn stat_at(dir: &OwnedFd, name: &CStr) -> std::io::Result<Option<libc::mode_t>> {
+/// `name`'s mode and owner in `dir`, links not followed: `None` when it
+/// is missing.
+fn stat_at(dir: &OwnedFd, name: &CStr) -> std::io::Result<Option<(libc::mode_t, libc::uid_t)>> {
     // SAFETY: an all-zero stat is valid; fstatat fills it.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: a C string in an open directory.
@@ -267,13 +252,18 @@ fn stat_at(dir: &OwnedFd, name: &CStr) -> std::io::Result<Option<libc::mode_t>> 
         )
     };
     if done == 0 {
-        return Ok(Some(st.st_mode));
+        return Ok(Some((st.st_mode, st.st_uid)));
     }
     let err = std::io::Error::last_os_error();
     match err.kind() {
         ErrorKind::NotFound => Ok(None),
         _ => Err(err),
     }
+}
+
+/// [`stat_at`], with an error taken as nothing there.
+fn lstat_at(dir: &OwnedFd, name: &CStr) -> Option<(libc::mode_t, libc::uid_t)> {
+    stat_at(dir, name).ok().flatten()
 }
 
 /// Removes staged copies (names beginning `prefix`) that a killed idem of

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::app::{KillOnDrop, award, header, json};
-use crate::common::{Sandbox, first_line_then_drain, processes, signal};
+use crate::common::{Sandbox, first_line_then_drain, processes, psql, signal};
 
 const AWARD: &str = r#"{"user_id": 42, "amount": 10}"#;
 
@@ -56,15 +56,6 @@ fn stop(sandbox: &Sandbox, mut served: KillOnDrop) {
         sandbox.wait_clean(Duration::from_secs(10)),
         Vec::<String>::new()
     );
-}
-
-fn psql(url: &str, sql: &str) -> String {
-    let out = std::process::Command::new("psql")
-        .arg(url)
-        .args(["-Atc", sql])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 fn port_of(url: &str) -> u16 {

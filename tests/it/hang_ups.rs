@@ -2,23 +2,14 @@
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
 use crate::common::app::{Served, award, json};
+use crate::common::psql;
 
 const AWARD: &str = r#"{"user_id": 42, "amount": 10}"#;
-
-fn psql(url: &str, sql: &str) -> String {
-    let out = Command::new("psql")
-        .arg(url)
-        .args(["-Atc", sql])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 /// The app's sessions idle inside a transaction nobody will finish.
 const IDLE_IN_TRANSACTION: &str = "SELECT count(*) FROM pg_stat_activity \

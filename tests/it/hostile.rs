@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::common;
 use crate::common::app::{KillOnDrop, Served};
-use crate::common::{Sandbox, signal};
+use crate::common::{Sandbox, psql, signal};
 
 const AWARD: &str = r#"{"user_id": 42, "amount": 10}"#;
 
@@ -592,24 +592,7 @@ fn a_count_query_only_counts() {
 
     // Another session of the superuser: a count cannot end it.
     let url = app.field("database_url");
-    let mut victim = KillOnDrop(
-        Command::new("psql")
-            .arg(&url)
-            .args([
-                "-Atc",
-                "SET application_name = 'victim'; SELECT pg_sleep(30)",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let sessions = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'victim'";
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while psql(&url, sessions) != "1" {
-        assert!(Instant::now() < deadline, "the victim session starts");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut victim = victim_session(&url);
     let (code, stderr) = count_with(
         &app,
         "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity \
@@ -621,7 +604,7 @@ fn a_count_query_only_counts() {
         stderr.contains("superuser"),
         "the superuser is noted: {stderr}"
     );
-    assert_eq!(psql(&url, sessions), "1", "the other session lives");
+    assert_eq!(psql(&url, VICTIMS), "1", "the other session lives");
     assert_eq!(victim.0.try_wait().unwrap(), None);
 
     // A count that will not end is cancelled on the server.
@@ -656,24 +639,7 @@ fn a_count_query_only_counts() {
 fn a_count_cannot_take_its_role_back_nor_write_through_dblink() {
     let app = Served::start("count-role", &["-s", "guard"]);
     let url = app.field("database_url");
-    let mut victim = KillOnDrop(
-        Command::new("psql")
-            .arg(&url)
-            .args([
-                "-Atc",
-                "SET application_name = 'victim'; SELECT pg_sleep(30)",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let sessions = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'victim'";
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while psql(&url, sessions) != "1" {
-        assert!(Instant::now() < deadline, "the victim session starts");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut victim = victim_session(&url);
     let end_victim = "(SELECT count(*) FROM pg_stat_activity \
                       WHERE application_name = 'victim' AND pg_terminate_backend(pid))";
     for switch in [
@@ -689,7 +655,7 @@ fn a_count_cannot_take_its_role_back_nor_write_through_dblink() {
             "{switch}: {stderr}"
         );
         assert_eq!(
-            psql(&url, sessions),
+            psql(&url, VICTIMS),
             "1",
             "{switch}: the other session lives"
         );
@@ -697,7 +663,7 @@ fn a_count_cannot_take_its_role_back_nor_write_through_dblink() {
     // Without a switch, pg_read_all_data may not end a superuser's session.
     let (code, stderr) = count_with(&app, &format!("SELECT {end_victim}"), &[]);
     assert_eq!(code, Some(1), "{stderr}");
-    assert_eq!(psql(&url, sessions), "1", "the other session lives");
+    assert_eq!(psql(&url, VICTIMS), "1", "the other session lives");
     assert_eq!(victim.0.try_wait().unwrap(), None);
 
     // dblink, with and without the switch, writes nothing.
@@ -757,13 +723,29 @@ fn a_count_cannot_take_its_role_back_nor_write_through_dblink() {
     assert_eq!(code, Some(0), "{stderr}");
 }
 
-fn psql(url: &str, sql: &str) -> String {
-    let out = Command::new("psql")
-        .arg(url)
-        .args(["-Atc", sql])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+/// Counts the sessions that [`victim_session`] starts.
+const VICTIMS: &str = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'victim'";
+
+/// Another session of the URL's superuser, sleeping, for a count to try to end.
+fn victim_session(url: &str) -> KillOnDrop {
+    let victim = KillOnDrop(
+        Command::new("psql")
+            .arg(url)
+            .args([
+                "-Atc",
+                "SET application_name = 'victim'; SELECT pg_sleep(30)",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while psql(url, VICTIMS) != "1" {
+        assert!(Instant::now() < deadline, "the victim session starts");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    victim
 }
 
 #[test]

@@ -149,6 +149,16 @@ pub fn processes() -> Vec<Process> {
     found
 }
 
+/// One statement's answer through psql (`-At`: bare values), trimmed.
+pub fn psql(url: &str, sql: &str) -> String {
+    let out = std::process::Command::new("psql")
+        .arg(url)
+        .args(["-Atc", sql])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// Sends a signal to a process.
 pub fn signal(pid: u32, sig: i32) {
     // SAFETY: kill has no memory-safety preconditions.
