@@ -138,7 +138,27 @@ async fn lessons(numbers: &[u8], told: Told, connect: &ConnectArgs, s: &mut Sign
         commands::lesson::tell(&lessons, no_pause, db).await
     })
     .await;
-    report::pager::finish(paged, told, s).await
+    paged_to_the_end(paged, told, s).await
+}
+
+/// Closes the pager, if there is one, once the run has ended as `ran`; a
+/// signal while the pager is open ends the run too, unless it had failed
+/// already. After a signal nobody waits for a pager that ignores it.
+async fn paged_to_the_end(
+    pager: Option<report::pager::Pager>,
+    ran: Result<()>,
+    signals: &mut Signals,
+) -> Result<()> {
+    let Some(pager) = pager else {
+        return ran;
+    };
+    // Stopped by a signal already: dropping it ends the pager.
+    if db::child::stop_requested() {
+        drop(pager);
+        return ran;
+    }
+    let closed = pager.close(signals.received()).await;
+    ran.and(closed.map_err(Into::into))
 }
 
 /// `idem scenario list` and `idem scenario run`.
@@ -154,7 +174,7 @@ async fn scenario(a: cli::teaching::ScenarioArgs, page: bool, s: &mut Signals) -
                 c::scenario::run(scenarios, out, db).await
             })
             .await;
-            report::pager::finish(paged, ran, s).await
+            paged_to_the_end(paged, ran, s).await
         }
     }
 }

@@ -16,8 +16,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::signals::{Interrupted, Signals};
-
 /// A running pager; dropping it hands the terminal back and waits for the
 /// reader to quit it, so the shell's prompt does not come back under it.
 pub struct Pager {
@@ -112,15 +110,16 @@ pub fn start(wanted: bool) -> Option<Pager> {
 
 impl Pager {
     /// Hands the terminal back and waits for the reader to quit the pager,
-    /// unless a signal comes first: then the pager is ended, and the signal
-    /// is returned as the run's end.
-    pub async fn close(mut self, signals: &mut Signals) -> Result<(), Interrupted> {
+    /// unless `stop` (a signal) comes first: then the pager is ended, and
+    /// what `stop` gave is returned as the run's end.
+    pub async fn close<E>(mut self, stop: impl Future<Output = E>) -> Result<(), E> {
         self.hand_back();
+        let mut stop = std::pin::pin!(stop);
         loop {
             tokio::select! {
-                signal = signals.received() => {
+                stopped = &mut stop => {
                     self.end();
-                    return Err(signal);
+                    return Err(stopped);
                 }
                 () = tokio::time::sleep(Duration::from_millis(20)) => {
                     if !matches!(self.child.try_wait(), Ok(None)) {
@@ -159,24 +158,4 @@ impl Drop for Pager {
             let _ = self.child.wait();
         }
     }
-}
-
-/// Closes the pager, if there is one (see [`Pager::close`]), once the run
-/// has ended as `ran`; a signal while the pager is open ends the run too,
-/// unless it had failed already.
-pub async fn finish(
-    pager: Option<Pager>,
-    ran: anyhow::Result<()>,
-    signals: &mut Signals,
-) -> anyhow::Result<()> {
-    let Some(pager) = pager else {
-        return ran;
-    };
-    // Stopped by a signal already: dropping it ends the pager.
-    if crate::db::child::stop_requested() {
-        drop(pager);
-        return ran;
-    }
-    let closed = pager.close(signals).await;
-    ran.and(closed.map_err(Into::into))
 }

@@ -33,6 +33,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("the database", &["db"]),
     ("the TLS both wires share", &["tls"]),
     ("the bounds and defaults of every setting", &["limits"]),
+    ("the files idem reads", &["files"]),
 ];
 
 /// Each top-level module's files.

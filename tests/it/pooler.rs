@@ -67,11 +67,15 @@ impl Bouncer {
             assert!(Instant::now() < deadline, "pgbouncer listens");
             std::thread::sleep(Duration::from_millis(20));
         }
-        let pid = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        // The pidfile may exist a moment before its number is written.
+        let pid = loop {
+            let read = std::fs::read_to_string(&pidfile).unwrap_or_default();
+            if let Ok(pid) = read.trim().parse() {
+                break pid;
+            }
+            assert!(Instant::now() < deadline, "pgbouncer writes its pid");
+            std::thread::sleep(Duration::from_millis(10));
+        };
         Self {
             dir: dir.to_path_buf(),
             pid,
@@ -575,7 +579,7 @@ fn serve_through_pgbouncer_puts_the_apps_pool_behind_it() {
             .args(["serve", "--via", via, "--pool-size", "40"])
             .args(["--listen", "127.0.0.1:0", "--json"])
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::fs::File::create(sandbox.dir.join("serve.err")).unwrap())
             .spawn()
             .unwrap();
         let mut ready = String::new();
@@ -584,7 +588,9 @@ fn serve_through_pgbouncer_puts_the_apps_pool_behind_it() {
             &mut ready,
         )
         .unwrap();
-        let ready: Value = serde_json::from_str(&ready).unwrap();
+        let said = std::fs::read_to_string(sandbox.dir.join("serve.err")).unwrap_or_default();
+        let ready: Value = serde_json::from_str(&ready)
+            .unwrap_or_else(|_| panic!("serve --via {via} is ready: {said}"));
         let url = ready["database_url"].as_str().unwrap().to_string();
         let psql = idem::db::binaries::PgBinaries::locate(None)
             .unwrap()
@@ -630,6 +636,7 @@ fn serve_through_pgbouncer_puts_the_apps_pool_behind_it() {
     let (through, answered) = server_side("pgbouncer");
     assert_eq!(answered, "201");
     assert!(through < 40, "{through} server processes through PgBouncer");
+    let _ = std::fs::remove_file(sandbox.dir.join("serve.err"));
     assert!(sandbox.wait_clean(Duration::from_secs(10)).is_empty());
 }
 
