@@ -101,7 +101,7 @@ pub async fn warm_pool(connect: &Connect, size: usize) -> Result<Workers> {
     let mut opening = tokio::task::JoinSet::new();
     for _ in 0..size {
         let pool = pool.clone();
-        opening.spawn(async move { pool.get().await });
+        opening.spawn(async move { open_one(&pool).await });
     }
     let mut opened = Vec::with_capacity(size);
     while let Some(conn) = opening.join_next().await {
@@ -118,6 +118,34 @@ pub async fn warm_pool(connect: &Connect, size: usize) -> Result<Workers> {
         schema: connect.schema.clone(),
         sending: connect.sending,
     })
+}
+
+/// How many times a connection refused for a full listen queue is tried.
+const FULL_QUEUE_TRIES: u32 = 10;
+
+/// Opens one connection of the pool. A unix socket whose listen queue is
+/// full refuses a non-blocking connect at once (`EAGAIN`) instead of
+/// waiting, as a single-threaded PgBouncer's can be when a whole pool
+/// connects at once on a busy machine: that one refusal is tried again, a
+/// few times with a growing pause; anything else is said at once.
+async fn open_one(pool: &Pool) -> Result<Object, PoolError> {
+    let mut tries = 1;
+    loop {
+        match pool.get().await {
+            Err(PoolError::Backend(err)) if tries < FULL_QUEUE_TRIES && queue_full(&err) => {
+                tokio::time::sleep(Duration::from_millis(20 * u64::from(tries))).await;
+                tries += 1;
+            }
+            got => return got,
+        }
+    }
+}
+
+/// Whether a connect failed because the server's listen queue was full.
+fn queue_full(err: &tokio_postgres::Error) -> bool {
+    std::error::Error::source(err)
+        .and_then(|e| e.downcast_ref::<std::io::Error>())
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::WouldBlock)
 }
 
 /// Checks out a connection, waiting at most `wait` for a free one.
