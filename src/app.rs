@@ -9,6 +9,7 @@ use colored::Colorize;
 use crate::cli::Cli;
 use crate::commands::db::ExitWith;
 use crate::db::secret::scrub;
+use crate::report::BrokenPipe;
 use crate::signals::Interrupted;
 
 /// The whole program: parse the command line, run it, print any error on
@@ -59,6 +60,7 @@ pub fn main() -> ExitCode {
     }
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.is::<BrokenPipe>() => ExitCode::SUCCESS,
         Err(err) => {
             let line = format!("{} {}", "error:".red().bold(), scrub(&said_once(&err)));
             eprintln!("{}", on_stderr(&line));

@@ -90,6 +90,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Serve(a) => serve(a, s).await,
         Command::Probe(a) => {
             let plan = c::probe::plan(&a)?;
+            report::verdict_awaited();
             tokio::select! {
                 biased;
                 signal = s.received() => Err(signal.into()),
@@ -168,6 +169,7 @@ async fn scenario(a: cli::teaching::ScenarioArgs, page: bool, s: &mut Signals) -
     match a.command {
         cli::teaching::ScenarioCommand::List { .. } => c::scenario::list(&scenarios),
         cli::teaching::ScenarioCommand::Run { json, .. } => {
+            report::verdict_awaited();
             let out = Output::from_json_flag(json);
             let paged = report::pager::start(page && !json);
             let ran = with_database(&a.connect, s, async |db| {
@@ -182,6 +184,7 @@ async fn scenario(a: cli::teaching::ScenarioArgs, page: bool, s: &mut Signals) -
 /// `idem challenge`: idem's own guard in-process, or any guard at `--url`.
 async fn challenge(a: cli::wire::ChallengeArgs, s: &mut Signals) -> Result<()> {
     use commands as c;
+    report::verdict_awaited();
     let out = Output::from_json_flag(a.json);
     if let Some(probe) = c::challenge::plan_http(&a)? {
         return tokio::select! {

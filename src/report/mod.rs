@@ -28,4 +28,4 @@ pub mod timeline;
 pub mod trace_file;
 pub mod width;
 
-pub use output::{Output, emit, emit_verbatim};
+pub use output::{BrokenPipe, Output, emit, emit_verbatim, verdict_awaited};

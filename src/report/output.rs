@@ -5,9 +5,10 @@
 //! or the text a renderer makes of it), [`Output::text`] for what only
 //! people read (summaries, timelines, notes). The commands never ask which
 //! one was chosen. When the reader of stdout has gone (`idem ... | head`)
-//! the rest is dropped quietly and the run goes on, so it exits as it would
-//! have; a pager that failed is said on stderr and the terminal gets the
-//! output instead.
+//! the run ends quietly, unless its exit status is a verdict (a scenario
+//! run, a probe, a challenge): then the rest is dropped and the run goes on
+//! to that verdict. A pager that failed is said on stderr and the terminal
+//! gets the output instead.
 
 use std::io::{ErrorKind, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -74,10 +75,25 @@ pub fn emit_verbatim(text: &str) -> anyhow::Result<()> {
     write_out(text)
 }
 
-/// Set once stdout's reader is gone (`| head`, a pager quit with `q`):
-/// what is written after that is dropped, and the run goes on to its end,
-/// so that its exit status is its own, whatever became of its output.
+/// Raised when the reader of stdout has gone away and the command's exit
+/// status says nothing its output did not: the run stops and exits 0.
+#[derive(Debug, thiserror::Error)]
+#[error("stdout was closed")]
+pub struct BrokenPipe;
+
+/// Set by a command whose exit status is a verdict (a scenario run, a
+/// probe, a challenge): when its reader goes, it must still reach it.
+static VERDICT_AWAITED: AtomicBool = AtomicBool::new(false);
+
+/// Set once stdout's reader is gone for such a command: what is written
+/// after that is dropped, and the run goes on to its verdict, so that its
+/// exit status is its own, whatever became of its output.
 static READER_GONE: AtomicBool = AtomicBool::new(false);
+
+/// This run's exit status is a verdict: a closed stdout does not end it.
+pub fn verdict_awaited() {
+    VERDICT_AWAITED.store(true, Ordering::Relaxed);
+}
 
 fn write_out(text: &str) -> anyhow::Result<()> {
     if text.is_empty() || READER_GONE.load(Ordering::Relaxed) {
@@ -94,6 +110,9 @@ fn write_out(text: &str) -> anyhow::Result<()> {
             if let Some(failed) = super::pager::failed() {
                 eprintln!("idem: {failed}; writing to the terminal instead");
                 return write().map_err(Into::into);
+            }
+            if !VERDICT_AWAITED.load(Ordering::Relaxed) {
+                return Err(BrokenPipe.into());
             }
             READER_GONE.store(true, Ordering::Relaxed);
             Ok(())
