@@ -126,8 +126,9 @@ const FULL_QUEUE_TRIES: u32 = 10;
 /// Opens one connection of the pool. A unix socket whose listen queue is
 /// full refuses a non-blocking connect at once (`EAGAIN`) instead of
 /// waiting, as a single-threaded PgBouncer's can be when a whole pool
-/// connects at once on a busy machine: that one refusal is tried again, a
-/// few times with a growing pause; anything else is said at once.
+/// connects at once on a busy machine: a connect that failed before any
+/// server spoke is tried again, a few times with a growing pause (under a
+/// second in all); what a server refused is said at once.
 async fn open_one(pool: &Pool) -> Result<Object, PoolError> {
     let mut tries = 1;
     loop {
@@ -141,11 +142,15 @@ async fn open_one(pool: &Pool) -> Result<Object, PoolError> {
     }
 }
 
-/// Whether a connect failed because the server's listen queue was full.
+/// Whether a connect failed before any server spoke (the listen queue was
+/// full, say), rather than being refused by the server itself.
 fn queue_full(err: &tokio_postgres::Error) -> bool {
-    std::error::Error::source(err)
+    let at_connect =
+        err.as_db_error().is_none() && err.to_string().starts_with("error connecting to server");
+    let full = std::error::Error::source(err)
         .and_then(|e| e.downcast_ref::<std::io::Error>())
-        .is_some_and(|e| e.kind() == std::io::ErrorKind::WouldBlock)
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::WouldBlock);
+    full || at_connect
 }
 
 /// Checks out a connection, waiting at most `wait` for a free one.
