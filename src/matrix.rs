@@ -17,11 +17,8 @@ use crate::limits::Origin;
 use crate::race::input::RaceInput;
 use crate::race::{Outcome, RaceResult, RaceSettings, WorkerReport};
 use crate::strategy::StrategyKind;
+use crate::strategy::spec::MatrixCell;
 use crate::strategy::transaction::{Isolation, Transaction};
-
-/// The retries a serializable cell with retries runs: enough that every
-/// loser's retry finds the winner's key.
-pub const SERIALIZABLE_RETRIES: u32 = 3;
 
 /// One row of the matrix: a guard shape and how its requests are wrapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -102,25 +99,17 @@ impl Cell {
     }
 }
 
-/// Every cell, in the order the table shows them: the course's shapes
-/// first, each without and then within a request transaction, then the
-/// locks people add to check-then-store.
+/// Every cell, in the order the table shows them: the shapes in the order
+/// the course teaches them (the course's own first, then the locks people
+/// add to check-then-store), each as its spec lists its rows.
 pub fn cells() -> Vec<Cell> {
-    use Isolation::{ReadCommitted as Rc, RepeatableRead as Rr, Serializable as Ser};
-    use StrategyKind as S;
-    let levels = |strategy| Isolation::ALL.map(|level| Cell::within(strategy, level, 0));
-    let mut cells = vec![Cell::plain(S::CheckThenStore)];
-    cells.extend(levels(S::CheckThenStore));
-    cells.push(Cell::within(S::CheckThenStore, Ser, SERIALIZABLE_RETRIES));
-    cells.push(Cell::plain(S::InsertUnique));
-    cells.extend(levels(S::InsertUnique));
-    cells.push(Cell::plain(S::ClaimWorkComplete));
-    cells.extend(levels(S::ClaimWorkComplete));
-    cells.push(Cell::plain(S::Guard));
-    cells.extend([Rc, Rr, Ser].map(|level| Cell::within(S::FindForUpdate, level, 0)));
-    cells.extend([Rc, Rr, Ser].map(|level| Cell::within(S::AdvisoryLock, level, 0)));
-    cells.push(Cell::within(S::AdvisoryLock, Ser, SERIALIZABLE_RETRIES));
-    cells
+    StrategyKind::matrix()
+        .into_iter()
+        .map(|(strategy, cell)| match cell {
+            MatrixCell::Plain => Cell::plain(strategy),
+            MatrixCell::Within(level, retries) => Cell::within(strategy, level, retries),
+        })
+        .collect()
 }
 
 /// What one cell's runs came to.

@@ -118,7 +118,7 @@ pub async fn measure_all(
 
     // Statements per request: a short run of each other strategy on fresh keys.
     let mut statements: Vec<Throughput> = last_raw.into_iter().collect();
-    for kind in StrategyKind::COURSE {
+    for kind in StrategyKind::course() {
         let counted = match kind {
             StrategyKind::ClaimWorkComplete => last_cwc.clone(),
             StrategyKind::Guard => last_guard.clone(),

@@ -16,7 +16,7 @@ use crate::strategy::StrategyKind;
 /// `races` default races of every strategy back to back, with no work time.
 pub async fn race_rate(db: &Database, races: usize, tick: impl Fn()) -> Result<Vec<RaceRate>> {
     let mut race_rate = Vec::new();
-    for strategy in StrategyKind::COURSE {
+    for strategy in StrategyKind::course() {
         let settings = RaceInput {
             work_ms: Some(0),
             ..RaceInput::with_strategy(strategy)

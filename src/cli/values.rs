@@ -39,23 +39,17 @@ macro_rules! value_enum {
     };
 }
 
-value_enum!(StrategyKind {
-    StrategyKind::None => "The work with no key at all",
-    StrategyKind::CheckThenStore =>
-        "Find the key; if missing, do the work, then store the key (lesson 1)",
-    StrategyKind::ClaimWorkComplete =>
-        "Claim the key as pending, do the work, complete the claim (lesson 2)",
-    StrategyKind::InsertUnique =>
-        "The work is one INSERT ... ON CONFLICT DO NOTHING on the XP table",
-    StrategyKind::Guard => "The whole guard: claim-work-complete with stale-claim takeover, \
-        rescue of failed work and retry of transient failures (lesson 7)",
-    StrategyKind::FindForUpdate =>
-        "Check-then-store whose find is SELECT ... FOR UPDATE, in the request's transaction (lesson 8)",
-    StrategyKind::AdvisoryLock =>
-        "Check-then-store behind pg_advisory_xact_lock on the key, in the request's transaction (lesson 8)",
-    StrategyKind::Memory =>
-        "The claim in the app process's memory, a map behind a mutex: holds on one process only",
-});
+/// The strategies' values and help lines, as their specs give them.
+impl ValueEnum for StrategyKind {
+    fn value_variants<'a>() -> &'a [Self] {
+        StrategyKind::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let spec = self.spec();
+        Some(clap::builder::PossibleValue::new(spec.name).help(spec.help))
+    }
+}
 
 value_enum!(Transaction {
     Transaction::None => "Each statement commits on its own, as the course's Rails code",

@@ -85,7 +85,7 @@ fn steps(plan: &Plan) -> u64 {
         ),
         (
             BenchSection::Races,
-            (StrategyKind::COURSE.len() * plan.races) as u64,
+            (StrategyKind::course().count() * plan.races) as u64,
         ),
         (BenchSection::Process, plan.processes as u64),
         (BenchSection::Client, plan.client_rounds as u64 + 1),

@@ -44,9 +44,8 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
             .collect::<Result<Vec<_>>>()?;
         (Compared::Losers, rows)
     } else {
-        let rows = StrategyKind::COURSE
-            .iter()
-            .map(|&s| {
+        let rows = StrategyKind::course()
+            .map(|s| {
                 let settings = args.race.input(None).for_strategy(s).build(Origin::Flags)?;
                 Ok((s.name().to_string(), settings))
             })

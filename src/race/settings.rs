@@ -12,13 +12,11 @@ use crate::request::key::{self, KeyError};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
 use crate::strategy::fingerprint::Params;
-use crate::strategy::guard::{Guard, OnFailure};
+use crate::strategy::guard::OnFailure;
 use crate::strategy::orm::Orm;
+use crate::strategy::spec::{Figure, Options, TransactionRule};
 use crate::strategy::transaction::{InTransaction, Isolation, Transaction};
-use crate::strategy::{
-    CheckThenStore, ClaimInCache, ClaimWorkComplete, FindLock, InsertUnique, LoserKind,
-    LoserPolicy, Memory, NoGuard, OPERATION, Strategy, StrategyKind,
-};
+use crate::strategy::{ClaimInCache, LoserKind, LoserPolicy, OPERATION, Strategy, StrategyKind};
 
 /// The key every worker sends unless `--key` says otherwise.
 pub const DEFAULT_KEY: &str = "award-xp-lesson-1";
@@ -362,14 +360,9 @@ impl RaceSettings {
             }
             return Ok(());
         }
-        let refused = match self.strategy {
-            StrategyKind::None => Some("none has no key for a transaction to protect"),
-            StrategyKind::Memory => Some("memory keeps its claims outside the database"),
-            StrategyKind::Guard => Some(
-                "the guard commits its claim before the work on purpose (lesson 7); \
-                 one transaction would hide the claim until the end",
-            ),
-            _ => None,
+        let refused = match self.strategy.spec().transaction {
+            TransactionRule::Refused(why) => Some(why),
+            TransactionRule::Optional | TransactionRule::Needed => None,
         };
         if let Some(why) = refused {
             bail!("{transaction} is refused for {}: {why}", self.strategy);
@@ -539,21 +532,17 @@ impl RaceSettings {
         // Round robin: replica i gets every replicas-th request.
         let at =
             |i: usize| self.workers / self.replicas + usize::from(i < self.workers % self.replicas);
-        let figure = match self.strategy {
-            StrategyKind::None => self.workers,
+        let figure = match self.strategy.spec().figure {
+            Figure::EveryWorker => self.workers,
             // The request's transaction rolls the losers' rows back.
             _ if self.transaction == Transaction::Request => 1,
             // Per replica, as many as got a connection there.
-            StrategyKind::CheckThenStore => (0..self.replicas)
+            Figure::PerConnection => (0..self.replicas)
                 .map(|i| at(i).min(self.worker_connections()))
                 .sum(),
             // One claim per replica that got a request.
-            StrategyKind::Memory => self.replicas.min(self.workers),
-            StrategyKind::ClaimWorkComplete
-            | StrategyKind::InsertUnique
-            | StrategyKind::Guard
-            | StrategyKind::FindForUpdate
-            | StrategyKind::AdvisoryLock => 1,
+            Figure::PerProcess => self.replicas.min(self.workers),
+            Figure::One => 1,
         };
         figure as u64
     }
@@ -573,26 +562,12 @@ impl RaceSettings {
                 keep_for: Duration::from_secs(24 * 3600),
             });
         }
-        let check_then_store = |lock| {
-            Box::new(CheckThenStore {
-                orm: self.orm,
-                lock,
-            })
-        };
-        let strategy: Box<dyn Strategy> = match self.strategy {
-            StrategyKind::None => Box::new(NoGuard),
-            StrategyKind::CheckThenStore => check_then_store(FindLock::None),
-            StrategyKind::FindForUpdate => check_then_store(FindLock::ForUpdate),
-            StrategyKind::AdvisoryLock => check_then_store(FindLock::Advisory),
-            StrategyKind::ClaimWorkComplete => Box::new(ClaimWorkComplete { loser: self.loser }),
-            StrategyKind::InsertUnique => Box::new(InsertUnique),
-            StrategyKind::Memory => Box::new(Memory::default()),
-            StrategyKind::Guard => Box::new(Guard {
-                lock_timeout: self.lock_timeout,
-                on_failure: self.on_failure,
-                ..Guard::default()
-            }),
-        };
+        let strategy = (self.strategy.spec().build)(&Options {
+            orm: self.orm,
+            loser: self.loser,
+            lock_timeout: self.lock_timeout,
+            on_failure: self.on_failure,
+        });
         match self.transaction {
             Transaction::None => strategy,
             Transaction::Request => Box::new(InTransaction {

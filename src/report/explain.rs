@@ -2,8 +2,9 @@
 
 use crate::race::{Outcome, RaceResult, WorkerReport, xp_rows};
 use crate::store::StoreKind;
+use crate::strategy::Step;
+use crate::strategy::spec::Story;
 use crate::strategy::transaction::Transaction;
-use crate::strategy::{Step, StrategyKind};
 
 /// Explains the figure from what the workers did.
 pub fn explain(r: &RaceResult) -> String {
@@ -12,7 +13,7 @@ pub fn explain(r: &RaceResult) -> String {
         _ => over_replicas(r),
     };
     text.push_str(&after_the_retry(r));
-    if r.strategy != StrategyKind::Guard {
+    if r.strategy.spec().story != Story::Guard {
         text.push_str(&crash_consequence(r));
     }
     text.push_str(&what_else_happened(r));
@@ -25,21 +26,21 @@ fn what_the_strategy_did(r: &RaceResult) -> String {
     if r.transaction == Transaction::Request {
         return in_transaction(r);
     }
-    match r.strategy {
-        StrategyKind::None => {
+    match r.strategy.spec().story {
+        Story::NoKey => {
             format!("With no key, every worker that ran did the work: {made} XP rows.")
         }
-        StrategyKind::CheckThenStore => check_then_store(r, made),
-        StrategyKind::ClaimWorkComplete if r.store == StoreKind::Cache => claims_in_the_cache(r),
-        StrategyKind::ClaimWorkComplete => claim_work_complete(r),
-        StrategyKind::Guard => guard(r),
-        StrategyKind::InsertUnique => format!(
+        Story::CheckThenStore => check_then_store(r, made),
+        Story::ClaimFirst if r.store == StoreKind::Cache => claims_in_the_cache(r),
+        Story::ClaimFirst => claim_work_complete(r),
+        Story::Guard => guard(r),
+        Story::IndexAtInsert => format!(
             "The XP table's unique index decided at the insert itself: {made} row made, {} found it and replayed.",
             r.count(Outcome::Replayed)
         ),
-        StrategyKind::Memory => memory(r),
+        Story::ProcessMap => memory(r),
         // These run in the request's transaction only (refused without one).
-        StrategyKind::FindForUpdate | StrategyKind::AdvisoryLock => in_transaction(r),
+        Story::RequestTransaction => in_transaction(r),
     }
 }
 
@@ -64,14 +65,14 @@ fn over_replicas(r: &RaceResult) -> String {
     };
     let (reached, made) = (list(per(false)), list(per(true)));
     let n = r.replicas;
-    match r.strategy {
-        StrategyKind::Memory => format!(
+    match r.strategy.spec().story {
+        Story::ProcessMap => format!(
             "Each of the {n} app processes kept a map of its own, and each let its first request \
              claim the key: requests per process {reached}, work done {made}, so {}. A claim must \
              live where every process sees it.",
             xp_rows(r.xp_rows)
         ),
-        StrategyKind::CheckThenStore if r.isolation.is_none() => format!(
+        Story::CheckThenStore if r.isolation.is_none() => format!(
             "The requests went to {n} app processes in turn ({reached}), each with its own pool of \
              {} ({} for requests): at each, as many did the work as got a connection there before \
              the first key was stored ({made}), so {}.",
@@ -145,7 +146,7 @@ fn in_transaction(r: &RaceResult) -> String {
             count(retried as usize, "retry")
         ));
     }
-    if r.strategy == StrategyKind::AdvisoryLock {
+    if r.reports.iter().any(|w| took(w, Step::Lock)) {
         let waited: f64 = r
             .reports
             .iter()
@@ -451,11 +452,11 @@ fn crash_consequence(r: &RaceResult) -> String {
         .reports
         .iter()
         .any(|w| w.retry && w.outcome == Outcome::Conflict);
-    match r.strategy {
-        StrategyKind::CheckThenStore if r.duplicates > 0 => text.push_str(
+    match r.strategy.spec().story {
+        Story::CheckThenStore if r.duplicates > 0 => text.push_str(
             " Its XP row stayed, but its key was never stored, so a later request found no key and did the work again.",
         ),
-        StrategyKind::ClaimWorkComplete if retried_409 => text.push_str(
+        Story::ClaimFirst if retried_409 => text.push_str(
             " Its claim stays pending for good: nothing may take it over, so every retry answers 409.",
         ),
         _ => {}

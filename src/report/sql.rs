@@ -2,7 +2,6 @@
 
 use crate::race::{RaceResult, StepEvent};
 use crate::store::StoreKind;
-use crate::strategy::{Step, StrategyKind};
 
 /// A statement on one line: its whitespace collapsed.
 pub fn one_line(sql: &str) -> String {
@@ -15,31 +14,5 @@ pub fn rails_line(r: &RaceResult, e: &StepEvent) -> Option<&'static str> {
     if r.store != StoreKind::Table {
         return None;
     }
-    match (r.strategy, e.step) {
-        (StrategyKind::CheckThenStore, Step::Find) if e.note.starts_with("key found") => Some(
-            "return existing_result if IdempotencyKey.find_by(key: idempotency_key, operation: \"award_xp\")",
-        ),
-        (StrategyKind::CheckThenStore, Step::Find) => Some(
-            "existing = IdempotencyKey.find_by(key: idempotency_key, operation: \"award_xp\")  # nil",
-        ),
-        (StrategyKind::CheckThenStore | StrategyKind::ClaimWorkComplete, Step::Work) => {
-            Some("xp = ExperiencePoint.create!(user:, amount:)  # the work")
-        }
-        (StrategyKind::CheckThenStore, Step::Store) if e.note.contains("lost") => Some(
-            "IdempotencyKey.create!(...) rescue ActiveRecord::RecordNotUnique  # the XP row stays",
-        ),
-        (StrategyKind::CheckThenStore, Step::Store) => Some(
-            "IdempotencyKey.create!(key: idempotency_key, operation: \"award_xp\", response_body: { id: xp.id })",
-        ),
-        (StrategyKind::ClaimWorkComplete, Step::Claim) => Some(
-            "claim = IdempotencyKey.insert({ key:, operation: \"award_xp\", status: \"pending\" }, unique_by: :key, returning: :id)",
-        ),
-        (StrategyKind::ClaimWorkComplete, Step::Read) => {
-            Some("existing = IdempotencyKey.find_by(key: idempotency_key)  # someone else's claim")
-        }
-        (StrategyKind::ClaimWorkComplete, Step::Complete) => Some(
-            "IdempotencyKey.where(id: claim).update_all(status: \"completed\", response_body: { id: xp.id })",
-        ),
-        _ => None,
-    }
+    r.strategy.spec().rails_line(e.step, &e.note)
 }

@@ -13,6 +13,10 @@ use tokio_postgres::types::{ToSql, Type};
 use super::answers::mismatch;
 use super::fingerprint;
 use super::orm::{Orm, VERIFY};
+use super::spec::{
+    Figure, Keys, MatrixCell, Note, RailsLine, SERIALIZABLE_RETRIES, Spec, Story, TransactionRule,
+};
+use super::transaction::Isolation;
 use super::{Handled, OPERATION, Step, Strategy, work};
 use crate::db::pool::Conn;
 use crate::db::statements::{Sends, Sql};
@@ -224,3 +228,59 @@ fn after_store(
         Err(err) => Err(err.into()),
     }
 }
+
+/// `check-then-store`: lesson 1's shape, the course's code.
+pub const SPEC: Spec = Spec {
+    name: "check-then-store",
+    help: "Find the key; if missing, do the work, then store the key (lesson 1)",
+    lesson: 1,
+    in_course: true,
+    keys: Keys::KeyTable,
+    transaction: TransactionRule::Optional,
+    losers: false,
+    figure: Figure::PerConnection,
+    story: Story::CheckThenStore,
+    rails: &[
+        RailsLine {
+            step: Step::Find,
+            when: Note::StartsWith("key found"),
+            line: "return existing_result if IdempotencyKey.find_by(key: idempotency_key, operation: \"award_xp\")",
+        },
+        RailsLine {
+            step: Step::Find,
+            when: Note::Any,
+            line: "existing = IdempotencyKey.find_by(key: idempotency_key, operation: \"award_xp\")  # nil",
+        },
+        RAILS_WORK,
+        RailsLine {
+            step: Step::Store,
+            when: Note::Contains("lost"),
+            line: "IdempotencyKey.create!(...) rescue ActiveRecord::RecordNotUnique  # the XP row stays",
+        },
+        RailsLine {
+            step: Step::Store,
+            when: Note::Any,
+            line: "IdempotencyKey.create!(key: idempotency_key, operation: \"award_xp\", response_body: { id: xp.id })",
+        },
+    ],
+    matrix: &[
+        MatrixCell::Plain,
+        MatrixCell::Within(Isolation::ReadCommitted, 0),
+        MatrixCell::Within(Isolation::RepeatableRead, 0),
+        MatrixCell::Within(Isolation::Serializable, 0),
+        MatrixCell::Within(Isolation::Serializable, SERIALIZABLE_RETRIES),
+    ],
+    build: |options| {
+        Box::new(CheckThenStore {
+            orm: options.orm,
+            lock: FindLock::None,
+        })
+    },
+};
+
+/// The work's line of Rails, the same in lesson 1's code and lesson 2's.
+pub const RAILS_WORK: RailsLine = RailsLine {
+    step: Step::Work,
+    when: Note::Any,
+    line: "xp = ExperiencePoint.create!(user:, amount:)  # the work",
+};

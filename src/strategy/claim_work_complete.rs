@@ -15,6 +15,7 @@ use super::answers::{completed, conflict, mismatch, replay};
 use super::claims::{claim, complete, key_of};
 use super::fingerprint;
 use super::loser::LoserPolicy;
+use super::spec::{Figure, Keys, MatrixCell, Note, RailsLine, Spec, Story, TransactionRule};
 use super::{Handled, OPERATION, Step, Strategy, work};
 use crate::db::pool::Conn;
 use crate::db::statements::{Sends, Sql};
@@ -235,3 +236,40 @@ async fn claim_blocking(
         }
     }
 }
+
+/// `claim-work-complete`: lesson 2's shape.
+pub const SPEC: Spec = Spec {
+    name: "claim-work-complete",
+    help: "Claim the key as pending, do the work, complete the claim (lesson 2)",
+    lesson: 2,
+    in_course: true,
+    keys: Keys::KeyTable,
+    transaction: TransactionRule::Optional,
+    losers: true,
+    figure: Figure::One,
+    story: Story::ClaimFirst,
+    rails: &[
+        RailsLine {
+            step: Step::Claim,
+            when: Note::Any,
+            line: "claim = IdempotencyKey.insert({ key:, operation: \"award_xp\", status: \"pending\" }, unique_by: :key, returning: :id)",
+        },
+        RailsLine {
+            step: Step::Read,
+            when: Note::Any,
+            line: "existing = IdempotencyKey.find_by(key: idempotency_key)  # someone else's claim",
+        },
+        super::check_then_store::RAILS_WORK,
+        RailsLine {
+            step: Step::Complete,
+            when: Note::Any,
+            line: "IdempotencyKey.where(id: claim).update_all(status: \"completed\", response_body: { id: xp.id })",
+        },
+    ],
+    matrix: &MatrixCell::PLAIN_AND_EVERY_LEVEL,
+    build: |options| {
+        Box::new(ClaimWorkComplete {
+            loser: options.loser,
+        })
+    },
+};

@@ -6,6 +6,7 @@
 use tokio_postgres::types::Type;
 
 use super::fingerprint::Params;
+use super::spec::{Figure, Keys, MatrixCell, Spec, Story, TransactionRule};
 use super::{Handled, Step, Strategy, work};
 use crate::db::statements::{Sends, Sql};
 use crate::request::{Answer, Lease, Outcome, Request, Trace};
@@ -91,3 +92,19 @@ impl Strategy for InsertUnique {
         })
     }
 }
+
+/// `insert-unique`: the key on the XP row.
+pub const SPEC: Spec = Spec {
+    name: "insert-unique",
+    help: "The work is one INSERT ... ON CONFLICT DO NOTHING on the XP table",
+    lesson: 1,
+    in_course: true,
+    keys: Keys::XpTable,
+    transaction: TransactionRule::Optional,
+    losers: false,
+    figure: Figure::One,
+    story: Story::IndexAtInsert,
+    rails: &[],
+    matrix: &MatrixCell::PLAIN_AND_EVERY_LEVEL,
+    build: |_| Box::new(InsertUnique),
+};

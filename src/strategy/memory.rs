@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::answers::{completed, conflict, mismatch, replay};
 use super::fingerprint;
+use super::spec::{Figure, Keys, Spec, Story, TransactionRule};
 use super::{Handled, Step, Strategy, work};
 use crate::request::{Answer, Lease, Request, Trace};
 
@@ -134,3 +135,19 @@ fn lose(known: Claim, req: &Request, trace: &mut Trace) -> Answer {
         }
     }
 }
+
+/// `memory`: the claim in one process's map.
+pub const SPEC: Spec = Spec {
+    name: "memory",
+    help: "The claim in the app process's memory, a map behind a mutex: holds on one process only",
+    lesson: 5,
+    in_course: false,
+    keys: Keys::ProcessMemory,
+    transaction: TransactionRule::Refused("memory keeps its claims outside the database"),
+    losers: false,
+    figure: Figure::PerProcess,
+    story: Story::ProcessMap,
+    rails: &[],
+    matrix: &[],
+    build: |_| Box::new(Memory::default()),
+};

@@ -1,5 +1,6 @@
 //! `none`: the work with no key at all, the baseline every guard is measured against.
 
+use super::spec::{Figure, Keys, Spec, Story, TransactionRule};
 use super::{Handled, Step, Strategy, work};
 use crate::request::{Answer, Lease, Outcome, Request, Trace};
 
@@ -31,3 +32,19 @@ impl Strategy for NoGuard {
         })
     }
 }
+
+/// `none`: the baseline.
+pub const SPEC: Spec = Spec {
+    name: "none",
+    help: "The work with no key at all",
+    lesson: 1,
+    in_course: true,
+    keys: Keys::Nowhere,
+    transaction: TransactionRule::Refused("none has no key for a transaction to protect"),
+    losers: false,
+    figure: Figure::EveryWorker,
+    story: Story::NoKey,
+    rails: &[],
+    matrix: &[],
+    build: |_| Box::new(NoGuard),
+};

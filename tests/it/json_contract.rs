@@ -163,3 +163,43 @@ fn output_missing_a_documented_field_is_rejected() {
         "an outcome name removed, still valid"
     );
 }
+
+/// Every `"strategy"` enum in a published schema lists the registry's
+/// strategies, in its order: a strategy added to idem is added to the
+/// schemas, or this fails.
+#[test]
+fn the_schemas_name_every_strategy_in_the_registry() {
+    use idem::strategy::StrategyKind;
+    fn strategy_enums<'a>(v: &'a Value, found: &mut Vec<&'a Value>) {
+        match v {
+            Value::Object(map) => {
+                for (name, value) in map {
+                    if name == "strategy"
+                        && let Some(names) = value.get("enum")
+                    {
+                        found.push(names);
+                    }
+                    strategy_enums(value, found);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| strategy_enums(v, found)),
+            _ => {}
+        }
+    }
+    let registry: Vec<Value> = StrategyKind::NAMES
+        .iter()
+        .map(|n| Value::from(*n))
+        .collect();
+    for file in [
+        "schemas/race-result.schema.json",
+        "schemas/matrix.schema.json",
+    ] {
+        let schema: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let mut found = Vec::new();
+        strategy_enums(&schema, &mut found);
+        assert!(!found.is_empty(), "{file} names no strategy");
+        for names in found {
+            assert_eq!(names.as_array().unwrap(), &registry, "{file}");
+        }
+    }
+}

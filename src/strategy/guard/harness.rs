@@ -7,7 +7,34 @@ use crate::db::pool::Conn;
 use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
 use crate::strategy::answers::{self, mismatch};
 use crate::strategy::claims::key_of;
+use crate::strategy::spec::{Figure, Keys, MatrixCell, Spec, Story, TransactionRule};
 use crate::strategy::{Handled, OPERATION, Strategy, work};
+
+/// `guard`: lesson 7's whole guard, as idem races it.
+pub const SPEC: Spec = Spec {
+    name: "guard",
+    help: "The whole guard: claim-work-complete with stale-claim takeover, \
+        rescue of failed work and retry of transient failures (lesson 7)",
+    lesson: 7,
+    in_course: true,
+    keys: Keys::KeyTable,
+    transaction: TransactionRule::Refused(
+        "the guard commits its claim before the work on purpose (lesson 7); \
+         one transaction would hide the claim until the end",
+    ),
+    losers: false,
+    figure: Figure::One,
+    story: Story::Guard,
+    rails: &[],
+    matrix: &[MatrixCell::Plain],
+    build: |options| {
+        Box::new(Guard {
+            lock_timeout: options.lock_timeout,
+            on_failure: options.on_failure,
+            ..Guard::default()
+        })
+    },
+};
 
 impl Strategy for Guard {
     fn handle<'a>(

@@ -97,6 +97,7 @@ use std::future::Future;
 
 use crate::request::Unobserved;
 pub use client::{GuardClient, Key};
+pub(crate) use harness::SPEC;
 pub use settings::{Guard, OnFailure};
 pub use verdict::{ClaimState, Reply, Verdict, WorkFailed};
 

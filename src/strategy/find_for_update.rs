@@ -1,0 +1,28 @@
+//! `find-for-update`: check-then-store whose find is `SELECT ... FOR UPDATE`, in the request's transaction (lesson 8).
+//!
+//! The lock people reach for first. It locks the key row when there is one;
+//! when there is none, as in every first request of a race, it locks nothing.
+
+use super::check_then_store::{CheckThenStore, FindLock};
+use super::spec::{Figure, Keys, MatrixCell, Spec, Story, TransactionRule};
+
+/// `find-for-update`.
+pub const SPEC: Spec = Spec {
+    name: "find-for-update",
+    help: "Check-then-store whose find is SELECT ... FOR UPDATE, in the request's transaction (lesson 8)",
+    lesson: 8,
+    in_course: false,
+    keys: Keys::KeyTable,
+    transaction: TransactionRule::Needed,
+    losers: false,
+    figure: Figure::One,
+    story: Story::RequestTransaction,
+    rails: &[],
+    matrix: &MatrixCell::EVERY_LEVEL,
+    build: |options| {
+        Box::new(CheckThenStore {
+            orm: options.orm,
+            lock: FindLock::ForUpdate,
+        })
+    },
+};
