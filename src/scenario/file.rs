@@ -165,96 +165,126 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
     Ok(scenario)
 }
 
+/// The figures a `[race]` scenario produces.
+const RACE_FIGURES: &[&str] = &[
+    "runs",
+    "key_rows",
+    "xp_rows",
+    "duplicates",
+    "min_rate",
+    "max_rate",
+    "outcomes",
+    "wrong_replays",
+    "service_calls",
+    "service_calls_min_rate",
+    "service_calls_max_rate",
+];
+
+/// The figures a `[keys]` simulation produces.
+const KEYS_FIGURES: &[&str] = &["xp_rows", "duplicates", "keys_used", "merged_intents"];
+
+/// The figures a `[pooler]` finding produces.
+const POOLER_FIGURES: &[&str] = &["runs", "broken_runs"];
+
+/// Settings of a run rather than figures it checks.
+const NOT_CHECKS: &[&str] = &[
+    "runs",
+    "min_rate",
+    "max_rate",
+    "service_calls_min_rate",
+    "service_calls_max_rate",
+];
+
+impl Expect {
+    /// Every key given, in the order of the struct; an empty outcome table
+    /// is given but checks nothing.
+    fn given(&self) -> Vec<&'static str> {
+        [
+            ("runs", self.runs.is_some()),
+            ("key_rows", self.key_rows.is_some()),
+            ("xp_rows", self.xp_rows.is_some()),
+            ("min_rate", self.min_rate.is_some()),
+            ("max_rate", self.max_rate.is_some()),
+            ("duplicates", self.duplicates.is_some()),
+            ("outcomes", self.outcomes.is_some()),
+            ("wrong_replays", self.wrong_replays.is_some()),
+            ("service_calls", self.service_calls.is_some()),
+            (
+                "service_calls_min_rate",
+                self.service_calls_min_rate.is_some(),
+            ),
+            (
+                "service_calls_max_rate",
+                self.service_calls_max_rate.is_some(),
+            ),
+            ("keys_used", self.keys_used.is_some()),
+            ("merged_intents", self.merged_intents.is_some()),
+            ("broken_runs", self.broken_runs.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(key, given)| given.then_some(key))
+        .collect()
+    }
+
+    /// Whether any given key checks a figure.
+    fn checks_something(&self) -> bool {
+        let empty_outcomes = self.outcomes.as_ref().is_some_and(|o| o.is_empty());
+        self.given()
+            .iter()
+            .any(|key| !NOT_CHECKS.contains(key) && (*key != "outcomes" || !empty_outcomes))
+    }
+}
+
+impl Scenario {
+    /// The scenario's kind as its file names it, and the figures it produces.
+    fn kind_and_figures(&self) -> (&'static str, &'static [&'static str]) {
+        match (&self.pooler, &self.keys) {
+            (Some(_), _) => ("[pooler]", POOLER_FIGURES),
+            (None, Some(_)) => ("[keys]", KEYS_FIGURES),
+            (None, None) => ("[race]", RACE_FIGURES),
+        }
+    }
+}
+
 /// Refuses an `[expect]` that checks nothing, names an outcome idem does
 /// not have, or asks for a figure this kind of scenario does not produce.
 fn check_expectations(scenario: &Scenario, name: &str, text: &str) -> Result<()> {
     let e = &scenario.expect;
     let at = |key: &str| place(text, key).unwrap_or_default();
-    let checks_something = [
-        e.key_rows.is_some(),
-        e.xp_rows.is_some(),
-        e.duplicates.is_some(),
-        e.outcomes.as_ref().is_some_and(|o| !o.is_empty()),
-        e.wrong_replays.is_some(),
-        e.service_calls.is_some(),
-        e.keys_used.is_some(),
-        e.merged_intents.is_some(),
-        e.broken_runs.is_some(),
-    ];
-    if !checks_something.contains(&true) {
+    if !e.checks_something() {
         bail!(
             "{name}{}: [expect] checks nothing; give at least one figure (xp_rows, key_rows, ...)",
             place(text, "[expect]").unwrap_or_default()
         );
     }
-    if let Some(outcomes) = &e.outcomes {
-        for outcome in outcomes.keys() {
-            if !Outcome::ALL.iter().any(|o| o.name() == outcome) {
-                let known: Vec<&str> = Outcome::ALL.iter().map(|o| o.name()).collect();
-                bail!(
-                    "{name}{}: expect.outcomes names {outcome:?}, which is no outcome; use {}",
-                    at(outcome),
-                    known.join(", ")
-                );
-            }
-        }
+    let known = || Outcome::ALL.iter().map(|o| o.name()).collect::<Vec<_>>();
+    if let Some(outcome) = e
+        .outcomes
+        .iter()
+        .flat_map(|o| o.keys())
+        .find(|o| !known().contains(&o.as_str()))
+    {
+        bail!(
+            "{name}{}: expect.outcomes names {outcome:?}, which is no outcome; use {}",
+            at(outcome),
+            known().join(", ")
+        );
     }
-    let race_figures = [
-        ("key_rows", e.key_rows.is_some()),
-        ("xp_rows", e.xp_rows.is_some()),
-        ("duplicates", e.duplicates.is_some()),
-        ("min_rate", e.min_rate.is_some()),
-        ("max_rate", e.max_rate.is_some()),
-        ("outcomes", e.outcomes.is_some()),
-        ("wrong_replays", e.wrong_replays.is_some()),
-        ("service_calls", e.service_calls.is_some()),
-        ("service_calls_min_rate", e.service_calls_min_rate.is_some()),
-        ("service_calls_max_rate", e.service_calls_max_rate.is_some()),
-        ("keys_used", e.keys_used.is_some()),
-        ("merged_intents", e.merged_intents.is_some()),
-    ];
-    let (kind, inapplicable): (&str, &[(&str, bool)]) = if scenario.pooler.is_some() {
-        ("[pooler]", &race_figures)
-    } else if scenario.keys.is_some() {
-        (
-            "[keys]",
-            &[
-                ("runs", e.runs.is_some()),
-                ("key_rows", e.key_rows.is_some()),
-                ("min_rate", e.min_rate.is_some()),
-                ("max_rate", e.max_rate.is_some()),
-                ("service_calls_min_rate", e.service_calls_min_rate.is_some()),
-                ("service_calls_max_rate", e.service_calls_max_rate.is_some()),
-                ("outcomes", e.outcomes.is_some()),
-                ("wrong_replays", e.wrong_replays.is_some()),
-                ("service_calls", e.service_calls.is_some()),
-                ("broken_runs", e.broken_runs.is_some()),
-            ],
-        )
-    } else {
-        (
-            "[race]",
-            &[
-                ("keys_used", e.keys_used.is_some()),
-                ("merged_intents", e.merged_intents.is_some()),
-                ("broken_runs", e.broken_runs.is_some()),
-            ],
-        )
-    };
-    if let Some((key, _)) = inapplicable.iter().find(|(_, given)| *given) {
+    let (kind, figures) = scenario.kind_and_figures();
+    if let Some(key) = e.given().into_iter().find(|key| !figures.contains(key)) {
         bail!(
             "{name}{}: expect.{key} does not apply to a {kind} scenario",
             at(key)
         );
     }
-    if (e.min_rate.is_some() || e.max_rate.is_some()) && e.xp_rows.is_none() {
+    if let Some(rate) = ["min_rate", "max_rate"]
+        .into_iter()
+        .find(|r| e.given().contains(r))
+        && e.xp_rows.is_none()
+    {
         bail!(
             "{name}{}: a rate is the share of runs with `xp_rows` XP rows; give xp_rows too",
-            at(if e.min_rate.is_some() {
-                "min_rate"
-            } else {
-                "max_rate"
-            })
+            at(rate)
         );
     }
     let calls_rated = e.service_calls_min_rate.is_some() || e.service_calls_max_rate.is_some();
