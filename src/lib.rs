@@ -26,7 +26,7 @@ macro_rules! internal {
 
 internal!(
     app, bench, challenge, cli, commands, db, files, http, keys, lesson, limits, matrix, pooler,
-    probe, race, report, request, scenario, signals, store, strategy, tls,
+    probe, race, report, request, scenario, signals, store, strategy, trust,
 );
 
 pub use app::main;
@@ -182,7 +182,7 @@ async fn scenario(a: cli::teaching::ScenarioArgs, page: bool, s: &mut Signals) -
 }
 
 /// `idem challenge`: idem's own guard in-process, or any guard at `--url`.
-async fn challenge(a: cli::wire::ChallengeArgs, s: &mut Signals) -> Result<()> {
+async fn challenge(a: cli::wire_commands::ChallengeArgs, s: &mut Signals) -> Result<()> {
     use commands as c;
     report::verdict_awaited();
     let out = Output::from_json_flag(a.json);
@@ -200,7 +200,7 @@ async fn challenge(a: cli::wire::ChallengeArgs, s: &mut Signals) -> Result<()> {
 }
 
 /// `idem serve`, until Ctrl-C or SIGTERM stops it.
-async fn serve(a: cli::wire::ServeArgs, s: &mut Signals) -> Result<()> {
+async fn serve(a: cli::wire_commands::ServeArgs, s: &mut Signals) -> Result<()> {
     use commands as c;
     let served = planned(&a.connect, s, c::serve::plan(&a), c::serve::execute).await;
     match served {

@@ -23,6 +23,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
+use crate::http::stream::Protocol;
+
 /// One request's final byte, as the server read it.
 #[derive(Debug, Clone, Copy)]
 pub struct Arrival {
@@ -32,13 +34,6 @@ pub struct Arrival {
     pub read: u64,
     /// When the kernel received it, in ns of the real-time clock.
     pub at_ns: i128,
-}
-
-/// What the server speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Speaks {
-    Http11,
-    Http2,
 }
 
 /// A running arrival server; stopped when dropped.
@@ -76,14 +71,14 @@ const OK_11: &[u8] =
 
 impl ArrivalServer {
     /// Starts on a free loopback port, with TLS when `tls` is given.
-    pub async fn start(speaks: Speaks, tls: Option<TlsAcceptor>) -> Result<Self> {
+    pub async fn start(speaks: Protocol, tls: Option<TlsAcceptor>) -> Result<Self> {
         Self::start_with(speaks, tls, None).await
     }
 
     /// [`ArrivalServer::start`], an HTTP/2 server announcing at most
     /// `max_streams` concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS).
     pub async fn start_with(
-        speaks: Speaks,
+        speaks: Protocol,
         tls: Option<TlsAcceptor>,
         max_streams: Option<u32>,
     ) -> Result<Self> {
@@ -134,7 +129,7 @@ impl ArrivalServer {
 
 async fn serve<T>(
     mut io: T,
-    speaks: Speaks,
+    speaks: Protocol,
     max_streams: Option<u32>,
     connection: usize,
     noted: Arc<Mutex<Vec<Arrival>>>,
@@ -145,8 +140,8 @@ async fn serve<T>(
     let mut buf = vec![0u8; 64 * 1024];
     let mut read = 0u64;
     let mut h2 = match speaks {
-        Speaks::Http11 => None,
-        Speaks::Http2 => Some(H2State::default()),
+        Protocol::Http11 => None,
+        Protocol::Http2 => Some(H2State::default()),
     };
     if h2.is_some() {
         // Our SETTINGS: every default stands but the stream limit, if any.

@@ -16,7 +16,7 @@ use crate::db::Database;
 use crate::db::pool::warm_pool;
 use crate::http::app::{App, Shape};
 use crate::http::client::{self, Outgoing, Target};
-use crate::http::wire::{KEY_HEADER, quote_key};
+use crate::http::contract::{KEY_HEADER, quote_key};
 use crate::limits::Origin;
 use crate::race::input::RaceInput;
 use crate::strategy::StrategyKind;
@@ -35,7 +35,7 @@ pub struct WireFigure {
 }
 
 /// Measures the guard both ways, one after the other, on a fresh pool each.
-pub async fn guard_over_http(
+pub async fn against_in_process(
     db: &Database,
     clients: usize,
     pool_size: usize,

@@ -1,8 +1,8 @@
 //! The measurements behind `idem bench`: rerunnable figures, never timed tests.
 
 pub mod arrival;
-pub mod client;
 pub mod cluster;
+pub mod guard_over_http;
 pub mod meter;
 pub mod pgbench;
 pub mod process;
@@ -10,7 +10,7 @@ pub mod races;
 pub mod release;
 pub mod script;
 pub mod throughput;
-pub mod wire;
+pub mod versus_pgbench;
 
 use std::collections::BTreeMap;
 
@@ -35,10 +35,10 @@ pub struct BenchReport {
     /// Whole `idem race` processes, the disposable cluster included.
     pub process: Option<process::ProcessFigure>,
     /// idem's request loop against pgbench on the same statements.
-    pub client: Option<client::ClientFigures>,
+    pub client: Option<versus_pgbench::ClientFigures>,
     pub throughput: Vec<Throughput>,
     /// The guard through `idem serve`'s app against the guard in-process.
-    pub over_http: Option<wire::WireFigure>,
+    pub over_http: Option<guard_over_http::WireFigure>,
     /// How tightly the probe's requests reach a server, per release mode.
     pub release: Vec<release::ReleaseFigure>,
     pub hot_key: Vec<HotKey>,

@@ -13,11 +13,11 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde::Serialize;
 use tokio_rustls::TlsAcceptor;
 
-use super::arrival::{Arrival, ArrivalServer, Speaks};
+use super::arrival::{Arrival, ArrivalServer};
 use crate::http::client::{Offer, Reach, Trust};
 use crate::http::stream::Protocol;
+use crate::probe::Probe;
 use crate::probe::release::Mode;
-use crate::probe::{Http1Release, Probe};
 
 /// One mode at one N: the spread as the server saw it.
 #[derive(Debug, Clone, Serialize)]
@@ -36,13 +36,6 @@ pub struct ReleaseFigure {
     pub client_median_us: f64,
 }
 
-/// The modes measured, each with the protocol it speaks.
-const MODES: [(Mode, Speaks); 3] = [
-    (Mode::WholeRequest, Speaks::Http11),
-    (Mode::LastByte, Speaks::Http11),
-    (Mode::SinglePacket, Speaks::Http2),
-];
-
 const AWARD: &str = r#"{"user_id": 42, "amount": 10}"#;
 
 /// Every mode, N and transport; `quick` runs a few bursts at two sizes.
@@ -54,10 +47,11 @@ pub async fn measure(quick: bool) -> Result<Vec<ReleaseFigure>> {
     let (cert, acceptor) = loopback_certificate()?;
     let mut figures = Vec::new();
     for tls in [false, true] {
-        for (mode, speaks) in MODES {
-            let server = ArrivalServer::start(speaks, tls.then(|| acceptor.clone())).await?;
+        for mode in Mode::ALL {
+            let server =
+                ArrivalServer::start(mode.protocol(), tls.then(|| acceptor.clone())).await?;
             for &n in sizes {
-                figures.push(measure_one(&server, mode, speaks, tls, &cert, n, bursts).await?);
+                figures.push(measure_one(&server, mode, tls, &cert, n, bursts).await?);
             }
         }
     }
@@ -67,7 +61,6 @@ pub async fn measure(quick: bool) -> Result<Vec<ReleaseFigure>> {
 async fn measure_one(
     server: &ArrivalServer,
     mode: Mode,
-    speaks: Speaks,
     tls: bool,
     cert: &CertificateDer<'static>,
     n: usize,
@@ -76,17 +69,13 @@ async fn measure_one(
     let scheme = if tls { "https" } else { "http" };
     let reach = Reach {
         trust: Trust::Certificate(cert.clone()),
-        offer: match speaks {
-            Speaks::Http11 => Offer::Http11,
-            Speaks::Http2 => Offer::Http2,
+        offer: match mode.protocol() {
+            Protocol::Http11 => Offer::Http11,
+            Protocol::Http2 => Offer::Http2,
         },
-        prior_knowledge: speaks == Speaks::Http2 && !tls,
+        prior_knowledge: mode.protocol() == Protocol::Http2 && !tls,
     };
     let url = format!("{scheme}://localhost:{}/lessons/1/complete", server.port);
-    let http1 = match mode {
-        Mode::WholeRequest => Http1Release::Whole,
-        _ => Http1Release::LastByte,
-    };
     let body = Bytes::from_static(AWARD.as_bytes());
     let probe = Probe::new(
         &url,
@@ -97,7 +86,7 @@ async fn measure_one(
         Duration::from_secs(10),
         None,
     )?
-    .releasing(http1);
+    .releasing(mode);
     let (mut spreads, mut client, mut in_one_read) = (Vec::new(), Vec::new(), 0);
     for burst in 0..bursts {
         server.take();
@@ -116,10 +105,7 @@ async fn measure_one(
     }
     Ok(ReleaseFigure {
         mode,
-        protocol: match speaks {
-            Speaks::Http11 => Protocol::Http11,
-            Speaks::Http2 => Protocol::Http2,
-        },
+        protocol: mode.protocol(),
         tls,
         requests: n,
         bursts,
@@ -167,7 +153,7 @@ pub fn loopback_certificate() -> Result<(CertificateDer<'static>, TlsAcceptor)> 
     let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])?;
     let cert = made.cert.der().clone();
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.signing_key.serialize_der()));
-    let mut config = rustls::ServerConfig::builder_with_provider(crate::tls::provider())
+    let mut config = rustls::ServerConfig::builder_with_provider(crate::trust::provider())
         .with_safe_default_protocol_versions()?
         .with_no_client_auth()
         .with_single_cert(vec![cert.clone()], key)?;

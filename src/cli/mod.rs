@@ -17,7 +17,7 @@ pub mod race;
 pub mod race_shape;
 pub mod teaching;
 pub mod values;
-pub mod wire;
+pub mod wire_commands;
 
 use clap::{Parser, Subcommand};
 
@@ -69,14 +69,14 @@ pub enum Command {
     Reap(teaching::ReapArgs),
     /// Judge idem's own guard with the challenge's races (lesson 7); yours in
     /// Rust: `cargo run --example challenge`; in any language: --url.
-    Challenge(wire::ChallengeArgs),
+    Challenge(wire_commands::ChallengeArgs),
     /// Serve the course's app over HTTP: POST /lessons/{lesson}/complete with an Idempotency-Key.
-    Serve(wire::ServeArgs),
+    Serve(wire_commands::ServeArgs),
     /// Race N identical requests with one Idempotency-Key at any HTTP API and count the effects.
-    Probe(wire::ProbeArgs),
+    Probe(wire_commands::ProbeArgs),
     /// One app replica of `--replicas`, driven by its parent idem.
     #[command(hide = true)]
-    Replica(wire::ReplicaArgs),
+    Replica(wire_commands::ReplicaArgs),
     /// What a pooler in transaction mode (a real PgBouncer) does to a
     /// session's settings, locks and prepared statements, seen live.
     Pooler(teaching::PoolerArgs),

@@ -8,6 +8,7 @@ use clap::ValueEnum;
 
 use crate::db::via::Via;
 use crate::keys::{CrashPoint, KeyKind};
+use crate::probe::Mode;
 use crate::race::fault::FaultPoint;
 use crate::store::StoreKind;
 use crate::strategy::guard::OnFailure;
@@ -48,6 +49,17 @@ impl ValueEnum for StrategyKind {
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
         let spec = self.spec();
         Some(clap::builder::PossibleValue::new(spec.name).help(spec.help))
+    }
+}
+
+/// `--release`: the HTTP/1.1 modes, as the one list of modes spells them.
+impl ValueEnum for Mode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Mode::HTTP1
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.flag()).help(self.help()))
     }
 }
 

@@ -3,13 +3,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::connection::ConnectArgs;
 use super::race_shape::{
     AppFlags, FingerprintFlags, GuardFlags, LoserFlags, StoreFlags, TransactionFlags, app_input,
 };
 use crate::limits;
+use crate::probe::Mode;
 use crate::race::DEFAULT_STRATEGY;
 use crate::race::input::RaceInput;
 use crate::strategy::StrategyKind;
@@ -183,15 +184,6 @@ impl ReachFlags {
     }
 }
 
-/// How HTTP/1.1 requests leave together.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReleaseFlag {
-    /// Each request sent but its final byte, then every final byte from one loop.
-    LastByte,
-    /// Whole requests, each sent by its own task when the gate opens.
-    Whole,
-}
-
 /// Where effects are counted: a query and the database it runs on.
 #[derive(Debug, Clone, Args)]
 pub struct CountFlags {
@@ -256,8 +248,8 @@ pub struct ProbeArgs {
     pub max_response_bytes: u64,
 
     /// How HTTP/1.1 requests are released (HTTP/2 always goes in one packet).
-    #[arg(long, value_enum, default_value_t = ReleaseFlag::LastByte, value_name = "MODE")]
-    pub release: ReleaseFlag,
+    #[arg(long, value_enum, default_value_t = Mode::LastByte, value_name = "MODE")]
+    pub release: Mode,
 
     #[command(flatten)]
     pub reach: ReachFlags,

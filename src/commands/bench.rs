@@ -4,13 +4,45 @@ use anyhow::{Result, bail};
 
 use crate::bench::meter::{GUARDS, peak_rss_mb};
 use crate::bench::throughput::{self};
-use crate::bench::{self as measure, BenchReport};
+use crate::bench::{self as measure, BenchReport, races};
 use clap::ValueEnum;
 
 use crate::cli::measure::{BenchArgs, BenchSection};
 use crate::db::{Backend, ClusterOptions, Database, pooled};
 use crate::report::{self, Output};
 use crate::strategy::StrategyKind;
+
+/// A section's figures if it is `on`; its future is not polled otherwise.
+async fn when<T>(on: bool, measure: impl Future<Output = Result<T>>) -> Result<Option<T>> {
+    match on {
+        true => measure.await.map(Some),
+        false => Ok(None),
+    }
+}
+
+/// `measure`, then a step of the progress bar.
+async fn ticking<T>(tick: impl Fn(), measure: impl Future<Output = Result<T>>) -> Result<T> {
+    let figures = measure.await?;
+    tick();
+    Ok(figures)
+}
+
+/// The floors are PostgreSQL's own cheapest paths (statements prepared
+/// once per connection, pgbench with a search_path), which a pooler in
+/// transaction mode does not pass, and a pooler would be measured too.
+async fn refuse_a_pooler(db: &Database) -> Result<()> {
+    if let Backend::Server { .. } = &db.backend {
+        let pooled = pooled::look(db.workers_config()).await;
+        if pooled.seen() {
+            bail!(
+                "idem bench measures PostgreSQL itself, and a pooler stands in front of this \
+                 server ({}): give the URL of PostgreSQL itself",
+                pooled.describe()
+            );
+        }
+    }
+    Ok(())
+}
 
 /// How much work each section does.
 pub struct Plan {
@@ -125,70 +157,33 @@ async fn process_section(
 }
 
 pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
-    // The floors are PostgreSQL's own cheapest paths (statements prepared
-    // once per connection, pgbench with a search_path), which a pooler in
-    // transaction mode does not pass, and a pooler would be measured too.
-    if let Backend::Server { .. } = &db.backend {
-        let pooled = pooled::look(db.workers_config()).await;
-        if pooled.seen() {
-            bail!(
-                "idem bench measures PostgreSQL itself, and a pooler stands in front of this \
-                 server ({}): give the URL of PostgreSQL itself",
-                pooled.describe()
-            );
-        }
-    }
-    let on = |s: BenchSection| plan.sections.contains(&s);
+    use BenchSection as S;
+    refuse_a_pooler(db).await?;
+    let on = |s: S| plan.sections.contains(&s);
     let progress = plan.out.progress(steps(&plan), "steps");
     let tick = || progress.inc(1);
+    let (requests, rounds) = (plan.requests, plan.client_rounds);
 
-    let cluster = match on(BenchSection::Cluster) {
-        true => cluster_section(&plan, &progress).await?,
-        false => None,
-    };
-    let race_rate = match on(BenchSection::Races) {
-        true => measure::races::race_rate(db, plan.races, tick).await?,
-        false => Vec::new(),
-    };
-    let process = match on(BenchSection::Process) {
-        true => Some(process_section(&plan, &progress).await?),
-        false => None,
-    };
-    let client = match on(BenchSection::Client) {
-        true => Some(
-            measure::client::measure_all(db, 5, plan.pgbench_seconds, plan.client_rounds, tick)
-                .await?,
-        ),
-        false => None,
-    };
-    let throughput = match on(BenchSection::Throughput) {
-        true => throughput::against_raw(db, &plan.throughput, plan.requests, tick).await?,
-        false => Vec::new(),
-    };
-    let over_http = match on(BenchSection::Wire) {
-        true => {
-            let figure = measure::wire::guard_over_http(db, 5, 5, plan.requests).await?;
-            tick();
-            Some(figure)
-        }
-        false => None,
-    };
-    let release = match on(BenchSection::Release) {
-        true => {
-            let figures = measure::release::measure(plan.quick).await?;
-            tick();
-            figures
-        }
-        false => Vec::new(),
-    };
-    let hot_key = match on(BenchSection::HotKey) {
-        true => measure::races::hot_key(db, plan.hot_key_requests, tick).await?,
-        false => Vec::new(),
-    };
-    let scale = match on(BenchSection::Scale) {
-        true => measure::races::scale(db, &plan.scale, tick).await?,
-        false => Vec::new(),
-    };
+    let cluster = when(on(S::Cluster), cluster_section(&plan, &progress)).await?;
+    let race_rate = when(on(S::Races), races::race_rate(db, plan.races, tick)).await?;
+    let process = when(on(S::Process), process_section(&plan, &progress)).await?;
+    let client = measure::versus_pgbench::measure_all(db, 5, plan.pgbench_seconds, rounds, tick);
+    let client = when(on(S::Client), client).await?;
+    let throughput = throughput::against_raw(db, &plan.throughput, requests, tick);
+    let throughput = when(on(S::Throughput), throughput).await?;
+    let over_http = ticking(
+        tick,
+        measure::guard_over_http::against_in_process(db, 5, 5, requests),
+    );
+    let over_http = when(on(S::Wire), over_http).await?;
+    let release = ticking(tick, measure::release::measure(plan.quick));
+    let release = when(on(S::Release), release).await?;
+    let hot_key = when(
+        on(S::HotKey),
+        races::hot_key(db, plan.hot_key_requests, tick),
+    )
+    .await?;
+    let scale = when(on(S::Scale), races::scale(db, &plan.scale, tick)).await?;
     progress.finish_and_clear();
 
     let bench = BenchReport {
@@ -200,15 +195,15 @@ pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
             .iter()
             .filter_map(|s| s.to_possible_value().map(|v| v.get_name().to_string()))
             .collect(),
-        cluster,
-        race_rate,
+        cluster: cluster.flatten(),
+        race_rate: race_rate.unwrap_or_default(),
         process,
         client,
-        throughput,
+        throughput: throughput.unwrap_or_default(),
         over_http,
-        release,
-        hot_key,
-        scale,
+        release: release.unwrap_or_default(),
+        hot_key: hot_key.unwrap_or_default(),
+        scale: scale.unwrap_or_default(),
         peak_rss_mb: peak_rss_mb(),
     };
     plan.out.record(&bench, report::bench::render)

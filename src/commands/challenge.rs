@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use bytes::Bytes;
 
 use crate::challenge::{LOCK_TIMEOUT, judge};
-use crate::cli::wire::ChallengeArgs;
+use crate::cli::wire_commands::ChallengeArgs;
 use crate::db::Database;
 use crate::probe::Probe;
 use crate::probe::conformance::{self, Mark};

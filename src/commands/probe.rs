@@ -6,10 +6,10 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use bytes::Bytes;
 
-use crate::cli::wire::{CountFlags, ProbeArgs, ReleaseFlag};
+use crate::cli::wire_commands::{CountFlags, ProbeArgs};
 use crate::probe::bursts::Bursts;
 use crate::probe::conformance::{self, Mark};
-use crate::probe::{Counter, Http1Release, Probe, probe};
+use crate::probe::{Counter, Probe, probe};
 use crate::report::Output;
 use crate::report::probe::{render, render_bursts, render_checks};
 
@@ -40,14 +40,11 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
         counter,
     )?
     .reading_at_most(args.max_response_bytes as usize)
-    .releasing(match args.release {
-        ReleaseFlag::LastByte => Http1Release::LastByte,
-        ReleaseFlag::Whole => Http1Release::Whole,
-    });
+    .releasing(args.release);
     let key = match &args.key {
         Some(key) => Some(
-            crate::http::wire::parse_key(std::iter::once(
-                crate::http::wire::quote_key(key).as_bytes(),
+            crate::http::contract::parse_key(std::iter::once(
+                crate::http::contract::quote_key(key).as_bytes(),
             ))
             .map_err(|e| anyhow::anyhow!("--key: {e}"))?,
         ),

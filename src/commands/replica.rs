@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 
-use crate::cli::wire::ReplicaArgs;
+use crate::cli::wire_commands::ReplicaArgs;
 use crate::db::Database;
 use crate::http::listener::{self, Limits};
 use crate::limits::Origin;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use tokio::net::TcpListener;
 
-use crate::cli::wire::ServeArgs;
+use crate::cli::wire_commands::ServeArgs;
 use crate::db::Database;
 use crate::http::app::Handled;
 use crate::http::listener::{self, Limits, Note, descriptor_limit};
@@ -42,7 +42,7 @@ pub fn plan(args: &ServeArgs) -> Result<Plan> {
         listen: args.listen,
         limits: args.limits.limits(),
         tls: match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) => Some(crate::http::tls::server_config(cert, key)?),
+            (Some(cert), Some(key)) => Some(crate::http::https::server_config(cert, key)?),
             _ => None,
         },
         out: Output::from_json_flag(args.json),

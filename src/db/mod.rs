@@ -19,9 +19,9 @@ pub mod pool;
 pub mod pooled;
 pub mod run_schema;
 pub mod secret;
+pub mod sslmode;
 pub mod statements;
 pub mod template;
-pub mod tls;
 pub mod via;
 
 use std::str::FromStr;
@@ -31,7 +31,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
-use tls::Tls;
+use sslmode::Tls;
 use via::Via;
 
 pub use cluster::{Cluster, ClusterOptions};
@@ -621,7 +621,7 @@ async fn probe(backend: &Backend, options: &PgConnectOptions) -> Result<()> {
             let said = first_line(&chain(&e));
             let hint = match said.contains("unsupported startup parameter") {
                 true => POOLER_HINT,
-                false => tls::hint_for(&said),
+                false => sslmode::hint_for(&said),
             };
             bail!("could not connect to {}: {said}{hint}", backend.describe())
         }

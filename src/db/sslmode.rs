@@ -32,7 +32,7 @@ use sqlx::postgres::{PgConnectOptions, PgSslMode};
 use tokio_postgres::config::SslMode as DriverMode;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::tls::AnyCertificate;
+use crate::trust::AnyCertificate;
 
 use super::secret::percent_decode;
 
@@ -151,7 +151,7 @@ impl Tls {
 
     /// A connector that checks the server's certificate as the mode says.
     pub fn connector(&self) -> Result<MakeRustlsConnect> {
-        let provider = crate::tls::provider();
+        let provider = crate::trust::provider();
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()?;
         let checks = match (self.mode, &self.root_cert) {
@@ -183,11 +183,11 @@ impl Tls {
     /// The roots a verifying mode trusts.
     fn roots(&self) -> Result<RootCertStore> {
         match self.root_cert.as_deref() {
-            Some("system") => crate::tls::system_roots(),
-            Some(file) => crate::tls::roots_from(std::path::Path::new(file), "sslrootcert"),
+            Some("system") => crate::trust::system_roots(),
+            Some(file) => crate::trust::roots_from(std::path::Path::new(file), "sslrootcert"),
             None => match default_root_cert() {
-                Some(file) => crate::tls::roots_from(&file, "sslrootcert"),
-                None => crate::tls::system_roots(),
+                Some(file) => crate::trust::roots_from(&file, "sslrootcert"),
+                None => crate::trust::system_roots(),
             },
         }
     }

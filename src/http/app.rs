@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use super::wire::{
+use super::contract::{
     self, KEY_HEADER, MAX_BODY_BYTES, PROBLEM_JSON, REPLAYED_HEADER, REPLICA_HEADER, WORKER_HEADER,
 };
 use crate::db::pool::{self, Workers};
@@ -168,7 +168,7 @@ impl App {
         read_timeout: Duration,
     ) -> Response {
         let (parts, body) = req.into_parts();
-        let key = wire::parse_key(
+        let key = contract::parse_key(
             parts
                 .headers
                 .get_all(KEY_HEADER)
@@ -177,7 +177,7 @@ impl App {
         );
         let key = match key {
             Ok(key) => key,
-            Err(err @ wire::KeyError::Missing) => {
+            Err(err @ contract::KeyError::Missing) => {
                 return problem(400, "idempotency_key_missing", &err.to_string());
             }
             Err(err) => return problem(400, "idempotency_key_invalid", &err.to_string()),
@@ -341,20 +341,28 @@ fn answered(answer: &Answer, req: &Request) -> Response {
         }
         Outcome::Conflict => {
             let retry_ms = req.work.as_millis().max(1) as u64;
-            let mut response = problem(status, wire::error_code(Outcome::Conflict), &detail(&body));
+            let mut response = problem(
+                status,
+                contract::error_code(Outcome::Conflict),
+                &detail(&body),
+            );
             response
                 .headers_mut()
                 .insert(RETRY_AFTER, HeaderValue::from(retry_ms.div_ceil(1000)));
             response
         }
-        Outcome::Mismatch => problem(status, wire::error_code(Outcome::Mismatch), &detail(&body)),
+        Outcome::Mismatch => problem(
+            status,
+            contract::error_code(Outcome::Mismatch),
+            &detail(&body),
+        ),
         Outcome::CheckoutTimeout => problem(
             status,
-            wire::error_code(Outcome::CheckoutTimeout),
+            contract::error_code(Outcome::CheckoutTimeout),
             &answer.did,
         ),
         Outcome::Crashed | Outcome::Error => {
-            problem(status, wire::error_code(Outcome::Error), &answer.did)
+            problem(status, contract::error_code(Outcome::Error), &answer.did)
         }
     };
     match answer.replayed {
@@ -384,7 +392,11 @@ fn json_response(status: u16, body: &Value) -> Response {
 
 /// A problem details response (RFC 9457).
 pub fn problem(status: u16, code: &str, detail: &str) -> Response {
-    with_body(status, PROBLEM_JSON, &wire::problem(status, code, detail))
+    with_body(
+        status,
+        PROBLEM_JSON,
+        &contract::problem(status, code, detail),
+    )
 }
 
 fn not_allowed(allow: &'static str) -> Response {
@@ -402,7 +414,7 @@ fn with_body(status: u16, content_type: &'static str, body: &Value) -> Response 
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     // The status line says what the body's title says: RFC 9110's names
     // (422 Unprocessable Content), where hyper would give older ones.
-    let title = wire::title(response.status().as_u16());
+    let title = contract::title(response.status().as_u16());
     if !title.is_empty() && response.status().canonical_reason() != Some(title) {
         response
             .extensions_mut()

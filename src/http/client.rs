@@ -14,9 +14,9 @@ use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
 
+pub use super::https::{Offer, Trust};
 pub use super::message::{BodyTooLarge, Outgoing, Received};
 use super::stream::{Protocol, Stream};
-pub use super::tls::{Offer, Trust};
 
 /// The most of a response's body a client reads unless told otherwise.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = crate::limits::MAX_RESPONSE_BYTES.default() as usize;
@@ -105,7 +105,7 @@ impl Target {
             );
         }
         let tls = match https {
-            true => Some(super::tls::client_config(&reach.trust, reach.offer)?),
+            true => Some(super::https::client_config(&reach.trust, reach.offer)?),
             false => None,
         };
         let host = authority

@@ -11,8 +11,8 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
-use crate::tls::AnyCertificate;
-pub use crate::tls::{provider, roots_from, system_roots};
+use crate::trust::AnyCertificate;
+pub use crate::trust::{provider, roots_from, system_roots};
 
 /// Which certificates the client trusts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

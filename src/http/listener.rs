@@ -83,7 +83,7 @@ pub(super) static OVER_CAP: LazyLock<Vec<u8>> = LazyLock::new(|| {
 /// A whole HTTP/1.1 problem response as bytes, with `connection: close`:
 /// for a connection whose request is never read.
 pub(super) fn raw_problem(status: u16, code: &str, detail: &str) -> Vec<u8> {
-    let body = super::wire::problem(status, code, detail).to_string();
+    let body = super::contract::problem(status, code, detail).to_string();
     let retry = if status == 503 {
         "retry-after: 1\r\n"
     } else {
@@ -92,8 +92,8 @@ pub(super) fn raw_problem(status: u16, code: &str, detail: &str) -> Vec<u8> {
     format!(
         "HTTP/1.1 {status} {}\r\ncontent-type: {}\r\n{retry}\
          connection: close\r\ncontent-length: {}\r\n\r\n{body}",
-        super::wire::title(status),
-        super::wire::PROBLEM_JSON,
+        super::contract::title(status),
+        super::contract::PROBLEM_JSON,
         body.len()
     )
     .into_bytes()

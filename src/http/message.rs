@@ -7,7 +7,7 @@ use hyper::Method;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
-use super::wire::REPLAYED_HEADER;
+use super::contract::REPLAYED_HEADER;
 
 /// A request to send: a method, a path, headers and a body.
 #[derive(Debug, Clone)]

@@ -9,12 +9,12 @@
 
 pub mod app;
 pub mod client;
+pub mod contract;
 pub mod forward;
+pub mod https;
 pub mod last_byte;
 pub mod listener;
 pub mod message;
 pub mod observed;
 pub mod single_packet;
 pub mod stream;
-pub mod tls;
-pub mod wire;

@@ -55,7 +55,7 @@ pub async fn open(
         match tls {
             None => Ok(Stream::Plain(tcp)),
             Some(config) => Ok(Stream::Tls(Box::new(
-                super::tls::connect(config, host, tcp).await?,
+                super::https::connect(config, host, tcp).await?,
             ))),
         }
     };

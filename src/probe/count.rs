@@ -32,7 +32,7 @@ use tokio_postgres::{Client, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::db::secret::{redact, scrub};
-use crate::db::tls::Tls;
+use crate::db::sslmode::Tls;
 
 /// How long past the server's own timeout idem waits before it cancels.
 const CANCEL_MARGIN: Duration = Duration::from_secs(2);
@@ -279,7 +279,7 @@ impl Counter {
     async fn connect(&self) -> Result<(Client, Driver)> {
         let (client, connection) = self.config.connect(self.tls.clone()).await.map_err(|e| {
             let said = scrub(&db_message(&e));
-            let hint = crate::db::tls::hint_for(&said);
+            let hint = crate::db::sslmode::hint_for(&said);
             anyhow::anyhow!(
                 "could not connect to {} for --count-sql: {said}{hint}",
                 self.shown

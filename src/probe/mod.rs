@@ -19,14 +19,14 @@ use std::time::{Duration, Instant};
 
 use crate::db::secret::hide_header_value;
 use crate::http::client::{self, Outgoing, Reach, Target};
+use crate::http::contract::{KEY_HEADER, quote_key};
 use crate::http::stream::Protocol;
-use crate::http::wire::{KEY_HEADER, quote_key};
 use anyhow::{Result, bail};
 use bytes::Bytes;
 pub use count::Counter;
 use hyper::Method;
 use hyper::header::{HeaderName, HeaderValue};
-pub use release::{Http1Release, Release};
+pub use release::{Mode, Release};
 use serde::Serialize;
 pub use shot::Shot;
 
@@ -43,7 +43,7 @@ pub struct Probe {
     pub timeout: Duration,
     pub counter: Option<Counter>,
     /// How HTTP/1.1 requests are released.
-    http1: Http1Release,
+    http1: Mode,
 }
 
 /// One volley: what each request got, and how they were released.
@@ -84,12 +84,13 @@ impl Probe {
             body,
             timeout,
             counter,
-            http1: Http1Release::default(),
+            http1: Mode::default(),
         })
     }
 
-    /// Releases HTTP/1.1 requests as `http1` says (HTTP/2 always goes in one packet).
-    pub fn releasing(mut self, http1: Http1Release) -> Self {
+    /// Releases HTTP/1.1 requests as `http1` says (HTTP/2 always goes in
+    /// one packet; asked of HTTP/1.1, HTTP/2's mode is the last byte).
+    pub fn releasing(mut self, http1: Mode) -> Self {
         self.http1 = http1;
         self
     }

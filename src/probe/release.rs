@@ -21,20 +21,30 @@ const STAGE_LIMIT: Duration = Duration::from_secs(2);
 /// weaker evidence, and the report says so.
 pub const LOOSE: Duration = Duration::from_millis(1);
 
-/// How the requests were released.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// How a probe's requests leave together: the one list of release modes.
+/// HTTP/2 always goes in one packet; `--release` picks among the HTTP/1.1
+/// modes ([`Mode::HTTP1`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// HTTP/2: every stream's final frame in one write.
     SinglePacket,
     /// HTTP/1.1: every request sent but its final byte, then the final
     /// bytes from one loop.
+    #[default]
     LastByte,
     /// HTTP/1.1: whole requests, each sent by its own task at the gate.
     WholeRequest,
 }
 
 impl Mode {
+    /// Every mode, the loosest release first.
+    pub const ALL: [Mode; 3] = [Mode::WholeRequest, Mode::LastByte, Mode::SinglePacket];
+
+    /// The modes `--release` chooses from, its default first.
+    pub const HTTP1: [Mode; 2] = [Mode::LastByte, Mode::WholeRequest];
+
+    /// As reports name it.
     pub fn name(self) -> &'static str {
         match self {
             Mode::SinglePacket => "single packet",
@@ -42,14 +52,40 @@ impl Mode {
             Mode::WholeRequest => "whole request",
         }
     }
-}
 
-/// How HTTP/1.1 requests are released (`--release`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Http1Release {
-    #[default]
-    LastByte,
-    Whole,
+    /// As `--release` spells it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Mode::SinglePacket => "single-packet",
+            Mode::LastByte => "last-byte",
+            Mode::WholeRequest => "whole",
+        }
+    }
+
+    /// What `--release`'s help says of it.
+    pub fn help(self) -> &'static str {
+        match self {
+            Mode::SinglePacket => "Every HTTP/2 stream's final frame in one write",
+            Mode::LastByte => {
+                "Each request sent but its final byte, then every final byte from one loop"
+            }
+            Mode::WholeRequest => "Whole requests, each sent by its own task when the gate opens",
+        }
+    }
+
+    /// The protocol the mode speaks.
+    pub fn protocol(self) -> Protocol {
+        match self {
+            Mode::SinglePacket => Protocol::Http2,
+            Mode::LastByte | Mode::WholeRequest => Protocol::Http11,
+        }
+    }
+
+    /// Whether the mode puts every final byte in one write, so that a
+    /// server can read them all at once.
+    pub fn in_one_write(self) -> bool {
+        self == Mode::SinglePacket
+    }
 }
 
 /// How one volley left.
@@ -71,10 +107,10 @@ pub struct Release {
 }
 
 impl Release {
-    fn new(mode: Mode, protocol: Protocol, target: &Target) -> Self {
+    fn new(mode: Mode, target: &Target) -> Self {
         Self {
             mode,
-            protocol,
+            protocol: mode.protocol(),
             tls: target.scheme() == "https",
             verified: !target.unverified,
             sent: 0,
@@ -100,7 +136,7 @@ pub async fn volley(
     target: &Target,
     outgoing: Arc<Outgoing>,
     n: usize,
-    http1: Http1Release,
+    http1: Mode,
     timeout: Duration,
 ) -> (Vec<Shot>, Release) {
     let deadline = Instant::now() + timeout;
@@ -113,11 +149,7 @@ pub async fn volley(
             let shots = (1..=n)
                 .map(|i| Shot::new(i, opened, Err(anyhow::anyhow!(err.clone()))))
                 .collect();
-            let mode = match http1 {
-                Http1Release::LastByte => Mode::LastByte,
-                Http1Release::Whole => Mode::WholeRequest,
-            };
-            return (shots, Release::new(mode, Protocol::Http11, target));
+            return (shots, Release::new(http1, target));
         }
     };
     if target.protocol_of(&first) == Protocol::Http2 {
@@ -133,8 +165,8 @@ pub async fn volley(
         streams.push(opened.unwrap_or_else(|e| Err(anyhow::anyhow!("opening panicked: {e}"))));
     }
     match http1 {
-        Http1Release::LastByte => held(target, streams, outgoing, left()).await,
-        Http1Release::Whole => whole(target, streams, outgoing, left()).await,
+        Mode::WholeRequest => whole(target, streams, outgoing, left()).await,
+        Mode::LastByte | Mode::SinglePacket => held(target, streams, outgoing, left()).await,
     }
 }
 
@@ -146,7 +178,7 @@ async fn single(
     n: usize,
     left: Duration,
 ) -> (Vec<Shot>, Release) {
-    let mut release = Release::new(Mode::SinglePacket, Protocol::Http2, target);
+    let mut release = Release::new(Mode::SinglePacket, target);
     let started = Instant::now();
     let sent = single_packet::burst(
         stream,
@@ -197,7 +229,7 @@ async fn held(
     outgoing: Arc<Outgoing>,
     left: Duration,
 ) -> (Vec<Shot>, Release) {
-    let mut release = Release::new(Mode::LastByte, Protocol::Http11, target);
+    let mut release = Release::new(Mode::LastByte, target);
     let mut triggers: Vec<Trigger> = Vec::new();
     let mut sending = JoinSet::new();
     let gate = Arc::new(std::sync::OnceLock::<Instant>::new());
@@ -245,7 +277,7 @@ async fn whole(
     outgoing: Arc<Outgoing>,
     left: Duration,
 ) -> (Vec<Shot>, Release) {
-    let mut release = Release::new(Mode::WholeRequest, Protocol::Http11, target);
+    let mut release = Release::new(Mode::WholeRequest, target);
     let (gate, gate_rx) = watch::channel(None::<Instant>);
     let mut sending = JoinSet::new();
     let mut connected = 0;

@@ -25,7 +25,7 @@ use super::worker_report::WorkerReport;
 use crate::db::pool::Workers;
 use crate::http::app::{App, Handled, Shape};
 use crate::http::client::{self, Outgoing, Received, Target};
-use crate::http::wire::{self, KEY_HEADER, REPLICA_HEADER, WORKER_HEADER};
+use crate::http::contract::{self, KEY_HEADER, REPLICA_HEADER, WORKER_HEADER};
 use crate::request::service::ServiceCalls;
 use crate::request::{Answer, Outcome, Request, Trace};
 use crate::strategy::Strategy;
@@ -169,7 +169,7 @@ fn award(req: &Request) -> Outgoing {
             .map(|v| (HeaderName::from_static(name), v))
     };
     let headers = [
-        header(KEY_HEADER, wire::quote_key(&req.key)),
+        header(KEY_HEADER, contract::quote_key(&req.key)),
         header(WORKER_HEADER, req.worker.to_string()),
     ]
     .into_iter()
@@ -232,7 +232,8 @@ fn joined(
     match received {
         Ok(received) => {
             let body = received.json();
-            report.outcome = wire::outcome_of(received.status, received.replayed(), body.as_ref());
+            report.outcome =
+                contract::outcome_of(received.status, received.replayed(), body.as_ref());
             report.status = received.status;
             if let Some(replica) = report.replica.filter(|_| report.steps.is_empty()) {
                 told_by_replica(&mut report, replica, body.as_ref());

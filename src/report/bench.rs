@@ -299,11 +299,9 @@ fn release(out: &mut String, b: &BenchReport) {
         .release
         .iter()
         .map(|r| {
-            let one_read = match r.mode {
-                crate::probe::release::Mode::SinglePacket => {
-                    format!("{}/{}", r.in_one_read, r.bursts)
-                }
-                _ => "—".into(),
+            let one_read = match r.mode.in_one_write() {
+                true => format!("{}/{}", r.in_one_read, r.bursts),
+                false => "—".into(),
             };
             vec![
                 r.mode.name().to_string(),
@@ -393,7 +391,7 @@ fn scale(out: &mut String, b: &BenchReport) {
 const PROCESS_MS: f64 = 170.0;
 
 /// idem's loop against its reference.
-const CLIENT_TARGET: f64 = crate::bench::client::TARGET;
+const CLIENT_TARGET: f64 = crate::bench::versus_pgbench::TARGET;
 
 /// A row of (name, median, target, met).
 fn row(name: &str, value: String, met: bool, target: &str) -> Vec<String> {

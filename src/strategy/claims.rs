@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use tokio_postgres::types::Type;
 
-use super::guard::client::Key;
+use super::guard::inputs::Key;
 use crate::db::statements::{Sends, Sql};
 use crate::request::{Observer, Request, Step};
 

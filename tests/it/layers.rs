@@ -31,7 +31,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("the request contract", &["request"]),
     ("the stores", &["store"]),
     ("the database", &["db"]),
-    ("the TLS both wires share", &["tls"]),
+    ("the TLS trust both wires share", &["trust"]),
     ("the bounds and defaults of every setting", &["limits"]),
     ("the files idem reads", &["files"]),
 ];

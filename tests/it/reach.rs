@@ -9,10 +9,10 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use idem::bench::arrival::{ArrivalServer, Speaks};
+use idem::bench::arrival::ArrivalServer;
 use idem::http::client::{Offer, Reach, Trust};
-use idem::probe::release::Mode;
-use idem::probe::{Http1Release, Probe};
+use idem::http::stream::Protocol;
+use idem::probe::{Mode, Probe};
 use serde_json::Value;
 
 use crate::common;
@@ -107,7 +107,7 @@ fn an_https_app_is_judged_as_over_plain_http() {
 }
 
 /// A probe in-process at `url`, trusting `cert`.
-fn probe_at(url: &str, reach: Reach, http1: Http1Release) -> Probe {
+fn probe_at(url: &str, reach: Reach, http1: Mode) -> Probe {
     let body = Bytes::from_static(AWARD.as_bytes());
     Probe::new(
         url,
@@ -140,7 +140,7 @@ async fn arrivals(server: &ArrivalServer, n: usize) -> Vec<idem::bench::arrival:
 async fn http2_final_frames_reach_the_server_in_one_read() {
     let (cert, acceptor) = idem::bench::release::loopback_certificate().unwrap();
     for tls in [false, true] {
-        let server = ArrivalServer::start(Speaks::Http2, tls.then(|| acceptor.clone()))
+        let server = ArrivalServer::start(Protocol::Http2, tls.then(|| acceptor.clone()))
             .await
             .unwrap();
         let url = match tls {
@@ -152,7 +152,7 @@ async fn http2_final_frames_reach_the_server_in_one_read() {
             offer: Offer::Http2,
             prior_knowledge: !tls,
         };
-        let probe = probe_at(&url, reach, Http1Release::LastByte);
+        let probe = probe_at(&url, reach, Mode::LastByte);
         for burst in 0..5 {
             let volley = probe
                 .volley(Some(&format!("k{burst}")), &probe.body, 20)
@@ -171,7 +171,7 @@ async fn http2_final_frames_reach_the_server_in_one_read() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_servers_stream_limit_caps_the_burst_and_says_so() {
-    let server = ArrivalServer::start_with(Speaks::Http2, None, Some(3))
+    let server = ArrivalServer::start_with(Protocol::Http2, None, Some(3))
         .await
         .unwrap();
     let reach = Reach {
@@ -182,7 +182,7 @@ async fn a_servers_stream_limit_caps_the_burst_and_says_so() {
     let probe = probe_at(
         &format!("http://127.0.0.1:{}/pay", server.port),
         reach,
-        Http1Release::LastByte,
+        Mode::LastByte,
     );
     let volley = probe.volley(Some("capped"), &probe.body, 10).await;
     assert_eq!(volley.release.sent, 3);
@@ -212,9 +212,9 @@ async fn a_servers_stream_limit_caps_the_burst_and_says_so() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http11_requests_are_held_at_their_last_byte_then_all_arrive() {
-    let server = ArrivalServer::start(Speaks::Http11, None).await.unwrap();
+    let server = ArrivalServer::start(Protocol::Http11, None).await.unwrap();
     let url = format!("http://127.0.0.1:{}/pay", server.port);
-    let probe = probe_at(&url, Reach::default(), Http1Release::LastByte);
+    let probe = probe_at(&url, Reach::default(), Mode::LastByte);
     let volley = probe.volley(Some("held"), &probe.body, 20).await;
     assert_eq!(volley.release.mode, Mode::LastByte);
     assert!(
@@ -357,7 +357,7 @@ fn a_ca_certificate_serving_as_its_own_is_refused_in_words() {
 /// streams limit is named.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_allows_no_stream_is_named_for_its_streams_limit() {
-    let server = ArrivalServer::start_with(Speaks::Http2, None, Some(0))
+    let server = ArrivalServer::start_with(Protocol::Http2, None, Some(0))
         .await
         .unwrap();
     let reach = Reach {
@@ -368,7 +368,7 @@ async fn a_server_that_allows_no_stream_is_named_for_its_streams_limit() {
     let probe = probe_at(
         &format!("http://127.0.0.1:{}/pay", server.port),
         reach,
-        Http1Release::LastByte,
+        Mode::LastByte,
     );
     let volley = probe.volley(Some("none"), &probe.body, 5).await;
     let error = volley.shots[0].error.as_deref().unwrap_or_default();

@@ -8,7 +8,7 @@ use tokio_postgres::types::Type;
 
 use serde_json::{Value, json};
 
-use super::client::{GuardClient, Key};
+use super::inputs::{GuardClient, Key};
 use super::open_transaction::OpenTransaction;
 use super::settings::{Guard, OnFailure};
 use super::verdict::{ClaimState, Reply, Verdict, WorkFailed};

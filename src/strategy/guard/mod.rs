@@ -86,9 +86,9 @@
 //! ```
 #![deny(missing_docs)]
 
-pub(crate) mod client;
 mod core;
 mod harness;
+pub(crate) mod inputs;
 mod open_transaction;
 mod settings;
 mod verdict;
@@ -96,8 +96,8 @@ mod verdict;
 use std::future::Future;
 
 use crate::request::Unobserved;
-pub use client::{GuardClient, Key};
 pub(crate) use harness::SPEC;
+pub use inputs::{GuardClient, Key};
 pub use settings::{Guard, OnFailure};
 pub use verdict::{ClaimState, Reply, Verdict, WorkFailed};
 
