@@ -8,7 +8,7 @@ use anyhow::Result;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 /// The run was stopped by a signal; main exits with 128 + its number.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("interrupted by {name}; everything idem started was cleaned up")]
 pub struct Interrupted {
     pub name: &'static str,

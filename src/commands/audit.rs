@@ -2,26 +2,46 @@
 
 use anyhow::{Result, bail};
 
+use super::command::{Command, Given, Needs};
 use crate::cli::teaching::AuditArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::report::{Output, stores::render_audit};
 use crate::store::audit::audit;
 
+/// An audit of one key in a kept schema.
+pub struct Plan {
+    key: String,
+    out: Output,
+    db: ConnectOptions,
+}
+
 /// An audit reads a schema an earlier run kept; a fresh database has nothing to tell.
-pub fn connect(args: &AuditArgs) -> Result<ConnectOptions> {
+pub fn plan(args: &AuditArgs) -> Result<Plan> {
     if args.kept.schema.is_none() {
         bail!(
             "audit reads a schema kept by an earlier run: pass --database-url and --schema \
              (from `idem race --keep`), or see the audit of a fresh race with `idem race --audit`"
         );
     }
-    Ok(ConnectOptions {
-        schema: args.kept.schema.clone(),
-        ..args.connect.options()
+    Ok(Plan {
+        key: args.key.clone(),
+        out: Output::from_json_flag(args.json),
+        db: ConnectOptions {
+            schema: args.kept.schema.clone(),
+            ..args.connect.options()
+        },
     })
 }
 
-pub async fn execute(args: &AuditArgs, out: Output, db: &Database) -> Result<()> {
-    let found = audit(db, &args.key).await?;
-    out.record(&found, render_audit)
+impl Command for Plan {
+    type On = Database;
+
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.db.clone())
+    }
+
+    async fn run(self, db: &Database, _: Given) -> Result<()> {
+        let found = audit(db, &self.key).await?;
+        self.out.record(&found, render_audit)
+    }
 }

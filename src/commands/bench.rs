@@ -2,13 +2,14 @@
 
 use anyhow::{Result, bail};
 
+use super::command::{Command, Given, Needs};
 use crate::bench::meter::{GUARDS, peak_rss_mb};
 use crate::bench::throughput::{self};
 use crate::bench::{self as measure, BenchReport, races};
 use clap::ValueEnum;
 
 use crate::cli::measure::{BenchArgs, BenchSection};
-use crate::db::{Backend, ClusterOptions, Database, pooled};
+use crate::db::{Backend, ClusterOptions, ConnectOptions, Database, pooled};
 use crate::report::{self, Output};
 use crate::strategy::StrategyKind;
 
@@ -46,6 +47,8 @@ async fn refuse_a_pooler(db: &Database) -> Result<()> {
 
 /// How much work each section does.
 pub struct Plan {
+    /// The database it runs against.
+    pub db: ConnectOptions,
     pub out: Output,
     pub quick: bool,
     /// The sections to measure.
@@ -87,6 +90,7 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
         false => ALL.into_iter().filter(|s| args.only.contains(s)).collect(),
     };
     Ok(Plan {
+        db: args.connect.options(),
         out: Output::from_json_flag(args.json),
         quick,
         sections,
@@ -156,55 +160,65 @@ async fn process_section(
     tokio::task::spawn_blocking(move || measure::process::measure(runs, || bar.inc(1))).await?
 }
 
-pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
-    use BenchSection as S;
-    refuse_a_pooler(db).await?;
-    let on = |s: S| plan.sections.contains(&s);
-    let progress = plan.out.progress(steps(&plan), "steps");
-    let tick = || progress.inc(1);
-    let (requests, rounds) = (plan.requests, plan.client_rounds);
+impl Command for Plan {
+    type On = Database;
 
-    let cluster = when(on(S::Cluster), cluster_section(&plan, &progress)).await?;
-    let race_rate = when(on(S::Races), races::race_rate(db, plan.races, tick)).await?;
-    let process = when(on(S::Process), process_section(&plan, &progress)).await?;
-    let client = measure::versus_pgbench::measure_all(db, 5, plan.pgbench_seconds, rounds, tick);
-    let client = when(on(S::Client), client).await?;
-    let throughput = throughput::against_raw(db, &plan.throughput, requests, tick);
-    let throughput = when(on(S::Throughput), throughput).await?;
-    let over_http = ticking(
-        tick,
-        measure::guard_over_http::against_in_process(db, 5, 5, requests),
-    );
-    let over_http = when(on(S::Wire), over_http).await?;
-    let release = ticking(tick, measure::release::measure(plan.quick));
-    let release = when(on(S::Release), release).await?;
-    let hot_key = when(
-        on(S::HotKey),
-        races::hot_key(db, plan.hot_key_requests, tick),
-    )
-    .await?;
-    let scale = when(on(S::Scale), races::scale(db, &plan.scale, tick)).await?;
-    progress.finish_and_clear();
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.db.clone())
+    }
 
-    let bench = BenchReport {
-        quick: plan.quick,
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        postgres: db.server_version().await?,
-        sections: plan
-            .sections
-            .iter()
-            .filter_map(|s| s.to_possible_value().map(|v| v.get_name().to_string()))
-            .collect(),
-        cluster: cluster.flatten(),
-        race_rate: race_rate.unwrap_or_default(),
-        process,
-        client,
-        throughput: throughput.unwrap_or_default(),
-        over_http,
-        release: release.unwrap_or_default(),
-        hot_key: hot_key.unwrap_or_default(),
-        scale: scale.unwrap_or_default(),
-        peak_rss_mb: peak_rss_mb(),
-    };
-    plan.out.record(&bench, report::bench::render)
+    async fn run(self, db: &Database, _: Given) -> Result<()> {
+        let plan = self;
+        use BenchSection as S;
+        refuse_a_pooler(db).await?;
+        let on = |s: S| plan.sections.contains(&s);
+        let progress = plan.out.progress(steps(&plan), "steps");
+        let tick = || progress.inc(1);
+        let (requests, rounds) = (plan.requests, plan.client_rounds);
+
+        let cluster = when(on(S::Cluster), cluster_section(&plan, &progress)).await?;
+        let race_rate = when(on(S::Races), races::race_rate(db, plan.races, tick)).await?;
+        let process = when(on(S::Process), process_section(&plan, &progress)).await?;
+        let client =
+            measure::versus_pgbench::measure_all(db, 5, plan.pgbench_seconds, rounds, tick);
+        let client = when(on(S::Client), client).await?;
+        let throughput = throughput::against_raw(db, &plan.throughput, requests, tick);
+        let throughput = when(on(S::Throughput), throughput).await?;
+        let over_http = ticking(
+            tick,
+            measure::guard_over_http::against_in_process(db, 5, 5, requests),
+        );
+        let over_http = when(on(S::Wire), over_http).await?;
+        let release = ticking(tick, measure::release::measure(plan.quick));
+        let release = when(on(S::Release), release).await?;
+        let hot_key = when(
+            on(S::HotKey),
+            races::hot_key(db, plan.hot_key_requests, tick),
+        )
+        .await?;
+        let scale = when(on(S::Scale), races::scale(db, &plan.scale, tick)).await?;
+        progress.finish_and_clear();
+
+        let bench = BenchReport {
+            quick: plan.quick,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            postgres: db.server_version().await?,
+            sections: plan
+                .sections
+                .iter()
+                .filter_map(|s| s.to_possible_value().map(|v| v.get_name().to_string()))
+                .collect(),
+            cluster: cluster.flatten(),
+            race_rate: race_rate.unwrap_or_default(),
+            process,
+            client,
+            throughput: throughput.unwrap_or_default(),
+            over_http,
+            release: release.unwrap_or_default(),
+            hot_key: hot_key.unwrap_or_default(),
+            scale: scale.unwrap_or_default(),
+            peak_rss_mb: peak_rss_mb(),
+        };
+        plan.out.record(&bench, report::bench::render)
+    }
 }

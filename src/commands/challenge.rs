@@ -7,9 +7,10 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use bytes::Bytes;
 
+use super::command::{Command, Given, Needs, Nothing};
 use crate::challenge::{LOCK_TIMEOUT, judge};
 use crate::cli::wire_commands::ChallengeArgs;
-use crate::db::Database;
+use crate::db::{ConnectOptions, Database};
 use crate::probe::Probe;
 use crate::probe::conformance::{self, Mark};
 use crate::report::Output;
@@ -25,17 +26,39 @@ const OTHER_AWARD: &str = r#"{"user_id": 42, "amount": 20}"#;
 /// How long each of the challenge's requests may take over HTTP.
 const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The challenge over HTTP: a guard in any language, at `url`, its XP
-/// counted by the learner's query. Checked before anything is sent.
-pub fn plan_http(args: &ChallengeArgs) -> Result<Option<Probe>> {
+/// The challenge, planned: at a URL or in-process.
+pub enum Challenge {
+    AtUrl(Box<AtUrl>),
+    InProcess(InProcess),
+}
+
+/// A guard in any language, at a URL, its XP counted by the learner's query.
+pub struct AtUrl {
+    probe: Probe,
+    out: Output,
+}
+
+/// idem's own guard, in-process on the database.
+pub struct InProcess {
+    out: Output,
+    db: ConnectOptions,
+}
+
+/// The challenge over HTTP when `--url` is given, else in-process; checked
+/// before anything is sent or started.
+pub fn plan(args: &ChallengeArgs) -> Result<Challenge> {
+    let out = Output::from_json_flag(args.json);
     let Some(url) = &args.url else {
         if args.count.count_sql.is_some() {
             bail!("--count-sql judges an app over HTTP; add --url");
         }
-        return Ok(None);
+        return Ok(Challenge::InProcess(InProcess {
+            out,
+            db: args.connect.options(),
+        }));
     };
     let counter = super::probe::counter(&args.count)?;
-    Probe::new(
+    let probe = Probe::new(
         url,
         &args.reach.reach(),
         "POST",
@@ -43,39 +66,58 @@ pub fn plan_http(args: &ChallengeArgs) -> Result<Option<Probe>> {
         Bytes::from_static(AWARD.as_bytes()),
         HTTP_TIMEOUT,
         counter,
-    )
-    .map(Some)
+    )?;
+    Ok(Challenge::AtUrl(Box::new(AtUrl { probe, out })))
 }
 
 /// Judges the app at the probe's URL with the challenge's four cases.
-pub async fn execute_http(probe: Probe, out: Output) -> Result<()> {
-    super::probe::check_counter(probe.counter.as_ref()).await?;
-    let other = Bytes::from_static(OTHER_AWARD.as_bytes());
-    let key = format!("idem-challenge-{}", uuid::Uuid::new_v4());
-    let checks = conformance::run(&probe, &other, &key, 5).await?;
-    for check in &checks {
-        out.record(check, |_| String::new())?;
+impl Command for AtUrl {
+    type On = Nothing;
+
+    fn needs(&self) -> Needs<()> {
+        Needs::on(()).verdict()
     }
-    let title = format!("idem challenge · {}", probe.shown_url);
-    out.text(|| render_checks(&title, &checks))?;
-    if checks.iter().any(|c| c.mark != Mark::Pass) {
-        bail!("the app failed a case");
+
+    async fn run(self, _: &Nothing, _: Given) -> Result<()> {
+        let (probe, out) = (self.probe, self.out);
+        super::probe::check_counter(probe.counter.as_ref()).await?;
+        let other = Bytes::from_static(OTHER_AWARD.as_bytes());
+        let key = format!("idem-challenge-{}", uuid::Uuid::new_v4());
+        let checks = conformance::run(&probe, &other, &key, 5).await?;
+        for check in &checks {
+            out.record(check, |_| String::new())?;
+        }
+        let title = format!("idem challenge · {}", probe.shown_url);
+        out.text(|| render_checks(&title, &checks))?;
+        if checks.iter().any(|c| c.mark != Mark::Pass) {
+            bail!("the app failed a case");
+        }
+        Ok(())
     }
-    Ok(())
 }
 
-pub async fn execute(db: &Database, out: Output) -> Result<()> {
-    let guard = Guard {
-        lock_timeout: LOCK_TIMEOUT,
-        ..Guard::default()
-    };
-    let cases = judge(db, Arc::new(guard)).await?;
-    for case in &cases {
-        out.record(case, |_| String::new())?;
+/// Judges idem's own guard with the challenge's four cases.
+impl Command for InProcess {
+    type On = Database;
+
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.db.clone()).verdict()
     }
-    out.text(|| render("idem's guard (src/strategy/guard/)", &cases))?;
-    if cases.iter().any(|c| !c.passed()) {
-        bail!("the guard failed a case");
+
+    async fn run(self, db: &Database, _: Given) -> Result<()> {
+        let out = self.out;
+        let guard = Guard {
+            lock_timeout: LOCK_TIMEOUT,
+            ..Guard::default()
+        };
+        let cases = judge(db, Arc::new(guard)).await?;
+        for case in &cases {
+            out.record(case, |_| String::new())?;
+        }
+        out.text(|| render("idem's guard (src/strategy/guard/)", &cases))?;
+        if cases.iter().any(|c| !c.passed()) {
+            bail!("the guard failed a case");
+        }
+        Ok(())
     }
-    Ok(())
 }

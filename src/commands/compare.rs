@@ -2,8 +2,9 @@
 
 use anyhow::{Result, bail};
 
+use super::command::{Command, Given, Needs};
 use crate::cli::race::CompareArgs;
-use crate::db::Database;
+use crate::db::{ConnectOptions, Database};
 use crate::limits::Origin;
 use crate::race::{Race, RaceResult, RaceSettings};
 use crate::report::losers::LoserRow;
@@ -19,6 +20,8 @@ pub enum Compared {
 }
 
 pub struct Plan {
+    /// The database it runs against.
+    pub db: ConnectOptions,
     pub compared: Compared,
     /// One race setting per row, with the row's label.
     pub rows: Vec<(String, RaceSettings)>,
@@ -53,6 +56,7 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
         (Compared::Strategies, rows)
     };
     Ok(Plan {
+        db: args.connect.options(),
         compared,
         rows,
         runs: args.race.runs(),
@@ -60,49 +64,58 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
     })
 }
 
-pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
-    let total = plan.runs * plan.rows.len() as u64;
-    let out = plan.out;
-    let progress = out.progress(total, "races");
-    let mut results: Vec<(String, Vec<RaceResult>)> = Vec::new();
-    let mut line = String::new();
-    for (label, settings) in plan.rows {
-        let race = Race::prepare(db, settings).await?;
-        let mut row = Vec::new();
-        for run in 1..=plan.runs as usize {
-            let result = race.run(run).await?;
-            out.record(&result, |_| String::new())?;
-            if line.is_empty() {
-                line = match plan.compared {
-                    Compared::Losers => report::race::settings_line_for_every_loser(&result),
-                    Compared::Strategies => report::race::settings_line(&result),
-                };
-            }
-            // Worker details are only needed for the loser table's latencies.
-            row.push(result);
-            progress.inc(1);
-        }
-        results.push((label, row));
+impl Command for Plan {
+    type On = Database;
+
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.db.clone())
     }
-    progress.finish_and_clear();
-    out.text(|| match plan.compared {
-        Compared::Strategies => {
-            let rows: Vec<(String, RunsSummary)> = results
-                .iter()
-                .map(|(label, races)| {
-                    let mut summary = RunsSummary::default();
-                    races.iter().for_each(|r| summary.add(r));
-                    (label.clone(), summary)
-                })
-                .collect();
-            render_compare(&rows, &line)
+
+    async fn run(self, db: &Database, _: Given) -> Result<()> {
+        let plan = self;
+        let total = plan.runs * plan.rows.len() as u64;
+        let out = plan.out;
+        let progress = out.progress(total, "races");
+        let mut results: Vec<(String, Vec<RaceResult>)> = Vec::new();
+        let mut line = String::new();
+        for (label, settings) in plan.rows {
+            let race = Race::prepare(db, settings).await?;
+            let mut row = Vec::new();
+            for run in 1..=plan.runs as usize {
+                let result = race.run(run).await?;
+                out.record(&result, |_| String::new())?;
+                if line.is_empty() {
+                    line = match plan.compared {
+                        Compared::Losers => report::race::settings_line_for_every_loser(&result),
+                        Compared::Strategies => report::race::settings_line(&result),
+                    };
+                }
+                // Worker details are only needed for the loser table's latencies.
+                row.push(result);
+                progress.inc(1);
+            }
+            results.push((label, row));
         }
-        Compared::Losers => {
-            let rows: Vec<LoserRow> = results
-                .iter()
-                .map(|(label, races)| LoserRow::from_races(label, races))
-                .collect();
-            report::losers::render(&rows, &line)
-        }
-    })
+        progress.finish_and_clear();
+        out.text(|| match plan.compared {
+            Compared::Strategies => {
+                let rows: Vec<(String, RunsSummary)> = results
+                    .iter()
+                    .map(|(label, races)| {
+                        let mut summary = RunsSummary::default();
+                        races.iter().for_each(|r| summary.add(r));
+                        (label.clone(), summary)
+                    })
+                    .collect();
+                render_compare(&rows, &line)
+            }
+            Compared::Losers => {
+                let rows: Vec<LoserRow> = results
+                    .iter()
+                    .map(|(label, races)| LoserRow::from_races(label, races))
+                    .collect();
+                report::losers::render(&rows, &line)
+            }
+        })
+    }
 }

@@ -19,10 +19,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use super::command::{Command, Given, Needs, Nothing, OnSignal, Stop};
 use crate::cli::teaching::DbArgs;
 use crate::db::{Cluster, ClusterOptions};
 use crate::report::emit_verbatim;
-use crate::signals::Signals;
 
 /// How long a command told to stop (SIGTERM) may take before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -64,35 +64,57 @@ impl Reach {
 }
 
 /// Checks the command line before any cluster starts.
-pub fn plan(args: &DbArgs) -> Result<ClusterOptions> {
+pub fn plan(args: &DbArgs) -> Result<Plan> {
     if let Some(program) = args.command.first()
         && program.is_empty()
     {
         bail!("idem db -- COMMAND: the command is empty");
     }
-    Ok(args.cluster.options())
+    Ok(Plan {
+        command: args.command.clone(),
+        cluster: args.cluster.options(),
+    })
 }
 
-pub async fn execute(args: &DbArgs, opts: ClusterOptions, signals: &mut Signals) -> Result<()> {
-    let start = tokio::task::spawn_blocking(move || Cluster::start(&opts));
-    let cluster = tokio::select! {
-        biased;
-        signal = signals.received() => return Err(signal.into()),
-        started = start => started.context("the cluster start-up was interrupted")??,
-    };
-    let reach = Reach::of(&cluster)?;
-    let outcome = match args.command.split_first() {
-        None => hold(&reach, signals).await,
-        Some((program, rest)) => run(program, rest, &reach, signals).await,
-    };
-    tokio::task::spawn_blocking(move || cluster.stop())
-        .await
-        .context("the cluster's stop was interrupted")??;
-    outcome
+/// A disposable cluster held until a signal, or for a command's lifetime.
+pub struct Plan {
+    /// The command to run against it, if any (`idem db -- CMD ...`).
+    command: Vec<String>,
+    cluster: ClusterOptions,
+}
+
+/// The cluster is the command's own: started and stopped by its run, which
+/// is told of a signal and stops its command within a grace period.
+impl Command for Plan {
+    type On = Nothing;
+
+    fn needs(&self) -> Needs<()> {
+        Needs::on(()).on_signal(OnSignal::Tells)
+    }
+
+    async fn run(self, _: &Nothing, mut given: Given) -> Result<()> {
+        let stop = &mut given.stop;
+        let opts = self.cluster;
+        let start = tokio::task::spawn_blocking(move || Cluster::start(&opts));
+        let cluster = tokio::select! {
+            biased;
+            signal = stop.requested() => return Err(signal.into()),
+            started = start => started.context("the cluster start-up was interrupted")??,
+        };
+        let reach = Reach::of(&cluster)?;
+        let outcome = match self.command.split_first() {
+            None => hold(&reach, stop).await,
+            Some((program, rest)) => run(program, rest, &reach, stop).await,
+        };
+        tokio::task::spawn_blocking(move || cluster.stop())
+            .await
+            .context("the cluster's stop was interrupted")??;
+        outcome
+    }
 }
 
 /// Prints how to reach the cluster and keeps it until a signal.
-async fn hold(reach: &Reach, signals: &mut Signals) -> Result<()> {
+async fn hold(reach: &Reach, stop: &mut Stop) -> Result<()> {
     let exports: Vec<String> = reach
         .vars
         .iter()
@@ -101,7 +123,7 @@ async fn hold(reach: &Reach, signals: &mut Signals) -> Result<()> {
     // For a shell to read (`eval "$(idem db)"`): never wrapped.
     emit_verbatim(&format!("{}\n", exports.join("\n")))?;
     eprintln!("idem db: a disposable cluster, removed on Ctrl-C or SIGTERM");
-    let signal = signals.received().await;
+    let signal = stop.requested().await;
     eprintln!("idem db: {}; removing the cluster", signal.name);
     Ok(())
 }
@@ -113,7 +135,7 @@ async fn hold(reach: &Reach, signals: &mut Signals) -> Result<()> {
 const WATCHED: &str = "(trap '' INT TERM HUP QUIT; read _ <&3; kill -KILL 0) & exec 3<&- \"$@\"";
 
 /// Runs the command against the cluster and passes on how it ended.
-async fn run(program: &str, rest: &[String], reach: &Reach, signals: &mut Signals) -> Result<()> {
+async fn run(program: &str, rest: &[String], reach: &Reach, stop: &mut Stop) -> Result<()> {
     if !runnable(program) {
         bail!("could not run {program}: no such program (on PATH, or at that path)");
     }
@@ -157,7 +179,7 @@ async fn run(program: &str, rest: &[String], reach: &Reach, signals: &mut Signal
     let terminal = group.and_then(Terminal::hand_to);
     let ended = tokio::select! {
         status = child.wait() => Ok(status?),
-        signal = signals.received() => Err(signal),
+        signal = stop.requested() => Err(signal),
     };
     drop(terminal);
     let status = match ended {

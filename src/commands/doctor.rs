@@ -5,8 +5,10 @@ use std::fmt::Write;
 use anyhow::Result;
 use serde::Serialize;
 
+use super::command::{Command, Given, Needs, Nothing, OnSignal};
+use crate::cli::measure::DoctorArgs;
 use crate::db::pooled::{self, Pooled};
-use crate::db::{Backend, Database, Encryption};
+use crate::db::{Backend, ConnectOptions, Database, Encryption};
 use crate::report::Output;
 use crate::report::style::{dim, strong};
 
@@ -35,8 +37,41 @@ pub struct Findings {
     pub pooler: Option<Pooled>,
 }
 
+/// `idem doctor`: what idem finds on the database it is given.
+pub struct Plan {
+    pub db: ConnectOptions,
+    pub out: Output,
+}
+
+pub fn plan(args: &DoctorArgs) -> Plan {
+    Plan {
+        db: args.connect.options(),
+        out: Output::from_json_flag(args.json),
+    }
+}
+
+/// The database is the doctor's own to open and close, so that its stop is
+/// timed: a signal abandons the start-up, and once it is open the doctor
+/// finishes and closes it.
+impl Command for Plan {
+    type On = Nothing;
+
+    fn needs(&self) -> Needs<()> {
+        Needs::on(()).on_signal(OnSignal::Tells)
+    }
+
+    async fn run(self, _: &Nothing, mut given: Given) -> Result<()> {
+        let db = tokio::select! {
+            biased;
+            signal = given.stop.requested() => return Err(signal.into()),
+            db = Database::open(&self.db) => db?,
+        };
+        examine(db, self.out).await
+    }
+}
+
 /// Looks around, closes the database (timing the stop), and reports.
-pub async fn execute(db: Database, out: Output) -> Result<()> {
+async fn examine(db: Database, out: Output) -> Result<()> {
     let (bookkeeping_tls, workers_tls) = db.encryption().await?;
     let mut findings = Findings {
         backend: "server",

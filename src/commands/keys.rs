@@ -4,12 +4,15 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
+use super::command::{Command, Given, Needs};
 use crate::cli::teaching::KeysArgs;
-use crate::db::Database;
+use crate::db::{ConnectOptions, Database};
 use crate::keys::{KeyKind, KeysSettings, simulate};
 use crate::report::{self, Output};
 
 pub struct Plan {
+    /// The database it runs against.
+    pub db: ConnectOptions,
     pub runs: Vec<KeysSettings>,
     pub compare: bool,
     pub out: Output,
@@ -39,21 +42,31 @@ pub fn plan(args: &KeysArgs) -> Result<Plan> {
         s.validate()?;
     }
     Ok(Plan {
+        db: args.connect.options(),
         compare: runs.len() > 1,
         runs,
         out: Output::from_json_flag(args.json),
     })
 }
 
-pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
-    let mut results = Vec::new();
-    for settings in &plan.runs {
-        let result = simulate(db, settings).await?;
-        plan.out.record(&result, |_| String::new())?;
-        results.push(result);
+impl Command for Plan {
+    type On = Database;
+
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.db.clone())
     }
-    plan.out.text(|| match plan.compare {
-        true => report::keys::render_compare(&results),
-        false => report::keys::render(&results[0]),
-    })
+
+    async fn run(self, db: &Database, _: Given) -> Result<()> {
+        let plan = self;
+        let mut results = Vec::new();
+        for settings in &plan.runs {
+            let result = simulate(db, settings).await?;
+            plan.out.record(&result, |_| String::new())?;
+            results.push(result);
+        }
+        plan.out.text(|| match plan.compare {
+            true => report::keys::render_compare(&results),
+            false => report::keys::render(&results[0]),
+        })
+    }
 }

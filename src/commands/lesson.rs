@@ -5,7 +5,8 @@ use std::io::{BufRead, IsTerminal};
 
 use anyhow::{Result, bail};
 
-use crate::db::Database;
+use super::command::{Command, Given, Needs, Nothing};
+use crate::db::{ConnectOptions, Database};
 use crate::lesson::{LESSONS, Lesson, View};
 use crate::matrix::Matrix;
 use crate::race::RaceResult;
@@ -15,7 +16,22 @@ use crate::report::style::{dim, strong};
 use crate::report::{self, emit, table};
 use crate::scenario::{self, Scenario, Verdict, builtin};
 
-pub fn list() -> Result<()> {
+/// `idem lessons`: the list, one line a lesson.
+pub struct List;
+
+impl Command for List {
+    type On = Nothing;
+
+    fn needs(&self) -> Needs<()> {
+        Needs::on(())
+    }
+
+    async fn run(self, _: &Nothing, _: Given) -> Result<()> {
+        list()
+    }
+}
+
+fn list() -> Result<()> {
     let rows = LESSONS
         .iter()
         .map(|l| {
@@ -32,12 +48,40 @@ pub fn list() -> Result<()> {
     ))
 }
 
-/// The lessons with their scenarios, loaded before any database starts.
-pub fn plan(numbers: &[u8]) -> Result<Vec<(&'static Lesson, Vec<Scenario>)>> {
-    numbers
+/// `idem lesson N` and `idem tour`: lessons told with their scenarios,
+/// loaded before any database starts.
+pub struct Told {
+    lessons: Vec<(&'static Lesson, Vec<Scenario>)>,
+    /// No pauses between screens (`--no-pause`); none when paged either.
+    no_pause: bool,
+    /// Paged on a terminal (unless `--no-pager`).
+    page: bool,
+    db: ConnectOptions,
+}
+
+pub fn plan(numbers: &[u8], no_pause: bool, page: bool, db: ConnectOptions) -> Result<Told> {
+    let lessons = numbers
         .iter()
         .map(|n| Ok((&LESSONS[usize::from(*n) - 1], builtin::for_lesson(*n)?)))
-        .collect()
+        .collect::<Result<_>>()?;
+    Ok(Told {
+        lessons,
+        no_pause,
+        page,
+        db,
+    })
+}
+
+impl Command for Told {
+    type On = Database;
+
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.db.clone()).paged(self.page)
+    }
+
+    async fn run(self, db: &Database, given: Given) -> Result<()> {
+        tell(&self.lessons, self.no_pause || given.paged, db).await
+    }
 }
 
 /// A scenario's file name without its folder and `.toml`.
@@ -46,7 +90,7 @@ pub fn name_of(s: &Scenario) -> &str {
     file.strip_suffix(".toml").unwrap_or(file)
 }
 
-pub async fn tell(
+async fn tell(
     lessons: &[(&'static Lesson, Vec<Scenario>)],
     no_pause: bool,
     db: &Database,

@@ -2,8 +2,9 @@
 
 use anyhow::{Result, bail};
 
+use super::command::{Command, Given, Needs};
 use crate::cli::race::MatrixArgs;
-use crate::db::Database;
+use crate::db::{ConnectOptions, Database};
 use crate::limits;
 use crate::matrix::{Cell, Matrix, MatrixRow, cells};
 use crate::race::input::RaceInput;
@@ -12,6 +13,8 @@ use crate::report::{self, Output};
 
 /// What `idem matrix` will race, checked before the database starts.
 pub struct Plan {
+    /// The database it runs against.
+    pub db: ConnectOptions,
     pub cells: Vec<(Cell, RaceSettings)>,
     pub runs: u64,
     pub out: Output,
@@ -42,34 +45,44 @@ pub fn plan(args: &MatrixArgs) -> Result<Plan> {
         );
     }
     Ok(Plan {
+        db: args.connect.options(),
         cells,
         runs: args.runs.unwrap_or(limits::MATRIX_RUNS.default()),
         out: Output::from_json_flag(args.json),
     })
 }
 
-pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
-    let out = plan.out;
-    let progress = out.progress(plan.runs * plan.cells.len() as u64, "races");
-    let shared = &plan.cells[0].1;
-    let mut matrix = Matrix {
-        workers: shared.workers(),
-        pool_size: shared.pool_size(),
-        runner_holds_connection: shared.runner_holds_connection(),
-        work_ms: shared.work_ms(),
-        via: shared.via(),
-        runs: plan.runs,
-        rows: Vec::new(),
-    };
-    for (cell, settings) in plan.cells {
-        let race = Race::prepare(db, settings).await?;
-        let mut row = MatrixRow::new(cell);
-        for run in 1..=plan.runs as usize {
-            row.add(&race.run(run).await?);
-            progress.inc(1);
-        }
-        matrix.rows.push(row);
+impl Command for Plan {
+    type On = Database;
+
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.db.clone())
     }
-    progress.finish_and_clear();
-    out.record(&matrix, report::matrix::render)
+
+    async fn run(self, db: &Database, _: Given) -> Result<()> {
+        let plan = self;
+        let out = plan.out;
+        let progress = out.progress(plan.runs * plan.cells.len() as u64, "races");
+        let shared = &plan.cells[0].1;
+        let mut matrix = Matrix {
+            workers: shared.workers(),
+            pool_size: shared.pool_size(),
+            runner_holds_connection: shared.runner_holds_connection(),
+            work_ms: shared.work_ms(),
+            via: shared.via(),
+            runs: plan.runs,
+            rows: Vec::new(),
+        };
+        for (cell, settings) in plan.cells {
+            let race = Race::prepare(db, settings).await?;
+            let mut row = MatrixRow::new(cell);
+            for run in 1..=plan.runs as usize {
+                row.add(&race.run(run).await?);
+                progress.inc(1);
+            }
+            matrix.rows.push(row);
+        }
+        progress.finish_and_clear();
+        out.record(&matrix, report::matrix::render)
+    }
 }

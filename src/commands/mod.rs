@@ -1,11 +1,14 @@
-//! One file per command. Each checks its arguments before any database is
-//! touched, then runs against the database the dispatcher opened.
+//! One file per command, each of one shape (`command.rs`): a plan that checks
+//! its arguments before anything is touched, what it needs, and its run,
+//! which the one dispatcher (`dispatch.rs`) gives what it needs.
 
 pub mod audit;
 pub mod bench;
 pub mod challenge;
+pub mod command;
 pub mod compare;
 pub mod db;
+pub mod dispatch;
 pub mod doctor;
 pub mod keys;
 pub mod lesson;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use bytes::Bytes;
 
+use super::command::{Command, Given, Needs, Nothing};
 use crate::cli::wire_commands::{CountFlags, ProbeArgs};
 use crate::probe::bursts::Bursts;
 use crate::probe::conformance::{self, Mark};
@@ -107,36 +108,45 @@ pub async fn check_counter(counter: Option<&Counter>) -> Result<()> {
     Ok(())
 }
 
-pub async fn execute(plan: Plan) -> Result<()> {
-    let out = plan.out;
-    check_counter(plan.probe.counter.as_ref()).await?;
-    if plan.runs > 1 {
-        return bursts(&plan).await;
+impl Command for Plan {
+    type On = Nothing;
+
+    fn needs(&self) -> Needs<()> {
+        Needs::on(()).verdict()
     }
-    let key = plan.key.clone().unwrap_or_else(fresh_key);
-    let result = probe(&plan.probe, &key, plan.requests).await?;
-    if result.shots.iter().all(|s| s.status.is_none())
-        && let Some(error) = result.shots.iter().find_map(|s| s.error.clone())
-    {
-        bail!("no request got an answer: {error}");
-    }
-    out.record(&result, render)?;
-    let mut failed = result.verdict.held == Some(false) && result.effects.is_some();
-    if let Some(other) = &plan.conformance {
-        let checks = conformance::run(&plan.probe, other, &key, plan.requests).await?;
-        for check in &checks {
-            out.record(check, |_| String::new())?;
+
+    async fn run(self, _: &Nothing, _: Given) -> Result<()> {
+        let plan = self;
+        let out = plan.out;
+        check_counter(plan.probe.counter.as_ref()).await?;
+        if plan.runs > 1 {
+            return bursts(&plan).await;
         }
-        out.text(|| render_checks("conformance (IETF draft)", &checks))?;
-        failed |= checks.iter().any(|c| c.mark == Mark::Fail);
+        let key = plan.key.clone().unwrap_or_else(fresh_key);
+        let result = probe(&plan.probe, &key, plan.requests).await?;
+        if result.shots.iter().all(|s| s.status.is_none())
+            && let Some(error) = result.shots.iter().find_map(|s| s.error.clone())
+        {
+            bail!("no request got an answer: {error}");
+        }
+        out.record(&result, render)?;
+        let mut failed = result.verdict.held == Some(false) && result.effects.is_some();
+        if let Some(other) = &plan.conformance {
+            let checks = conformance::run(&plan.probe, other, &key, plan.requests).await?;
+            for check in &checks {
+                out.record(check, |_| String::new())?;
+            }
+            out.text(|| render_checks("conformance (IETF draft)", &checks))?;
+            failed |= checks.iter().any(|c| c.mark == Mark::Fail);
+        }
+        if !result.verdict.judged {
+            bail!("the probe could not judge the endpoint (see above)");
+        }
+        if failed {
+            bail!("the endpoint did not hold (see above)");
+        }
+        Ok(())
     }
-    if !result.verdict.judged {
-        bail!("the probe could not judge the endpoint (see above)");
-    }
-    if failed {
-        bail!("the endpoint did not hold (see above)");
-    }
-    Ok(())
 }
 
 /// A key of its own for one burst.

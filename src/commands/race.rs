@@ -2,9 +2,10 @@
 
 use anyhow::{Result, bail};
 
+use super::command::{Command, Given, Needs};
 use crate::cli::output::ShowFlags;
 use crate::cli::race::RaceArgs;
-use crate::db::Database;
+use crate::db::{ConnectOptions, Database};
 use crate::limits::Origin;
 use crate::race::{Race, RaceSettings};
 use crate::report::runs::{RunsSummary, render_summary};
@@ -14,6 +15,8 @@ use crate::report::{self, Output};
 
 /// What `idem race` will do, checked before the database starts.
 pub struct Plan {
+    /// The database it runs against.
+    pub db: ConnectOptions,
     pub settings: RaceSettings,
     pub runs: u64,
     pub trace: bool,
@@ -41,6 +44,7 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
         );
     }
     Ok(Plan {
+        db: args.connect.options(),
         settings,
         runs,
         trace: show.trace || show.sql,
@@ -59,53 +63,62 @@ pub fn trace_files(show: &ShowFlags) -> Files {
     }
 }
 
-pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
-    let out = plan.out;
-    let race = Race::prepare(db, plan.settings).await?;
-    if plan.runs == 1 {
-        let result = race.run(1).await?;
-        out.record(&result, report::race::render)?;
-        if plan.trace {
-            let shown = report::timeline::Shown {
-                sql: plan.sql,
-                ..Default::default()
-            };
-            out.text(|| report::timeline::render_with(&result, shown))?;
-        }
-        if plan.audit && out.for_people() {
-            let audit = crate::store::audit::audit(db, &result.key).await?;
-            out.text(|| report::stores::render_audit(&audit))?;
-        }
-        return plan.files.write(&result, out);
+impl Command for Plan {
+    type On = Database;
+
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.db.clone())
     }
 
-    let mut tally = Tally {
-        summary: RunsSummary::default(),
-        line: String::new(),
-        strategy: race.settings.strategy().name(),
-        planned: plan.runs,
-        progress: out.progress(plan.runs, "races"),
-        out,
-        done: false,
-    };
-    for run in 1..=plan.runs as usize {
-        let result = match race.run(run).await {
-            Ok(result) => result,
-            Err(err) => {
-                tally.done = true;
-                return Err(err);
+    async fn run(self, db: &Database, _: Given) -> Result<()> {
+        let plan = self;
+        let out = plan.out;
+        let race = Race::prepare(db, plan.settings).await?;
+        if plan.runs == 1 {
+            let result = race.run(1).await?;
+            out.record(&result, report::race::render)?;
+            if plan.trace {
+                let shown = report::timeline::Shown {
+                    sql: plan.sql,
+                    ..Default::default()
+                };
+                out.text(|| report::timeline::render_with(&result, shown))?;
             }
-        };
-        out.record(&result, |_| String::new())?;
-        if tally.line.is_empty() {
-            tally.line = report::race::settings_line(&result);
+            if plan.audit && out.for_people() {
+                let audit = crate::store::audit::audit(db, &result.key).await?;
+                out.text(|| report::stores::render_audit(&audit))?;
+            }
+            return plan.files.write(&result, out);
         }
-        tally.summary.add(&result);
-        tally.progress.inc(1);
+
+        let mut tally = Tally {
+            summary: RunsSummary::default(),
+            line: String::new(),
+            strategy: race.settings.strategy().name(),
+            planned: plan.runs,
+            progress: out.progress(plan.runs, "races"),
+            out,
+            done: false,
+        };
+        for run in 1..=plan.runs as usize {
+            let result = match race.run(run).await {
+                Ok(result) => result,
+                Err(err) => {
+                    tally.done = true;
+                    return Err(err);
+                }
+            };
+            out.record(&result, |_| String::new())?;
+            if tally.line.is_empty() {
+                tally.line = report::race::settings_line(&result);
+            }
+            tally.summary.add(&result);
+            tally.progress.inc(1);
+        }
+        tally.done = true;
+        tally.progress.finish_and_clear();
+        out.text(|| render_summary(&tally.summary, &tally.line, tally.strategy))
     }
-    tally.done = true;
-    tally.progress.finish_and_clear();
-    out.text(|| render_summary(&tally.summary, &tally.line, tally.strategy))
 }
 
 /// The runs so far. A run stopped by Ctrl-C or SIGTERM drops it mid-way,

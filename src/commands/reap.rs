@@ -1,7 +1,10 @@
 //! `idem reap`: the key table's expiry is a job someone has to run.
 
+use std::time::Duration;
+
 use anyhow::Result;
 
+use super::command::{Command, Given, Needs};
 use crate::cli::teaching::ReapArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::report::{Output, stores::render_reap};
@@ -13,18 +16,40 @@ pub const SEEDED_AGES: [f64; 11] = [
     1.0, 6.0, 12.0, 23.0, 25.0, 36.0, 48.0, 71.0, 73.0, 96.0, 120.0,
 ];
 
-pub fn connect(args: &ReapArgs) -> ConnectOptions {
-    ConnectOptions {
-        schema: args.kept.schema.clone(),
-        ..args.connect.options()
+/// A reap of the key table: a kept schema's, or a fresh one seeded with
+/// keys of [`SEEDED_AGES`].
+pub struct Plan {
+    older_than: Duration,
+    /// Whether the keys are idem's own, seeded into a fresh schema.
+    seeded: bool,
+    out: Output,
+    db: ConnectOptions,
+}
+
+pub fn plan(args: &ReapArgs) -> Plan {
+    Plan {
+        older_than: args.older_than,
+        seeded: args.kept.schema.is_none(),
+        out: Output::from_json_flag(args.json),
+        db: ConnectOptions {
+            schema: args.kept.schema.clone(),
+            ..args.connect.options()
+        },
     }
 }
 
-pub async fn execute(args: &ReapArgs, out: Output, db: &Database) -> Result<()> {
-    let seeded = args.kept.schema.is_none();
-    if seeded {
-        seed(db, &SEEDED_AGES, 2).await?;
+impl Command for Plan {
+    type On = Database;
+
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.db.clone())
     }
-    let reaped = reap(db, args.older_than).await?;
-    out.record(&reaped, |r| render_reap(r, seeded))
+
+    async fn run(self, db: &Database, _: Given) -> Result<()> {
+        if self.seeded {
+            seed(db, &SEEDED_AGES, 2).await?;
+        }
+        let reaped = reap(db, self.older_than).await?;
+        self.out.record(&reaped, |r| render_reap(r, self.seeded))
+    }
 }

@@ -13,8 +13,9 @@ use anyhow::{Context, Result};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 
+use super::command::{Command, Given, Needs};
 use crate::cli::wire_commands::ReplicaArgs;
-use crate::db::Database;
+use crate::db::{ConnectOptions, Database};
 use crate::http::listener::{self, Limits};
 use crate::limits::Origin;
 use crate::race::input::RaceInput;
@@ -22,6 +23,8 @@ use crate::race::{Race, RaceSettings};
 use crate::request::service::ServiceCalls;
 
 pub struct Plan {
+    /// The database it runs against.
+    pub db: ConnectOptions,
     number: usize,
     settings: RaceSettings,
     limits: Limits,
@@ -36,56 +39,66 @@ pub fn plan(args: &ReplicaArgs) -> Result<Plan> {
     }
     .build(Origin::Flags)?;
     Ok(Plan {
+        db: args.connect.options_in(&args.schema),
         number: args.number,
         settings,
         limits: args.limits.limits(),
     })
 }
 
-pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .context("could not listen on a loopback port")?;
-    let addr = listener.local_addr()?;
-    let race = Race::prepare(db, plan.settings).await?;
-    let service = ServiceCalls::default();
-    let replica = race.replica_app(plan.number, service.clone()).await?;
-    let strategy = replica.strategy.clone();
-    let app = replica.app;
-    let mut out = tokio::io::stdout();
-    let ready = serde_json::json!({ "replica": plan.number, "url": format!("http://{addr}") });
-    out.write_all(format!("{ready}\n").as_bytes()).await?;
-    out.flush().await?;
-    let limits = plan.limits;
-    let serving = listener::serve(
-        Arc::new(app),
-        listener,
-        limits,
-        limits.max_connections,
-        None,
-        None,
-    );
-    let driven = async {
-        let mut lines = BufReader::new(tokio::io::stdin()).lines();
-        let mut since = 0;
-        while let Ok(Some(line)) = lines.next_line().await {
-            let said = match line.trim() {
-                "calls" => (service.count() - since).to_string(),
-                "forget" => {
-                    strategy.forget();
-                    since = service.count();
-                    "ok".to_string()
-                }
-                other => format!("unknown command {other:?}"),
-            };
-            out.write_all(format!("{said}\n").as_bytes()).await?;
-            out.flush().await?;
+impl Command for Plan {
+    type On = Database;
+
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.db.clone())
+    }
+
+    async fn run(self, db: &Database, _: Given) -> Result<()> {
+        let plan = self;
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .context("could not listen on a loopback port")?;
+        let addr = listener.local_addr()?;
+        let race = Race::prepare(db, plan.settings).await?;
+        let service = ServiceCalls::default();
+        let replica = race.replica_app(plan.number, service.clone()).await?;
+        let strategy = replica.strategy.clone();
+        let app = replica.app;
+        let mut out = tokio::io::stdout();
+        let ready = serde_json::json!({ "replica": plan.number, "url": format!("http://{addr}") });
+        out.write_all(format!("{ready}\n").as_bytes()).await?;
+        out.flush().await?;
+        let limits = plan.limits;
+        let serving = listener::serve(
+            Arc::new(app),
+            listener,
+            limits,
+            limits.max_connections,
+            None,
+            None,
+        );
+        let driven = async {
+            let mut lines = BufReader::new(tokio::io::stdin()).lines();
+            let mut since = 0;
+            while let Ok(Some(line)) = lines.next_line().await {
+                let said = match line.trim() {
+                    "calls" => (service.count() - since).to_string(),
+                    "forget" => {
+                        strategy.forget();
+                        since = service.count();
+                        "ok".to_string()
+                    }
+                    other => format!("unknown command {other:?}"),
+                };
+                out.write_all(format!("{said}\n").as_bytes()).await?;
+                out.flush().await?;
+            }
+            anyhow::Ok(())
+        };
+        let _held = replica.held;
+        tokio::select! {
+            () = serving => Ok(()),
+            driven = driven => driven,
         }
-        anyhow::Ok(())
-    };
-    let _held = replica.held;
-    tokio::select! {
-        () = serving => Ok(()),
-        driven = driven => driven,
     }
 }

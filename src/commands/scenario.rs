@@ -4,8 +4,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use super::command::{Command, Given, Needs, Nothing};
 use crate::cli::teaching::{ScenarioArgs, ScenarioCommand};
-use crate::db::Database;
+use crate::db::{ConnectOptions, Database};
 use crate::report::style::{bad, dim, good, strong};
 use crate::report::{Output, emit, table};
 use crate::scenario::{self, Scenario, builtin};
@@ -52,15 +53,62 @@ fn read(path: &Path) -> Result<Scenario> {
     scenario::parse(path, &text)
 }
 
-/// Checks the files before any database starts.
-pub fn plan(args: &ScenarioArgs) -> Result<Vec<Scenario>> {
-    let paths = match &args.command {
-        ScenarioCommand::List { paths } | ScenarioCommand::Run { paths, .. } => paths,
-    };
-    load(paths)
+/// `idem scenario list` or `run`, its files read and checked.
+pub enum Planned {
+    List(Listed),
+    Run(Ran),
 }
 
-pub fn list(scenarios: &[Scenario]) -> Result<()> {
+/// The scenarios to list.
+pub struct Listed(Vec<Scenario>);
+
+/// The scenarios to run, each against its expectation.
+pub struct Ran {
+    scenarios: Vec<Scenario>,
+    out: Output,
+    /// Paged on a terminal (unless `--no-pager` or `--json`).
+    page: bool,
+    db: ConnectOptions,
+}
+
+/// Checks the files before any database starts.
+pub fn plan(args: &ScenarioArgs, page: bool) -> Result<Planned> {
+    Ok(match &args.command {
+        ScenarioCommand::List { paths } => Planned::List(Listed(load(paths)?)),
+        ScenarioCommand::Run { paths, json } => Planned::Run(Ran {
+            scenarios: load(paths)?,
+            out: Output::from_json_flag(*json),
+            page: page && !json,
+            db: args.connect.options(),
+        }),
+    })
+}
+
+impl Command for Listed {
+    type On = Nothing;
+
+    fn needs(&self) -> Needs<()> {
+        Needs::on(())
+    }
+
+    async fn run(self, _: &Nothing, _: Given) -> Result<()> {
+        list(&self.0)
+    }
+}
+
+impl Command for Ran {
+    type On = Database;
+
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.db.clone()).paged(self.page).verdict()
+    }
+
+    async fn run(self, db: &Database, _: Given) -> Result<()> {
+        run(self.scenarios, self.out, db).await
+    }
+}
+
+fn list(scenarios: &[Scenario]) -> Result<()> {
     let rows = scenarios
         .iter()
         .map(|s| vec![s.lesson.to_string(), s.title.clone(), s.source.clone()])
@@ -71,7 +119,7 @@ pub fn list(scenarios: &[Scenario]) -> Result<()> {
     ))
 }
 
-pub async fn run(scenarios: Vec<Scenario>, out: Output, db: &Database) -> Result<()> {
+async fn run(scenarios: Vec<Scenario>, out: Output, db: &Database) -> Result<()> {
     let mut failed = Vec::new();
     let mut skipped = 0;
     for s in &scenarios {

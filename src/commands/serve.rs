@@ -6,8 +6,9 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use tokio::net::TcpListener;
 
+use super::command::{Command, Given, Needs, OnSignal};
 use crate::cli::wire_commands::ServeArgs;
-use crate::db::Database;
+use crate::db::{ConnectOptions, Database};
 use crate::http::app::Handled;
 use crate::http::listener::{self, Limits, Note, descriptor_limit};
 use crate::limits::Origin;
@@ -21,6 +22,8 @@ use crate::report::width::width;
 
 /// What `idem serve` will do, checked before the database starts.
 pub struct Plan {
+    /// The database it runs against.
+    pub db: ConnectOptions,
     pub settings: RaceSettings,
     pub listen: SocketAddr,
     pub limits: Limits,
@@ -38,6 +41,7 @@ pub fn plan(args: &ServeArgs) -> Result<Plan> {
         );
     }
     Ok(Plan {
+        db: args.connect.options(),
         settings,
         listen: args.listen,
         limits: args.limits.limits(),
@@ -51,51 +55,71 @@ pub fn plan(args: &ServeArgs) -> Result<Plan> {
 
 /// Serves until the future is dropped (Ctrl-C, SIGTERM): every connection
 /// goes with it, then the run's schema.
-pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
-    let out = plan.out;
-    let pooled = plan.settings.pool_size();
-    let Some(cap) = plan.limits.connections_allowed(pooled) else {
-        bail!(
-            "the descriptor limit (ulimit -n {}) leaves no room for connections beside a pool of {pooled}; raise it",
-            descriptor_limit().unwrap_or(0)
-        );
+/// What `idem serve` says when Ctrl-C or SIGTERM stops it, the way a
+/// server is stopped: by then its schema is gone, a clean end.
+fn stopped() -> String {
+    let dropped = match crate::report::request_log::dropped() {
+        0 => String::new(),
+        n => format!(" ({n} log lines dropped: stdout did not keep up)"),
     };
-    let listener = TcpListener::bind(plan.listen)
-        .await
-        .with_context(|| format!("could not listen on {}", plan.listen))?;
-    let addr = listener.local_addr()?;
-    if !addr.ip().is_loopback() {
-        eprintln!(
-            "warning: idem serve listens on {addr}, reachable from other machines; the app has no authentication"
+    format!("idem serve: stopped; its tables are gone{dropped}")
+}
+
+impl Command for Plan {
+    type On = Database;
+
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.db.clone()).on_signal(OnSignal::Ends(stopped))
+    }
+
+    async fn run(self, db: &Database, _: Given) -> Result<()> {
+        let plan = self;
+        let out = plan.out;
+        let pooled = plan.settings.pool_size();
+        let Some(cap) = plan.limits.connections_allowed(pooled) else {
+            bail!(
+                "the descriptor limit (ulimit -n {}) leaves no room for connections beside a pool of {pooled}; raise it",
+                descriptor_limit().unwrap_or(0)
+            );
+        };
+        let listener = TcpListener::bind(plan.listen)
+            .await
+            .with_context(|| format!("could not listen on {}", plan.listen))?;
+        let addr = listener.local_addr()?;
+        if !addr.ip().is_loopback() {
+            eprintln!(
+                "warning: idem serve listens on {addr}, reachable from other machines; the app has no authentication"
+            );
+        }
+        if plan.settings.replicas() > 1 {
+            return serve_replicas(plan, listener, db, cap).await;
+        }
+        let race = Race::prepare(db, plan.settings).await?;
+        let log = match out.for_people() {
+            true => Some(RequestLog::start(width())?),
+            false => None,
+        };
+        let watch = log.clone().map(|log| {
+            Box::new(move |handled: Handled| log.offer(render_served(&Served::from(&handled))))
+                as crate::http::app::Watch
+        });
+        let note =
+            log.map(|log| Arc::new(move |said: String| log.offer(format!("{said}\n"))) as Note);
+        let (app, _held) = race.open_app(watch).await?;
+        let scheme = if plan.tls.is_some() { "https" } else { "http" };
+        let ready = Ready::new(
+            scheme,
+            addr,
+            &db.schema,
+            db.shown_url(),
+            &race.settings,
+            cap,
         );
+        out.record(&ready, render_ready)?;
+        let tls = plan.tls.map(tokio_rustls::TlsAcceptor::from);
+        listener::serve(Arc::new(app), listener, plan.limits, cap, note, tls).await;
+        Ok(())
     }
-    if plan.settings.replicas() > 1 {
-        return serve_replicas(plan, listener, db, cap).await;
-    }
-    let race = Race::prepare(db, plan.settings).await?;
-    let log = match out.for_people() {
-        true => Some(RequestLog::start(width())?),
-        false => None,
-    };
-    let watch = log.clone().map(|log| {
-        Box::new(move |handled: Handled| log.offer(render_served(&Served::from(&handled))))
-            as crate::http::app::Watch
-    });
-    let note = log.map(|log| Arc::new(move |said: String| log.offer(format!("{said}\n"))) as Note);
-    let (app, _held) = race.open_app(watch).await?;
-    let scheme = if plan.tls.is_some() { "https" } else { "http" };
-    let ready = Ready::new(
-        scheme,
-        addr,
-        &db.schema,
-        db.shown_url(),
-        &race.settings,
-        cap,
-    );
-    out.record(&ready, render_ready)?;
-    let tls = plan.tls.map(tokio_rustls::TlsAcceptor::from);
-    listener::serve(Arc::new(app), listener, plan.limits, cap, note, tls).await;
-    Ok(())
 }
 
 /// `serve --replicas N`: the app as N processes behind the one port. The

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Result, bail};
 
+use super::command::{Command, Given, Needs};
 use crate::cli::race::StepArgs;
-use crate::db::{Database, book};
+use crate::db::{ConnectOptions, Database, book};
 use crate::race::input::RaceInput;
 use crate::race::stepper::{Controller, Standing};
 use crate::race::{Race, RaceSettings};
@@ -16,6 +17,8 @@ use crate::report::style::{dim, strong, warn};
 use crate::report::{self, Output, emit};
 
 pub struct Plan {
+    /// The database it runs against.
+    pub db: ConnectOptions,
     /// The race, with its `--schedule` if one was given.
     pub settings: RaceSettings,
     /// Show each step's statement in the closing timeline.
@@ -36,6 +39,7 @@ pub fn plan(args: &StepArgs) -> Result<Plan> {
         );
     }
     Ok(Plan {
+        db: args.connect.options(),
         settings,
         sql: args.race.show.sql,
         files: {
@@ -47,29 +51,38 @@ pub fn plan(args: &StepArgs) -> Result<Plan> {
     })
 }
 
-pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
-    let race = Race::prepare(db, plan.settings.clone()).await?;
-    let quiet = !plan.out.for_people();
-    let schedule = plan.settings.schedule().map(<[usize]>::to_vec);
-    let result = race
-        .run_stepped(async |controller: &mut Controller| {
-            controller.settle_all().await;
-            match schedule {
-                Some(schedule) => scripted(controller, &schedule, quiet).await,
-                None => interactive(controller, db).await,
-            }
-        })
-        .await?;
-    plan.out
-        .record(&result, |r| format!("\n{}", report::race::render(r)))?;
-    // Time here is mostly a person thinking: the lanes show step order.
-    let shown = report::timeline::Shown {
-        axis: report::timeline::Axis::StepOrder,
-        sql: plan.sql,
-    };
-    plan.out
-        .text(|| report::timeline::render_with(&result, shown))?;
-    plan.files.write(&result, plan.out)
+impl Command for Plan {
+    type On = Database;
+
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.db.clone())
+    }
+
+    async fn run(self, db: &Database, _: Given) -> Result<()> {
+        let plan = self;
+        let race = Race::prepare(db, plan.settings.clone()).await?;
+        let quiet = !plan.out.for_people();
+        let schedule = plan.settings.schedule().map(<[usize]>::to_vec);
+        let result = race
+            .run_stepped(async |controller: &mut Controller| {
+                controller.settle_all().await;
+                match schedule {
+                    Some(schedule) => scripted(controller, &schedule, quiet).await,
+                    None => interactive(controller, db).await,
+                }
+            })
+            .await?;
+        plan.out
+            .record(&result, |r| format!("\n{}", report::race::render(r)))?;
+        // Time here is mostly a person thinking: the lanes show step order.
+        let shown = report::timeline::Shown {
+            axis: report::timeline::Axis::StepOrder,
+            sql: plan.sql,
+        };
+        plan.out
+            .text(|| report::timeline::render_with(&result, shown))?;
+        plan.files.write(&result, plan.out)
+    }
 }
 
 /// Follows the schedule, printing each step unless `quiet`.

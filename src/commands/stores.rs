@@ -4,13 +4,16 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use super::command::{Command, Given, Needs};
 use crate::cli::teaching::StoresArgs;
-use crate::db::Database;
+use crate::db::{ConnectOptions, Database};
 use crate::race::stores::{StoresPlan, measure};
 use crate::report::{self, Output};
 use crate::store::cache::CacheLimits;
 
 pub struct Plan {
+    /// The database it runs against.
+    pub db: ConnectOptions,
     pub runs: u64,
     pub workers: usize,
     pub work: Duration,
@@ -20,6 +23,7 @@ pub struct Plan {
 
 pub fn plan(args: &StoresArgs) -> Result<Plan> {
     Ok(Plan {
+        db: args.connect.options(),
         runs: args.runs,
         workers: args.workers as usize,
         work: Duration::from_millis(args.work_ms),
@@ -31,18 +35,27 @@ pub fn plan(args: &StoresArgs) -> Result<Plan> {
     })
 }
 
-pub async fn execute(plan: Plan, db: &Database) -> Result<()> {
-    let measured = StoresPlan {
-        runs: plan.runs,
-        workers: plan.workers,
-        work: plan.work,
-        cache: plan.cache,
-    };
-    let progress = plan.out.progress(measured.races(), "races");
-    let rows = measure(db, measured, || progress.inc(1)).await?;
-    progress.finish_and_clear();
-    for row in &rows {
-        plan.out.record(row, |_| String::new())?;
+impl Command for Plan {
+    type On = Database;
+
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.db.clone())
     }
-    plan.out.text(|| report::stores::render_stores(&rows))
+
+    async fn run(self, db: &Database, _: Given) -> Result<()> {
+        let plan = self;
+        let measured = StoresPlan {
+            runs: plan.runs,
+            workers: plan.workers,
+            work: plan.work,
+            cache: plan.cache,
+        };
+        let progress = plan.out.progress(measured.races(), "races");
+        let rows = measure(db, measured, || progress.inc(1)).await?;
+        progress.finish_and_clear();
+        for row in &rows {
+            plan.out.record(row, |_| String::new())?;
+        }
+        plan.out.text(|| report::stores::render_stores(&rows))
+    }
 }
