@@ -18,13 +18,14 @@ pub mod pgbouncer;
 pub mod pool;
 pub mod pooled;
 pub mod run_schema;
+pub mod said;
 pub mod secret;
 pub mod sslmode;
 pub mod statements;
 pub mod template;
+pub mod url;
 pub mod via;
 
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,13 +33,14 @@ use anyhow::{Context, Result, bail};
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sslmode::Tls;
+use url::DatabaseUrl;
 use via::Via;
 
 pub use cluster::{Cluster, ClusterOptions};
-pub use secret::redact;
 
 use liveness::Lifeline;
 use run_schema::Dropped;
+use said::{chain, first_line};
 
 /// The oldest PostgreSQL idem runs on: `pg_terminate_backend(pid, timeout)`,
 /// which the fault demonstrations use, came with 14.
@@ -88,21 +90,12 @@ pub struct Database {
     lifeline: Option<Lifeline>,
     /// How another idem process reaches this database (an app replica):
     /// the user's URL as given, password and all, so never printed.
-    reach: Reach,
+    reach: DatabaseUrl,
     /// PgBouncer in front of the disposable cluster, started by the first
     /// race that goes through it (`--via pgbouncer`), stopped at close.
     bouncer: tokio::sync::OnceCell<pgbouncer::Bouncer>,
     /// Where PgBouncer is (`--pgbouncer-bin`).
     pgbouncer_bin: Option<std::path::PathBuf>,
-}
-
-/// A URL that may hold a password: it is handed on, never shown.
-struct Reach(String);
-
-impl std::fmt::Debug for Reach {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Reach(..)")
-    }
 }
 
 impl Database {
@@ -122,13 +115,21 @@ impl Database {
             Some(schema) => (uuid::Uuid::nil(), schema.clone()),
             None => run_schema::new_run(),
         };
-        let (backend, sqlx_opts, pg_config, tls) = match &opts.database_url {
-            Some(url) => server(url)?,
+        // One URL, read once: the user's, or the disposable cluster's
+        // socket. Both drivers are made from it.
+        let (backend, url) = match opts.database_url.as_deref() {
+            Some(text) => {
+                let url = DatabaseUrl::parse(text)?;
+                let shown = url.shown().to_owned();
+                (Backend::Server { url: shown }, url)
+            }
             None if opts.keep => {
                 bail!("--keep needs --database-url: the disposable cluster is always removed")
             }
             None => embedded(&opts.cluster).await?,
         };
+        let sqlx_opts = startup(url.for_bookkeeping()?);
+        let pg_config = url.for_workers();
 
         // No search_path either: the bookkeeping names the run's schema too.
         let holder_options = sqlx_opts.clone();
@@ -150,16 +151,11 @@ impl Database {
         };
         let workers_config = pool::Connect {
             config,
-            tls: tls.connector()?,
+            tls: url.tls().connector()?,
             schema: Arc::new(statements::Schema::new(&schema)),
             sending,
         };
 
-        let reach = match (&opts.database_url, &backend) {
-            (Some(url), _) => Reach(url.clone()),
-            (None, Backend::Embedded(cluster)) => Reach(socket_url(cluster.socket_dir(), None)),
-            (None, Backend::Server { url }) => Reach(url.clone()),
-        };
         let mut db = Database {
             backend,
             schema,
@@ -168,7 +164,7 @@ impl Database {
             keep: opts.keep,
             existing: existing.is_some(),
             lifeline: None,
-            reach,
+            reach: url,
             bouncer: tokio::sync::OnceCell::new(),
             pgbouncer_bin: opts.cluster.pgbouncer_bin.clone(),
         };
@@ -353,9 +349,9 @@ impl Database {
 
     /// A URL another program can use to reach this database, safe to print:
     /// the disposable cluster's socket, or the user's URL with its password hidden.
-    /// The URL an app replica of this run connects with (see [`Reach`]).
+    /// The URL an app replica of this run connects with.
     pub fn url_for_replicas(&self) -> &str {
-        &self.reach.0
+        self.reach.given()
     }
 
     pub fn shown_url(&self) -> String {
@@ -532,35 +528,6 @@ async fn finish_schema(meta: &PgPool, schema: &str, keep: bool) -> Result<()> {
     Ok(())
 }
 
-/// How to reach a server the user named: its connection settings for
-/// sqlx and for the workers' pool (TLS as the URL's `sslmode` says, for
-/// both), and how to name it in messages.
-fn server(url: &str) -> Result<(Backend, PgConnectOptions, tokio_postgres::Config, Tls)> {
-    let shown = redact(url);
-    if url.trim().is_empty() {
-        bail!(
-            "the database URL (--database-url or DATABASE_URL) is empty: give one, \
-             or leave it unset for a disposable cluster"
-        );
-    }
-    let malformed =
-        |e: &dyn std::error::Error| anyhow::anyhow!("malformed database URL {shown}: {}", chain(e));
-    let (tls, rest) =
-        Tls::take_from(url).map_err(|e| anyhow::anyhow!("database URL {shown}: {e}"))?;
-    let sqlx_opts = tls.for_sqlx(startup(
-        PgConnectOptions::from_str(&without_empty_host(&rest)).map_err(|e| malformed(&e))?,
-    ));
-    let mut pg_config = tokio_postgres::Config::from_str(&rest).map_err(|e| malformed(&e))?;
-    pg_config.ssl_mode(tls.driver_mode());
-    // libpq, and sqlx, read PGPASSWORD when the URL has no password.
-    if pg_config.get_password().is_none()
-        && let Ok(password) = std::env::var("PGPASSWORD")
-    {
-        pg_config.password(password);
-    }
-    Ok((Backend::Server { url: shown }, sqlx_opts, pg_config, tls))
-}
-
 /// sqlx's connection settings as a pooler takes them: sqlx asks for
 /// `extra_float_digits` at start-up by default, and PgBouncer refuses a
 /// start-up parameter it was not told to ignore ("unsupported startup
@@ -573,32 +540,17 @@ fn startup(options: PgConnectOptions) -> PgConnectOptions {
     options.extra_float_digits(None).statement_cache_capacity(0)
 }
 
-/// Starts a disposable cluster and says how to reach it (its unix socket:
-/// no TLS).
-async fn embedded(
-    opts: &ClusterOptions,
-) -> Result<(Backend, PgConnectOptions, tokio_postgres::Config, Tls)> {
+/// Starts a disposable cluster and says how to reach it: its unix socket,
+/// where TLS has no place.
+async fn embedded(opts: &ClusterOptions) -> Result<(Backend, DatabaseUrl)> {
     let cluster_opts = opts.clone();
     let cluster = tokio::task::spawn_blocking(move || Cluster::start(&cluster_opts))
         .await
         .context("the cluster start-up was interrupted")??;
-    let dir = cluster.socket_dir().to_path_buf();
-    let sqlx_opts = startup(
-        PgConnectOptions::new()
-            .socket(&dir)
-            .username("postgres")
-            .database("postgres"),
-    );
-    let mut pg_config = tokio_postgres::Config::new();
-    pg_config
-        .host_path(&dir)
-        .user("postgres")
-        .dbname("postgres");
+    let url = format!("{}&sslmode=disable", socket_url(cluster.socket_dir(), None));
     Ok((
         Backend::Embedded(Box::new(cluster)),
-        sqlx_opts,
-        pg_config,
-        Tls::disabled(),
+        DatabaseUrl::parse(&url)?,
     ))
 }
 
@@ -683,91 +635,4 @@ pub struct RowCounts {
     pub xp_rows: u64,
     /// The XP row the key stands for, if any row was made.
     pub kept_xp: Option<i64>,
-}
-
-/// An error with its causes, each said once (drivers often repeat their
-/// cause's text in their own message).
-pub fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut cause = err.source();
-    while let Some(next) = cause {
-        let said = next.to_string();
-        if !text.contains(&said) {
-            text = format!("{text}: {said}");
-        }
-        cause = next.source();
-    }
-    text
-}
-
-/// An error's first line, so one failure prints as one line.
-fn first_line(err: &dyn std::fmt::Display) -> String {
-    err.to_string()
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// A URL with a user but no host (`postgres://me@/db?host=/run`), which
-/// libpq and tokio-postgres take and sqlx's URL parser refuses ("empty
-/// host"), in the form sqlx takes: the user (and password) as parameters.
-fn without_empty_host(url: &str) -> std::borrow::Cow<'_, str> {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.into();
-    };
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let Some(userinfo) = authority.strip_suffix('@') else {
-        return url.into();
-    };
-    let (user, password) = match userinfo.split_once(':') {
-        Some((user, password)) => (user, Some(password)),
-        None => (userinfo, None),
-    };
-    let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
-    let mut params: Vec<String> = query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(str::to_string)
-        .collect();
-    if !user.is_empty() {
-        params.push(format!("user={user}"));
-    }
-    if let Some(password) = password {
-        params.push(format!("password={password}"));
-    }
-    format!("{scheme}://{path}?{}", params.join("&")).into()
-}
-
-#[cfg(test)]
-mod url_forms {
-    use std::str::FromStr;
-
-    use super::without_empty_host;
-
-    #[test]
-    fn a_user_without_a_host_becomes_a_parameter_sqlx_takes() {
-        let url = "postgres://me:s%40cret@/app?host=/run/pg&port=5433";
-        let fixed = without_empty_host(url);
-        assert_eq!(
-            fixed,
-            "postgres:///app?host=/run/pg&port=5433&user=me&password=s%40cret"
-        );
-        assert!(sqlx::postgres::PgConnectOptions::from_str(url).is_err());
-        let options = sqlx::postgres::PgConnectOptions::from_str(&fixed).unwrap();
-        assert_eq!(options.get_username(), "me");
-        assert_eq!(options.get_database(), Some("app"));
-    }
-
-    #[test]
-    fn other_urls_are_left_as_they_are() {
-        for url in [
-            "postgres://me@db.example:5432/app",
-            "postgresql:///app?host=/run/pg&user=me",
-            "host=/run/pg user=me",
-        ] {
-            assert_eq!(without_empty_host(url), url);
-        }
-    }
 }

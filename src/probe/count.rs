@@ -32,7 +32,7 @@ use tokio_postgres::{Client, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::db::secret::{redact, scrub};
-use crate::db::sslmode::Tls;
+use crate::db::url::DatabaseUrl;
 
 /// How long past the server's own timeout idem waits before it cancels.
 const CANCEL_MARGIN: Duration = Duration::from_secs(2);
@@ -73,17 +73,11 @@ impl Counter {
         }
         let sql = sql.trim().trim_end_matches(';').trim_end().to_owned();
         check_is_query(&sql)?;
-        let (tls, rest) = Tls::take_from(url)
-            .map_err(|e| anyhow::anyhow!("--count-database-url {shown}: {e}"))?;
-        let mut config: tokio_postgres::Config =
-            rest.parse().map_err(|e: tokio_postgres::Error| {
-                anyhow::anyhow!(
-                    "--count-database-url {shown} is not a connection string: {}",
-                    scrub(&e.to_string())
-                )
-            })?;
-        config.connect_timeout(timeout).ssl_mode(tls.driver_mode());
-        let tls = tls.connector()?;
+        let url =
+            DatabaseUrl::parse(url).map_err(|e| anyhow::anyhow!("--count-database-url: {e}"))?;
+        let mut config = url.for_workers();
+        config.connect_timeout(timeout);
+        let tls = url.tls().connector()?;
         Ok(Self {
             sql,
             config,

@@ -335,6 +335,9 @@ fn a_password_is_never_printed_in_any_form() {
         format!("postgres://postgres:{secret}@localhost/postgres?host={socket}"),
         format!("postgres://postgres@localhost/postgres?host={socket}&password={secret}"),
         format!("postgres://postgres@localhost/postgres?password={secret}&host={socket}"),
+        // libpq's key-value form: both drivers are made from the one reading.
+        format!("host={socket} user=postgres password={secret}"),
+        format!("host={socket} password = '{secret}' user=postgres"),
     ];
     for url in &reachable {
         for args in [vec!["doctor"], vec!["doctor", "--json"]] {
@@ -354,8 +357,8 @@ fn a_password_is_never_printed_in_any_form() {
         format!("postgres://postgres@127.0.0.1:1/postgres?password={secret}"),
         format!("postgres://postgres@127.0.0.1:1/postgres?password={secret}&nonsense=1"),
         format!("postgres://nobody:{secret}@localhost/postgres?host={socket}"),
-        format!("host={socket} user=postgres password={secret}"),
-        format!("host={socket} password = '{secret}' user=postgres"),
+        format!("host={socket} user=nobody password={secret}"),
+        format!("host=127.0.0.1 port=1 password = '{secret}' user=postgres"),
     ];
     for url in &failing {
         let out = sandbox
