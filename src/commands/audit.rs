@@ -2,7 +2,7 @@
 
 use anyhow::{Result, bail};
 
-use super::command::{Command, Given, Needs};
+use super::command::OnDatabase;
 use crate::cli::teaching::AuditArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::report::{Output, stores::render_audit};
@@ -33,14 +33,12 @@ pub fn plan(args: &AuditArgs) -> Result<Plan> {
     })
 }
 
-impl Command for Plan {
-    type On = Database;
-
-    fn needs(&self) -> Needs<ConnectOptions> {
-        Needs::on(self.db.clone())
+impl OnDatabase for Plan {
+    fn database(&self) -> ConnectOptions {
+        self.db.clone()
     }
 
-    async fn run(self, db: &Database, _: Given) -> Result<()> {
+    async fn run_on(self, db: &Database) -> Result<()> {
         let found = audit(db, &self.key).await?;
         self.out.record(&found, render_audit)
     }

@@ -2,7 +2,7 @@
 
 use anyhow::{Result, bail};
 
-use super::command::{Command, Given, Needs};
+use super::command::OnDatabase;
 use crate::bench::meter::{GUARDS, peak_rss_mb};
 use crate::bench::throughput::{self};
 use crate::bench::{self as measure, BenchReport, races};
@@ -160,50 +160,47 @@ async fn process_section(
     tokio::task::spawn_blocking(move || measure::process::measure(runs, || bar.inc(1))).await?
 }
 
-impl Command for Plan {
-    type On = Database;
-
-    fn needs(&self) -> Needs<ConnectOptions> {
-        Needs::on(self.db.clone())
+impl OnDatabase for Plan {
+    fn database(&self) -> ConnectOptions {
+        self.db.clone()
     }
 
-    async fn run(self, db: &Database, _: Given) -> Result<()> {
-        let plan = self;
+    async fn run_on(self, db: &Database) -> Result<()> {
         use BenchSection as S;
         refuse_a_pooler(db).await?;
-        let on = |s: S| plan.sections.contains(&s);
-        let progress = plan.out.progress(steps(&plan), "steps");
+        let on = |s: S| self.sections.contains(&s);
+        let progress = self.out.progress(steps(&self), "steps");
         let tick = || progress.inc(1);
-        let (requests, rounds) = (plan.requests, plan.client_rounds);
+        let (requests, rounds) = (self.requests, self.client_rounds);
 
-        let cluster = when(on(S::Cluster), cluster_section(&plan, &progress)).await?;
-        let race_rate = when(on(S::Races), races::race_rate(db, plan.races, tick)).await?;
-        let process = when(on(S::Process), process_section(&plan, &progress)).await?;
+        let cluster = when(on(S::Cluster), cluster_section(&self, &progress)).await?;
+        let race_rate = when(on(S::Races), races::race_rate(db, self.races, tick)).await?;
+        let process = when(on(S::Process), process_section(&self, &progress)).await?;
         let client =
-            measure::versus_pgbench::measure_all(db, 5, plan.pgbench_seconds, rounds, tick);
+            measure::versus_pgbench::measure_all(db, 5, self.pgbench_seconds, rounds, tick);
         let client = when(on(S::Client), client).await?;
-        let throughput = throughput::against_raw(db, &plan.throughput, requests, tick);
+        let throughput = throughput::against_raw(db, &self.throughput, requests, tick);
         let throughput = when(on(S::Throughput), throughput).await?;
         let over_http = ticking(
             tick,
             measure::guard_over_http::against_in_process(db, 5, 5, requests),
         );
         let over_http = when(on(S::Wire), over_http).await?;
-        let release = ticking(tick, measure::release::measure(plan.quick));
+        let release = ticking(tick, measure::release::measure(self.quick));
         let release = when(on(S::Release), release).await?;
         let hot_key = when(
             on(S::HotKey),
-            races::hot_key(db, plan.hot_key_requests, tick),
+            races::hot_key(db, self.hot_key_requests, tick),
         )
         .await?;
-        let scale = when(on(S::Scale), races::scale(db, &plan.scale, tick)).await?;
+        let scale = when(on(S::Scale), races::scale(db, &self.scale, tick)).await?;
         progress.finish_and_clear();
 
         let bench = BenchReport {
-            quick: plan.quick,
+            quick: self.quick,
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             postgres: db.server_version().await?,
-            sections: plan
+            sections: self
                 .sections
                 .iter()
                 .filter_map(|s| s.to_possible_value().map(|v| v.get_name().to_string()))
@@ -219,6 +216,6 @@ impl Command for Plan {
             scale: scale.unwrap_or_default(),
             peak_rss_mb: peak_rss_mb(),
         };
-        plan.out.record(&bench, report::bench::render)
+        self.out.record(&bench, report::bench::render)
     }
 }

@@ -25,6 +25,28 @@ pub trait Command: Sized {
     fn run(self, on: &Self::On, given: Given) -> impl Future<Output = Result<()>>;
 }
 
+/// The common case: a command that runs on the database its plan names,
+/// with nothing else around it.
+pub trait OnDatabase: Sized {
+    /// The database it runs against.
+    fn database(&self) -> ConnectOptions;
+
+    /// The run, on that database.
+    fn run_on(self, db: &Database) -> impl Future<Output = Result<()>>;
+}
+
+impl<T: OnDatabase> Command for T {
+    type On = Database;
+
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.database())
+    }
+
+    fn run(self, db: &Database, _: Given) -> impl Future<Output = Result<()>> {
+        self.run_on(db)
+    }
+}
+
 /// What a command's run needs around it.
 pub struct Needs<Options> {
     /// How to open the place it runs on.

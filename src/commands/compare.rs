@@ -2,7 +2,7 @@
 
 use anyhow::{Result, bail};
 
-use super::command::{Command, Given, Needs};
+use super::command::OnDatabase;
 use crate::cli::race::CompareArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::limits::Origin;
@@ -64,28 +64,25 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
     })
 }
 
-impl Command for Plan {
-    type On = Database;
-
-    fn needs(&self) -> Needs<ConnectOptions> {
-        Needs::on(self.db.clone())
+impl OnDatabase for Plan {
+    fn database(&self) -> ConnectOptions {
+        self.db.clone()
     }
 
-    async fn run(self, db: &Database, _: Given) -> Result<()> {
-        let plan = self;
-        let total = plan.runs * plan.rows.len() as u64;
-        let out = plan.out;
+    async fn run_on(self, db: &Database) -> Result<()> {
+        let total = self.runs * self.rows.len() as u64;
+        let out = self.out;
         let progress = out.progress(total, "races");
         let mut results: Vec<(String, Vec<RaceResult>)> = Vec::new();
         let mut line = String::new();
-        for (label, settings) in plan.rows {
+        for (label, settings) in self.rows {
             let race = Race::prepare(db, settings).await?;
             let mut row = Vec::new();
-            for run in 1..=plan.runs as usize {
+            for run in 1..=self.runs as usize {
                 let result = race.run(run).await?;
                 out.record(&result, |_| String::new())?;
                 if line.is_empty() {
-                    line = match plan.compared {
+                    line = match self.compared {
                         Compared::Losers => report::race::settings_line_for_every_loser(&result),
                         Compared::Strategies => report::race::settings_line(&result),
                     };
@@ -97,7 +94,7 @@ impl Command for Plan {
             results.push((label, row));
         }
         progress.finish_and_clear();
-        out.text(|| match plan.compared {
+        out.text(|| match self.compared {
             Compared::Strategies => {
                 let rows: Vec<(String, RunsSummary)> = results
                     .iter()

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use super::command::{Command, Given, Needs};
+use super::command::OnDatabase;
 use crate::cli::teaching::KeysArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::keys::{KeyKind, KeysSettings, simulate};
@@ -49,22 +49,19 @@ pub fn plan(args: &KeysArgs) -> Result<Plan> {
     })
 }
 
-impl Command for Plan {
-    type On = Database;
-
-    fn needs(&self) -> Needs<ConnectOptions> {
-        Needs::on(self.db.clone())
+impl OnDatabase for Plan {
+    fn database(&self) -> ConnectOptions {
+        self.db.clone()
     }
 
-    async fn run(self, db: &Database, _: Given) -> Result<()> {
-        let plan = self;
+    async fn run_on(self, db: &Database) -> Result<()> {
         let mut results = Vec::new();
-        for settings in &plan.runs {
+        for settings in &self.runs {
             let result = simulate(db, settings).await?;
-            plan.out.record(&result, |_| String::new())?;
+            self.out.record(&result, |_| String::new())?;
             results.push(result);
         }
-        plan.out.text(|| match plan.compare {
+        self.out.text(|| match self.compare {
             true => report::keys::render_compare(&results),
             false => report::keys::render(&results[0]),
         })

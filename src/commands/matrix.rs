@@ -2,7 +2,7 @@
 
 use anyhow::{Result, bail};
 
-use super::command::{Command, Given, Needs};
+use super::command::OnDatabase;
 use crate::cli::race::MatrixArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::limits;
@@ -52,31 +52,28 @@ pub fn plan(args: &MatrixArgs) -> Result<Plan> {
     })
 }
 
-impl Command for Plan {
-    type On = Database;
-
-    fn needs(&self) -> Needs<ConnectOptions> {
-        Needs::on(self.db.clone())
+impl OnDatabase for Plan {
+    fn database(&self) -> ConnectOptions {
+        self.db.clone()
     }
 
-    async fn run(self, db: &Database, _: Given) -> Result<()> {
-        let plan = self;
-        let out = plan.out;
-        let progress = out.progress(plan.runs * plan.cells.len() as u64, "races");
-        let shared = &plan.cells[0].1;
+    async fn run_on(self, db: &Database) -> Result<()> {
+        let out = self.out;
+        let progress = out.progress(self.runs * self.cells.len() as u64, "races");
+        let shared = &self.cells[0].1;
         let mut matrix = Matrix {
-            workers: shared.workers(),
-            pool_size: shared.pool_size(),
-            runner_holds_connection: shared.runner_holds_connection(),
+            workers: shared.requests().workers,
+            pool_size: shared.app().pool_size,
+            runner_holds_connection: shared.app().runner_holds_connection,
             work_ms: shared.work_ms(),
-            via: shared.via(),
-            runs: plan.runs,
+            via: shared.app().via,
+            runs: self.runs,
             rows: Vec::new(),
         };
-        for (cell, settings) in plan.cells {
+        for (cell, settings) in self.cells {
             let race = Race::prepare(db, settings).await?;
             let mut row = MatrixRow::new(cell);
-            for run in 1..=plan.runs as usize {
+            for run in 1..=self.runs as usize {
                 row.add(&race.run(run).await?);
                 progress.inc(1);
             }

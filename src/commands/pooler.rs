@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 
-use super::command::{Command, Given, Needs};
+use super::command::OnDatabase;
 use crate::cli::teaching::PoolerArgs;
 use crate::db::{Backend, ConnectOptions, Database, pgbouncer};
 use crate::limits;
@@ -31,19 +31,16 @@ pub fn plan(args: &PoolerArgs) -> Result<Plan> {
     })
 }
 
-impl Command for Plan {
-    type On = Database;
-
-    fn needs(&self) -> Needs<ConnectOptions> {
-        Needs::on(self.db.clone())
+impl OnDatabase for Plan {
+    fn database(&self) -> ConnectOptions {
+        self.db.clone()
     }
 
-    async fn run(self, db: &Database, _: Given) -> Result<()> {
-        let plan = self;
+    async fn run_on(self, db: &Database) -> Result<()> {
         let Backend::Embedded(cluster) = &db.backend else {
             bail!("idem pooler starts PgBouncer in front of its own disposable cluster");
         };
-        let found = crate::pooler::run(&plan.program, cluster, plan.runs, None).await?;
-        plan.out.record(&found, report::pooler::render)
+        let found = crate::pooler::run(&self.program, cluster, self.runs, None).await?;
+        self.out.record(&found, report::pooler::render)
     }
 }

@@ -116,14 +116,13 @@ impl Command for Plan {
     }
 
     async fn run(self, _: &Nothing, _: Given) -> Result<()> {
-        let plan = self;
-        let out = plan.out;
-        check_counter(plan.probe.counter.as_ref()).await?;
-        if plan.runs > 1 {
-            return bursts(&plan).await;
+        let out = self.out;
+        check_counter(self.probe.counter.as_ref()).await?;
+        if self.runs > 1 {
+            return bursts(&self).await;
         }
-        let key = plan.key.clone().unwrap_or_else(fresh_key);
-        let result = probe(&plan.probe, &key, plan.requests).await?;
+        let key = self.key.clone().unwrap_or_else(fresh_key);
+        let result = probe(&self.probe, &key, self.requests).await?;
         if result.shots.iter().all(|s| s.status.is_none())
             && let Some(error) = result.shots.iter().find_map(|s| s.error.clone())
         {
@@ -131,8 +130,8 @@ impl Command for Plan {
         }
         out.record(&result, render)?;
         let mut failed = result.verdict.held == Some(false) && result.effects.is_some();
-        if let Some(other) = &plan.conformance {
-            let checks = conformance::run(&plan.probe, other, &key, plan.requests).await?;
+        if let Some(other) = &self.conformance {
+            let checks = conformance::run(&self.probe, other, &key, self.requests).await?;
             for check in &checks {
                 out.record(check, |_| String::new())?;
             }

@@ -2,7 +2,7 @@
 
 use anyhow::{Result, bail};
 
-use super::command::{Command, Given, Needs};
+use super::command::OnDatabase;
 use crate::cli::output::ShowFlags;
 use crate::cli::race::RaceArgs;
 use crate::db::{ConnectOptions, Database};
@@ -32,7 +32,7 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
     let show = &args.race.show;
     let files = trace_files(show);
     files.check()?;
-    if (show.trace || show.sql || !files.is_empty()) && settings.replicas() > 1 {
+    if (show.trace || show.sql || !files.is_empty()) && settings.app().replicas > 1 {
         bail!(
             "--trace, --sql, --timeline and --trace-json draw the steps, and over --replicas \
              they stay in each replica's process; drop --replicas to see them"
@@ -63,44 +63,41 @@ pub fn trace_files(show: &ShowFlags) -> Files {
     }
 }
 
-impl Command for Plan {
-    type On = Database;
-
-    fn needs(&self) -> Needs<ConnectOptions> {
-        Needs::on(self.db.clone())
+impl OnDatabase for Plan {
+    fn database(&self) -> ConnectOptions {
+        self.db.clone()
     }
 
-    async fn run(self, db: &Database, _: Given) -> Result<()> {
-        let plan = self;
-        let out = plan.out;
-        let race = Race::prepare(db, plan.settings).await?;
-        if plan.runs == 1 {
+    async fn run_on(self, db: &Database) -> Result<()> {
+        let out = self.out;
+        let race = Race::prepare(db, self.settings).await?;
+        if self.runs == 1 {
             let result = race.run(1).await?;
             out.record(&result, report::race::render)?;
-            if plan.trace {
+            if self.trace {
                 let shown = report::timeline::Shown {
-                    sql: plan.sql,
+                    sql: self.sql,
                     ..Default::default()
                 };
                 out.text(|| report::timeline::render_with(&result, shown))?;
             }
-            if plan.audit && out.for_people() {
+            if self.audit && out.for_people() {
                 let audit = crate::store::audit::audit(db, &result.key).await?;
                 out.text(|| report::stores::render_audit(&audit))?;
             }
-            return plan.files.write(&result, out);
+            return self.files.write(&result, out);
         }
 
         let mut tally = Tally {
             summary: RunsSummary::default(),
             line: String::new(),
             strategy: race.settings.strategy().name(),
-            planned: plan.runs,
-            progress: out.progress(plan.runs, "races"),
+            planned: self.runs,
+            progress: out.progress(self.runs, "races"),
             out,
             done: false,
         };
-        for run in 1..=plan.runs as usize {
+        for run in 1..=self.runs as usize {
             let result = match race.run(run).await {
                 Ok(result) => result,
                 Err(err) => {

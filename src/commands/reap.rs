@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::command::{Command, Given, Needs};
+use super::command::OnDatabase;
 use crate::cli::teaching::ReapArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::report::{Output, stores::render_reap};
@@ -38,14 +38,12 @@ pub fn plan(args: &ReapArgs) -> Plan {
     }
 }
 
-impl Command for Plan {
-    type On = Database;
-
-    fn needs(&self) -> Needs<ConnectOptions> {
-        Needs::on(self.db.clone())
+impl OnDatabase for Plan {
+    fn database(&self) -> ConnectOptions {
+        self.db.clone()
     }
 
-    async fn run(self, db: &Database, _: Given) -> Result<()> {
+    async fn run_on(self, db: &Database) -> Result<()> {
         if self.seeded {
             seed(db, &SEEDED_AGES, 2).await?;
         }

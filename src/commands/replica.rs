@@ -13,13 +13,12 @@ use anyhow::{Context, Result};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 
-use super::command::{Command, Given, Needs};
+use super::command::OnDatabase;
 use crate::cli::wire_commands::ReplicaArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::http::listener::{self, Limits};
-use crate::limits::Origin;
 use crate::race::input::RaceInput;
-use crate::race::{Race, RaceSettings};
+use crate::race::{App, Race, RaceSettings};
 use crate::request::service::ServiceCalls;
 
 pub struct Plan {
@@ -31,13 +30,9 @@ pub struct Plan {
 }
 
 pub fn plan(args: &ReplicaArgs) -> Result<Plan> {
-    let input: RaceInput =
+    let app: App =
         serde_json::from_str(&args.input).context("the replica's settings are not valid")?;
-    let settings = RaceInput {
-        replicas: None,
-        ..input
-    }
-    .build(Origin::Flags)?;
+    let settings = RaceInput::replica(app)?;
     Ok(Plan {
         db: args.connect.options_in(&args.schema),
         number: args.number,
@@ -46,29 +41,26 @@ pub fn plan(args: &ReplicaArgs) -> Result<Plan> {
     })
 }
 
-impl Command for Plan {
-    type On = Database;
-
-    fn needs(&self) -> Needs<ConnectOptions> {
-        Needs::on(self.db.clone())
+impl OnDatabase for Plan {
+    fn database(&self) -> ConnectOptions {
+        self.db.clone()
     }
 
-    async fn run(self, db: &Database, _: Given) -> Result<()> {
-        let plan = self;
+    async fn run_on(self, db: &Database) -> Result<()> {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .context("could not listen on a loopback port")?;
         let addr = listener.local_addr()?;
-        let race = Race::prepare(db, plan.settings).await?;
+        let race = Race::prepare(db, self.settings).await?;
         let service = ServiceCalls::default();
-        let replica = race.replica_app(plan.number, service.clone()).await?;
+        let replica = race.replica_app(self.number, service.clone()).await?;
         let strategy = replica.strategy.clone();
         let app = replica.app;
         let mut out = tokio::io::stdout();
-        let ready = serde_json::json!({ "replica": plan.number, "url": format!("http://{addr}") });
+        let ready = serde_json::json!({ "replica": self.number, "url": format!("http://{addr}") });
         out.write_all(format!("{ready}\n").as_bytes()).await?;
         out.flush().await?;
-        let limits = plan.limits;
+        let limits = self.limits;
         let serving = listener::serve(
             Arc::new(app),
             listener,

@@ -12,7 +12,6 @@ use crate::db::{ConnectOptions, Database};
 use crate::http::app::Handled;
 use crate::http::listener::{self, Limits, Note, descriptor_limit};
 use crate::limits::Origin;
-use crate::race::input::RaceInput;
 use crate::race::replicas::Replicas;
 use crate::race::{Race, RaceSettings};
 use crate::report::Output;
@@ -34,7 +33,7 @@ pub struct Plan {
 
 pub fn plan(args: &ServeArgs) -> Result<Plan> {
     let settings = args.input().build(Origin::Flags)?;
-    if settings.replicas() > 1 && args.tls_cert.is_some() {
+    if settings.app().replicas > 1 && args.tls_cert.is_some() {
         bail!(
             "--replicas forwards bytes to each app process as they come; TLS would end in one \
              of them: serve HTTPS with one process, or put a TLS proxy in front"
@@ -73,28 +72,27 @@ impl Command for Plan {
     }
 
     async fn run(self, db: &Database, _: Given) -> Result<()> {
-        let plan = self;
-        let out = plan.out;
-        let pooled = plan.settings.pool_size();
-        let Some(cap) = plan.limits.connections_allowed(pooled) else {
+        let out = self.out;
+        let pooled = self.settings.app().pool_size;
+        let Some(cap) = self.limits.connections_allowed(pooled) else {
             bail!(
                 "the descriptor limit (ulimit -n {}) leaves no room for connections beside a pool of {pooled}; raise it",
                 descriptor_limit().unwrap_or(0)
             );
         };
-        let listener = TcpListener::bind(plan.listen)
+        let listener = TcpListener::bind(self.listen)
             .await
-            .with_context(|| format!("could not listen on {}", plan.listen))?;
+            .with_context(|| format!("could not listen on {}", self.listen))?;
         let addr = listener.local_addr()?;
         if !addr.ip().is_loopback() {
             eprintln!(
                 "warning: idem serve listens on {addr}, reachable from other machines; the app has no authentication"
             );
         }
-        if plan.settings.replicas() > 1 {
-            return serve_replicas(plan, listener, db, cap).await;
+        if self.settings.app().replicas > 1 {
+            return serve_replicas(self, listener, db, cap).await;
         }
-        let race = Race::prepare(db, plan.settings).await?;
+        let race = Race::prepare(db, self.settings).await?;
         let log = match out.for_people() {
             true => Some(RequestLog::start(width())?),
             false => None,
@@ -106,7 +104,7 @@ impl Command for Plan {
         let note =
             log.map(|log| Arc::new(move |said: String| log.offer(format!("{said}\n"))) as Note);
         let (app, _held) = race.open_app(watch).await?;
-        let scheme = if plan.tls.is_some() { "https" } else { "http" };
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
         let ready = Ready::new(
             scheme,
             addr,
@@ -116,8 +114,8 @@ impl Command for Plan {
             cap,
         );
         out.record(&ready, render_ready)?;
-        let tls = plan.tls.map(tokio_rustls::TlsAcceptor::from);
-        listener::serve(Arc::new(app), listener, plan.limits, cap, note, tls).await;
+        let tls = self.tls.map(tokio_rustls::TlsAcceptor::from);
+        listener::serve(Arc::new(app), listener, self.limits, cap, note, tls).await;
         Ok(())
     }
 }
@@ -137,8 +135,7 @@ async fn serve_replicas(
     };
     // What the front door can hold: two descriptors a connection.
     let cap = limits.forwarded_allowed().unwrap_or(1).min(cap);
-    let replicas =
-        Replicas::start(db, &RaceInput::app_of(&plan.settings), listener, limits).await?;
+    let replicas = Replicas::start(db, plan.settings.app(), listener, limits).await?;
     let ready = Ready::new(
         "http",
         addr,

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Result, bail};
 
-use super::command::{Command, Given, Needs};
+use super::command::OnDatabase;
 use crate::cli::race::StepArgs;
 use crate::db::{ConnectOptions, Database, book};
 use crate::race::input::RaceInput;
@@ -51,18 +51,15 @@ pub fn plan(args: &StepArgs) -> Result<Plan> {
     })
 }
 
-impl Command for Plan {
-    type On = Database;
-
-    fn needs(&self) -> Needs<ConnectOptions> {
-        Needs::on(self.db.clone())
+impl OnDatabase for Plan {
+    fn database(&self) -> ConnectOptions {
+        self.db.clone()
     }
 
-    async fn run(self, db: &Database, _: Given) -> Result<()> {
-        let plan = self;
-        let race = Race::prepare(db, plan.settings.clone()).await?;
-        let quiet = !plan.out.for_people();
-        let schedule = plan.settings.schedule().map(<[usize]>::to_vec);
+    async fn run_on(self, db: &Database) -> Result<()> {
+        let race = Race::prepare(db, self.settings.clone()).await?;
+        let quiet = !self.out.for_people();
+        let schedule = self.settings.requests().schedule.clone();
         let result = race
             .run_stepped(async |controller: &mut Controller| {
                 controller.settle_all().await;
@@ -72,16 +69,16 @@ impl Command for Plan {
                 }
             })
             .await?;
-        plan.out
+        self.out
             .record(&result, |r| format!("\n{}", report::race::render(r)))?;
         // Time here is mostly a person thinking: the lanes show step order.
         let shown = report::timeline::Shown {
             axis: report::timeline::Axis::StepOrder,
-            sql: plan.sql,
+            sql: self.sql,
         };
-        plan.out
+        self.out
             .text(|| report::timeline::render_with(&result, shown))?;
-        plan.files.write(&result, plan.out)
+        self.files.write(&result, self.out)
     }
 }
 

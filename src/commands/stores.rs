@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::command::{Command, Given, Needs};
+use super::command::OnDatabase;
 use crate::cli::teaching::StoresArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::race::stores::{StoresPlan, measure};
@@ -35,27 +35,24 @@ pub fn plan(args: &StoresArgs) -> Result<Plan> {
     })
 }
 
-impl Command for Plan {
-    type On = Database;
-
-    fn needs(&self) -> Needs<ConnectOptions> {
-        Needs::on(self.db.clone())
+impl OnDatabase for Plan {
+    fn database(&self) -> ConnectOptions {
+        self.db.clone()
     }
 
-    async fn run(self, db: &Database, _: Given) -> Result<()> {
-        let plan = self;
+    async fn run_on(self, db: &Database) -> Result<()> {
         let measured = StoresPlan {
-            runs: plan.runs,
-            workers: plan.workers,
-            work: plan.work,
-            cache: plan.cache,
+            runs: self.runs,
+            workers: self.workers,
+            work: self.work,
+            cache: self.cache,
         };
-        let progress = plan.out.progress(measured.races(), "races");
+        let progress = self.out.progress(measured.races(), "races");
         let rows = measure(db, measured, || progress.inc(1)).await?;
         progress.finish_and_clear();
         for row in &rows {
-            plan.out.record(row, |_| String::new())?;
+            self.out.record(row, |_| String::new())?;
         }
-        plan.out.text(|| report::stores::render_stores(&rows))
+        self.out.text(|| report::stores::render_stores(&rows))
     }
 }

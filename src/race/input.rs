@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::settings::{CrashPlan, RaceSettings, Transport};
+use super::settings::{App, CrashPlan, Faults, RaceSettings, Requests, Store, Transport};
 use crate::db::via::Via;
 use crate::limits::{self, Origin};
 use crate::store::StoreKind;
@@ -174,11 +174,75 @@ impl RaceInput {
                 origin.name("--loser", "race.loser")
             );
         }
-        let ms = Duration::from_millis;
         let size = |n: Option<u64>, limit: &limits::Limit| n.unwrap_or(limit.default()) as usize;
         let settings = RaceSettings {
+            requests: Requests {
+                workers: size(self.workers, &limits::WORKERS),
+                key: self
+                    .key
+                    .clone()
+                    .unwrap_or_else(|| super::settings::DEFAULT_KEY.to_string()),
+                user_id: 42,
+                amount: 10,
+                amounts: self.amounts.clone().unwrap_or_default(),
+                lesson: 1,
+                transport: match self.http {
+                    Some(true) => Transport::Http,
+                    _ => Transport::InProcess,
+                },
+                schedule: self
+                    .schedule
+                    .as_ref()
+                    .map(|s| s.iter().map(|&w| w as usize).collect()),
+            },
+            app: self.app(strategy, loser, origin)?,
+            store: Store {
+                kind: self.store.unwrap_or(super::settings::DEFAULT_STORE),
+                cache: crate::store::cache::CacheLimits {
+                    max_entries: self
+                        .cache_max_entries
+                        .unwrap_or(limits::CACHE_MAX_ENTRIES.default()),
+                    max_age: self
+                        .cache_max_age
+                        .unwrap_or(crate::store::cache::CacheLimits::default().max_age),
+                },
+                cache_pressure: self
+                    .cache_pressure
+                    .unwrap_or(limits::CACHE_PRESSURE.default()),
+            },
+            faults: Faults {
+                fail_work: self.fail_work.map(|w| w as usize),
+                crash: self.crash,
+                kill_connection: self.kill_connection.unwrap_or(false),
+                recovery_retries: size(self.recovery_retries, &limits::RECOVERY_RETRIES),
+            },
+        };
+        settings.validate_from(origin)?;
+        Ok(settings)
+    }
+
+    /// An app replica's settings: the app group it was sent, in a race over
+    /// HTTP of one process, checked as any race's.
+    pub fn replica(app: App) -> Result<RaceSettings> {
+        let http = RaceInput {
+            http: Some(true),
+            ..RaceInput::default()
+        };
+        let settings = RaceSettings {
+            app: App { replicas: 1, ..app },
+            ..http.build(Origin::Flags)?
+        };
+        settings.validate_from(Origin::Flags)?;
+        Ok(settings)
+    }
+
+    /// The app group: the strategy and what shapes it, its pool, its work,
+    /// its threads and processes.
+    fn app(&self, strategy: StrategyKind, loser: LoserPolicy, origin: Origin) -> Result<App> {
+        let ms = Duration::from_millis;
+        let size = |n: Option<u64>, limit: &limits::Limit| n.unwrap_or(limit.default()) as usize;
+        Ok(App {
             strategy,
-            workers: size(self.workers, &limits::WORKERS),
             pool_size: size(self.pool_size, &limits::POOL_SIZE),
             // In-process, the course's test: its runner holds a connection.
             // Over HTTP, a Rails server on Puma: it holds none outside
@@ -187,60 +251,28 @@ impl RaceInput {
                 .runner_holds_connection
                 .unwrap_or(self.http != Some(true)),
             work: ms(self.work_ms.unwrap_or(limits::WORK_MS.default())),
-            key: self
-                .key
-                .clone()
-                .unwrap_or_else(|| super::settings::DEFAULT_KEY.to_string()),
             checkout_timeout: ms(self
                 .checkout_timeout_ms
                 .unwrap_or(limits::CHECKOUT_TIMEOUT_MS.default())),
-            amounts: self.amounts.clone().unwrap_or_default(),
             fingerprint: self.fingerprint.unwrap_or(true),
             loser,
-            store: self.store.unwrap_or(super::settings::DEFAULT_STORE),
-            cache: crate::store::cache::CacheLimits {
-                max_entries: self
-                    .cache_max_entries
-                    .unwrap_or(limits::CACHE_MAX_ENTRIES.default()),
-                max_age: self
-                    .cache_max_age
-                    .unwrap_or(crate::store::cache::CacheLimits::default().max_age),
-            },
-            cache_pressure: self
-                .cache_pressure
-                .unwrap_or(limits::CACHE_PRESSURE.default()),
-            crash: self.crash,
-            kill_connection: self.kill_connection.unwrap_or(false),
             lock_timeout: ms(self
                 .lock_timeout_ms
                 .unwrap_or(limits::LOCK_TIMEOUT_MS.default())),
             on_failure: self
                 .on_failure
                 .unwrap_or(super::settings::DEFAULT_ON_FAILURE),
-            fail_work: self.fail_work.map(|w| w as usize),
-            recovery_retries: size(self.recovery_retries, &limits::RECOVERY_RETRIES),
-            transport: match self.http {
-                Some(true) => Transport::Http,
-                _ => Transport::InProcess,
-            },
-            threads: size(self.threads, &limits::THREADS),
             orm: self.orm.unwrap_or_default(),
             via: self.via.unwrap_or_default(),
             transaction: self.transaction_for(strategy, origin)?,
             isolation: self.isolation.unwrap_or_default(),
-            replicas: size(self.replicas, &limits::REPLICAS),
             retry_serialization: self
                 .retry_serialization
                 .unwrap_or(limits::RETRY_SERIALIZATION.default())
                 .min(u64::from(u32::MAX)) as u32,
-            schedule: self
-                .schedule
-                .as_ref()
-                .map(|s| s.iter().map(|&w| w as usize).collect()),
-            ..RaceSettings::fixed()
-        };
-        settings.validate_from(origin)?;
-        Ok(settings)
+            threads: size(self.threads, &limits::THREADS),
+            replicas: size(self.replicas, &limits::REPLICAS),
+        })
     }
 
     /// The request's transaction: as given; else a transaction when an
@@ -304,43 +336,5 @@ impl RaceInput {
             },
             LoserKind::Block => LoserPolicy::Block { give_up_after },
         })
-    }
-}
-
-impl RaceInput {
-    /// The app's settings as input again, for an app replica to build the
-    /// same app from (`--replicas`): what shapes the app, not the clients.
-    pub fn app_of(s: &RaceSettings) -> RaceInput {
-        let ms = |d: Duration| Some(d.as_millis() as u64);
-        let (loser, poll_ms, wait_timeout_ms) = match s.loser {
-            LoserPolicy::FailFast => (None, None, None),
-            LoserPolicy::Poll {
-                every,
-                give_up_after,
-            } => (Some(s.loser.kind()), ms(every), ms(give_up_after)),
-            LoserPolicy::Block { give_up_after } => (Some(s.loser.kind()), None, ms(give_up_after)),
-        };
-        RaceInput {
-            strategy: Some(s.strategy),
-            pool_size: Some(s.pool_size as u64),
-            runner_holds_connection: Some(s.runner_holds_connection),
-            work_ms: ms(s.work),
-            checkout_timeout_ms: ms(s.checkout_timeout),
-            loser: loser.filter(|_| s.strategy.has_losers()),
-            poll_ms,
-            wait_timeout_ms,
-            fingerprint: Some(s.fingerprint),
-            lock_timeout_ms: ms(s.lock_timeout),
-            on_failure: Some(s.on_failure),
-            http: Some(true),
-            threads: Some(s.threads as u64),
-            orm: Some(s.orm),
-            via: Some(s.via),
-            transaction: Some(s.transaction),
-            isolation: (s.transaction == Transaction::Request).then_some(s.isolation),
-            retry_serialization: Some(u64::from(s.retry_serialization)),
-            replicas: Some(s.replicas as u64),
-            ..RaceInput::default()
-        }
     }
 }

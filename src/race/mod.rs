@@ -23,7 +23,7 @@ pub use runner::Race;
 #[cfg(feature = "internals")]
 pub use settings::MAX_KEY_LEN;
 pub use settings::{
-    CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE, DEFAULT_STRATEGY, RaceSettings,
+    App, CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE, DEFAULT_STRATEGY, RaceSettings,
     Transport,
 };
 pub use worker_report::WorkerReport;

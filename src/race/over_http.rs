@@ -59,10 +59,10 @@ impl RaceSettings {
     /// How the app handles every award under these settings.
     pub fn app_shape(&self) -> Shape {
         Shape {
-            fingerprint: self.fingerprint,
-            work: self.work,
-            checkout_timeout: self.checkout_timeout,
-            fail_work: self.fail_work,
+            fingerprint: self.app.fingerprint,
+            work: self.app.work,
+            checkout_timeout: self.app.checkout_timeout,
+            fail_work: self.faults.fail_work,
         }
     }
 }
@@ -80,7 +80,10 @@ impl Wire {
             .context("could not listen on a loopback port")?;
         let addr: SocketAddr = listener.local_addr()?;
         let end = Arc::new(WireEnd {
-            target: Target::parse(&format!("http://{addr}/lessons/{}/complete", s.lesson))?,
+            target: Target::parse(&format!(
+                "http://{addr}/lessons/{}/complete",
+                s.requests.lesson
+            ))?,
             handled: Mutex::new(HashMap::new()),
         });
         let told = end.clone();
@@ -90,7 +93,7 @@ impl Wire {
             }
         });
         let app = Arc::new(
-            App::new(pool, strategy, s.app_shape(), s.threads, Some(watch))
+            App::new(pool, strategy, s.app_shape(), s.app.threads, Some(watch))
                 .counting(service.clone()),
         );
         let server =
@@ -104,22 +107,17 @@ impl Wire {
         })
     }
 
-    /// Starts the app as `s.replicas` processes behind a front port.
+    /// Starts the app as `s.app.replicas` processes behind a front port.
     pub async fn replicas(db: &crate::db::Database, s: &RaceSettings) -> Result<Self> {
         let front = TcpListener::bind("127.0.0.1:0")
             .await
             .context("could not listen on a loopback port")?;
-        let replicas = Replicas::start(
-            db,
-            &super::input::RaceInput::app_of(s),
-            front,
-            crate::http::listener::Limits::default(),
-        )
-        .await?;
+        let replicas =
+            Replicas::start(db, s.app(), front, crate::http::listener::Limits::default()).await?;
         let end = Arc::new(WireEnd {
             target: Target::parse(&format!(
                 "http://{}/lessons/{}/complete",
-                replicas.front, s.lesson
+                replicas.front, s.requests.lesson
             ))?,
             handled: Mutex::new(HashMap::new()),
         });

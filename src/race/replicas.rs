@@ -17,7 +17,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
-use super::input::RaceInput;
+use super::settings::App;
 use crate::db::Database;
 use crate::db::child::die_with_parent;
 use crate::db::via::Via;
@@ -97,25 +97,26 @@ fn limit_args(limits: &Limits) -> [String; 6] {
 }
 
 impl Replicas {
-    /// Starts `input.replicas` processes of the app on `db`, and the front
-    /// door on `listener` that hands connections to them in turn.
+    /// Starts `app.replicas` processes of the app on `db`, each sent the app
+    /// group as it is, and the front door on `listener` that hands
+    /// connections to them in turn.
     pub async fn start(
         db: &Database,
-        input: &RaceInput,
+        app: &App,
         listener: TcpListener,
         limits: Limits,
     ) -> Result<Self> {
-        let n = input.replicas.unwrap_or(1) as usize;
+        let n = app.replicas;
         // Through PgBouncer, each replica is given PgBouncer's address as
         // its database, bookkeeping and all, and goes there directly.
-        let url = match input.via.unwrap_or_default() {
+        let url = match app.via {
             Via::Direct => db.url_for_replicas().to_string(),
             Via::Pgbouncer => db.pgbouncer_url().await?,
         };
-        let settings = serde_json::to_string(&RaceInput {
-            replicas: None,
-            via: None,
-            ..input.clone()
+        let settings = serde_json::to_string(&App {
+            replicas: 1,
+            via: Via::Direct,
+            ..app.clone()
         })?;
         let exe = program()?;
         let mut replicas = Vec::with_capacity(n);

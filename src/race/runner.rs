@@ -53,17 +53,19 @@ impl<'db> Race<'db> {
     }
 
     /// The same with a strategy of the caller's own, such as a learner's
-    /// guard (`idem::challenge`); `settings.strategy` then only names it.
+    /// guard (`idem::challenge`); `settings.app.strategy` then only names it.
     pub async fn prepare_with(
         db: &'db Database,
         settings: RaceSettings,
         strategy: Arc<dyn Strategy>,
     ) -> Result<Self> {
         let own = fits(db, &settings).await?;
-        let pool = warm_pool(&db.workers_via(settings.via()).await?, own).await?;
+        let pool = warm_pool(&db.workers_via(settings.app().via).await?, own).await?;
         let service = ServiceCalls::default();
-        let wire = match settings.transport {
-            Transport::Http if settings.replicas > 1 => Some(Wire::replicas(db, &settings).await?),
+        let wire = match settings.requests.transport {
+            Transport::Http if settings.app.replicas > 1 => {
+                Some(Wire::replicas(db, &settings).await?)
+            }
             Transport::Http => {
                 let wire = Wire::open(pool.clone(), strategy.clone(), &settings, &service);
                 Some(wire.await?)
@@ -97,7 +99,8 @@ impl<'db> Race<'db> {
         &self,
         drive: impl AsyncFnOnce(&mut Controller) -> Result<()>,
     ) -> Result<RaceResult> {
-        let (mut controller, hooks) = Controller::new(self.settings.workers, self.db.meta.clone());
+        let (mut controller, hooks) =
+            Controller::new(self.settings.requests.workers, self.db.meta.clone());
         let started = self.start(Some(hooks)).await?;
         let driven = drive(&mut controller).await;
         // Whatever the driver did, let the rest run to the end.
@@ -119,9 +122,9 @@ impl<'db> Race<'db> {
         // The runner's own connection, held for the whole race as the app's
         // main thread holds one: the pool has one fewer for the workers.
         // Over replicas, each replica's runner holds its own.
-        let held = match s.runner_holds_connection && s.replicas == 1 {
+        let held = match s.app.runner_holds_connection && s.app.replicas == 1 {
             true => Some(
-                pool::checkout(&self.pool, s.checkout_timeout)
+                pool::checkout(&self.pool, s.app.checkout_timeout)
                     .await
                     .map_err(|e| {
                         anyhow::anyhow!(
@@ -146,8 +149,8 @@ impl<'db> Race<'db> {
             strategy: self.strategy.clone(),
             gate: gate_rx,
             ready: Arc::new(Semaphore::new(0)),
-            checkout_timeout: s.checkout_timeout,
-            strike_delay: s.work / 2,
+            checkout_timeout: s.app.checkout_timeout,
+            strike_delay: s.app.work / 2,
             wire: self.wire.as_ref().map(|w| w.end.clone()),
         };
         let fired = Arc::new(AtomicBool::new(false));
@@ -158,19 +161,19 @@ impl<'db> Race<'db> {
         });
         let calls_before = self.service.count();
         let mut workers = JoinSet::new();
-        for worker in 1..=s.workers {
+        for worker in 1..=s.requests.workers {
             let mut req = Request::new(
                 worker,
-                s.key.clone(),
+                s.requests.key.clone(),
                 s.params(worker),
-                s.fingerprint,
-                s.work,
+                s.app.fingerprint,
+                s.app.work,
             );
-            req.work_fails = s.fail_work == Some(worker);
+            req.work_fails = s.faults.fail_work == Some(worker);
             req.service = Some(self.service.for_request());
             // A fault fires once, for the first worker that reaches its point
             // (or only for the named worker).
-            let fault = match (s.crash, s.kill_connection) {
+            let fault = match (s.faults.crash, s.faults.kill_connection) {
                 (Some(crash), _) if crash.worker.is_none_or(|w| w == worker) => Some(Fault::new(
                     crash.at,
                     FaultKind::Crash,
@@ -192,11 +195,11 @@ impl<'db> Race<'db> {
         }
         // Open the gate only when every worker stands at it.
         crew.ready
-            .acquire_many(u32::try_from(s.workers).context("too many workers")?)
+            .acquire_many(u32::try_from(s.requests.workers).context("too many workers")?)
             .await?
             .forget();
         // Blocking losers wait on locks: watch who waits for whom.
-        let watch = matches!(s.loser, LoserPolicy::Block { .. })
+        let watch = matches!(s.app.loser, LoserPolicy::Block { .. })
             .then(|| BlockWatch::start(self.db.meta.clone()));
         let started = Instant::now();
         gate.send_replace(Some(started));
@@ -221,7 +224,7 @@ impl<'db> Race<'db> {
             started,
             calls_before,
         } = st;
-        let mut reports = Vec::with_capacity(s.workers);
+        let mut reports = Vec::with_capacity(s.requests.workers);
         let mut pids = Vec::new();
         while let Some(joined) = workers.join_next().await {
             let (report, pid) = joined.context("a worker panicked")?;
@@ -239,7 +242,7 @@ impl<'db> Race<'db> {
 
         // Lesson 5's eviction: other traffic fills the cache, then the
         // client whose response was lost sends the same request again.
-        if s.cache_pressure > 0 {
+        if s.store.cache_pressure > 0 {
             self.press_cache().await?;
             reports.extend(self.retries(&crew, 1, 1).await?);
         }
@@ -250,14 +253,20 @@ impl<'db> Race<'db> {
             .find(|w| w.outcome == Outcome::Crashed)
             .map(|w| (w.worker, w.answer_ms));
         if let Some((worker, crashed_at)) = crashed {
-            let due = started + Duration::from_secs_f64(crashed_at / 1000.0) + s.lock_timeout;
+            let due = started + Duration::from_secs_f64(crashed_at / 1000.0) + s.app.lock_timeout;
             tokio::time::sleep_until(due.into()).await;
-            reports.extend(self.retries(&crew, worker, s.recovery_retries).await?);
-        } else if let Some(worker) = s.fail_work {
-            reports.extend(self.retries(&crew, worker, s.recovery_retries).await?);
+            reports.extend(
+                self.retries(&crew, worker, s.faults.recovery_retries)
+                    .await?,
+            );
+        } else if let Some(worker) = s.faults.fail_work {
+            reports.extend(
+                self.retries(&crew, worker, s.faults.recovery_retries)
+                    .await?,
+            );
         }
 
-        let counts = self.db.counts(&s.key).await?;
+        let counts = self.db.counts(&s.requests.key).await?;
         mark_duplicates(&mut reports, counts.kept_xp);
         let mut result = RaceResult::new(run, s, counts, reports, elapsed);
         result.service_calls = match self.replicas() {
@@ -274,11 +283,11 @@ impl<'db> Race<'db> {
         let mut retries = JoinSet::new();
         for i in 1..=count {
             let mut req = Request::new(
-                s.workers + i,
-                s.key.clone(),
+                s.requests.workers + i,
+                s.requests.key.clone(),
                 s.params(of),
-                s.fingerprint,
-                s.work,
+                s.app.fingerprint,
+                s.app.work,
             );
             req.service = Some(self.service.for_request());
             retries.spawn(run(crew.clone(), req, None, None));
@@ -299,7 +308,7 @@ impl Race<'_> {
     /// the rest of the application's cache traffic would, evicting as it goes.
     async fn press_cache(&self) -> Result<()> {
         let s = &self.settings;
-        let conn = pool::checkout(&self.pool, s.checkout_timeout)
+        let conn = pool::checkout(&self.pool, s.app.checkout_timeout)
             .await
             .map_err(|e| {
                 anyhow::anyhow!(
@@ -313,8 +322,8 @@ impl Race<'_> {
             None,
             Duration::from_secs(3600),
         );
-        for i in 0..s.cache_pressure {
-            cache::write(&conn, &format!("other-traffic-{i}"), &entry, s.cache)
+        for i in 0..s.store.cache_pressure {
+            cache::write(&conn, &format!("other-traffic-{i}"), &entry, s.store.cache)
                 .await
                 .context("cache traffic failed")?;
         }
@@ -330,9 +339,9 @@ async fn fits(db: &Database, settings: &RaceSettings) -> Result<usize> {
     let free = db.free_connections().await?;
     // Over replicas each process has a pool of its own; this one needs
     // a connection only for its bookkeeping.
-    let (own, wanted) = match settings.replicas {
-        1 => (settings.pool_size, settings.pool_size),
-        n => (1, n * settings.pool_size + 1),
+    let (own, wanted) = match settings.app.replicas {
+        1 => (settings.app.pool_size, settings.app.pool_size),
+        n => (1, n * settings.app.pool_size + 1),
     };
     if let (Some(why), Backend::Server { .. }) = (settings.needs_own_process(), &db.backend) {
         let pooled = pooled::look(db.workers_config()).await;
@@ -344,7 +353,7 @@ async fn fits(db: &Database, settings: &RaceSettings) -> Result<usize> {
             );
         }
     }
-    let via = settings.via();
+    let via = settings.app().via;
     // Through PgBouncer the pools are its clients; the server sees at
     // most PgBouncer's own pool.
     let server_side = match via {
@@ -355,8 +364,8 @@ async fn fits(db: &Database, settings: &RaceSettings) -> Result<usize> {
         bail!(
             "--pool-size {} {}is more than the {free} connections the server has free \
              (max_connections less those in use)",
-            settings.pool_size,
-            match settings.replicas {
+            settings.app.pool_size,
+            match settings.app.replicas {
                 1 => String::new(),
                 n => format!("for each of {n} replicas "),
             }
@@ -523,9 +532,9 @@ impl Race<'_> {
     /// one, is held for as long as the replica lives.
     pub async fn replica_app(&self, number: usize, service: ServiceCalls) -> Result<Replica> {
         let s = &self.settings;
-        let held = match s.runner_holds_connection {
+        let held = match s.app.runner_holds_connection {
             true => Some(
-                pool::checkout(&self.pool, s.checkout_timeout)
+                pool::checkout(&self.pool, s.app.checkout_timeout)
                     .await
                     .map_err(|e| anyhow::anyhow!("the replica's runner: {}", pool::describe(&e)))?,
             ),
@@ -535,7 +544,7 @@ impl Race<'_> {
             self.pool.clone(),
             self.strategy.clone(),
             s.app_shape(),
-            s.threads,
+            s.app.threads,
             None,
         )
         .counting(service)
@@ -553,7 +562,7 @@ impl Race<'_> {
             self.pool.clone(),
             self.strategy.clone(),
             self.settings.app_shape(),
-            self.settings.threads,
+            self.settings.app.threads,
             watch,
         );
         Ok((app, held))

@@ -77,7 +77,7 @@ pub async fn measure(
             tick();
         }
         // 2. What is left to audit after the last race.
-        let audit = what_is_left(db, store, settings.key()).await?;
+        let audit = what_is_left(db, store, &settings.requests().key).await?;
 
         // 3. Other traffic past the cache's limit, then the client's retry.
         let pressed = RaceInput {

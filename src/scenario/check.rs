@@ -149,7 +149,7 @@ async fn race_results(
     let race = Race::prepare(db, spec.build(Origin::File)?).await?;
     let mut results = Vec::new();
     for run in 1..=runs.unwrap_or(1).max(1) as usize {
-        results.push(match race.settings.schedule() {
+        results.push(match race.settings.requests().schedule.as_deref() {
             Some(schedule) => {
                 race.run_stepped(async |c: &mut Controller| c.follow(schedule, |_, _| Ok(())).await)
                     .await?

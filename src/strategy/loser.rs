@@ -29,7 +29,7 @@ impl LoserKind {
 }
 
 /// A loser policy with its timings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub enum LoserPolicy {
     FailFast,
     Poll {
