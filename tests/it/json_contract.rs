@@ -164,28 +164,58 @@ fn output_missing_a_documented_field_is_rejected() {
     );
 }
 
+/// Every `"<field>"` enum in a published schema, as found anywhere in it.
+fn enums_named<'a>(v: &'a Value, field: &str, found: &mut Vec<&'a Value>) {
+    match v {
+        Value::Object(map) => {
+            for (name, value) in map {
+                if name == field
+                    && let Some(names) = value.get("enum")
+                {
+                    found.push(names);
+                }
+                enums_named(value, field, found);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| enums_named(v, field, found)),
+        _ => {}
+    }
+}
+
+/// The probe schema's release modes are the one list of modes (null where
+/// no burst was sent).
+#[test]
+fn the_probe_schema_names_every_release_mode() {
+    use idem::probe::Mode;
+    let schema: Value =
+        serde_json::from_str(include_str!("../../schemas/probe.schema.json")).unwrap();
+    let mut modes: Vec<Value> = Mode::ALL
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap())
+        .collect();
+    modes.sort_by_key(|m| m.to_string());
+    let mut found = Vec::new();
+    enums_named(&schema, "mode", &mut found);
+    assert!(!found.is_empty(), "the probe schema names no mode");
+    for names in found {
+        let mut names: Vec<Value> = names
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| !n.is_null())
+            .cloned()
+            .collect();
+        names.sort_by_key(|m| m.to_string());
+        assert_eq!(names, modes);
+    }
+}
+
 /// Every `"strategy"` enum in a published schema lists the registry's
 /// strategies, in its order: a strategy added to idem is added to the
 /// schemas, or this fails.
 #[test]
 fn the_schemas_name_every_strategy_in_the_registry() {
     use idem::strategy::StrategyKind;
-    fn strategy_enums<'a>(v: &'a Value, found: &mut Vec<&'a Value>) {
-        match v {
-            Value::Object(map) => {
-                for (name, value) in map {
-                    if name == "strategy"
-                        && let Some(names) = value.get("enum")
-                    {
-                        found.push(names);
-                    }
-                    strategy_enums(value, found);
-                }
-            }
-            Value::Array(items) => items.iter().for_each(|v| strategy_enums(v, found)),
-            _ => {}
-        }
-    }
     let registry: Vec<Value> = StrategyKind::NAMES
         .iter()
         .map(|n| Value::from(*n))
@@ -196,7 +226,7 @@ fn the_schemas_name_every_strategy_in_the_registry() {
     ] {
         let schema: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
         let mut found = Vec::new();
-        strategy_enums(&schema, &mut found);
+        enums_named(&schema, "strategy", &mut found);
         assert!(!found.is_empty(), "{file} names no strategy");
         for names in found {
             assert_eq!(names.as_array().unwrap(), &registry, "{file}");
