@@ -83,6 +83,17 @@ pub struct KeptSchemaArgs {
     pub schema: Option<String>,
 }
 
+impl KeptSchemaArgs {
+    /// The options for working in the kept schema, if one is named; in a
+    /// fresh run's schema otherwise.
+    pub fn options(&self, connect: &ConnectArgs) -> ConnectOptions {
+        ConnectOptions {
+            schema: self.schema.clone(),
+            ..connect.options()
+        }
+    }
+}
+
 impl ConnectArgs {
     /// The options for working in `schema`, an existing run's.
     pub fn options_in(&self, schema: &str) -> ConnectOptions {

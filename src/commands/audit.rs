@@ -26,10 +26,7 @@ pub fn plan(args: &AuditArgs) -> Result<Plan> {
     Ok(Plan {
         key: args.key.clone(),
         out: Output::from_json_flag(args.json),
-        db: ConnectOptions {
-            schema: args.kept.schema.clone(),
-            ..args.connect.options()
-        },
+        db: args.kept.options(&args.connect),
     })
 }
 

@@ -31,10 +31,7 @@ pub fn plan(args: &ReapArgs) -> Plan {
         older_than: args.older_than,
         seeded: args.kept.schema.is_none(),
         out: Output::from_json_flag(args.json),
-        db: ConnectOptions {
-            schema: args.kept.schema.clone(),
-            ..args.connect.options()
-        },
+        db: args.kept.options(&args.connect),
     }
 }
 
