@@ -60,6 +60,7 @@ pub async fn against_in_process(
         work: Duration::ZERO,
         checkout_timeout: Duration::from_secs(30),
         fail_work: None,
+        key_scope: Default::default(),
     };
     let app = Arc::new(App::new(pool, guard, shape, clients, None));
     let listener = TcpListener::bind("127.0.0.1:0").await?;

@@ -7,6 +7,7 @@ use std::fmt::Display;
 use clap::ValueEnum;
 
 use crate::db::via::Via;
+use crate::http::caller::KeyScope;
 use crate::keys::{CrashPoint, KeyKind};
 use crate::probe::Mode;
 use crate::race::fault::FaultPoint;
@@ -62,6 +63,11 @@ impl ValueEnum for Mode {
         Some(clap::builder::PossibleValue::new(self.flag()).help(self.help()))
     }
 }
+
+value_enum!(KeyScope {
+    KeyScope::Global => "One key for everyone: another caller's request with the key gets the first caller's answer",
+    KeyScope::Caller => "Each caller's keys are its own (by its Authorization header), as Stripe scopes keys by account",
+});
 
 value_enum!(Transaction {
     Transaction::None => "Each statement commits on its own, as the course's Rails code",

@@ -9,6 +9,7 @@ use super::connection::ConnectArgs;
 use super::race_shape::{
     AppFlags, FingerprintFlags, GuardFlags, LoserFlags, StoreFlags, TransactionFlags, app_input,
 };
+use crate::http::caller::KeyScope;
 use crate::limits;
 use crate::probe::Mode;
 use crate::race::DEFAULT_STRATEGY;
@@ -31,6 +32,14 @@ pub struct ServeArgs {
               "Run the app as N processes, each with its own pool and threads; the \
                listening port hands each new connection to the next in turn."))]
     pub replicas: Option<u64>,
+
+    #[arg(long, value_enum, value_name = "SCOPE",
+          help = super::values::with_default(
+              "Whose an idempotency key is: everyone's (a caller sending another's key gets \
+               the other's stored response), or each caller's own, the caller being its \
+               Authorization header.",
+              KeyScope::Global.name()))]
+    pub key_scope: Option<KeyScope>,
 
     #[command(flatten)]
     pub app: AppFlags,
@@ -78,6 +87,7 @@ impl ServeArgs {
         RaceInput {
             http: Some(true),
             replicas: self.replicas,
+            key_scope: self.key_scope,
             ..app_input(
                 self.strategy,
                 &self.app,
@@ -240,6 +250,12 @@ pub struct ProbeArgs {
     /// [default: the body with its first number changed].
     #[arg(long, value_name = "BODY|@FILE")]
     pub other_data: Option<String>,
+
+    /// With --conformance: a header that makes a second caller (e.g. its
+    /// `Authorization: Bearer ...`), in place of the same header of
+    /// --header; repeat for more. Without it the "another caller" case is n/a.
+    #[arg(long, value_name = "NAME: VALUE")]
+    pub other_caller: Vec<String>,
 
     /// The most of each answer's body that is read; a longer one is
     /// reported for its request, and the probe goes on.

@@ -10,7 +10,7 @@ use super::command::{Command, Given, Needs, Nothing};
 use crate::cli::wire_commands::{CountFlags, ProbeArgs};
 use crate::probe::bursts::Bursts;
 use crate::probe::conformance::{self, Mark};
-use crate::probe::{Counter, Probe, probe};
+use crate::probe::{Caller, Counter, Probe, probe};
 use crate::report::Output;
 use crate::report::probe::{render, render_bursts, render_checks};
 
@@ -22,6 +22,9 @@ pub struct Plan {
     pub runs: usize,
     pub requests: usize,
     pub conformance: Option<Bytes>,
+    /// `--other-caller`: the second identity of the conformance's
+    /// "another caller" case.
+    pub other_caller: Option<Caller>,
     pub out: Output,
 }
 
@@ -62,12 +65,22 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
         }
         (false, None) => None,
     };
+    let other_caller = match (args.other_caller.is_empty(), args.conformance) {
+        (true, _) => None,
+        (false, true) => Some(Probe::caller(&args.other_caller)?),
+        (false, false) => {
+            bail!(
+                "--other-caller is the second identity of --conformance's cases; add --conformance"
+            )
+        }
+    };
     Ok(Plan {
         probe,
         key,
         runs: args.runs as usize,
         requests: args.requests as usize,
         conformance,
+        other_caller,
         out: Output::from_json_flag(args.json),
     })
 }
@@ -131,7 +144,9 @@ impl Command for Plan {
         out.record(&result, render)?;
         let mut failed = result.verdict.held == Some(false) && result.effects.is_some();
         if let Some(other) = &self.conformance {
-            let checks = conformance::run(&self.probe, other, &key, self.requests).await?;
+            let mut checks = conformance::run(&self.probe, other, &key, self.requests).await?;
+            let caller = self.other_caller.as_ref();
+            checks.push(conformance::another_caller(&self.probe, &key, caller).await?);
             for check in &checks {
                 out.record(check, |_| String::new())?;
             }

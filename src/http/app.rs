@@ -20,6 +20,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
+use super::caller::KeyScope;
 use super::contract::{
     self, KEY_HEADER, MAX_BODY_BYTES, PROBLEM_JSON, REPLAYED_HEADER, REPLICA_HEADER, WORKER_HEADER,
 };
@@ -49,6 +50,8 @@ pub struct Shape {
     pub checkout_timeout: Duration,
     /// The request (by its number) whose work fails, if any.
     pub fail_work: Option<usize>,
+    /// Whether a key is the caller's own or everyone's.
+    pub key_scope: KeyScope,
 }
 
 /// One award the app handled, for whoever watches: the race that sent it,
@@ -207,6 +210,7 @@ impl App {
         let Ok(_thread) = self.threads.acquire().await else {
             return stopping();
         };
+        let key = self.shape.key_scope.key_of(&parts.headers, key);
         let request = self.request_of(&parts.headers, key, &award, lesson);
         let arrived = Instant::now();
         let mut trace = Trace::new(arrived);

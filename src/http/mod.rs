@@ -8,6 +8,7 @@
 //! connections opened before a start gate, so that they arrive together.
 
 pub mod app;
+pub mod caller;
 pub mod client;
 pub mod contract;
 pub mod forward;

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Probe, Shot, statuses};
+use super::{Caller, Probe, Shot, statuses};
 
 /// How a check ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -250,6 +250,64 @@ async fn retried(probe: &Probe, key_base: &str) -> Result<Check> {
                 (false, true) if first.status == retry.status => ", another body",
                 _ => "",
             }
+        ),
+    ))
+}
+
+/// What the "another caller" case demands.
+const ANOTHER_CALLER: &str = "never the first caller's response";
+
+/// The case of a key sent by another caller: after the first caller's
+/// request completed, a second identity (`--other-caller`) sends the same
+/// key and body. A key not scoped by its caller answers it with the first
+/// caller's stored response: a leak, not only a duplicate. A fresh answer
+/// of its own, or a refusal, holds.
+pub async fn another_caller(
+    probe: &Probe,
+    key_base: &str,
+    caller: Option<&Caller>,
+) -> Result<Check> {
+    let case = "another caller, same key";
+    let Some(caller) = caller else {
+        return Ok(Check {
+            case,
+            demands: ANOTHER_CALLER,
+            mark: Mark::NotApplicable,
+            saw: "no second caller: give --other-caller 'Authorization: ...' (the header that \
+                  names another caller) to run it"
+                .into(),
+        });
+    };
+    let body = &probe.body;
+    let key = format!("{key_base}-other-caller");
+    let first = probe.once(Some(&key), body).await;
+    if !first.succeeded() {
+        return Ok(Check {
+            case,
+            demands: ANOTHER_CALLER,
+            mark: Mark::NotApplicable,
+            saw: format!("the first caller got {}, not a success", status_of(&first)),
+        });
+    }
+    let before = probe.count().await?;
+    let other = probe.once_as(caller, Some(&key), body).await;
+    let (effects, words) = effects_words(before, probe.count().await?)?;
+    let leaked = other.status == first.status
+        && other.body == first.body
+        && (other.replayed || effects.is_none_or(|e| e == 0));
+    let answer = match (leaked, other.succeeded()) {
+        (true, _) => " with the first caller's body (a leak)",
+        (false, true) => " with a body of its own",
+        (false, false) => "",
+    };
+    Ok(Check::judged(
+        case,
+        ANOTHER_CALLER,
+        !leaked,
+        format!(
+            "first caller {}, other caller {}{answer}{words}",
+            status_of(&first),
+            status_of(&other)
         ),
     ))
 }

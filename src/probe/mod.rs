@@ -30,6 +30,10 @@ pub use release::{Mode, Release};
 use serde::Serialize;
 pub use shot::Shot;
 
+/// The headers of a second caller, never shown by their values.
+#[derive(Debug, Clone)]
+pub struct Caller(Vec<(HeaderName, HeaderValue)>);
+
 /// What to send, where, and where to count.
 #[derive(Debug, Clone)]
 pub struct Probe {
@@ -70,7 +74,7 @@ impl Probe {
         let headers = headers
             .iter()
             .enumerate()
-            .map(|(i, h)| header(i + 1, h))
+            .map(|(i, h)| header("--header", i + 1, h))
             .collect::<Result<Vec<_>>>()?;
         let shown_url = match url.split_once('?') {
             Some((base, _)) => format!("{base}?…"),
@@ -140,6 +144,30 @@ impl Probe {
         Volley { shots, release }
     }
 
+    /// The headers that make another caller (`--other-caller`), checked as
+    /// `--header` is.
+    pub fn caller(texts: &[String]) -> Result<Caller> {
+        let headers = texts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| header("--other-caller", i + 1, h))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Caller(headers))
+    }
+
+    /// One request on its own, sent as `caller`: its headers in place of
+    /// the probe's of the same names.
+    pub async fn once_as(&self, caller: &Caller, key: Option<&str>, body: &Bytes) -> Shot {
+        let mut outgoing = self.outgoing(key, body);
+        outgoing
+            .headers
+            .retain(|(name, _)| !caller.0.iter().any(|(other, _)| other == name));
+        outgoing.headers.extend(caller.0.iter().cloned());
+        let opened = Instant::now();
+        let received = client::once(&self.target, &outgoing, self.timeout).await;
+        Shot::new(1, opened, received)
+    }
+
     /// One request on its own.
     pub async fn once(&self, key: Option<&str>, body: &Bytes) -> Shot {
         let opened = Instant::now();
@@ -159,24 +187,24 @@ impl Probe {
 /// `Name: value`, checked. A header is never shown by its value (nor, when
 /// it cannot be read as a header, at all): it may carry a credential, which
 /// is also remembered so that no error from below can show it.
-fn header(number: usize, text: &str) -> Result<(HeaderName, HeaderValue)> {
+fn header(flag: &str, number: usize, text: &str) -> Result<(HeaderName, HeaderValue)> {
     let Some((name, value)) = text.split_once(':') else {
         bail!(
-            "--header number {number} has no colon; write it as 'Name: value' (its text is not shown: it may hold a credential)"
+            "{flag} number {number} has no colon; write it as 'Name: value' (its text is not shown: it may hold a credential)"
         );
     };
     hide_header_value(value);
     let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
         anyhow::anyhow!(
-            "--header number {number}: the part before the colon is not a header name (not shown: it may hold a credential)"
+            "{flag} number {number}: the part before the colon is not a header name (not shown: it may hold a credential)"
         )
     })?;
     if name.as_str() == KEY_HEADER {
-        bail!("--header cannot set Idempotency-Key; use --key");
+        bail!("{flag} cannot set Idempotency-Key; use --key");
     }
     let value = HeaderValue::from_str(value.trim()).map_err(|_| {
         anyhow::anyhow!(
-            "--header {}: the value is not valid in a header",
+            "{flag} {}: the value is not valid in a header",
             name.as_str()
         )
     })?;

@@ -15,6 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::settings::{App, CrashPlan, Faults, RaceSettings, Requests, Store, Transport};
 use crate::db::via::Via;
+use crate::http::caller::KeyScope;
 use crate::limits::{self, Origin};
 use crate::store::StoreKind;
 use crate::strategy::guard::OnFailure;
@@ -83,6 +84,8 @@ pub struct RaceInput {
     pub retry_serialization: Option<u64>,
     /// Over HTTP: how many processes of the app, behind one front door.
     pub replicas: Option<u64>,
+    /// Over HTTP: whether a key is the caller's own or everyone's.
+    pub key_scope: Option<KeyScope>,
 }
 
 fn as_duration_text<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -272,6 +275,7 @@ impl RaceInput {
                 .min(u64::from(u32::MAX)) as u32,
             threads: size(self.threads, &limits::THREADS),
             replicas: size(self.replicas, &limits::REPLICAS),
+            key_scope: self.key_scope.unwrap_or_default(),
         })
     }
 

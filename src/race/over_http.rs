@@ -63,6 +63,7 @@ impl RaceSettings {
             work: self.app.work,
             checkout_timeout: self.app.checkout_timeout,
             fail_work: self.faults.fail_work,
+            key_scope: self.app.key_scope,
         }
     }
 }

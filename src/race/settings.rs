@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fault::FaultPoint;
 use crate::db::via::Via;
+use crate::http::caller::KeyScope;
 use crate::limits::{self, Limit, Origin};
 use crate::request::key::{self, KeyError};
 use crate::store::StoreKind;
@@ -105,6 +106,8 @@ pub struct App {
     pub threads: usize,
     /// Over HTTP: how many processes of the app, each with its own pool.
     pub replicas: usize,
+    /// Over HTTP: whether a key is the caller's own or everyone's.
+    pub key_scope: KeyScope,
 }
 
 /// Lesson 5: where claim-work-complete keeps its claims, and the cache

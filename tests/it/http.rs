@@ -304,11 +304,70 @@ fn conformance_passes_the_guard_and_fails_check_then_store() {
     };
     let (ok, guard) = marks("guard");
     assert!(ok);
-    assert_eq!(guard, expected_marks(["pass", "pass", "pass", "pass"]));
+    assert_eq!(
+        guard,
+        expected_marks(&["pass", "pass", "pass", "pass", "not_applicable"])
+    );
 
     let (ok, naive) = marks("check-then-store");
     assert!(!ok);
-    assert_eq!(naive, expected_marks(["pass", "pass", "fail", "pass"]));
+    assert_eq!(
+        naive,
+        expected_marks(&["pass", "pass", "fail", "pass", "not_applicable"])
+    );
+}
+
+/// A key that is everyone's answers a second caller with the first caller's
+/// stored response (a leak, and no effect for the second caller's own
+/// request); scoped by the caller's `Authorization`, the second caller's
+/// request is its own: a fresh 201 and one effect of its own.
+#[test]
+fn a_key_not_scoped_by_its_caller_leaks_the_first_callers_response() {
+    let caller_case = |scope: &str| {
+        let app = Served::start("key-scope", &["-s", "guard", "--key-scope", scope]);
+        let out = app.probe(&[
+            "--json",
+            "--conformance",
+            "-d",
+            AWARD,
+            "-H",
+            "Authorization: Bearer caller-a",
+            "--other-caller",
+            "Authorization: Bearer caller-b",
+        ]);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let case: Value = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["case"] == "another caller, same key")
+            .unwrap_or_else(|| panic!("no caller case in {stdout}"));
+        assert!(
+            !stdout.contains("caller-b"),
+            "a header's value is never shown"
+        );
+        (out.status.code(), case)
+    };
+    let (code, leaked) = caller_case("global");
+    assert_eq!(code, Some(1), "{leaked}");
+    assert_eq!(leaked["mark"], "fail");
+    assert!(
+        leaked["saw"]
+            .as_str()
+            .unwrap()
+            .contains("(a leak); 0 effects"),
+        "{leaked}"
+    );
+
+    let (code, scoped) = caller_case("caller");
+    assert_eq!(code, Some(0), "{scoped}");
+    assert_eq!(scoped["mark"], "pass");
+    assert!(
+        scoped["saw"]
+            .as_str()
+            .unwrap()
+            .contains("a body of its own; 1 effect"),
+        "{scoped}"
+    );
 }
 
 /// The count query runs read-only: one that would delete is refused by the
@@ -482,7 +541,7 @@ fn the_ruby_starter_fails_the_challenge() {
     assert!(!out.status.success());
     assert_eq!(
         marks_of(&out.stdout),
-        expected_marks(["fail", "fail", "fail", "pass"])
+        expected_marks(&["fail", "fail", "fail", "pass"])
     );
 }
 
@@ -522,7 +581,7 @@ fn idem_db_gives_the_ruby_challenge_a_database_and_takes_it_away() {
     let out = challenge_the_ruby_app(&sandbox, &base, &url);
     assert_eq!(
         marks_of(&out.stdout),
-        expected_marks(["fail", "fail", "fail", "pass"]),
+        expected_marks(&["fail", "fail", "fail", "pass"]),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
