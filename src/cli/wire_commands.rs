@@ -279,9 +279,18 @@ pub struct ProbeArgs {
     pub count: CountFlags,
 
     /// Check the IETF draft's cases one by one: missing key, same key with
-    /// another body, concurrent requests, a retry after completion.
+    /// another body, concurrent requests, a retry after completion, the
+    /// same key while the first request is in flight (with the same body
+    /// and with another), and another caller's request with the same key.
     #[arg(long)]
     pub conformance: bool,
+
+    /// With --conformance: send the in-flight cases' second request this
+    /// long after the first [default: half the latency of a request the
+    /// probe times first].
+    #[arg(long, value_name = "MS", requires = "conformance", allow_negative_numbers = true,
+          value_parser = limits::IN_FLIGHT_MS.parser())]
+    pub in_flight_ms: Option<u64>,
 
     /// One JSON object with every figure.
     #[arg(long)]

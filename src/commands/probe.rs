@@ -25,6 +25,8 @@ pub struct Plan {
     /// `--other-caller`: the second identity of the conformance's
     /// "another caller" case.
     pub other_caller: Option<Caller>,
+    /// `--in-flight-ms`: when the in-flight cases' second request goes.
+    pub in_flight: Option<Duration>,
     pub out: Output,
 }
 
@@ -81,6 +83,7 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
         requests: args.requests as usize,
         conformance,
         other_caller,
+        in_flight: args.in_flight_ms.map(Duration::from_millis),
         out: Output::from_json_flag(args.json),
     })
 }
@@ -145,6 +148,8 @@ impl Command for Plan {
         let mut failed = result.verdict.held == Some(false) && result.effects.is_some();
         if let Some(other) = &self.conformance {
             let mut checks = conformance::run(&self.probe, other, &key, self.requests).await?;
+            let delay = conformance::in_flight_delay(&self.probe, &key, self.in_flight).await;
+            checks.extend(conformance::in_flight(&self.probe, &key, other, &delay).await?);
             let caller = self.other_caller.as_ref();
             checks.push(conformance::another_caller(&self.probe, &key, caller).await?);
             for check in &checks {

@@ -1,5 +1,7 @@
 //! The IETF draft's cases, one check each, on a fresh key each: missing key, another body, concurrent requests, a retry after completion.
 
+use std::time::Duration;
+
 use anyhow::{Result, bail};
 use bytes::Bytes;
 use serde::Serialize;
@@ -252,6 +254,135 @@ async fn retried(probe: &Probe, key_base: &str) -> Result<Check> {
             }
         ),
     ))
+}
+
+/// When the in-flight cases send their second request: `--in-flight-ms`,
+/// or half the latency of a request of the probe's own on a key of its own,
+/// timed first.
+pub async fn in_flight_delay(
+    probe: &Probe,
+    key_base: &str,
+    given: Option<Duration>,
+) -> (Duration, String) {
+    if let Some(given) = given {
+        return (
+            given,
+            format!("{} ms after the first (--in-flight-ms)", given.as_millis()),
+        );
+    }
+    let timed = probe
+        .once(Some(&format!("{key_base}-timed")), &probe.body)
+        .await;
+    let latency = Duration::from_secs_f64(timed.latency_ms.max(0.0) / 1000.0);
+    let delay = latency / 2;
+    (
+        delay,
+        format!(
+            "{} ms after the first, half the {:.0} ms a request took when timed first",
+            delay.as_millis(),
+            timed.latency_ms
+        ),
+    )
+}
+
+/// The in-flight cases: the same key again while the first request is
+/// being answered, with the same body and with another, each on a key of
+/// its own. The same body gets 409 or, after a wait, the first's response;
+/// another body 409 or 422; either way one effect.
+pub async fn in_flight(
+    probe: &Probe,
+    key_base: &str,
+    other: &Bytes,
+    (delay, when): &(Duration, String),
+) -> Result<Vec<Check>> {
+    let same = Overlap::send(probe, &format!("{key_base}-in-flight"), &probe.body, *delay).await?;
+    let same_body = same.second.succeeded()
+        && same.second.status == same.first.status
+        && same.second.body == same.first.body;
+    let same_held = same.second.status == Some(409) || same_body;
+    let changed =
+        Overlap::send(probe, &format!("{key_base}-in-flight-other"), other, *delay).await?;
+    let changed_held = matches!(changed.second.status, Some(409 | 422));
+    Ok(vec![
+        same.judged(
+            "in flight, same key",
+            "409, or a wait and then the first's response; one effect",
+            same_held,
+            if same_body {
+                " with the first's body"
+            } else {
+                ""
+            },
+            when,
+        ),
+        changed.judged(
+            "in flight, other body",
+            "409 or 422, never a second effect",
+            changed_held,
+            "",
+            when,
+        ),
+    ])
+}
+
+/// Two requests with one key, the second sent while the first is in
+/// flight, and the effects they made together.
+struct Overlap {
+    first: Shot,
+    second: Shot,
+    effects: Option<i64>,
+    words: String,
+}
+
+impl Overlap {
+    /// Sends the probe's body with `key`, and `second` with the same key
+    /// `delay` later.
+    async fn send(probe: &Probe, key: &str, second: &Bytes, delay: Duration) -> Result<Self> {
+        let before = probe.count().await?;
+        let (first, second) = tokio::join!(probe.once(Some(key), &probe.body), async {
+            tokio::time::sleep(delay).await;
+            probe.once(Some(key), second).await
+        });
+        let (effects, words) = effects_words(before, probe.count().await?)?;
+        Ok(Self {
+            first,
+            second,
+            effects,
+            words,
+        })
+    }
+
+    /// The case's verdict: n/a when the first request did not succeed,
+    /// else `held` and one effect (when counted).
+    fn judged(
+        self,
+        case: &'static str,
+        demands: &'static str,
+        held: bool,
+        detail: &str,
+        when: &str,
+    ) -> Check {
+        let saw = format!(
+            "second sent {when}: first {}, second {}{detail}{}",
+            status_of(&self.first),
+            status_of(&self.second),
+            self.words
+        );
+        if !self.first.succeeded() {
+            return Check {
+                case,
+                demands,
+                mark: Mark::NotApplicable,
+                saw,
+            };
+        }
+        Check::judged(
+            case,
+            demands,
+            held && self.effects.is_none_or(|e| e == 1),
+            saw,
+        )
+    }
 }
 
 /// What the "another caller" case demands.

@@ -317,6 +317,60 @@ fn conformance_passes_the_guard_and_fails_check_then_store() {
     );
 }
 
+/// The same key again while the first request works (300 ms of work, the
+/// second sent at half the latency the probe timed first, about 150 ms in):
+/// the guard answers 409 to the same body and 422 to another, with one
+/// effect; check-then-store finds no key yet and does the work twice.
+#[test]
+fn a_request_in_flight_is_met_by_the_guard_and_done_twice_by_check_then_store() {
+    let in_flight = |strategy: &str, extra: &[&str]| {
+        let app = Served::start("in-flight", &["-s", strategy, "--work-ms", "300"]);
+        let out = app.probe(&[&["--json", "--conformance", "-d", AWARD][..], extra].concat());
+        let cases: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| {
+                v["case"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("in flight"))
+            })
+            .collect();
+        assert_eq!(cases.len(), 2, "{}", String::from_utf8_lossy(&out.stdout));
+        (out.status.code(), cases)
+    };
+    let (code, guard) = in_flight("guard", &[]);
+    assert_eq!(code, Some(0), "{guard:?}");
+    let saw = |c: &Value| c["saw"].as_str().unwrap().to_owned();
+    assert_eq!(guard[0]["mark"], "pass");
+    assert!(
+        saw(&guard[0]).contains("second 409; 1 effect"),
+        "{}",
+        saw(&guard[0])
+    );
+    assert!(
+        saw(&guard[0]).contains("half the"),
+        "says when it sent: {}",
+        saw(&guard[0])
+    );
+    assert_eq!(guard[1]["mark"], "pass");
+    assert!(
+        saw(&guard[1]).contains("second 422; 1 effect"),
+        "{}",
+        saw(&guard[1])
+    );
+
+    let (code, naive) = in_flight("check-then-store", &["--in-flight-ms", "100"]);
+    assert_eq!(code, Some(1));
+    for case in &naive {
+        assert_eq!(case["mark"], "fail", "{case}");
+        assert!(
+            saw(case).contains("100 ms after the first (--in-flight-ms)"),
+            "{case}"
+        );
+        assert!(saw(case).contains("second 201; 2 effects"), "{case}");
+    }
+}
+
 /// A key that is everyone's answers a second caller with the first caller's
 /// stored response (a leak, and no effect for the second caller's own
 /// request); scoped by the caller's `Authorization`, the second caller's
