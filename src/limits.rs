@@ -215,6 +215,7 @@ pub const MAX_RESPONSE_BYTES: Limit =
     with_default(flag("--max-response-bytes", 1, 1_073_741_824), 1024 * 1024);
 pub const COUNT_TIMEOUT_MS: Limit = with_default(flag("--count-timeout-ms", 1, 3_600_000), 15_000);
 pub const IN_FLIGHT_MS: Limit = flag("--in-flight-ms", 0, 3_600_000);
+pub const SETTLE_MS: Limit = with_default(flag("--settle-ms", 1, 3_600_000), 10_000);
 
 /// Parses a duration: a whole number and a unit, ms, s, m, h, d or w (e.g.
 /// 90s, 24h, 2w), for flags and scenario files alike.

@@ -292,6 +292,12 @@ pub struct ProbeArgs {
           value_parser = limits::IN_FLIGHT_MS.parser())]
     pub in_flight_ms: Option<u64>,
 
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          default_value_t = limits::SETTLE_MS.default(), value_parser = limits::SETTLE_MS.parser(),
+          help = "With --conformance: how long the \"after an abort\" case retries a key that \
+                  answers 409 before it calls the key stuck")]
+    pub settle_ms: u64,
+
     /// One JSON object with every figure.
     #[arg(long)]
     pub json: bool,

@@ -27,6 +27,8 @@ pub struct Plan {
     pub other_caller: Option<Caller>,
     /// `--in-flight-ms`: when the in-flight cases' second request goes.
     pub in_flight: Option<Duration>,
+    /// `--settle-ms`: how long the abort case retries a 409.
+    pub settle: Duration,
     pub out: Output,
 }
 
@@ -84,6 +86,7 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
         conformance,
         other_caller,
         in_flight: args.in_flight_ms.map(Duration::from_millis),
+        settle: Duration::from_millis(args.settle_ms),
         out: Output::from_json_flag(args.json),
     })
 }
@@ -150,6 +153,7 @@ impl Command for Plan {
             let mut checks = conformance::run(&self.probe, other, &key, self.requests).await?;
             let delay = conformance::in_flight_delay(&self.probe, &key, self.in_flight).await;
             checks.extend(conformance::in_flight(&self.probe, &key, other, &delay).await?);
+            checks.push(conformance::after_an_abort(&self.probe, &key, self.settle).await?);
             let caller = self.other_caller.as_ref();
             checks.push(conformance::another_caller(&self.probe, &key, caller).await?);
             for check in &checks {

@@ -265,6 +265,44 @@ fn hyper_reason(err: &hyper::Error) -> String {
     }
 }
 
+/// Sends `req` over HTTP/1.1 on a fresh connection and hangs up as soon as
+/// its last byte is on the wire, as a client that times out does. The
+/// request is held at its final byte until the server has every byte before
+/// it, then that byte goes out and the connection is closed.
+pub async fn hang_up_after_sending(
+    target: &Target,
+    req: &Outgoing,
+    timeout: Duration,
+) -> Result<()> {
+    let stream = target.open(timeout).await?;
+    if target.protocol_of(&stream) == Protocol::Http2 {
+        bail!(
+            "{} chose HTTP/2; a hang-up is sent over HTTP/1.1",
+            target.authority
+        );
+    }
+    let (held, trigger) = super::last_byte::hold(stream);
+    let mut conn = Connection::over(held, target).await?;
+    let triggers = std::slice::from_ref(&trigger);
+    tokio::select! {
+        answered = conn.send(req, timeout) => {
+            bail!("{} answered before the request was whole: {}", target.authority,
+                answered.map_or_else(|e| e.to_string(), |r| r.status.to_string()))
+        }
+        staged = super::last_byte::all_staged(triggers, timeout) => {
+            if !staged {
+                bail!("{} did not take the request within {} ms", target.authority, timeout.as_millis());
+            }
+        }
+    }
+    // hyper's side goes first; the trigger still holds the socket, sends
+    // the final byte, and closes it as it is dropped.
+    drop(conn);
+    super::last_byte::release_all(triggers);
+    drop(trigger);
+    Ok(())
+}
+
 /// One request on a fresh connection: connect, send, read; over HTTP/2
 /// when the target speaks it.
 pub async fn once(target: &Target, req: &Outgoing, timeout: Duration) -> Result<Received> {

@@ -385,6 +385,57 @@ impl Overlap {
     }
 }
 
+/// What the "after an abort" case demands.
+const AFTER_AN_ABORT: &str = "retries end in the first's response or a fresh success; one effect";
+
+/// The case of a client that times out: the request is sent and the
+/// connection closed at once, then the same key is retried (every 200 ms
+/// while it gets 409) until a final answer or `settle` has passed. A claim
+/// left pending for good answers 409 to every retry: the key is stuck.
+pub async fn after_an_abort(probe: &Probe, key_base: &str, settle: Duration) -> Result<Check> {
+    let case = "after an abort";
+    let body = &probe.body;
+    let key = format!("{key_base}-abort");
+    let before = probe.count().await?;
+    if let Err(err) = probe.hang_up(Some(&key), body).await {
+        return Ok(Check {
+            case,
+            demands: AFTER_AN_ABORT,
+            mark: Mark::NotApplicable,
+            saw: format!("the request could not be sent and abandoned: {err:#}"),
+        });
+    }
+    let deadline = tokio::time::Instant::now() + settle;
+    let mut tries = 0;
+    let last = loop {
+        tries += 1;
+        let shot = probe.once(Some(&key), body).await;
+        if shot.status != Some(409) || tokio::time::Instant::now() >= deadline {
+            break shot;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let (effects, words) = effects_words(before, probe.count().await?)?;
+    let tried = match tries {
+        1 => "the retry".to_owned(),
+        n => format!("{n} retries, the last"),
+    };
+    let stuck = last.status == Some(409);
+    let saw = match stuck {
+        true => format!(
+            "still 409 after {} s: the key is stuck ({tries} retries){words}",
+            settle.as_secs_f64()
+        ),
+        false => format!("abandoned, then {tried} {}{words}", status_of(&last)),
+    };
+    Ok(Check::judged(
+        case,
+        AFTER_AN_ABORT,
+        last.succeeded() && effects.is_none_or(|e| e == 1),
+        saw,
+    ))
+}
+
 /// What the "another caller" case demands.
 const ANOTHER_CALLER: &str = "never the first caller's response";
 

@@ -168,6 +168,12 @@ impl Probe {
         Shot::new(1, opened, received)
     }
 
+    /// One request that its client gives up on as soon as it is sent:
+    /// the connection is closed before any answer.
+    pub async fn hang_up(&self, key: Option<&str>, body: &Bytes) -> Result<()> {
+        client::hang_up_after_sending(&self.target, &self.outgoing(key, body), self.timeout).await
+    }
+
     /// One request on its own.
     pub async fn once(&self, key: Option<&str>, body: &Bytes) -> Shot {
         let opened = Instant::now();

@@ -371,6 +371,47 @@ fn a_request_in_flight_is_met_by_the_guard_and_done_twice_by_check_then_store() 
     }
 }
 
+/// A client that gives up as soon as its request is sent, then retries:
+/// `idem serve` drops the abandoned request at its next await (hyper's way).
+/// The guard's claim is taken over after its lock timeout, so the retries
+/// end in a 201 and one effect; claim-work-complete's stays pending for
+/// good, and every retry gets 409: the key is stuck.
+#[test]
+fn after_an_abort_the_guard_recovers_and_claim_work_complete_is_stuck() {
+    let abort = |strategy: &str| {
+        let app = Served::start("abort", &["-s", strategy, "--work-ms", "300"]);
+        let out = app.probe(&[
+            "--json",
+            "--conformance",
+            "-d",
+            AWARD,
+            "--settle-ms",
+            "2500",
+        ]);
+        let case: Value = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["case"] == "after an abort")
+            .expect("the abort case is reported");
+        (out.status.code(), case)
+    };
+    let saw = |c: &Value| c["saw"].as_str().unwrap().to_owned();
+    let (code, guard) = abort("guard");
+    assert_eq!(code, Some(0), "{guard}");
+    assert_eq!(guard["mark"], "pass");
+    assert!(saw(&guard).ends_with("201; 1 effect"), "{}", saw(&guard));
+
+    let (code, stuck) = abort("claim-work-complete");
+    assert_eq!(code, Some(1));
+    assert_eq!(stuck["mark"], "fail");
+    assert!(
+        saw(&stuck).starts_with("still 409 after 2.5 s: the key is stuck"),
+        "{}",
+        saw(&stuck)
+    );
+    assert!(saw(&stuck).ends_with("0 effects"), "{}", saw(&stuck));
+}
+
 /// A key that is everyone's answers a second caller with the first caller's
 /// stored response (a leak, and no effect for the second caller's own
 /// request); scoped by the caller's `Authorization`, the second caller's
