@@ -61,6 +61,7 @@ pub async fn against_in_process(
         checkout_timeout: Duration::from_secs(30),
         fail_work: None,
         key_scope: Default::default(),
+        on_hangup: Default::default(),
     };
     let app = Arc::new(App::new(pool, guard, shape, clients, None));
     let listener = TcpListener::bind("127.0.0.1:0").await?;

@@ -7,6 +7,7 @@ use std::fmt::Display;
 use clap::ValueEnum;
 
 use crate::db::via::Via;
+use crate::http::app::OnHangup;
 use crate::http::caller::KeyScope;
 use crate::keys::{CrashPoint, KeyKind};
 use crate::probe::Mode;
@@ -67,6 +68,11 @@ impl ValueEnum for Mode {
 value_enum!(KeyScope {
     KeyScope::Global => "One key for everyone: another caller's request with the key gets the first caller's answer",
     KeyScope::Caller => "Each caller's keys are its own (by its Authorization header), as Stripe scopes keys by account",
+});
+
+value_enum!(OnHangup {
+    OnHangup::Cancel => "Drop the request at its next await, as hyper, axum and Go's cancelled contexts do",
+    OnHangup::Finish => "Run the request to its end though nobody reads the answer, as Puma and Node do",
 });
 
 value_enum!(Transaction {

@@ -9,6 +9,7 @@ use super::connection::ConnectArgs;
 use super::race_shape::{
     AppFlags, FingerprintFlags, GuardFlags, LoserFlags, StoreFlags, TransactionFlags, app_input,
 };
+use crate::http::app::OnHangup;
 use crate::http::caller::KeyScope;
 use crate::limits;
 use crate::probe::Mode;
@@ -40,6 +41,13 @@ pub struct ServeArgs {
                Authorization header.",
               KeyScope::Global.name()))]
     pub key_scope: Option<KeyScope>,
+
+    #[arg(long, value_enum, value_name = "WAY",
+          help = super::values::with_default(
+              "What the app does with a request whose client goes away: drop it at its \
+               next await, as hyper does, or run it to its end, as Puma and Node do.",
+              OnHangup::Cancel.name()))]
+    pub on_hangup: Option<OnHangup>,
 
     #[command(flatten)]
     pub app: AppFlags,
@@ -88,6 +96,7 @@ impl ServeArgs {
             http: Some(true),
             replicas: self.replicas,
             key_scope: self.key_scope,
+            on_hangup: self.on_hangup,
             ..app_input(
                 self.strategy,
                 &self.app,

@@ -16,7 +16,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{ALLOW, CONNECTION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use hyper::{Method, StatusCode};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
@@ -52,6 +52,31 @@ pub struct Shape {
     pub fail_work: Option<usize>,
     /// Whether a key is the caller's own or everyone's.
     pub key_scope: KeyScope,
+    /// What the app does with a request whose client went away.
+    pub on_hangup: OnHangup,
+}
+
+/// What the app does when a request's client goes away before its answer
+/// (`--on-hangup`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnHangup {
+    /// Drop the request at its next await, as hyper (and axum, and Go with
+    /// a cancelled context) do: what it has not done stays undone.
+    #[default]
+    Cancel,
+    /// Run it to its end anyway, as Puma and Node do: nobody reads the answer.
+    Finish,
+}
+
+impl OnHangup {
+    /// As `--on-hangup` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnHangup::Cancel => "cancel",
+            OnHangup::Finish => "finish",
+        }
+    }
 }
 
 /// One award the app handled, for whoever watches: the race that sent it,
@@ -128,6 +153,30 @@ impl App {
             watch,
             service: ServiceCalls::default(),
             replica: None,
+        }
+    }
+
+    /// Answers a request as the app treats a client that goes away: routed
+    /// in the connection's own task, which is dropped with the connection
+    /// (`cancel`), or in a task of its own that runs to the end (`finish`).
+    pub async fn answer(
+        self: Arc<Self>,
+        req: hyper::Request<Incoming>,
+        read_timeout: Duration,
+    ) -> Response {
+        match self.shape.on_hangup {
+            OnHangup::Cancel => self.route(req, read_timeout).await,
+            OnHangup::Finish => {
+                let app = self.clone();
+                let routed = tokio::spawn(async move { app.route(req, read_timeout).await });
+                routed.await.unwrap_or_else(|_| {
+                    problem(
+                        500,
+                        "internal_error",
+                        "the request's task ended without an answer",
+                    )
+                })
+            }
         }
     }
 

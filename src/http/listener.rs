@@ -246,7 +246,7 @@ where
         let (app, serving, requests) = (app.clone(), serving.clone(), requests.clone());
         async move {
             let _handling = InFlight::enter(&serving, &requests);
-            Ok::<_, Infallible>(app.route(req, limits.read_timeout).await)
+            Ok::<_, Infallible>(app.answer(req, limits.read_timeout).await)
         }
     });
     let mut builder = auto::Builder::new(TokioExecutor::new());

@@ -15,6 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::settings::{App, CrashPlan, Faults, RaceSettings, Requests, Store, Transport};
 use crate::db::via::Via;
+use crate::http::app::OnHangup;
 use crate::http::caller::KeyScope;
 use crate::limits::{self, Origin};
 use crate::store::StoreKind;
@@ -86,6 +87,8 @@ pub struct RaceInput {
     pub replicas: Option<u64>,
     /// Over HTTP: whether a key is the caller's own or everyone's.
     pub key_scope: Option<KeyScope>,
+    /// Over HTTP: what the app does with a request whose client left.
+    pub on_hangup: Option<OnHangup>,
 }
 
 fn as_duration_text<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -276,6 +279,7 @@ impl RaceInput {
             threads: size(self.threads, &limits::THREADS),
             replicas: size(self.replicas, &limits::REPLICAS),
             key_scope: self.key_scope.unwrap_or_default(),
+            on_hangup: self.on_hangup.unwrap_or_default(),
         })
     }
 

@@ -64,6 +64,7 @@ impl RaceSettings {
             checkout_timeout: self.app.checkout_timeout,
             fail_work: self.faults.fail_work,
             key_scope: self.app.key_scope,
+            on_hangup: self.app.on_hangup,
         }
     }
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fault::FaultPoint;
 use crate::db::via::Via;
+use crate::http::app::OnHangup;
 use crate::http::caller::KeyScope;
 use crate::limits::{self, Limit, Origin};
 use crate::request::key::{self, KeyError};
@@ -108,6 +109,8 @@ pub struct App {
     pub replicas: usize,
     /// Over HTTP: whether a key is the caller's own or everyone's.
     pub key_scope: KeyScope,
+    /// Over HTTP: what the app does with a request whose client left.
+    pub on_hangup: OnHangup,
 }
 
 /// Lesson 5: where claim-work-complete keeps its claims, and the cache

@@ -375,11 +375,15 @@ fn a_request_in_flight_is_met_by_the_guard_and_done_twice_by_check_then_store() 
 /// `idem serve` drops the abandoned request at its next await (hyper's way).
 /// The guard's claim is taken over after its lock timeout, so the retries
 /// end in a 201 and one effect; claim-work-complete's stays pending for
-/// good, and every retry gets 409: the key is stuck.
+/// good, and every retry gets 409: the key is stuck, unless the app runs an
+/// abandoned request to its end (`--on-hangup finish`, Puma's way).
 #[test]
 fn after_an_abort_the_guard_recovers_and_claim_work_complete_is_stuck() {
-    let abort = |strategy: &str| {
-        let app = Served::start("abort", &["-s", strategy, "--work-ms", "300"]);
+    let abort = |strategy: &str, serve: &[&str]| {
+        let app = Served::start(
+            "abort",
+            &[&["-s", strategy, "--work-ms", "300"][..], serve].concat(),
+        );
         let out = app.probe(&[
             "--json",
             "--conformance",
@@ -396,12 +400,12 @@ fn after_an_abort_the_guard_recovers_and_claim_work_complete_is_stuck() {
         (out.status.code(), case)
     };
     let saw = |c: &Value| c["saw"].as_str().unwrap().to_owned();
-    let (code, guard) = abort("guard");
+    let (code, guard) = abort("guard", &[]);
     assert_eq!(code, Some(0), "{guard}");
     assert_eq!(guard["mark"], "pass");
     assert!(saw(&guard).ends_with("201; 1 effect"), "{}", saw(&guard));
 
-    let (code, stuck) = abort("claim-work-complete");
+    let (code, stuck) = abort("claim-work-complete", &[]);
     assert_eq!(code, Some(1));
     assert_eq!(stuck["mark"], "fail");
     assert!(
@@ -410,6 +414,17 @@ fn after_an_abort_the_guard_recovers_and_claim_work_complete_is_stuck() {
         saw(&stuck)
     );
     assert!(saw(&stuck).ends_with("0 effects"), "{}", saw(&stuck));
+
+    // Run to its end as Puma would, the abandoned request completes its
+    // claim, and a retry (409 while it works) gets its response.
+    let (code, finished) = abort("claim-work-complete", &["--on-hangup", "finish"]);
+    assert_eq!(code, Some(0), "{finished}");
+    assert_eq!(finished["mark"], "pass");
+    assert!(
+        saw(&finished).ends_with("201; 1 effect"),
+        "{}",
+        saw(&finished)
+    );
 }
 
 /// A key that is everyone's answers a second caller with the first caller's
