@@ -227,10 +227,11 @@ pub struct ProbeArgs {
     /// The endpoint, e.g. http://127.0.0.1:8080/lessons/1/complete.
     pub url: String,
 
-    /// How many identical requests to send at once.
-    #[arg(long, short = 'n', default_value_t = limits::PROBE_REQUESTS.default(), value_name = "N",
-          allow_negative_numbers = true, value_parser = limits::PROBE_REQUESTS.parser())]
-    pub requests: u64,
+    #[arg(long, short = 'n', value_name = "N",
+          allow_negative_numbers = true, value_parser = limits::PROBE_REQUESTS.parser(),
+          help = limits::PROBE_REQUESTS.help(
+              "How many identical requests to send at once (with --retry-at, first: 1 unless given)."))]
+    pub requests: Option<u64>,
 
     /// The Idempotency-Key every request carries [default: a random UUID,
     /// a fresh one for each burst].
@@ -293,6 +294,14 @@ pub struct ProbeArgs {
     /// and with another), and another caller's request with the same key.
     #[arg(long)]
     pub conformance: bool,
+
+    /// Send the request, then the same request again at each of these
+    /// offsets from its send (e.g. 50ms,300ms,2s), each on a connection of
+    /// its own, and judge by the effects left for the key: more than one is
+    /// a duplicate (a claim that expired while its work still ran).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = limits::duration,
+          conflicts_with = "conformance", requires = "count_sql")]
+    pub retry_at: Vec<Duration>,
 
     /// With --conformance: send the in-flight cases' second request this
     /// long after the first [default: half the latency of a request the

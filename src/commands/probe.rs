@@ -8,11 +8,12 @@ use bytes::Bytes;
 
 use super::command::{Command, Given, Needs, Nothing};
 use crate::cli::wire_commands::{CountFlags, ProbeArgs};
+use crate::limits;
 use crate::probe::bursts::Bursts;
 use crate::probe::conformance::{self, Mark};
-use crate::probe::{Caller, Counter, Probe, probe};
+use crate::probe::{Caller, Counter, Probe, probe, schedule};
 use crate::report::Output;
-use crate::report::probe::{render, render_bursts, render_checks};
+use crate::report::probe::{render, render_bursts, render_checks, render_schedule};
 
 /// What `idem probe` will do, checked before anything is sent.
 pub struct Plan {
@@ -29,6 +30,8 @@ pub struct Plan {
     pub in_flight: Option<Duration>,
     /// `--settle-ms`: how long the abort case retries a 409.
     pub settle: Duration,
+    /// `--retry-at`: the retries' offsets from the first send, in order.
+    pub retry_at: Vec<Duration>,
     pub out: Output,
 }
 
@@ -82,11 +85,15 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
         probe,
         key,
         runs: args.runs as usize,
-        requests: args.requests as usize,
+        requests: args.requests.unwrap_or(match args.retry_at.is_empty() {
+            true => limits::PROBE_REQUESTS.default(),
+            false => 1,
+        }) as usize,
         conformance,
         other_caller,
         in_flight: args.in_flight_ms.map(Duration::from_millis),
         settle: Duration::from_millis(args.settle_ms),
+        retry_at: retry_at(&args.retry_at)?,
         out: Output::from_json_flag(args.json),
     })
 }
@@ -137,6 +144,9 @@ impl Command for Plan {
     async fn run(self, _: &Nothing, _: Given) -> Result<()> {
         let out = self.out;
         check_counter(self.probe.counter.as_ref()).await?;
+        if !self.retry_at.is_empty() {
+            return schedules(&self).await;
+        }
         if self.runs > 1 {
             return bursts(&self).await;
         }
@@ -153,7 +163,8 @@ impl Command for Plan {
             let mut checks = conformance::run(&self.probe, other, &key, self.requests).await?;
             let delay = conformance::in_flight_delay(&self.probe, &key, self.in_flight).await;
             checks.extend(conformance::in_flight(&self.probe, &key, other, &delay).await?);
-            checks.push(conformance::after_an_abort(&self.probe, &key, self.settle).await?);
+            let abort = conformance::after_an_abort(&self.probe, &key, &delay, self.settle);
+            checks.push(abort.await?);
             let caller = self.other_caller.as_ref();
             checks.push(conformance::another_caller(&self.probe, &key, caller).await?);
             for check in &checks {
@@ -173,6 +184,53 @@ impl Command for Plan {
 }
 
 /// A key of its own for one burst.
+/// The most retries one `--retry-at` schedule sends, and the latest one.
+const MAX_RETRIES: usize = 100;
+const LATEST_RETRY: Duration = Duration::from_secs(3600);
+
+/// `--retry-at`, checked and in order.
+fn retry_at(given: &[Duration]) -> Result<Vec<Duration>> {
+    if given.len() > MAX_RETRIES {
+        bail!(
+            "--retry-at takes at most {MAX_RETRIES} offsets, not {}",
+            given.len()
+        );
+    }
+    if let Some(late) = given.iter().find(|d| **d > LATEST_RETRY) {
+        bail!("--retry-at {} s is later than an hour", late.as_secs());
+    }
+    let mut offsets = given.to_vec();
+    offsets.sort();
+    Ok(offsets)
+}
+
+/// `--retry-at`: each run a schedule on a key of its own, each a line of
+/// `--json`; a schedule that left more than one effect is a duplicate.
+async fn schedules(plan: &Plan) -> Result<()> {
+    let (mut duplicates, mut judged) = (0, 0);
+    for _ in 0..plan.runs {
+        let key = plan.key.clone().unwrap_or_else(fresh_key);
+        let s = schedule::run(&plan.probe, &key, plan.requests, &plan.retry_at).await?;
+        plan.out.record(&s, render_schedule)?;
+        judged += usize::from(s.held.is_some());
+        duplicates += usize::from(s.held == Some(false));
+    }
+    if duplicates > 0 {
+        bail!(
+            "{duplicates} of {} schedules left more than one effect for their key",
+            plan.runs
+        );
+    }
+    if judged < plan.runs {
+        bail!(
+            "could not judge {} of {} schedules: no effect was counted for their key",
+            plan.runs - judged,
+            plan.runs
+        );
+    }
+    Ok(())
+}
+
 fn fresh_key() -> String {
     uuid::Uuid::new_v4().to_string()
 }

@@ -265,15 +265,17 @@ fn hyper_reason(err: &hyper::Error) -> String {
     }
 }
 
-/// Sends `req` over HTTP/1.1 on a fresh connection and hangs up as soon as
-/// its last byte is on the wire, as a client that times out does. The
-/// request is held at its final byte until the server has every byte before
-/// it, then that byte goes out and the connection is closed.
+/// Sends `req` over HTTP/1.1 on a fresh connection, keeps the connection
+/// `linger` longer without reading, then hangs up, as a client that times
+/// out does. The request is held at its final byte until the server has
+/// every byte before it, then that byte goes out. Returns whether the
+/// server had answered before the hang-up (then it was no abort).
 pub async fn hang_up_after_sending(
     target: &Target,
     req: &Outgoing,
+    linger: Duration,
     timeout: Duration,
-) -> Result<()> {
+) -> Result<bool> {
     let stream = target.open(timeout).await?;
     if target.protocol_of(&stream) == Protocol::Http2 {
         bail!(
@@ -299,8 +301,10 @@ pub async fn hang_up_after_sending(
     // the final byte, and closes it as it is dropped.
     drop(conn);
     super::last_byte::release_all(triggers);
+    tokio::time::sleep(linger).await;
+    let answered = trigger.answered();
     drop(trigger);
-    Ok(())
+    Ok(answered)
 }
 
 /// One request on a fresh connection: connect, send, read; over HTTP/2

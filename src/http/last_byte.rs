@@ -134,6 +134,13 @@ impl Trigger {
     }
 
     /// Tells the client its request is whole: it may read its answer.
+    /// Whether the peer has sent anything back that nobody read yet (its
+    /// answer, for a request no one is reading).
+    pub fn answered(&self) -> bool {
+        let shared = lock(&self.shared);
+        super::stream::unread(shared.io.raw_fd()).is_some_and(|n| n > 0)
+    }
+
     fn wake(&self) {
         if let Some(waker) = lock(&self.shared).waiting.take() {
             waker.wake();

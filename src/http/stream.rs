@@ -102,6 +102,14 @@ pub fn unacknowledged(fd: RawFd) -> Option<usize> {
     (done == 0).then_some(queued.max(0) as usize)
 }
 
+/// Bytes that arrived on socket `fd` and were not read yet (FIONREAD).
+pub fn unread(fd: RawFd) -> Option<usize> {
+    let mut waiting: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int for an open socket.
+    let done = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut waiting) };
+    (done == 0).then_some(waiting.max(0) as usize)
+}
+
 impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,

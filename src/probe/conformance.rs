@@ -267,7 +267,10 @@ pub async fn in_flight_delay(
     if let Some(given) = given {
         return (
             given,
-            format!("{} ms after the first (--in-flight-ms)", given.as_millis()),
+            format!(
+                "{} ms after the first send (--in-flight-ms)",
+                given.as_millis()
+            ),
         );
     }
     let timed = probe
@@ -278,7 +281,7 @@ pub async fn in_flight_delay(
     (
         delay,
         format!(
-            "{} ms after the first, half the {:.0} ms a request took when timed first",
+            "{} ms after the first send (half the {:.0} ms a request took when timed first)",
             delay.as_millis(),
             timed.latency_ms
         ),
@@ -388,22 +391,39 @@ impl Overlap {
 /// What the "after an abort" case demands.
 const AFTER_AN_ABORT: &str = "retries end in the first's response or a fresh success; one effect";
 
-/// The case of a client that times out: the request is sent and the
-/// connection closed at once, then the same key is retried (every 200 ms
+/// The case of a client that times out: the request is sent and its
+/// connection closed while it is being answered (when the in-flight cases
+/// send their second request), then the same key is retried (every 200 ms
 /// while it gets 409) until a final answer or `settle` has passed. A claim
 /// left pending for good answers 409 to every retry: the key is stuck.
-pub async fn after_an_abort(probe: &Probe, key_base: &str, settle: Duration) -> Result<Check> {
+pub async fn after_an_abort(
+    probe: &Probe,
+    key_base: &str,
+    (linger, when): &(Duration, String),
+    settle: Duration,
+) -> Result<Check> {
     let case = "after an abort";
     let body = &probe.body;
     let key = format!("{key_base}-abort");
     let before = probe.count().await?;
-    if let Err(err) = probe.hang_up(Some(&key), body).await {
-        return Ok(Check {
-            case,
-            demands: AFTER_AN_ABORT,
-            mark: Mark::NotApplicable,
-            saw: format!("the request could not be sent and abandoned: {err:#}"),
-        });
+    let not_applicable = |saw: String| Check {
+        case,
+        demands: AFTER_AN_ABORT,
+        mark: Mark::NotApplicable,
+        saw,
+    };
+    match probe.hang_up(Some(&key), body, *linger).await {
+        Err(err) => {
+            let saw = format!("the request could not be sent and abandoned: {err:#}");
+            return Ok(not_applicable(saw));
+        }
+        Ok(true) => {
+            let saw = format!(
+                "the server answered before the client hung up, {when}: no abort (give --in-flight-ms)"
+            );
+            return Ok(not_applicable(saw));
+        }
+        Ok(false) => {}
     }
     let deadline = tokio::time::Instant::now() + settle;
     let mut tries = 0;
@@ -426,7 +446,7 @@ pub async fn after_an_abort(probe: &Probe, key_base: &str, settle: Duration) -> 
             "still 409 after {} s: the key is stuck ({tries} retries){words}",
             settle.as_secs_f64()
         ),
-        false => format!("abandoned, then {tried} {}{words}", status_of(&last)),
+        false => format!("abandoned {when}, then {tried} {}{words}", status_of(&last)),
     };
     Ok(Check::judged(
         case,

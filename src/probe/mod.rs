@@ -11,6 +11,7 @@ pub mod bursts;
 pub mod conformance;
 pub mod count;
 pub mod release;
+pub mod schedule;
 mod shot;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -168,10 +169,12 @@ impl Probe {
         Shot::new(1, opened, received)
     }
 
-    /// One request that its client gives up on as soon as it is sent:
-    /// the connection is closed before any answer.
-    pub async fn hang_up(&self, key: Option<&str>, body: &Bytes) -> Result<()> {
-        client::hang_up_after_sending(&self.target, &self.outgoing(key, body), self.timeout).await
+    /// One request that its client gives up on `linger` after it is sent:
+    /// the connection is closed without reading; true when the server had
+    /// answered by then.
+    pub async fn hang_up(&self, key: Option<&str>, body: &Bytes, linger: Duration) -> Result<bool> {
+        let outgoing = self.outgoing(key, body);
+        client::hang_up_after_sending(&self.target, &outgoing, linger, self.timeout).await
     }
 
     /// One request on its own.

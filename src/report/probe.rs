@@ -6,6 +6,7 @@ use super::style::{bad, dim, good, strong, warn};
 use crate::probe::ProbeResult;
 use crate::probe::bursts::Bursts;
 use crate::probe::release::{LOOSE, Release};
+use crate::probe::schedule::Schedule;
 
 pub use super::challenge::render_checks;
 
@@ -222,5 +223,63 @@ pub fn render_bursts(url: &str, b: &Bursts) -> String {
         );
     }
     text.push('\n');
+    text
+}
+
+/// A `--retry-at` schedule: the first send, each retry at its offset, and
+/// the effects left for the key.
+pub fn render_schedule(s: &Schedule) -> String {
+    let mut text = String::new();
+    let first: Vec<String> = s
+        .first_statuses
+        .iter()
+        .map(|st| st.map_or("no answer".into(), |st| st.to_string()))
+        .collect();
+    let _ = writeln!(
+        text,
+        "{} key {:?} · first {} · then {} retries\n",
+        strong("idem probe · retry schedule ·"),
+        s.key,
+        first.join(", "),
+        s.steps.len()
+    );
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let rows = s
+        .steps
+        .iter()
+        .map(|step| {
+            vec![
+                format!("{} ms", step.offset_ms),
+                step.status.map_or_else(
+                    || step.error.clone().unwrap_or("no answer".into()),
+                    |st| st.to_string(),
+                ),
+                yes_no(step.replayed).to_string(),
+                step.same_body
+                    .map_or("—".into(), |same| yes_no(same).to_string()),
+                step.effects_so_far.map_or("—".into(), |e| e.to_string()),
+            ]
+        })
+        .collect();
+    text.push_str(&super::table::render(
+        &[
+            "sent at",
+            "status",
+            "replayed",
+            "first's body",
+            "effects so far",
+        ],
+        rows,
+        &[0, 4],
+    ));
+    let verdict = match (s.held, s.effects) {
+        (Some(true), _) => good("held: one effect for the key").to_string(),
+        (Some(false), Some(n)) => bad(format!(
+            "duplicate: {n} effects for one key; a retry ran the work again while the first still worked, or after"
+        ))
+        .to_string(),
+        _ => warn("not judged: no effect was counted for the key").to_string(),
+    };
+    let _ = writeln!(text, "\n{verdict}");
     text
 }

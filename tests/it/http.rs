@@ -364,7 +364,7 @@ fn a_request_in_flight_is_met_by_the_guard_and_done_twice_by_check_then_store() 
     for case in &naive {
         assert_eq!(case["mark"], "fail", "{case}");
         assert!(
-            saw(case).contains("100 ms after the first (--in-flight-ms)"),
+            saw(case).contains("100 ms after the first send (--in-flight-ms)"),
             "{case}"
         );
         assert!(saw(case).contains("second 201; 2 effects"), "{case}");
@@ -425,6 +425,45 @@ fn after_an_abort_the_guard_recovers_and_claim_work_complete_is_stuck() {
         "{}",
         saw(&finished)
     );
+}
+
+/// `--retry-at`: the request, then the same again at each offset from its
+/// send. Against 300 ms of work, check-then-store's retry at 150 ms finds no
+/// key yet and does the work again (2 effects, exit 1); claim-work-complete
+/// answers it 409, and replays the completed claim at 600 ms (1 effect).
+/// Each schedule is a line of `--json` its schema takes.
+#[test]
+fn a_retry_schedule_finds_the_work_done_twice_and_the_claim_that_holds() {
+    let schema: Value =
+        serde_json::from_str(include_str!("../../schemas/probe.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let schedule = |strategy: &str| {
+        let app = Served::start("retry-at", &["-s", strategy, "--work-ms", "300"]);
+        let out = app.probe(&["--json", "-d", AWARD, "--retry-at", "150ms,600ms"]);
+        let line: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        let errors: Vec<String> = validator
+            .iter_errors(&line)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{errors:?} in {line}");
+        (out.status.code(), line)
+    };
+    let (code, naive) = schedule("check-then-store");
+    assert_eq!(code, Some(1), "{naive}");
+    assert_eq!(naive["requests"], 1, "one first request unless -n is given");
+    assert_eq!(naive["steps"][0]["status"], 201);
+    assert_eq!(naive["steps"][0]["effects_so_far"], 2, "{naive}");
+    assert_eq!(naive["effects"], 2);
+    assert_eq!(naive["held"], false);
+
+    let (code, claimed) = schedule("claim-work-complete");
+    assert_eq!(code, Some(0), "{claimed}");
+    assert_eq!(claimed["steps"][0]["status"], 409, "{claimed}");
+    assert_eq!(claimed["steps"][1]["replayed"], true, "{claimed}");
+    assert_eq!(claimed["steps"][1]["same_body"], true, "{claimed}");
+    assert_eq!(claimed["effects"], 1);
+    assert_eq!(claimed["held"], true);
 }
 
 /// A key that is everyone's answers a second caller with the first caller's
