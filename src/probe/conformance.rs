@@ -333,6 +333,8 @@ pub async fn in_flight(
 struct Overlap {
     first: Shot,
     second: Shot,
+    /// When the second request left.
+    second_sent: std::time::Instant,
     effects: Option<i64>,
     words: String,
 }
@@ -342,20 +344,26 @@ impl Overlap {
     /// `delay` later.
     async fn send(probe: &Probe, key: &str, second: &Bytes, delay: Duration) -> Result<Self> {
         let before = probe.count().await?;
-        let (first, second) = tokio::join!(probe.once(Some(key), &probe.body), async {
-            tokio::time::sleep(delay).await;
-            probe.once(Some(key), second).await
-        });
+        let (first, (second_sent, second)) =
+            tokio::join!(probe.once(Some(key), &probe.body), async {
+                tokio::time::sleep(delay).await;
+                (
+                    std::time::Instant::now(),
+                    probe.once(Some(key), second).await,
+                )
+            });
         let (effects, words) = effects_words(before, probe.count().await?)?;
         Ok(Self {
             first,
             second,
+            second_sent,
             effects,
             words,
         })
     }
 
-    /// The case's verdict: n/a when the first request did not succeed,
+    /// The case's verdict: n/a when the first request did not succeed, or
+    /// was answered before the second left (then nothing was in flight),
     /// else `held` and one effect (when counted).
     fn judged(
         self,
@@ -371,6 +379,19 @@ impl Overlap {
             status_of(&self.second),
             self.words
         );
+        let answered_first = self.first.answered.is_some_and(|at| at <= self.second_sent);
+        if answered_first {
+            return Check {
+                case,
+                demands,
+                mark: Mark::NotApplicable,
+                saw: format!(
+                    "the first was answered ({}) before the second left, {when}: nothing was in \
+                     flight (give --in-flight-ms)",
+                    status_of(&self.first)
+                ),
+            };
+        }
         if !self.first.succeeded() {
             return Check {
                 case,

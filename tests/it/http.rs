@@ -359,6 +359,14 @@ fn a_request_in_flight_is_met_by_the_guard_and_done_twice_by_check_then_store() 
         saw(&guard[1])
     );
 
+    // Sent after the first was answered, nothing was in flight: no verdict.
+    let (code, late) = in_flight("guard", &["--in-flight-ms", "1000"]);
+    assert_eq!(code, Some(0), "{late:?}");
+    for case in &late {
+        assert_eq!(case["mark"], "not_applicable", "{case}");
+        assert!(saw(case).contains("nothing was in flight"), "{case}");
+    }
+
     let (code, naive) = in_flight("check-then-store", &["--in-flight-ms", "100"]);
     assert_eq!(code, Some(1));
     for case in &naive {
