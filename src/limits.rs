@@ -163,6 +163,7 @@ pub const LOCK_TIMEOUT_MS: Limit = with_default(
     limit("--lock-timeout-ms", "race.lock_timeout_ms", 1, 3_600_000),
     1000,
 );
+pub const HEARTBEAT_MS: Limit = limit("--heartbeat-ms", "race.heartbeat_ms", 1, 1_800_000);
 pub const FAIL_WORK: Limit = limit("--fail-work", "race.fail_work", 1, 100_000);
 pub const CRASH_WORKER: Limit = limit("--crash worker=", "race.crash.worker", 1, 100_000);
 pub const RECOVERY_RETRIES: Limit = with_default(

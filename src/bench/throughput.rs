@@ -15,7 +15,7 @@ use crate::limits::Origin;
 use crate::race::input::RaceInput;
 use crate::race::{Lease, Request, Trace};
 use crate::strategy::fingerprint::Params;
-use crate::strategy::{OPERATION, Strategy};
+use crate::strategy::{OPERATION, Strategy, StrategyKind};
 
 /// Requests per second for one way of handling requests.
 #[derive(Debug, Clone, Serialize)]
@@ -217,6 +217,9 @@ async fn run(
     // Each client keeps its connection for the whole run, as pgbench's do:
     // what is measured is the request, not the pool's checkout. A bare
     // script prepares its statements once.
+    if let Handler::Strategy(strategy, _) = handler.as_ref() {
+        strategy.start(&pool).await?;
+    }
     let mut held = Some(checkout(&pool, Duration::from_secs(30)).await?);
     let bare: Option<Prepared> = match (handler.as_ref(), &held) {
         (Handler::Bare(script), Some(conn)) => Some(script.prepare(conn).await?),
@@ -290,21 +293,49 @@ pub async fn against_raw(
         )
         .await?;
         tick();
-        for strategy in GUARDS {
-            let settings = RaceInput::with_strategy(strategy).build(Origin::Flags)?;
+        let first = throughput.len();
+        for (what, input) in guards() {
+            let settings = input.build(Origin::Flags)?;
+            let strategy = settings.strategy();
             let handler = Handler::Strategy(
                 Arc::from(settings.build_strategy()),
                 strategy.uses_key_table(),
             );
-            let mut figure = measure(db, strategy.name(), handler, workers, pool, requests).await?;
+            let mut figure = measure(db, &what, handler, workers, pool, requests).await?;
             figure.ratio_to_raw = Some(figure.per_second / raw.per_second);
             throughput.push(figure);
             tick();
         }
-        throughput.insert(throughput.len() - GUARDS.len(), raw);
+        throughput.insert(first, raw);
     }
     Ok(throughput)
 }
+
+/// Every guard as it is raced by default, and the guard again with its
+/// heartbeat: what renewing running claims costs beside the guard as it is.
+pub fn guards() -> Vec<(String, RaceInput)> {
+    let mut guards: Vec<(String, RaceInput)> = GUARDS
+        .into_iter()
+        .map(|strategy| {
+            (
+                strategy.name().to_string(),
+                RaceInput::with_strategy(strategy),
+            )
+        })
+        .collect();
+    guards.push((
+        format!("{}, heartbeat", StrategyKind::Guard.name()),
+        RaceInput {
+            heartbeat_ms: Some(HEARTBEAT_MS),
+            ..RaceInput::with_strategy(StrategyKind::Guard)
+        },
+    ));
+    guards
+}
+
+/// The heartbeat's interval in the throughput bench: a third of the
+/// default stale-claim timeout.
+const HEARTBEAT_MS: u64 = 333;
 
 impl From<usize> for Budget {
     fn from(requests: usize) -> Self {

@@ -243,6 +243,13 @@ pub struct GuardFlags {
     pub lock_timeout_ms: Option<u64>,
 
     #[arg(help_heading = "Lesson 7: faults and recovery")]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = limits::HEARTBEAT_MS.parser(),
+          help = "The guard renews a running claim this often, in ms, so that only a \
+                  silent owner's claim goes stale (at most half --lock-timeout-ms)")]
+    pub heartbeat_ms: Option<u64>,
+
+    #[arg(help_heading = "Lesson 7: faults and recovery")]
     #[arg(long, value_enum,
           help = with_default(
               "What the guard does when the work fails: store the 500 and replay it \
@@ -378,6 +385,7 @@ pub fn app_input(
         cache_max_entries: stores.cache_max_entries,
         cache_max_age: stores.cache_max_age,
         lock_timeout_ms: guard.lock_timeout_ms,
+        heartbeat_ms: guard.heartbeat_ms,
         on_failure: guard.on_failure,
         transaction: transactions.transaction,
         isolation: transactions.isolation,

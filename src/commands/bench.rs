@@ -127,7 +127,7 @@ fn steps(plan: &Plan) -> u64 {
         (BenchSection::Client, plan.client_rounds as u64 + 1),
         (
             BenchSection::Throughput,
-            (plan.throughput.len() * (GUARDS.len() + 1)) as u64,
+            (plan.throughput.len() * (crate::bench::throughput::guards().len() + 1)) as u64,
         ),
         (BenchSection::Wire, 1),
         (BenchSection::Release, 1),

@@ -36,6 +36,11 @@ pub const FILES: &[(i64, &str, &str)] = &[
         "cache entries",
         include_str!("../../migrations/0004_cache_entries.sql"),
     ),
+    (
+        5,
+        "award calls",
+        include_str!("../../migrations/0005_award_calls.sql"),
+    ),
 ];
 
 /// Applies every migration to `schema`, on `tx`: a transaction the caller

@@ -274,9 +274,11 @@ impl Database {
             "DELETE FROM \"{s}\".idempotency_keys;
              DELETE FROM \"{s}\".experience_points;
              DELETE FROM \"{s}\".cache_entries;
+             DELETE FROM \"{s}\".award_calls;
              ALTER SEQUENCE \"{s}\".idempotency_keys_id_seq RESTART;
              ALTER SEQUENCE \"{s}\".experience_points_id_seq RESTART;
-             ALTER SEQUENCE \"{s}\".cache_entries_id_seq RESTART;",
+             ALTER SEQUENCE \"{s}\".cache_entries_id_seq RESTART;
+             ALTER SEQUENCE \"{s}\".award_calls_id_seq RESTART;",
         ))
         .execute(&self.meta)
         .await
@@ -289,7 +291,7 @@ impl Database {
     /// after thousands of inserts starts from clean tables and indexes.
     pub async fn truncate(&self) -> Result<()> {
         let truncate = self
-            .sql("TRUNCATE idempotency_keys, experience_points, cache_entries RESTART IDENTITY");
+            .sql("TRUNCATE idempotency_keys, experience_points, cache_entries, award_calls RESTART IDENTITY");
         sqlx::raw_sql(&truncate)
             .execute(&self.meta)
             .await

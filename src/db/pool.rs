@@ -57,6 +57,8 @@ pub struct Workers {
     pool: Pool,
     schema: Arc<Schema>,
     sending: Sending,
+    /// How the pool's connections were made, for a connection set aside.
+    connect: Connect,
 }
 
 /// How the workers' connections reach the server: tokio-postgres's settings,
@@ -117,7 +119,21 @@ pub async fn warm_pool(connect: &Connect, size: usize) -> Result<Workers> {
         pool,
         schema: connect.schema.clone(),
         sending: connect.sending,
+        connect: connect.clone(),
     })
+}
+
+impl Workers {
+    /// A connection made as the pool's are, but outside the pool, for a
+    /// helper that must not wait behind the requests nor take a
+    /// connection from them: the guard's heartbeat, the award service's
+    /// record of its calls. It closes when dropped.
+    pub async fn aside(&self) -> Result<Conn> {
+        let own = warm_pool(&self.connect, 1).await?;
+        checkout(&own, Duration::from_secs(10))
+            .await
+            .map_err(|e| anyhow::anyhow!("could not open a connection aside: {}", describe(&e)))
+    }
 }
 
 /// How many times a connection refused for a full listen queue is tried.

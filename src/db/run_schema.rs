@@ -27,10 +27,11 @@ pub const MARK_TABLE: &str = "idem_run";
 /// The tables idem makes in its schema: the mark, sqlx's migration history
 /// and the migrations' tables. These, and their indexes and sequences, are
 /// all it ever drops.
-pub const OWN_TABLES: [&str; 5] = [
+pub const OWN_TABLES: [&str; 6] = [
     "idempotency_keys",
     "experience_points",
     "cache_entries",
+    "award_calls",
     "_sqlx_migrations",
     MARK_TABLE,
 ];

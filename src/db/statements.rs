@@ -43,7 +43,12 @@ impl Sql {
 }
 
 /// The tables idem's migrations make, as the statements name them.
-const TABLES: [&str; 3] = ["idempotency_keys", "experience_points", "cache_entries"];
+const TABLES: [&str; 4] = [
+    "idempotency_keys",
+    "experience_points",
+    "cache_entries",
+    "award_calls",
+];
 
 /// The run's schema, and each statement written for it, made once.
 #[derive(Debug)]

@@ -32,7 +32,8 @@ use crate::strategy::{OPERATION, Strategy, respond};
 
 /// `GET /counts`'s statement.
 static COUNTS: Sql = Sql::new(
-    "SELECT (SELECT count(*) FROM idempotency_keys), (SELECT count(*) FROM experience_points)",
+    "SELECT (SELECT count(*) FROM idempotency_keys), (SELECT count(*) FROM experience_points),
+            (SELECT count(*) FROM award_calls)",
     &[],
 );
 
@@ -316,10 +317,24 @@ impl App {
         let counted = async {
             let conn = pool::checkout(&self.pool, self.shape.checkout_timeout).await?;
             let row = conn.fetch_one(&COUNTS, &[]).await?;
-            anyhow::Ok((row.get::<_, i64>(0), row.get::<_, i64>(1)))
+            anyhow::Ok((
+                row.get::<_, i64>(0),
+                row.get::<_, i64>(1),
+                row.get::<_, i64>(2),
+            ))
         };
         match counted.await {
-            Ok((keys, xp)) => json_response(200, &json!({ "key_rows": keys, "xp_rows": xp })),
+            Ok((keys, xp, calls)) => {
+                let mut counts = json!({ "key_rows": keys, "xp_rows": xp });
+                // The service's calls, where it writes them down.
+                if let Some(ledger) = self.service.ledger() {
+                    counts["service_calls"] = json!(calls);
+                    if ledger.lost() > 0 {
+                        counts["service_calls_not_written"] = json!(ledger.lost());
+                    }
+                }
+                json_response(200, &counts)
+            }
             Err(err) => problem(500, "database_error", &err.to_string()),
         }
     }

@@ -64,6 +64,7 @@ pub struct RaceInput {
     pub crash: Option<CrashPlan>,
     pub kill_connection: Option<bool>,
     pub lock_timeout_ms: Option<u64>,
+    pub heartbeat_ms: Option<u64>,
     pub on_failure: Option<OnFailure>,
     pub fail_work: Option<u64>,
     pub recovery_retries: Option<u64>,
@@ -265,6 +266,7 @@ impl RaceInput {
             lock_timeout: ms(self
                 .lock_timeout_ms
                 .unwrap_or(limits::LOCK_TIMEOUT_MS.default())),
+            heartbeat: self.heartbeat_ms.map(ms),
             on_failure: self
                 .on_failure
                 .unwrap_or(super::settings::DEFAULT_ON_FAILURE),

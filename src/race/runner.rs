@@ -20,6 +20,7 @@ use crate::db::via::Via;
 use crate::db::{Backend, Database, pgbouncer, pooled};
 use crate::http::app::{App, Watch};
 use crate::request::fault::{Fault, FaultKind, FaultPoint};
+use crate::request::ledger::Ledger;
 use crate::request::service::ServiceCalls;
 use crate::request::{Lease, Outcome, Request, StepHook, Trace};
 use crate::store::cache;
@@ -61,6 +62,10 @@ impl<'db> Race<'db> {
     ) -> Result<Self> {
         let own = fits(db, &settings).await?;
         let pool = warm_pool(&db.workers_via(settings.app().via).await?, own).await?;
+        // Behind replicas this process sends, and each replica starts its own.
+        if settings.app.replicas == 1 {
+            strategy.start(&pool).await?;
+        }
         let service = ServiceCalls::default();
         let wire = match settings.requests.transport {
             Transport::Http if settings.app.replicas > 1 => {
@@ -339,9 +344,11 @@ async fn fits(db: &Database, settings: &RaceSettings) -> Result<usize> {
     let free = db.free_connections().await?;
     // Over replicas each process has a pool of its own; this one needs
     // a connection only for its bookkeeping.
+    // The guard's heartbeat, if it beats, has a connection of its own.
+    let aside = usize::from(settings.app.heartbeat.is_some());
     let (own, wanted) = match settings.app.replicas {
-        1 => (settings.app.pool_size, settings.app.pool_size),
-        n => (1, n * settings.app.pool_size + 1),
+        1 => (settings.app.pool_size, settings.app.pool_size + aside),
+        n => (1, n * (settings.app.pool_size + aside) + 1),
     };
     if let (Some(why), Backend::Server { .. }) = (settings.needs_own_process(), &db.backend) {
         let pooled = pooled::look(db.workers_config()).await;
@@ -540,6 +547,7 @@ impl Race<'_> {
             ),
             false => None,
         };
+        let ledger = Ledger::open(&self.pool).await?;
         let app = App::new(
             self.pool.clone(),
             self.strategy.clone(),
@@ -547,7 +555,7 @@ impl Race<'_> {
             s.app.threads,
             None,
         )
-        .counting(service)
+        .counting(service.with_ledger(ledger))
         .replica(number);
         Ok(Replica {
             app,
@@ -558,13 +566,15 @@ impl Race<'_> {
 
     pub async fn open_app(&self, watch: Option<Watch>) -> Result<(App, Option<Conn>)> {
         let held = self.start_app().await?;
+        let ledger = Ledger::open(&self.pool).await?;
         let app = App::new(
             self.pool.clone(),
             self.strategy.clone(),
             self.settings.app_shape(),
             self.settings.app.threads,
             watch,
-        );
+        )
+        .counting(ServiceCalls::default().with_ledger(ledger));
         Ok((app, held))
     }
 }

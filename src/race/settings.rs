@@ -90,6 +90,8 @@ pub struct App {
     pub loser: LoserPolicy,
     /// The guard's stale-claim timeout.
     pub lock_timeout: Duration,
+    /// How often the guard renews a running claim (`--heartbeat-ms`).
+    pub heartbeat: Option<Duration>,
     /// What the guard does when the work fails.
     pub on_failure: OnFailure,
     /// Whose statements check-then-store sends (`--orm`).
@@ -425,6 +427,24 @@ impl RaceSettings {
                 );
             }
         }
+        if let Some(every) = self.app.heartbeat {
+            if self.app.strategy != StrategyKind::Guard {
+                bail!(
+                    "{} needs {} guard: only the whole guard takes stale claims over",
+                    name(&limits::HEARTBEAT_MS),
+                    origin.name("--strategy", "race.strategy =")
+                );
+            }
+            if every * 2 > self.app.lock_timeout {
+                bail!(
+                    "{} {} is more than half {} {}: a claim could go stale between two beats",
+                    name(&limits::HEARTBEAT_MS),
+                    every.as_millis(),
+                    name(&limits::LOCK_TIMEOUT_MS),
+                    self.app.lock_timeout.as_millis()
+                );
+            }
+        }
         if let Some(bad) = self
             .requests
             .schedule
@@ -559,6 +579,7 @@ impl RaceSettings {
             orm: self.app.orm,
             loser: self.app.loser,
             lock_timeout: self.app.lock_timeout,
+            heartbeat: self.app.heartbeat,
             on_failure: self.app.on_failure,
         });
         match self.app.transaction {

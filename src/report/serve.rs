@@ -21,8 +21,12 @@ pub struct Ready {
     pub schema: String,
     /// The database, reachable by another program (its password hidden).
     pub database_url: String,
-    /// A query counting the app's effects, for `idem probe --count-sql`.
+    /// A query counting the app's effects, for `idem probe --count-sql`:
+    /// its committed XP rows.
     pub count_sql: String,
+    /// A query counting the award service's calls: the times the work
+    /// ran, committed or rolled back.
+    pub calls_sql: String,
     pub strategy: StrategyKind,
     pub pool_size: usize,
     pub runner_holds_connection: bool,
@@ -52,6 +56,7 @@ impl Ready {
             schema: schema.to_owned(),
             database_url,
             count_sql: format!("SELECT count(*) FROM {schema}.experience_points"),
+            calls_sql: format!("SELECT count(*) FROM {schema}.award_calls"),
             strategy: s.strategy(),
             pool_size: s.app().pool_size,
             runner_holds_connection: s.app().runner_holds_connection,
@@ -76,8 +81,9 @@ pub fn render_ready(r: &Ready) -> String {
     };
     let calls = format!(
         "call it:\n  curl{ca} -i -X POST {} \\\n    -H 'Idempotency-Key: \"k1\"' {award}\n  curl{ca} {}/counts\n\
-         race it:\n  idem probe {}{ca} \\\n    {award} \\\n    --count-sql '{}' \\\n    --count-database-url \\\n    '{}'",
-        r.endpoint, r.url, r.endpoint, r.count_sql, r.database_url
+         race it:\n  idem probe {}{ca} \\\n    {award} \\\n    --count-sql '{}' \\\n    --count-database-url \\\n    '{}'\n\
+         count the service's calls instead (the work that ran, even if rolled back):\n    --count-sql '{}'",
+        r.endpoint, r.url, r.endpoint, r.count_sql, r.database_url, r.calls_sql
     );
     format!(
         "{} {} on {}\n{}\n{}\n\n{}\n\n",

@@ -13,6 +13,7 @@ pub mod fault;
 mod hook;
 pub mod key;
 mod lease;
+pub mod ledger;
 mod observer;
 mod params;
 pub mod service;

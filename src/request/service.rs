@@ -10,6 +10,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use super::ledger::Ledger;
+
 /// Calls of the award service, shared by every request that counts into
 /// it; each request's handle can be silenced on its own.
 #[derive(Debug, Clone)]
@@ -17,6 +19,8 @@ pub struct ServiceCalls {
     calls: Arc<AtomicU64>,
     /// False once this handle's request has crashed.
     alive: Arc<AtomicBool>,
+    /// Where the service also writes each call, for a query to count.
+    ledger: Option<Ledger>,
 }
 
 impl Default for ServiceCalls {
@@ -24,6 +28,7 @@ impl Default for ServiceCalls {
         Self {
             calls: Arc::default(),
             alive: Arc::new(AtomicBool::new(true)),
+            ledger: None,
         }
     }
 }
@@ -34,13 +39,32 @@ impl ServiceCalls {
         Self {
             calls: self.calls.clone(),
             alive: Arc::new(AtomicBool::new(true)),
+            ledger: self.ledger.clone(),
         }
     }
 
-    /// One call made, unless this request has crashed.
-    pub fn record(&self) {
-        if self.alive.load(Ordering::SeqCst) {
-            self.calls.fetch_add(1, Ordering::SeqCst);
+    /// Writes every call to `ledger` too.
+    pub fn with_ledger(self, ledger: Ledger) -> Self {
+        Self {
+            ledger: Some(ledger),
+            ..self
+        }
+    }
+
+    /// The ledger the calls are written to, if any.
+    pub fn ledger(&self) -> Option<&Ledger> {
+        self.ledger.as_ref()
+    }
+
+    /// One call made under `key` by `worker`, unless this request has
+    /// crashed: counted, and written to the ledger if there is one.
+    pub async fn call(&self, key: &str, worker: usize) {
+        if !self.alive.load(Ordering::SeqCst) {
+            return;
+        }
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if let Some(ledger) = &self.ledger {
+            ledger.write(key, worker).await;
         }
     }
 

@@ -26,6 +26,7 @@ pub mod work;
 use std::future::Future;
 use std::pin::Pin;
 
+use crate::db::pool::Workers;
 pub use crate::request::Step;
 use crate::request::{Answer, Failure, Lease, Request, Trace};
 
@@ -55,4 +56,13 @@ pub trait Strategy: Send + Sync {
     /// Forgets what the strategy keeps outside the database, when the race
     /// empties the tables for its next run (the memory guard's map).
     fn forget(&self) {}
+
+    /// Opens what the strategy needs beside the requests' pool before the
+    /// first request (the guard's heartbeat connection); most need nothing.
+    fn start<'a>(&'a self, _workers: &'a Workers) -> Starting<'a> {
+        Box::pin(async { Ok(()) })
+    }
 }
+
+/// What [`Strategy::start`] returns.
+pub type Starting<'a> = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send + 'a>>;

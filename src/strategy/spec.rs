@@ -52,6 +52,8 @@ pub struct Options {
     pub loser: LoserPolicy,
     /// The guard's stale-claim timeout.
     pub lock_timeout: Duration,
+    /// How often the guard renews a running claim, if it does.
+    pub heartbeat: Option<Duration>,
     /// What the guard does when the work fails.
     pub on_failure: OnFailure,
 }

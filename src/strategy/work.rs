@@ -42,7 +42,7 @@ pub async fn insert_xp(conn: &impl Sends, req: &Request) -> Result<i64, tokio_po
 /// makes. It holds the request's connection, as a real request would.
 pub async fn service_call(req: &Request) {
     if let Some(service) = &req.service {
-        service.record();
+        service.call(&req.key, req.worker).await;
     }
     if !req.work.is_zero() {
         tokio::time::sleep(req.work).await;

@@ -61,6 +61,57 @@ async fn after_a_crash_at_any_point_the_retry_finishes_with_one_xp_row() {
     db.close().await.unwrap();
 }
 
+/// The heartbeat renews a claim only while its owner's work runs: a worker
+/// that crashed mid-work beats no more, its claim goes stale, and the
+/// retry takes it over as it does without a heartbeat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_owner_stops_beating_and_its_claim_is_taken_over() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let input = RaceInput {
+        heartbeat_ms: Some(LOCK_TIMEOUT.as_millis() as u64 / 3),
+        ..crash(StrategyKind::Guard, FaultPoint::DuringWork)
+    };
+    let r = race(&db, input.built()).await;
+    assert_eq!(r.count(Outcome::Crashed), 1);
+    assert_eq!(r.xp_rows, 1);
+    let retry = r.reports.iter().find(|w| w.retry).unwrap();
+    assert_eq!((retry.status, retry.outcome), (201, Outcome::Created));
+    assert_eq!(key_status(&db).await, "completed");
+    db.close().await.unwrap();
+}
+
+/// `--heartbeat-ms` belongs to the guard, and must beat at least twice
+/// within the stale-claim timeout.
+#[test]
+fn a_heartbeat_is_the_guards_and_faster_than_half_its_timeout() {
+    let refused = |input: RaceInput| {
+        input
+            .build(idem::limits::Origin::Flags)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let slow = refused(RaceInput {
+        strategy: Some(StrategyKind::Guard),
+        lock_timeout_ms: Some(100),
+        heartbeat_ms: Some(60),
+        ..RaceInput::default()
+    });
+    assert!(
+        slow.contains("more than half --lock-timeout-ms 100"),
+        "{slow}"
+    );
+    let other = refused(RaceInput {
+        strategy: Some(StrategyKind::ClaimWorkComplete),
+        heartbeat_ms: Some(60),
+        ..RaceInput::default()
+    });
+    assert!(
+        other.contains("--heartbeat-ms needs --strategy guard"),
+        "{other}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_retries_racing_for_a_stale_claim_still_make_one_xp_row() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();

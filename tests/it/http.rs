@@ -474,6 +474,58 @@ fn a_retry_schedule_finds_the_work_done_twice_and_the_claim_that_holds() {
     assert_eq!(claimed["held"], true);
 }
 
+/// A claim that goes stale while its owner still works: against 300 ms of
+/// work and a 100 ms stale-claim rule, the guard's retry at 200 ms takes
+/// the first request's claim over and calls the award service again. The
+/// XP rows say 1 (the first request's rows rolled back when it found its
+/// claim gone), the service's own record says 2: a duplicate, exit 1.
+/// With the heartbeat renewing the running claim every 25 ms, the retry
+/// is answered 409, then replayed, and the service was called once.
+#[test]
+fn a_claim_that_expires_mid_work_runs_the_work_twice_unless_its_owner_beats() {
+    let schedule = |extra: &[&str], count: &str| {
+        let mut args = vec![
+            "-s",
+            "guard",
+            "--lock-timeout-ms",
+            "100",
+            "--work-ms",
+            "300",
+        ];
+        args.extend_from_slice(extra);
+        let app = Served::start("stale-claim", &args);
+        let probe = |a: &[&str]| match count {
+            "calls" => app.probe_calls(a),
+            _ => app.probe(a),
+        };
+        let out = probe(&["--json", "-d", AWARD, "--retry-at", "200ms,1s"]);
+        let line: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        (out.status.code(), line)
+    };
+    let (code, expired) = schedule(&[], "calls");
+    assert_eq!(code, Some(1), "{expired}");
+    assert_eq!(
+        expired["steps"][0]["status"], 201,
+        "took the claim over: {expired}"
+    );
+    assert_eq!(expired["steps"][0]["replayed"], false, "{expired}");
+    assert_eq!(expired["effects"], 2, "{expired}");
+    assert_eq!(expired["held"], false);
+
+    // The same race counted by its XP rows hides the second call.
+    let (code, rows) = schedule(&[], "xp");
+    assert_eq!(code, Some(0), "{rows}");
+    assert_eq!(rows["effects"], 1, "{rows}");
+
+    let (code, beating) = schedule(&["--heartbeat-ms", "25"], "calls");
+    assert_eq!(code, Some(0), "{beating}");
+    assert_eq!(beating["steps"][0]["status"], 409, "{beating}");
+    assert_eq!(beating["steps"][1]["replayed"], true, "{beating}");
+    assert_eq!(beating["effects"], 1, "{beating}");
+    assert_eq!(beating["held"], true);
+}
+
 /// A key that is everyone's answers a second caller with the first caller's
 /// stored response (a leak, and no effect for the second caller's own
 /// request); scoped by the caller's `Authorization`, the second caller's

@@ -217,6 +217,12 @@ where
     Fut: Future<Output = std::result::Result<Reply, WorkFailed>> + Send,
     O: Observer,
 {
+    // Renewed while the work runs, if the guard beats: dropped with this
+    // future, the claim ages from its last beat.
+    let _renewing = guard
+        .heartbeat
+        .as_ref()
+        .and_then(|beats| beats.renew(claim_id, key.owner));
     let open = OpenTransaction::begin(client.client());
     // Every way out of this call has ended the transaction, or tried to.
     let verdict = in_transaction(guard, client, key, work, obs, claim_id).await;

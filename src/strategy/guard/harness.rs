@@ -1,14 +1,16 @@
 //! The guard in idem's races: the library's algorithm on a pooled connection, watched by the trace, with retries.
 
 use super::core;
+use super::heartbeat::Heartbeat;
 use super::settings::Guard;
 use super::verdict::{ClaimState, Reply, Verdict, WorkFailed};
 use crate::db::pool::Conn;
+use crate::db::pool::Workers;
 use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
 use crate::strategy::answers::{self, mismatch};
 use crate::strategy::claims::key_of;
 use crate::strategy::spec::{Figure, Keys, MatrixCell, Spec, Story, TransactionRule};
-use crate::strategy::{Handled, OPERATION, Strategy, work};
+use crate::strategy::{Handled, OPERATION, Starting, Strategy, work};
 
 /// `guard`: lesson 7's whole guard, as idem races it.
 pub const SPEC: Spec = Spec {
@@ -31,12 +33,23 @@ pub const SPEC: Spec = Spec {
         Box::new(Guard {
             lock_timeout: options.lock_timeout,
             on_failure: options.on_failure,
+            heartbeat: options.heartbeat.map(Heartbeat::every),
             ..Guard::default()
         })
     },
 };
 
 impl Strategy for Guard {
+    /// The heartbeat's connection, set aside from the pool's.
+    fn start<'a>(&'a self, workers: &'a Workers) -> Starting<'a> {
+        Box::pin(async move {
+            if let Some(heartbeat) = &self.heartbeat {
+                heartbeat.start(|| workers.aside()).await?;
+            }
+            Ok(())
+        })
+    }
+
     fn handle<'a>(
         &'a self,
         lease: &'a mut Lease,

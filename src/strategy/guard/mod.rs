@@ -8,6 +8,9 @@
 //!             pending, ours (a retry)     → resume it
 //!             pending, older than timeout → take it over (one taker wins)
 //!             pending                     → InFlight (409)
+//!           A claim's age runs from its claim, or from its owner's last
+//!           beat if the guard has a [`Heartbeat`]: then only an owner that
+//!           went silent loses its claim, however long the work takes.
 //! work      in one transaction with complete: your work's rows and the
 //! complete  claim's completion commit together or not at all, and complete
 //!           only matches while the claim is still ours.
@@ -88,6 +91,7 @@
 
 mod core;
 mod harness;
+mod heartbeat;
 pub(crate) mod inputs;
 mod open_transaction;
 mod settings;
@@ -97,6 +101,7 @@ use std::future::Future;
 
 use crate::request::Unobserved;
 pub(crate) use harness::SPEC;
+pub use heartbeat::Heartbeat;
 pub use inputs::{GuardClient, Key};
 pub use settings::{Guard, OnFailure};
 pub use verdict::{ClaimState, Reply, Verdict, WorkFailed};

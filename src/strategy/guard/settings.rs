@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::heartbeat::Heartbeat;
+
 /// What the guard does when the work itself fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -36,6 +38,9 @@ pub struct Guard {
     pub max_retries: u32,
     /// The first of those backoffs.
     pub first_backoff: Duration,
+    /// Renews the claim while the work runs, so that a claim is stale only
+    /// when its owner has gone silent; `None` lets every claim age.
+    pub heartbeat: Option<Heartbeat>,
 }
 
 impl Default for Guard {
@@ -45,6 +50,7 @@ impl Default for Guard {
             on_failure: OnFailure::Store,
             max_retries: 3,
             first_backoff: Duration::from_millis(10),
+            heartbeat: None,
         }
     }
 }

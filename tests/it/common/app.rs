@@ -124,10 +124,22 @@ pub fn json(r: &Received) -> Value {
 impl Served {
     /// `idem probe` at this app's endpoint, counting its XP rows, with `args`.
     pub fn probe(&self, args: &[&str]) -> std::process::Output {
+        self.probe_counting("count_sql", args)
+    }
+
+    /// `idem probe` at this app's endpoint, counting the award service's
+    /// calls (the work that ran, rolled back or not), with `args`.
+    pub fn probe_calls(&self, args: &[&str]) -> std::process::Output {
+        self.probe_counting("calls_sql", args)
+    }
+
+    /// `idem probe` counting with the ready line's query `which`.
+    fn probe_counting(&self, which: &str, args: &[&str]) -> std::process::Output {
         self.sandbox
             .idem()
             .args(["probe", &self.endpoint()])
-            .args(self.count_args())
+            .args(["--count-sql", &self.field(which)])
+            .args(["--count-database-url", &self.field("database_url")])
             .args(args)
             .output()
             .expect("idem probe runs")

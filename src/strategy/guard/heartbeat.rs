@@ -1,0 +1,136 @@
+//! The heartbeat: a claim's owner renews it while its work runs, so that only a silent owner's claim goes stale.
+//!
+//! The stale-claim rule (take over a pending claim older than
+//! [`lock_timeout`](super::Guard::lock_timeout)) cannot tell an owner that
+//! died from one whose work is slow: with work longer than the timeout, a
+//! retry takes over a live claim and the work runs twice (AWS Powertools'
+//! in-progress expiry). With a heartbeat, the claim's `locked_at` is moved
+//! to `now()` every [`interval`](Heartbeat::interval) while its work runs,
+//! so it only ages once its owner has stopped: crashed, hung up and
+//! dropped, or lost its connection.
+//!
+//! The renewal must commit while the work's own transaction is open, so it
+//! cannot go on the work's connection: all of a process's beats go on one
+//! connection of their own, one `UPDATE` for every live claim each
+//! interval. What it costs is that connection and that statement.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::OnceCell;
+use tokio_postgres::types::Type;
+
+use super::inputs::GuardClient;
+use crate::db::statements::Sql;
+
+/// Moves every live claim's `locked_at` to now, while it is still pending
+/// and still its owner's.
+static RENEW: Sql = Sql::new(
+    "UPDATE idempotency_keys AS k SET locked_at = now()
+     FROM unnest($1::int8[], $2::int4[]) AS live(id, worker)
+     WHERE k.id = live.id AND k.worker = live.worker AND k.status = 'pending'",
+    &[Type::INT8_ARRAY, Type::INT4_ARRAY],
+);
+
+/// The claims whose work is running: claim id → owner.
+type Live = Mutex<HashMap<i64, i32>>;
+
+/// Renews the claims of running work, every `interval`, from one
+/// connection of its own. Clones share the same beats; they stop when the
+/// last clone is dropped.
+#[derive(Debug, Clone)]
+pub struct Heartbeat {
+    interval: Duration,
+    live: Arc<Live>,
+    started: Arc<OnceCell<()>>,
+}
+
+impl Heartbeat {
+    /// A heartbeat that will renew claims every `interval`, once
+    /// [`start`](Self::start)ed. Give it less than half the guard's
+    /// `lock_timeout`, so that a renewal that is late by one round trip
+    /// still comes before the claim is stale.
+    pub fn every(interval: Duration) -> Self {
+        Self {
+            interval,
+            live: Arc::default(),
+            started: Arc::default(),
+        }
+    }
+
+    /// How often it renews.
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// Starts the beats on the connection `connect` makes, the first time
+    /// it is called; later calls return at once. The connection must see
+    /// the guard's `idempotency_keys`, and should be nobody else's.
+    pub async fn start<C, E, F, Fut>(&self, connect: F) -> Result<(), E>
+    where
+        C: GuardClient + 'static,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<C, E>>,
+    {
+        self.started
+            .get_or_try_init(|| async {
+                let client = connect().await?;
+                tokio::spawn(beat(client, Arc::downgrade(&self.live), self.interval));
+                Ok(())
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// Renews claim `id` of `owner` until the returned value is dropped,
+    /// if the beats have started.
+    pub(crate) fn renew(&self, id: i64, owner: i32) -> Option<Renewing> {
+        self.started.get()?;
+        lock(&self.live).insert(id, owner);
+        Some(Renewing {
+            live: self.live.clone(),
+            id,
+        })
+    }
+}
+
+/// A claim being renewed; dropped (the work ended, or its future was
+/// dropped), the claim is renewed no more and ages from its last beat.
+pub(crate) struct Renewing {
+    live: Arc<Live>,
+    id: i64,
+}
+
+impl Drop for Renewing {
+    fn drop(&mut self) {
+        lock(&self.live).remove(&self.id);
+    }
+}
+
+/// The live claims, even if a holder panicked: the map holds plain data.
+fn lock(live: &Live) -> std::sync::MutexGuard<'_, HashMap<i64, i32>> {
+    live.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Every `interval`, one statement renews every live claim; ends when the
+/// heartbeat is gone. A renewal that fails is not retried: its claims age,
+/// as a silent owner's do.
+async fn beat<C: GuardClient>(client: C, live: Weak<Live>, interval: Duration) {
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(live) = live.upgrade() else {
+            return;
+        };
+        let (ids, owners): (Vec<i64>, Vec<i32>) =
+            lock(&live).iter().map(|(id, owner)| (*id, *owner)).unzip();
+        drop(live);
+        if ids.is_empty() {
+            continue;
+        }
+        let _ = client.exec(&RENEW, &[&ids, &owners]).await;
+    }
+}
