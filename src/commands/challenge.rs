@@ -83,7 +83,7 @@ impl Command for AtUrl {
         super::probe::check_counter(probe.counter.as_ref()).await?;
         let other = Bytes::from_static(OTHER_AWARD.as_bytes());
         let key = format!("idem-challenge-{}", uuid::Uuid::new_v4());
-        let checks = conformance::run(&probe, &other, &key, 5).await?;
+        let checks = conformance::run(&probe, &other, &key, 5, &mut Default::default()).await?;
         for check in &checks {
             out.record(check, |_| String::new())?;
         }

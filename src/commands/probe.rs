@@ -11,9 +11,10 @@ use crate::cli::wire_commands::{CountFlags, ProbeArgs};
 use crate::limits;
 use crate::probe::bursts::Bursts;
 use crate::probe::conformance::{self, Mark};
+use crate::probe::profile::{Observed, Profile};
 use crate::probe::{Caller, Counter, Probe, probe, schedule};
 use crate::report::Output;
-use crate::report::probe::{render, render_bursts, render_checks, render_schedule};
+use crate::report::probe::{render, render_bursts, render_checks, render_profile, render_schedule};
 
 /// What `idem probe` will do, checked before anything is sent.
 pub struct Plan {
@@ -160,9 +161,12 @@ impl Command for Plan {
         out.record(&result, render)?;
         let mut failed = result.verdict.held == Some(false) && result.effects.is_some();
         if let Some(other) = &self.conformance {
-            let mut checks = conformance::run(&self.probe, other, &key, self.requests).await?;
+            let mut seen = Observed::default();
+            let mut checks =
+                conformance::run(&self.probe, other, &key, self.requests, &mut seen).await?;
             let delay = conformance::in_flight_delay(&self.probe, &key, self.in_flight).await;
-            checks.extend(conformance::in_flight(&self.probe, &key, other, &delay).await?);
+            let in_flight = conformance::in_flight(&self.probe, &key, other, &delay, &mut seen);
+            checks.extend(in_flight.await?);
             let abort = conformance::after_an_abort(&self.probe, &key, &delay, self.settle);
             checks.push(abort.await?);
             let caller = self.other_caller.as_ref();
@@ -171,6 +175,7 @@ impl Command for Plan {
                 out.record(check, |_| String::new())?;
             }
             out.text(|| render_checks("conformance (IETF draft)", &checks))?;
+            out.record(&Profile::of(&seen), render_profile)?;
             failed |= checks.iter().any(|c| c.mark == Mark::Fail);
         }
         if !result.verdict.judged {

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::profile::{Observed, Replay};
 use super::{Caller, Probe, Shot, statuses};
 
 /// How a check ended.
@@ -133,25 +134,29 @@ fn effects_words(before: Option<i64>, after: Option<i64>) -> Result<(Option<i64>
 
 /// Runs the four checks, each on a key of its own made from `key_base`.
 /// `concurrent` requests go at once in the concurrency case.
+/// The draft's four cases; what they saw of each point of the profile
+/// goes into `seen`.
 pub async fn run(
     probe: &Probe,
     other: &Bytes,
     key_base: &str,
     concurrent: usize,
+    seen: &mut Observed,
 ) -> Result<Vec<Check>> {
     Ok(vec![
-        missing_key(probe).await?,
-        reused_key(probe, key_base, other).await?,
+        missing_key(probe, seen).await?,
+        reused_key(probe, key_base, other, seen).await?,
         at_once(probe, key_base, concurrent).await?,
-        retried(probe, key_base).await?,
+        retried(probe, key_base, seen).await?,
     ])
 }
 
 /// Case 1, no key at all: 400, and nothing done.
-async fn missing_key(probe: &Probe) -> Result<Check> {
+async fn missing_key(probe: &Probe, seen: &mut Observed) -> Result<Check> {
     let body = &probe.body;
     let before = probe.count().await?;
     let shot = probe.once(None, body).await;
+    seen.missing_key = shot.status;
     let (effects, words) = effects_words(before, probe.count().await?)?;
     Ok(Check::judged(
         "missing key",
@@ -162,12 +167,20 @@ async fn missing_key(probe: &Probe) -> Result<Check> {
 }
 
 /// Case 2, the same key with another body: 422, and no second effect.
-async fn reused_key(probe: &Probe, key_base: &str, other: &Bytes) -> Result<Check> {
+async fn reused_key(
+    probe: &Probe,
+    key_base: &str,
+    other: &Bytes,
+    seen: &mut Observed,
+) -> Result<Check> {
     let body = &probe.body;
     let key = format!("{key_base}-reused");
     let first = probe.once(Some(&key), body).await;
     let before = probe.count().await?;
     let second = probe.once(Some(&key), other).await;
+    if first.succeeded() {
+        seen.other_body = second.status;
+    }
     let (effects, words) = effects_words(before, probe.count().await?)?;
     Ok(if first.succeeded() {
         Check::judged(
@@ -231,7 +244,7 @@ async fn at_once(probe: &Probe, key_base: &str, concurrent: usize) -> Result<Che
 }
 
 /// Case 4, a retry after completion: the same status and body, byte for byte.
-async fn retried(probe: &Probe, key_base: &str) -> Result<Check> {
+async fn retried(probe: &Probe, key_base: &str, seen: &mut Observed) -> Result<Check> {
     let body = &probe.body;
     let key = format!("{key_base}-retried");
     let first = probe.once(Some(&key), body).await;
@@ -239,6 +252,12 @@ async fn retried(probe: &Probe, key_base: &str) -> Result<Check> {
     let retry = probe.once(Some(&key), body).await;
     let (effects, words) = effects_words(before, probe.count().await?)?;
     let same = first.status.is_some() && first.status == retry.status && first.body == retry.body;
+    if first.succeeded() && retry.status.is_some() {
+        seen.replay = Some(Replay {
+            same,
+            marked: retry.replayed,
+        });
+    }
     Ok(Check::judged(
         "retry after completion",
         "the same status and body, and no new effect",
@@ -297,11 +316,16 @@ pub async fn in_flight(
     key_base: &str,
     other: &Bytes,
     (delay, when): &(Duration, String),
+    seen: &mut Observed,
 ) -> Result<Vec<Check>> {
     let same = Overlap::send(probe, &format!("{key_base}-in-flight"), &probe.body, *delay).await?;
     let same_body = same.second.succeeded()
         && same.second.status == same.first.status
         && same.second.body == same.first.body;
+    if same.overlapped() {
+        seen.in_flight = same.second.status;
+        seen.in_flight_waited = same_body;
+    }
     let same_held = same.second.status == Some(409) || same_body;
     let changed =
         Overlap::send(probe, &format!("{key_base}-in-flight-other"), other, *delay).await?;
@@ -362,6 +386,12 @@ impl Overlap {
         })
     }
 
+    /// Whether the second request left while the first, a success, was
+    /// still being answered.
+    fn overlapped(&self) -> bool {
+        self.first.succeeded() && self.first.answered.is_some_and(|at| at > self.second_sent)
+    }
+
     /// The case's verdict: n/a when the first request did not succeed, or
     /// was answered before the second left (then nothing was in flight),
     /// else `held` and one effect (when counted).
@@ -379,8 +409,7 @@ impl Overlap {
             status_of(&self.second),
             self.words
         );
-        let answered_first = self.first.answered.is_some_and(|at| at <= self.second_sent);
-        if answered_first {
+        if self.first.succeeded() && !self.overlapped() {
             return Check {
                 case,
                 demands,

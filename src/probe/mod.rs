@@ -10,6 +10,7 @@
 pub mod bursts;
 pub mod conformance;
 pub mod count;
+pub mod profile;
 pub mod release;
 pub mod schedule;
 mod shot;

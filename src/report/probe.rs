@@ -5,6 +5,7 @@ use std::fmt::Write;
 use super::style::{bad, dim, good, strong, warn};
 use crate::probe::ProbeResult;
 use crate::probe::bursts::Bursts;
+use crate::probe::profile::{Agrees, Profile};
 use crate::probe::release::{LOOSE, Release};
 use crate::probe::schedule::Schedule;
 
@@ -282,4 +283,37 @@ pub fn render_schedule(s: &Schedule) -> String {
     };
     let _ = writeln!(text, "\n{verdict}");
     text
+}
+
+/// The profile under the conformance table: each point, what the API
+/// answered, and whether that is what the draft and Stripe document.
+pub fn render_profile(p: &Profile) -> String {
+    let agrees = |says: &str, a: Agrees| match a {
+        Agrees::Matches => format!("{} {says}", good("✓")),
+        Agrees::Differs => format!("{} {says}", warn("✗")),
+        Agrees::Silent => dim("—").to_string(),
+        Agrees::Unknown => format!("{} {says}", dim("?")),
+    };
+    let rows = p
+        .profile
+        .iter()
+        .map(|point| {
+            vec![
+                point.point.to_string(),
+                point.observed.clone(),
+                agrees(point.draft_says, point.draft),
+                agrees(point.stripe_says, point.stripe),
+            ]
+        })
+        .collect();
+    let (draft, of_draft) = p.matching(|point| point.draft);
+    let (stripe, of_stripe) = p.matching(|point| point.stripe);
+    format!(
+        "\n{}\n\n{}\n\nmatches the draft on {draft} of {of_draft} points observed, Stripe on \
+         {stripe} of {of_stripe} (✓ as documented, ✗ otherwise, ? not observed, — not \
+         documented)\n{}\n",
+        strong("profile: what it answered, beside what is documented"),
+        super::table::render(&["point", "it answered", "IETF draft", "Stripe"], rows, &[]),
+        dim(format!("draft: {}\nStripe: {}", p.draft, p.stripe)),
+    )
 }

@@ -141,7 +141,7 @@ async fn serve_gives_every_answer_of_the_draft_on_the_wire() {
     assert_eq!(counted.status, 200);
     assert_eq!(
         json(&counted),
-        serde_json::json!({ "key_rows": 3, "xp_rows": 3 })
+        serde_json::json!({ "key_rows": 3, "xp_rows": 3, "service_calls": 3 })
     );
 
     // Ctrl-C stops it cleanly: exit 0, no cluster, no directory left.
@@ -315,6 +315,65 @@ fn conformance_passes_the_guard_and_fails_check_then_store() {
         naive,
         expected_marks(&["pass", "pass", "fail", "pass", "not_applicable"])
     );
+}
+
+/// Under the conformance table, the profile: what the API answered of five
+/// points beside the IETF draft and Stripe, from what the cases observed.
+/// The guard answers as the draft asks on every point the draft makes (a
+/// missing key 400, another body 422, in flight 409, the replay the
+/// first's), and as Stripe on three of five (Stripe performs a request
+/// without a key and answers another body 400). Its line is in the schema.
+#[test]
+fn the_profile_sets_the_guards_answers_beside_the_draft_and_stripe() {
+    let schema: Value =
+        serde_json::from_str(include_str!("../../schemas/probe.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let app = Served::start("profile", &["-s", "guard", "--work-ms", "300"]);
+    let out = app.probe(&["--json", "--conformance", "-d", AWARD]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let profile: Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v.get("profile").is_some())
+        .unwrap_or_else(|| panic!("no profile line in {stdout}"));
+    let errors: Vec<String> = validator
+        .iter_errors(&profile)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?} in {profile}");
+    let point = |name: &str| {
+        profile["profile"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["point"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {profile}"))
+    };
+    let agrees = |name: &str| {
+        let p = point(name);
+        (
+            p["observed"].as_str().unwrap().to_string(),
+            p["draft"].as_str().unwrap().to_string(),
+            p["stripe"].as_str().unwrap().to_string(),
+        )
+    };
+    let owned = |(a, b, c): (&str, &str, &str)| (a.to_string(), b.to_string(), c.to_string());
+    assert_eq!(agrees("no key"), owned(("400", "matches", "differs")));
+    assert_eq!(
+        agrees("same key, other body"),
+        owned(("422", "matches", "differs"))
+    );
+    assert_eq!(agrees("in flight"), owned(("409", "matches", "matches")));
+    assert_eq!(
+        agrees("replay"),
+        owned(("the first's status and body", "matches", "matches"))
+    );
+    assert_eq!(
+        agrees("replay marked"),
+        owned(("Idempotent-Replayed: true", "silent", "matches"))
+    );
+    assert!(out.status.success(), "{stdout}");
 }
 
 /// The same key again while the first request works (300 ms of work, the
