@@ -191,7 +191,7 @@ pub fn told(w: &WorkerReport) -> String {
         (Outcome::Duplicate, _) => "201 dup".to_string(),
         (Outcome::Replayed, _) => "201 replay".to_string(),
         (Outcome::Error, Some(error)) => format!("500 {}", error.code),
-        (Outcome::Crashed, _) => "no answer".to_string(),
+        (Outcome::Crashed | Outcome::HungUp, _) => "no answer".to_string(),
         (outcome, _) => format!("{} {}", outcome.status(), outcome.name()),
     }
 }

@@ -8,9 +8,28 @@ use crate::race::fault::FaultPoint;
 
 /// Parses `worker=N,at=POINT`.
 pub fn crash_plan(text: &str) -> Result<CrashPlan, String> {
+    worker_at(text, "crash")
+}
+
+/// Parses `--hang-up`'s `worker=N,at=during-work`.
+pub fn hang_up_plan(text: &str) -> Result<CrashPlan, String> {
+    let plan = worker_at(text, "hang-up")?;
+    match plan.at {
+        FaultPoint::DuringWork => Ok(plan),
+        other => Err(format!(
+            "a client hangs up during-work only (it sees no other step), not {}",
+            other.name()
+        )),
+    }
+}
+
+/// Parses `worker=N,at=POINT` for a fault called `what`.
+fn worker_at(text: &str, what: &str) -> Result<CrashPlan, String> {
     let point = |name: &str| {
         FaultPoint::from_str(name.trim(), true).map_err(|_| {
-            format!("unknown crash point {name:?}; use after-claim, during-work or before-complete")
+            format!(
+                "unknown {what} point {name:?}; use after-claim, during-work or before-complete"
+            )
         })
     };
     let (mut worker, mut at) = (None, None);
@@ -21,10 +40,10 @@ pub fn crash_plan(text: &str) -> Result<CrashPlan, String> {
             }
             Some(("worker", n)) => worker = Some(limits::CRASH_WORKER.parse(n)? as usize),
             Some(("at", _)) if at.is_some() => {
-                return Err("the crash point is given twice; name one".into());
+                return Err(format!("the {what} point is given twice; name one"));
             }
             None if at.is_some() && point(part).is_ok() => {
-                return Err("the crash point is given twice; name one".into());
+                return Err(format!("the {what} point is given twice; name one"));
             }
             Some(("at", name)) => at = Some(point(name)?),
             // A bare word is a point: say which points there are.

@@ -9,9 +9,10 @@ use std::time::Duration;
 use clap::Args;
 
 use super::output::ShowFlags;
-use super::parse::{amount, crash_plan};
+use super::parse::{amount, crash_plan, hang_up_plan};
 use super::values::with_default;
 use crate::db::via::Via;
+use crate::http::app::OnHangup;
 use crate::limits::{self, duration};
 use crate::race::input::RaceInput;
 use crate::race::{CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE};
@@ -55,7 +56,22 @@ pub struct RaceFlags {
     pub faults: FaultFlags,
 
     #[command(flatten)]
+    pub hangups: HangUpFlags,
+
+    #[command(flatten)]
     pub show: ShowFlags,
+}
+
+/// Lesson 9: what the app does when its client goes away.
+#[derive(Debug, Clone, Args)]
+pub struct HangUpFlags {
+    #[arg(help_heading = "Lesson 9: a request's life")]
+    #[arg(long, value_enum, value_name = "WAY",
+          help = with_default(
+              "What the app does with a request whose client goes away: drop it at its \
+               next await, as hyper does, or run it to its end, as Puma and Node do.",
+              OnHangup::Cancel.name()))]
+    pub on_hangup: Option<OnHangup>,
 }
 
 /// The race's shape: how many workers, which key, how many runs, which transport.
@@ -299,6 +315,15 @@ pub struct FaultFlags {
     #[arg(long, value_name = "[worker=N,]at=POINT", value_parser = crash_plan)]
     pub crash: Option<CrashPlan>,
 
+    /// Over --http: the client of the first worker to start its work (or
+    /// of worker N) closes its connection halfway through the work, as a
+    /// client whose timeout fired, then retries while it is answered 409.
+    /// What the app does with the abandoned request is --on-hangup's.
+    /// E.g. --hang-up worker=2,at=during-work.
+    #[arg(help_heading = "Lesson 9: a request's life")]
+    #[arg(long, value_name = "[worker=N,]at=during-work", value_parser = hang_up_plan)]
+    pub hang_up: Option<CrashPlan>,
+
     /// Have another session terminate the connection of the first worker to
     /// start its work, halfway through it; the worker itself lives on.
     #[arg(help_heading = "Lesson 7: faults and recovery")]
@@ -339,6 +364,8 @@ impl RaceFlags {
             kill_connection: said(self.faults.kill_connection, true),
             fail_work: self.faults.fail_work,
             recovery_retries: self.faults.recovery_retries,
+            hang_up: self.faults.hang_up,
+            on_hangup: self.hangups.on_hangup,
             ..app_input(
                 strategy,
                 &self.app,

@@ -7,9 +7,9 @@ use clap::Args;
 
 use super::connection::ConnectArgs;
 use super::race_shape::{
-    AppFlags, FingerprintFlags, GuardFlags, LoserFlags, StoreFlags, TransactionFlags, app_input,
+    AppFlags, FingerprintFlags, GuardFlags, HangUpFlags, LoserFlags, StoreFlags, TransactionFlags,
+    app_input,
 };
-use crate::http::app::OnHangup;
 use crate::http::caller::KeyScope;
 use crate::limits;
 use crate::probe::Mode;
@@ -42,12 +42,8 @@ pub struct ServeArgs {
               KeyScope::Global.name()))]
     pub key_scope: Option<KeyScope>,
 
-    #[arg(long, value_enum, value_name = "WAY",
-          help = super::values::with_default(
-              "What the app does with a request whose client goes away: drop it at its \
-               next await, as hyper does, or run it to its end, as Puma and Node do.",
-              OnHangup::Cancel.name()))]
-    pub on_hangup: Option<OnHangup>,
+    #[command(flatten)]
+    pub hangups: HangUpFlags,
 
     #[command(flatten)]
     pub app: AppFlags,
@@ -96,7 +92,7 @@ impl ServeArgs {
             http: Some(true),
             replicas: self.replicas,
             key_scope: self.key_scope,
-            on_hangup: self.on_hangup,
+            on_hangup: self.hangups.on_hangup,
             ..app_input(
                 self.strategy,
                 &self.app,

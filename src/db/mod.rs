@@ -305,6 +305,7 @@ impl Database {
     pub async fn counts(&self, key: &str) -> Result<RowCounts> {
         let counts = self.sql(
             "SELECT (SELECT count(*) FROM idempotency_keys),
+                    (SELECT count(*) FROM idempotency_keys WHERE status = 'pending'),
                     (SELECT count(*) FROM experience_points),
                     COALESCE(
                         (SELECT (response_body->>'xp_id')::bigint FROM idempotency_keys WHERE key = $1),
@@ -312,14 +313,16 @@ impl Database {
                         (SELECT min(id) FROM experience_points))",
         );
         let mut tx = self.book().await?;
-        let (key_rows, xp_rows, kept_xp): (i64, i64, Option<i64>) = book::query_as(&counts)
-            .bind(key)
-            .fetch_one(&mut *tx)
-            .await
-            .context("could not count the rows")?;
+        let (key_rows, pending, xp_rows, kept_xp): (i64, i64, i64, Option<i64>) =
+            book::query_as(&counts)
+                .bind(key)
+                .fetch_one(&mut *tx)
+                .await
+                .context("could not count the rows")?;
         tx.commit().await?;
         Ok(RowCounts {
             key_rows: key_rows as u64,
+            pending_key_rows: pending as u64,
             xp_rows: xp_rows as u64,
             kept_xp,
         })
@@ -634,6 +637,8 @@ impl Encryption {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowCounts {
     pub key_rows: u64,
+    /// Key rows still pending: claims nobody completed.
+    pub pending_key_rows: u64,
     pub xp_rows: u64,
     /// The XP row the key stands for, if any row was made.
     pub kept_xp: Option<i64>,

@@ -26,6 +26,7 @@ use super::contract::{
 };
 use crate::db::pool::{self, Workers};
 use crate::db::statements::{Sends, Sql};
+use crate::request::hang_up::HangUps;
 use crate::request::service::ServiceCalls;
 use crate::request::{Answer, Lease, Outcome, Params, Request, Trace};
 use crate::strategy::{OPERATION, Strategy, respond};
@@ -110,6 +111,9 @@ pub struct App {
     service: ServiceCalls,
     /// This app's number among `--replicas`, said in every award's answer.
     replica: Option<HeaderValue>,
+    /// Told when a request's work begins, for a race's client that is to
+    /// hang up mid-request.
+    hang_ups: Option<Arc<HangUps>>,
 }
 
 /// Told of every award the app handled, before its response is written:
@@ -128,6 +132,14 @@ impl App {
     /// Counts the award service's calls into `service` (a race's count).
     pub fn counting(self, service: ServiceCalls) -> Self {
         Self { service, ..self }
+    }
+
+    /// Tells `hang_ups` when each request's work begins.
+    pub fn telling(self, hang_ups: Arc<HangUps>) -> Self {
+        Self {
+            hang_ups: Some(hang_ups),
+            ..self
+        }
     }
 
     /// Marks every award's answer with this app's number among replicas.
@@ -154,6 +166,7 @@ impl App {
             watch,
             service: ServiceCalls::default(),
             replica: None,
+            hang_ups: None,
         }
     }
 
@@ -264,6 +277,7 @@ impl App {
         let request = self.request_of(&parts.headers, key, &award, lesson);
         let arrived = Instant::now();
         let mut trace = Trace::new(arrived);
+        trace.hang_up = self.hang_ups.clone().map(|h| (h, request.worker));
         let mut lease = Lease::new(self.pool.clone(), self.shape.checkout_timeout);
         let answer = respond(&*self.strategy, &mut lease, &request, &mut trace).await;
         let mut response = answered(&answer, &request);
@@ -400,7 +414,7 @@ fn answered(answer: &Answer, req: &Request) -> Response {
     let body = answer.body.clone().unwrap_or(Value::Null);
     // A worker that crashed answers nothing in a race; the app must answer.
     let status = match answer.outcome {
-        Outcome::Crashed => 500,
+        Outcome::Crashed | Outcome::HungUp => 500,
         outcome => outcome.status(),
     };
     let response = match answer.outcome {
@@ -429,7 +443,7 @@ fn answered(answer: &Answer, req: &Request) -> Response {
             contract::error_code(Outcome::CheckoutTimeout),
             &answer.did,
         ),
-        Outcome::Crashed | Outcome::Error => {
+        Outcome::Crashed | Outcome::HungUp | Outcome::Error => {
             problem(status, contract::error_code(Outcome::Error), &answer.did)
         }
     };

@@ -62,6 +62,8 @@ pub struct RaceInput {
     pub cache_max_age: Option<Duration>,
     pub cache_pressure: Option<u64>,
     pub crash: Option<CrashPlan>,
+    /// Over HTTP: a client hangs up mid-request, then retries.
+    pub hang_up: Option<CrashPlan>,
     pub kill_connection: Option<bool>,
     pub lock_timeout_ms: Option<u64>,
     pub heartbeat_ms: Option<u64>,
@@ -222,6 +224,7 @@ impl RaceInput {
                 crash: self.crash,
                 kill_connection: self.kill_connection.unwrap_or(false),
                 recovery_retries: size(self.recovery_retries, &limits::RECOVERY_RETRIES),
+                hang_up: self.hang_up,
             },
         };
         settings.validate_from(origin)?;

@@ -26,6 +26,7 @@ use crate::db::pool::Workers;
 use crate::http::app::{App, Handled, Shape};
 use crate::http::client::{self, Outgoing, Received, Target};
 use crate::http::contract::{self, KEY_HEADER, REPLICA_HEADER, WORKER_HEADER};
+use crate::request::hang_up::HangUps;
 use crate::request::service::ServiceCalls;
 use crate::request::{Answer, Outcome, Request, Trace};
 use crate::strategy::Strategy;
@@ -45,6 +46,16 @@ pub struct Wire {
 pub struct WireEnd {
     pub target: Target,
     handled: Mutex<HashMap<usize, Handled>>,
+    /// The client that hangs up mid-request, if one does, and how far into
+    /// the work it does.
+    pub hang_ups: Option<(Arc<HangUps>, Duration)>,
+}
+
+impl WireEnd {
+    /// What the app did with `worker`'s request, once it told.
+    pub fn take_handled(&self, worker: usize) -> Option<Handled> {
+        self.handled.lock().ok()?.remove(&worker)
+    }
 }
 
 impl Drop for Wire {
@@ -87,6 +98,10 @@ impl Wire {
                 s.requests.lesson
             ))?,
             handled: Mutex::new(HashMap::new()),
+            hang_ups: s
+                .faults
+                .hang_up
+                .map(|plan| (Arc::new(HangUps::new(plan.worker)), s.app.work / 2)),
         });
         let told = end.clone();
         let watch = Box::new(move |handled: Handled| {
@@ -94,10 +109,12 @@ impl Wire {
                 map.insert(handled.request.worker, handled);
             }
         });
-        let app = Arc::new(
-            App::new(pool, strategy, s.app_shape(), s.app.threads, Some(watch))
-                .counting(service.clone()),
-        );
+        let mut app = App::new(pool, strategy, s.app_shape(), s.app.threads, Some(watch))
+            .counting(service.clone());
+        if let Some((hang_ups, _)) = &end.hang_ups {
+            app = app.telling(hang_ups.clone());
+        }
+        let app = Arc::new(app);
         let server =
             tokio::spawn(
                 async move { crate::http::listener::serve_with_defaults(app, listener).await },
@@ -122,6 +139,7 @@ impl Wire {
                 replicas.front, s.requests.lesson
             ))?,
             handled: Mutex::new(HashMap::new()),
+            hang_ups: None,
         });
         Ok(Self {
             server: None,
@@ -146,17 +164,65 @@ pub async fn run_client(
         Ok(at) => at.unwrap_or_else(Instant::now),
         Err(_) => Instant::now(),
     };
-    let received = match connected {
-        Ok(mut conn) => conn.send(&outgoing, WIRE_TIMEOUT).await,
-        Err(err) => Err(err),
+    let hang_up = end
+        .hang_ups
+        .as_ref()
+        .and_then(|(hang_ups, after)| Some((hang_ups.listen(req.worker)?, *after)));
+    let received = match (connected, hang_up) {
+        (Ok(conn), Some((told, after))) => {
+            match sent_or_hung_up(conn, &outgoing, told, after).await {
+                Some(received) => received,
+                None => {
+                    let hung_up_ms = ms_between(opened, Instant::now());
+                    return (hung_up(req, opened, hung_up_ms), None);
+                }
+            }
+        }
+        (Ok(mut conn), None) => conn.send(&outgoing, WIRE_TIMEOUT).await,
+        (Err(err), _) => Err(err),
     };
     let answer_ms = ms_between(opened, Instant::now());
-    let handled = end
-        .handled
-        .lock()
-        .ok()
-        .and_then(|mut map| map.remove(&req.worker));
+    let handled = end.take_handled(req.worker);
     joined(req, received, handled, opened, answer_ms)
+}
+
+/// Sends the request, and closes the connection `after` into the work if
+/// the app says the work began before the answer came: `None` when it hung
+/// up, else the answer.
+async fn sent_or_hung_up(
+    mut conn: client::Connection,
+    outgoing: &Outgoing,
+    told: tokio::sync::oneshot::Receiver<()>,
+    after: Duration,
+) -> Option<Result<Received>> {
+    let hang_up = async {
+        match told.await {
+            Ok(()) => tokio::time::sleep(after).await,
+            // Never told: this client is not the one.
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        received = conn.send(outgoing, WIRE_TIMEOUT) => Some(received),
+        () = hang_up => None,
+    }
+    // The connection is dropped here, and with it the socket: the app
+    // sees its client gone.
+}
+
+/// The report of a client that hung up: no answer; what the app did with
+/// its request is joined later, if the app finished it.
+fn hung_up(req: Request, opened: Instant, at_ms: f64) -> WorkerReport {
+    let answer = Answer {
+        replayed: false,
+        outcome: Outcome::HungUp,
+        saw: "—".into(),
+        did: "hung up during its work".into(),
+        made_xp: None,
+        body: None,
+        waited: None,
+    };
+    WorkerReport::new(req, answer, Trace::new(opened), 0, at_ms)
 }
 
 /// The request the course's client sends: the award's body, the key as an

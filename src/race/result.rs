@@ -9,6 +9,7 @@ use super::settings::{CrashPlan, RaceSettings, Transport};
 use super::worker_report::WorkerReport;
 use crate::db::RowCounts;
 use crate::db::via::Via;
+use crate::http::app::OnHangup;
 use crate::request::Outcome;
 use crate::store::StoreKind;
 use crate::strategy::orm::Orm;
@@ -43,6 +44,12 @@ pub struct RaceResult {
     pub cache_pressure: u64,
     /// The crash planned for this race, if any (lesson 7).
     pub crash: Option<CrashPlan>,
+    /// The client planned to hang up mid-request, if any (lesson 9); the
+    /// app treats its abandoned request as `on_hangup` says.
+    pub hang_up: Option<CrashPlan>,
+    /// What the app does with a request whose client went away: `cancel`
+    /// or `finish`.
+    pub on_hangup: OnHangup,
     /// Whether each request ran in one transaction: `none` or `request`.
     pub transaction: Transaction,
     /// The request transaction's isolation level; `null` without one.
@@ -51,6 +58,9 @@ pub struct RaceResult {
     pub retry_serialization: u32,
     pub key: String,
     pub key_rows: u64,
+    /// Key rows still pending when the race ended: claims nobody completed
+    /// (a crash, a hang-up, a claim the cache lost track of).
+    pub pending_key_rows: u64,
     pub xp_rows: u64,
     pub expected_xp_rows: u64,
     /// XP rows beyond the one expected.
@@ -104,12 +114,15 @@ impl RaceResult {
             store: s.store.kind,
             cache_pressure: s.store.cache_pressure,
             crash: s.faults.crash,
+            hang_up: s.faults.hang_up,
+            on_hangup: s.app.on_hangup,
             transaction: s.app.transaction,
             isolation: (s.app.transaction == Transaction::Request).then_some(s.app.isolation),
             retry_serialization: s.app.retry_serialization,
             key: s.requests.key.clone(),
             orm: s.app.orm,
             key_rows: counts.key_rows,
+            pending_key_rows: counts.pending_key_rows,
             xp_rows: counts.xp_rows,
             expected_xp_rows: EXPECTED_XP_ROWS,
             duplicates: counts.xp_rows.saturating_sub(EXPECTED_XP_ROWS),

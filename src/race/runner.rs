@@ -18,7 +18,7 @@ use super::worker_report::WorkerReport;
 use crate::db::pool::{self, Conn, Workers, warm_pool};
 use crate::db::via::Via;
 use crate::db::{Backend, Database, pgbouncer, pooled};
-use crate::http::app::{App, Watch};
+use crate::http::app::{App, Handled, OnHangup, Watch};
 use crate::request::fault::{Fault, FaultKind, FaultPoint};
 use crate::request::ledger::Ledger;
 use crate::request::service::ServiceCalls;
@@ -122,6 +122,9 @@ impl<'db> Race<'db> {
         self.strategy.forget();
         if let Some(replicas) = self.replicas() {
             replicas.forget().await?;
+        }
+        if let Some((hang_ups, _)) = self.wire.as_ref().and_then(|w| w.end.hang_ups.as_ref()) {
+            hang_ups.reset();
         }
 
         // The runner's own connection, held for the whole race as the app's
@@ -270,6 +273,22 @@ impl<'db> Race<'db> {
                     .await?,
             );
         }
+        // A client that hung up retries until it gets a final answer.
+        let hung_up = reports
+            .iter()
+            .find(|w| w.outcome == Outcome::HungUp)
+            .map(|w| w.worker);
+        if let Some(worker) = hung_up {
+            let retry = self.retry_after_hang_up(&crew, worker).await?;
+            reports.push(retry);
+            // What the app did with the abandoned request, if it went on.
+            if let (Some(end), Some(report)) = (
+                crew.wire.as_ref(),
+                reports.iter_mut().find(|w| w.worker == worker),
+            ) {
+                abandoned(report, end.take_handled(worker), s.app.on_hangup);
+            }
+        }
 
         let counts = self.db.counts(&s.requests.key).await?;
         mark_duplicates(&mut reports, counts.kept_xp);
@@ -279,6 +298,46 @@ impl<'db> Race<'db> {
             None => self.service.count() - calls_before,
         };
         Ok(result)
+    }
+
+    /// The retry of a client that hung up: the same request from a new
+    /// worker, sent again every [`HANG_UP_RETRY_EVERY`] while it is
+    /// answered 409, until it gets another answer or the claim's lock
+    /// timeout and the work have passed twice over: past that, the key is
+    /// stuck. Returns the last answer's report, saying how many 409s came
+    /// before it.
+    async fn retry_after_hang_up(&self, crew: &Crew, of: usize) -> Result<WorkerReport> {
+        let s = &self.settings;
+        let settle = 2 * (s.app.lock_timeout + s.app.work) + HANG_UP_RETRY_EVERY;
+        let began = Instant::now();
+        let mut conflicts = 0;
+        loop {
+            let mut req = Request::new(
+                s.requests.workers + 1,
+                s.requests.key.clone(),
+                s.params(of),
+                s.app.fingerprint,
+                s.app.work,
+            );
+            req.service = Some(self.service.for_request());
+            let (mut report, _) = run(crew.clone(), req, None, None).await;
+            report.retry = true;
+            if report.outcome != Outcome::Conflict {
+                if conflicts > 0 {
+                    report.did = format!("after {conflicts} × 409: {}", report.did);
+                }
+                return Ok(report);
+            }
+            conflicts += 1;
+            if began.elapsed() >= settle {
+                report.did = format!(
+                    "still 409 after {:.1} s ({conflicts} tries): the key is stuck",
+                    began.elapsed().as_secs_f64()
+                );
+                return Ok(report);
+            }
+            tokio::time::sleep(HANG_UP_RETRY_EVERY).await;
+        }
     }
 
     /// Sends `count` retries of worker `of`'s request at once, as new
@@ -513,6 +572,29 @@ fn attribute_blocking(
             && waiter != blocker
         {
             report.blocked_by.push(blocker);
+        }
+    }
+}
+
+/// How often the client that hung up sends its request again while it is
+/// answered 409.
+const HANG_UP_RETRY_EVERY: Duration = Duration::from_millis(100);
+
+/// What the app did with a request whose client hung up: under `finish`
+/// it ran on, and its steps and XP row are the worker's; under `cancel` it
+/// was dropped at its next await, and told nothing.
+fn abandoned(report: &mut WorkerReport, handled: Option<Handled>, on_hangup: OnHangup) {
+    match handled {
+        Some(h) => {
+            report.saw = h.answer.saw;
+            report.did = format!("hung up; the app went on: {}", h.answer.did);
+            report.made_xp = h.answer.made_xp;
+        }
+        None => {
+            report.did = match on_hangup {
+                OnHangup::Cancel => "hung up; the app dropped its request".into(),
+                OnHangup::Finish => "hung up; the app had not finished it".into(),
+            };
         }
     }
 }

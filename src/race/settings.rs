@@ -140,6 +140,9 @@ pub struct Faults {
     pub kill_connection: bool,
     /// How many retries of a crashed (or failed) request are sent at once.
     pub recovery_retries: usize,
+    /// `--hang-up [worker=N,]at=during-work`: a client closes its
+    /// connection halfway through its request's work, then retries.
+    pub hang_up: Option<HangUpPlan>,
 }
 
 /// How a race's requests reach the strategy.
@@ -157,6 +160,10 @@ pub enum Transport {
 /// The most workers a race over HTTP opens connections for: both ends of
 /// every connection live in this process, two file descriptors each.
 pub const MAX_HTTP_WORKERS: usize = 2000;
+
+/// A client that hangs up mid-request (`--hang-up`), then retries: the
+/// same shape as a crash, on the client's side of the wire.
+pub type HangUpPlan = CrashPlan;
 
 /// A crash planned for one worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -281,6 +288,40 @@ impl RaceSettings {
             ),
             _ => None,
         }
+    }
+
+    /// A hang-up is a client's, over the wire to the app in this process
+    /// (which tells the client when the work begins), during the work.
+    fn check_hang_up(&self, plan: HangUpPlan, origin: Origin) -> Result<()> {
+        let name = origin.name("--hang-up", "race.hang_up");
+        if self.requests.transport != Transport::Http {
+            bail!(
+                "{name} closes a client's connection: race over the wire with {}",
+                origin.name("--http", "race.http = true")
+            );
+        }
+        if self.app.replicas > 1 {
+            bail!(
+                "{name} needs the app in this process, which tells the client when the work \
+                 begins; drop {}",
+                limits::REPLICAS.name(origin)
+            );
+        }
+        if plan.at != FaultPoint::DuringWork {
+            bail!(
+                "{name} at={}: a client hangs up during-work only (it sees no other step)",
+                plan.at.name()
+            );
+        }
+        if let Some(worker) = plan.worker
+            && !(1..=self.requests.workers).contains(&worker)
+        {
+            bail!(
+                "{name} worker={worker} is not one of the {} workers",
+                self.requests.workers
+            );
+        }
+        Ok(())
     }
 
     /// The pool, the workers and what is said of each worker.
@@ -426,6 +467,9 @@ impl RaceSettings {
                     origin.name("--strategy", "race.strategy =")
                 );
             }
+        }
+        if let Some(hang_up) = self.faults.hang_up {
+            self.check_hang_up(hang_up, origin)?;
         }
         if let Some(every) = self.app.heartbeat {
             if self.app.strategy != StrategyKind::Guard {

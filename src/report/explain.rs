@@ -1,5 +1,6 @@
 //! One sentence on why a race came out as it did, read off the race's own trace.
 
+use crate::http::app::OnHangup;
 use crate::race::{Outcome, RaceResult, WorkerReport, xp_rows};
 use crate::store::StoreKind;
 use crate::strategy::Step;
@@ -13,6 +14,7 @@ pub fn explain(r: &RaceResult) -> String {
         _ => over_replicas(r),
     };
     text.push_str(&after_the_retry(r));
+    text.push_str(&after_a_hang_up(r));
     if r.strategy.spec().story != Story::Guard {
         text.push_str(&crash_consequence(r));
     }
@@ -436,6 +438,53 @@ fn guard(r: &RaceResult) -> String {
         ));
     }
     text
+}
+
+/// A client that hung up mid-request (lesson 9): what the app did with its
+/// request, and what the client's retry got.
+fn after_a_hang_up(r: &RaceResult) -> String {
+    let Some(plan) = r.hang_up else {
+        return String::new();
+    };
+    let Some(gone) = r
+        .reports
+        .iter()
+        .find(|w| !w.retry && w.did.starts_with("hung up"))
+    else {
+        let who = plan
+            .worker
+            .map_or_else(|| "a worker".to_string(), |w| format!("worker {w}"));
+        return format!(
+            " The hang-up planned for {who} never struck: a client hangs up once its request's \
+             work has begun, and {who} was answered first."
+        );
+    };
+    let app = match r.on_hangup {
+        OnHangup::Cancel => {
+            "the app dropped its request at its next await (--on-hangup cancel, as hyper does)"
+        }
+        OnHangup::Finish => {
+            "the app ran its request to the end anyway (--on-hangup finish, as Puma and Node do)"
+        }
+    };
+    let got = match r.reports.iter().find(|w| w.retry) {
+        Some(retry) if retry.did.contains("stuck") => format!(
+            "its retry (worker {}) was answered 409 until it gave up: the claim stays pending \
+             for good, and the key is stuck",
+            retry.worker
+        ),
+        Some(retry) => format!(
+            "its retry (worker {}) got {} {}",
+            retry.worker,
+            retry.status,
+            retry.outcome.name()
+        ),
+        None => "it did not retry".to_string(),
+    };
+    format!(
+        " Worker {}'s client hung up halfway through its work; {app}; {got}.",
+        gone.worker
+    )
 }
 
 /// For the shapes without recovery: what a crash left behind.

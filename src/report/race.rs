@@ -106,7 +106,12 @@ pub fn figures(r: &RaceResult) -> String {
             r.duplicates, r.xp_rows
         ))
     };
-    let key_note = if r.store == StoreKind::Cache {
+    let key_note = if r.pending_key_rows > 0 {
+        format!(
+            "{} still pending: a claim nobody completed",
+            r.pending_key_rows
+        )
+    } else if r.store == StoreKind::Cache {
         "the claims live in the cache store".to_string()
     } else if r.strategy.uses_key_table() {
         "the unique index allows one".to_string()
@@ -182,7 +187,7 @@ pub fn workers_table(reports: &[WorkerReport]) -> String {
                 outcome_cell(w.outcome, w.status),
                 // A crashed worker answered nothing: no time to show.
                 match w.outcome {
-                    Outcome::Crashed => "—".to_string(),
+                    Outcome::Crashed | Outcome::HungUp => "—".to_string(),
                     _ => format!("{:.1} ms", w.answer_ms),
                 },
             ];
@@ -266,5 +271,6 @@ pub fn outcome_cell(outcome: Outcome, status: u16) -> String {
         | Outcome::Error
         | Outcome::Failed
         | Outcome::Crashed => bad(text).to_string(),
+        Outcome::HungUp => warn(text).to_string(),
     }
 }

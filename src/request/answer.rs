@@ -22,6 +22,9 @@ pub enum Outcome {
     Failed,
     /// The worker crashed on purpose (a fault) and answered nothing.
     Crashed,
+    /// The client hung up mid-request on purpose (`--hang-up`) and read
+    /// no answer.
+    HungUp,
     /// No connection came free before the checkout timeout (503).
     CheckoutTimeout,
     /// The database answered with an error (500).
@@ -34,7 +37,7 @@ impl Outcome {
         Self::ALL.into_iter().find(|o| o.name() == name)
     }
 
-    pub const ALL: [Outcome; 9] = [
+    pub const ALL: [Outcome; 10] = [
         Outcome::Created,
         Outcome::Replayed,
         Outcome::Conflict,
@@ -42,6 +45,7 @@ impl Outcome {
         Outcome::Duplicate,
         Outcome::Failed,
         Outcome::Crashed,
+        Outcome::HungUp,
         Outcome::CheckoutTimeout,
         Outcome::Error,
     ];
@@ -56,6 +60,7 @@ impl Outcome {
             Outcome::Duplicate => "duplicate",
             Outcome::Failed => "failed",
             Outcome::Crashed => "crashed",
+            Outcome::HungUp => "hung_up",
             Outcome::CheckoutTimeout => "checkout_timeout",
             Outcome::Error => "error",
         }
@@ -72,7 +77,7 @@ impl Outcome {
             Outcome::Mismatch => 422,
             Outcome::Failed => 500,
             // No answer at all.
-            Outcome::Crashed => 0,
+            Outcome::Crashed | Outcome::HungUp => 0,
             Outcome::CheckoutTimeout => 503,
             Outcome::Error => 500,
         }

@@ -10,6 +10,7 @@
 mod answer;
 mod db_error;
 pub mod fault;
+pub mod hang_up;
 mod hook;
 pub mod key;
 mod lease;

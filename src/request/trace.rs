@@ -45,6 +45,9 @@ pub struct Trace {
     pub stepper: Option<StepHook>,
     /// The last database error the request met, caught or not.
     pub db_error: Option<DbError>,
+    /// Told when the work begins, with the request's worker: a client
+    /// that is to hang up mid-request (`race --http --hang-up`).
+    pub hang_up: Option<(Arc<super::hang_up::HangUps>, usize)>,
     /// How many times the request's transaction was run again after a
     /// serialization failure (`--retry-serialization`).
     pub retries: u32,
@@ -67,6 +70,7 @@ impl Trace {
             strike_delay: Duration::ZERO,
             stepper: None,
             db_error: None,
+            hang_up: None,
             retries: 0,
             timed: true,
         }
@@ -129,6 +133,11 @@ impl Trace {
             return fut.await;
         }
         let sql = (!sql.is_empty()).then_some(sql);
+        if step == Step::Work
+            && let Some((hang_ups, worker)) = self.hang_up.take()
+        {
+            hang_ups.work_began(worker);
+        }
         let fault = self.fault.clone().filter(|_| self.faulted.is_none());
         let pid = self.backend_pid;
         if let (Some(fault), Some(pid)) = (&fault, pid) {

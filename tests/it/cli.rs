@@ -130,6 +130,19 @@ fn bad_input_is_refused_on_one_line_before_anything_starts() {
             "--kill-connection",
         ],
         &["race", "--strategy", "guard", "--lock-timeout-ms", "0"],
+        &["race", "--hang-up", "at=during-work"],
+        &["race", "--http", "--hang-up", "at=after-claim"],
+        &["race", "--http", "--hang-up", "worker=7,at=during-work"],
+        &[
+            "race",
+            "--http",
+            "--replicas",
+            "2",
+            "--hang-up",
+            "at=during-work",
+        ],
+        &["race", "--strategy", "guard", "--heartbeat-ms", "600"],
+        &["race", "--heartbeat-ms", "100"],
     ]
     .iter()
     .map(|args| format!("{args:?} → {}", refused(args)))

@@ -177,3 +177,76 @@ fn five_reset_streams_leave_no_transaction_and_each_key_is_awarded_on_retry() {
     );
     assert_eq!(psql(&url, &pending), "0", "no key is left pending");
 }
+
+/// `race --http --hang-up`: the client of the first worker to start its
+/// work hangs up halfway through it, then retries while it is answered 409.
+/// What its request leaves is the app's way with a hang-up and the
+/// strategy's: the guard's abandoned claim (cancel) goes stale and the
+/// retry takes it over (one XP row, the service called twice: the first
+/// call stands); claim-work-complete's stays pending for good (no XP row,
+/// the retry gives up: the key is stuck); under finish the request
+/// completes and the retry gets its response replayed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_hangs_up_mid_work_leaves_what_the_app_and_strategy_make_of_it() {
+    use idem::db::{ConnectOptions, Database};
+    use idem::http::app::OnHangup;
+    use idem::race::fault::FaultPoint;
+    use idem::race::input::RaceInput;
+    use idem::race::{CrashPlan, Outcome};
+    use idem::strategy::StrategyKind;
+
+    use crate::common::Built;
+    use crate::common::races::race;
+
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let hang_up = |strategy: StrategyKind, on_hangup: OnHangup| RaceInput {
+        strategy: Some(strategy),
+        http: Some(true),
+        work_ms: Some(200),
+        lock_timeout_ms: Some(500),
+        on_hangup: Some(on_hangup),
+        hang_up: Some(CrashPlan {
+            worker: None,
+            at: FaultPoint::DuringWork,
+        }),
+        ..RaceInput::default()
+    };
+    let retry_of = |r: &idem::race::RaceResult| {
+        assert_eq!(r.count(Outcome::HungUp), 1, "one client hung up");
+        r.reports.iter().find(|w| w.retry).cloned().unwrap()
+    };
+
+    let guard = race(&db, hang_up(StrategyKind::Guard, OnHangup::Cancel).built()).await;
+    let retry = retry_of(&guard);
+    assert_eq!((retry.status, retry.outcome), (201, Outcome::Created));
+    assert!(retry.did.starts_with("after "), "409s first: {}", retry.did);
+    assert_eq!((guard.xp_rows, guard.pending_key_rows), (1, 0));
+    assert_eq!(guard.service_calls, 2, "the abandoned call stands");
+
+    let stuck = race(
+        &db,
+        hang_up(StrategyKind::ClaimWorkComplete, OnHangup::Cancel).built(),
+    )
+    .await;
+    let retry = retry_of(&stuck);
+    assert_eq!(retry.status, 409);
+    assert!(retry.did.contains("the key is stuck"), "{}", retry.did);
+    assert_eq!((stuck.xp_rows, stuck.pending_key_rows), (0, 1));
+
+    let finished = race(
+        &db,
+        hang_up(StrategyKind::ClaimWorkComplete, OnHangup::Finish).built(),
+    )
+    .await;
+    let retry = retry_of(&finished);
+    assert_eq!((retry.status, retry.outcome), (201, Outcome::Replayed));
+    assert_eq!((finished.xp_rows, finished.pending_key_rows), (1, 0));
+    let gone = finished
+        .reports
+        .iter()
+        .find(|w| w.outcome == Outcome::HungUp)
+        .unwrap();
+    assert!(gone.did.contains("the app went on"), "{}", gone.did);
+    assert_eq!(finished.service_calls, 1);
+    db.close().await.unwrap();
+}

@@ -103,6 +103,7 @@ fn lesson_one(run: usize) -> RaceResult {
     ];
     let counts = RowCounts {
         key_rows: 1,
+        pending_key_rows: 0,
         xp_rows: 4,
         kept_xp: Some(1),
     };
