@@ -89,7 +89,7 @@ impl View {
 }
 
 /// The files, in lesson order.
-const FILES: [(&str, &str); 8] = [
+const FILES: [(&str, &str); 9] = [
     (
         "lessons/1-duplicate-keys-vs-duplicate-work.md",
         include_str!("../lessons/1-duplicate-keys-vs-duplicate-work.md"),
@@ -121,6 +121,10 @@ const FILES: [(&str, &str); 8] = [
     (
         "lessons/8-the-questions-after-the-course.md",
         include_str!("../lessons/8-the-questions-after-the-course.md"),
+    ),
+    (
+        "lessons/9-the-requests-life.md",
+        include_str!("../lessons/9-the-requests-life.md"),
     ),
 ];
 
@@ -200,7 +204,7 @@ mod tests {
 
     #[test]
     fn every_lesson_file_has_the_shape() {
-        assert_eq!(LESSONS.len(), 8);
+        assert_eq!(LESSONS.len(), 9);
         for (lesson, number) in LESSONS.iter().zip(1..) {
             assert_eq!(lesson.number, number);
             assert!(

@@ -178,7 +178,7 @@ pub enum ScenarioCommand {
 
 #[derive(Debug, Args)]
 pub struct LessonArgs {
-    /// The lesson, 1 to 8.
+    /// The lesson, 1 to 9.
     #[arg(value_parser = limits::LESSON.parser())]
     pub number: u64,
 

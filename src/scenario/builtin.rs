@@ -51,7 +51,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "3-block-through-pgbouncer.toml",
         include_str!("../../scenarios/3-block-through-pgbouncer.toml"),
     ),
-    ("3-block.toml", include_str!("../../scenarios/3-block.toml")),
+    (
+        "3-block.toml",
+        include_str!("../../scenarios/3-block.toml"),
+    ),
     (
         "3-fail-fast.toml",
         include_str!("../../scenarios/3-fail-fast.toml"),
@@ -60,7 +63,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "3-pgbouncer-setting-leaks.toml",
         include_str!("../../scenarios/3-pgbouncer-setting-leaks.toml"),
     ),
-    ("3-poll.toml", include_str!("../../scenarios/3-poll.toml")),
+    (
+        "3-poll.toml",
+        include_str!("../../scenarios/3-poll.toml"),
+    ),
     (
         "4-fingerprint.toml",
         include_str!("../../scenarios/4-fingerprint.toml"),
@@ -220,6 +226,26 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "8-pgbouncer-session-lock.toml",
         include_str!("../../scenarios/8-pgbouncer-session-lock.toml"),
+    ),
+    (
+        "9-claim-expires-mid-work.toml",
+        include_str!("../../scenarios/9-claim-expires-mid-work.toml"),
+    ),
+    (
+        "9-hang-up-claim-work-complete-cancel.toml",
+        include_str!("../../scenarios/9-hang-up-claim-work-complete-cancel.toml"),
+    ),
+    (
+        "9-hang-up-claim-work-complete-finish.toml",
+        include_str!("../../scenarios/9-hang-up-claim-work-complete-finish.toml"),
+    ),
+    (
+        "9-hang-up-guard-cancel.toml",
+        include_str!("../../scenarios/9-hang-up-guard-cancel.toml"),
+    ),
+    (
+        "9-heartbeat.toml",
+        include_str!("../../scenarios/9-heartbeat.toml"),
     ),
 ];
 

@@ -124,8 +124,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
         1 => {}
         _ => bail!("{name}: a scenario has one of [race], [keys] and [pooler], not more"),
     }
-    if !(1..=8).contains(&scenario.lesson) {
-        bail!("{name}: lesson must be 1 to 8, not {}", scenario.lesson);
+    if !(1..=9).contains(&scenario.lesson) {
+        bail!("{name}: lesson must be 1 to 9, not {}", scenario.lesson);
     }
     let e = &scenario.expect;
     let rates = [

@@ -350,8 +350,8 @@ fn bench_quick_runs_and_reports_every_section() {
     assert_eq!(bench["race_rate"].as_array().unwrap().len(), 5);
     assert_eq!(
         bench["throughput"].as_array().unwrap().len(),
-        8,
-        "raw and three guards, two pool sizes"
+        10,
+        "raw, three guards and the guard with its heartbeat, two pool sizes"
     );
     // Speeds are not asserted; correctness is.
     for scale in bench["scale"].as_array().unwrap() {

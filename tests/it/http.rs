@@ -813,6 +813,59 @@ fn the_ruby_starter_fails_the_challenge() {
     );
 }
 
+/// The abort case against two servers of the same naive app: the Ruby
+/// example, whose WEBrick runs a request to its end after its client
+/// left, and `idem serve -s check-then-store --on-hangup cancel`, which
+/// drops it. The client hangs up 2 ms into a 20 ms award and retries at
+/// once. WEBrick's request is still working when the retry finds no key:
+/// the work is done twice (FAIL, 2 effects). The dropped request did
+/// nothing, and the retry's is the one effect (PASS).
+#[test]
+fn the_abort_case_answers_as_the_server_treats_a_client_that_left() {
+    if !ruby_runnable("the_abort_case_answers_as_the_server_treats_a_client_that_left") {
+        return;
+    }
+    let abort_case = |out: &std::process::Output| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["case"] == "after an abort")
+            .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&out.stdout)))
+    };
+    let hang_up_early = ["--json", "--conformance", "--in-flight-ms", "2", "-d", AWARD];
+
+    let server = common::server::Server::start();
+    let mut ruby = std::process::Command::new("ruby");
+    ruby.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ruby/app.rb"));
+    let (_app, base) = common::app::start_example(ruby, &server.url());
+    let sandbox = common::Sandbox::new("ruby-abort");
+    let out = sandbox
+        .idem()
+        .args(["probe", &format!("{base}/lessons/1/complete")])
+        .args(["--count-sql", "SELECT count(*) FROM experience_points"])
+        .args(["--count-database-url", &server.url()])
+        .args(hang_up_early)
+        .output()
+        .unwrap();
+    let finished = abort_case(&out);
+    assert_eq!(finished["mark"], "fail", "{finished}");
+    assert!(
+        finished["saw"].as_str().unwrap().ends_with("2 effects"),
+        "{finished}"
+    );
+
+    let app = Served::start(
+        "abort-cancel",
+        &["-s", "check-then-store", "--work-ms", "20", "--on-hangup", "cancel"],
+    );
+    let dropped = abort_case(&app.probe(&hang_up_early));
+    assert_eq!(dropped["mark"], "pass", "{dropped}");
+    assert!(
+        dropped["saw"].as_str().unwrap().ends_with("1 effect"),
+        "{dropped}"
+    );
+}
+
 /// The README's two lines for the Ruby challenge: `idem db -- ruby app.rb`
 /// in one terminal (it prints the DATABASE_URL it made), `idem challenge
 /// --url ... --count-database-url URL` in another. Then Ctrl-C's SIGINT

@@ -64,7 +64,7 @@ fn the_built_in_scenarios_are_the_files_in_the_folder() {
     }
     let lessons: std::collections::BTreeSet<u8> =
         builtin::all().unwrap().iter().map(|s| s.lesson).collect();
-    assert_eq!(lessons.len(), 8, "every lesson has scenarios");
+    assert_eq!(lessons.len(), 9, "every lesson has scenarios");
 }
 
 #[test]
@@ -171,8 +171,8 @@ fn lessons_are_listed_and_a_lesson_runs_straight_through_without_a_terminal() {
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
     assert_eq!(
         stdout.lines().filter(|l| l.starts_with('│')).count(),
-        9,
-        "a header and eight lessons"
+        10,
+        "a header and nine lessons"
     );
     sandbox
         .idem()
