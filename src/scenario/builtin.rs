@@ -51,10 +51,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "3-block-through-pgbouncer.toml",
         include_str!("../../scenarios/3-block-through-pgbouncer.toml"),
     ),
-    (
-        "3-block.toml",
-        include_str!("../../scenarios/3-block.toml"),
-    ),
+    ("3-block.toml", include_str!("../../scenarios/3-block.toml")),
     (
         "3-fail-fast.toml",
         include_str!("../../scenarios/3-fail-fast.toml"),
@@ -63,10 +60,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "3-pgbouncer-setting-leaks.toml",
         include_str!("../../scenarios/3-pgbouncer-setting-leaks.toml"),
     ),
-    (
-        "3-poll.toml",
-        include_str!("../../scenarios/3-poll.toml"),
-    ),
+    ("3-poll.toml", include_str!("../../scenarios/3-poll.toml")),
     (
         "4-fingerprint.toml",
         include_str!("../../scenarios/4-fingerprint.toml"),

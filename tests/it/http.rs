@@ -832,7 +832,14 @@ fn the_abort_case_answers_as_the_server_treats_a_client_that_left() {
             .find(|v| v["case"] == "after an abort")
             .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&out.stdout)))
     };
-    let hang_up_early = ["--json", "--conformance", "--in-flight-ms", "2", "-d", AWARD];
+    let hang_up_early = [
+        "--json",
+        "--conformance",
+        "--in-flight-ms",
+        "2",
+        "-d",
+        AWARD,
+    ];
 
     let server = common::server::Server::start();
     let mut ruby = std::process::Command::new("ruby");
@@ -856,7 +863,14 @@ fn the_abort_case_answers_as_the_server_treats_a_client_that_left() {
 
     let app = Served::start(
         "abort-cancel",
-        &["-s", "check-then-store", "--work-ms", "20", "--on-hangup", "cancel"],
+        &[
+            "-s",
+            "check-then-store",
+            "--work-ms",
+            "20",
+            "--on-hangup",
+            "cancel",
+        ],
     );
     let dropped = abort_case(&app.probe(&hang_up_early));
     assert_eq!(dropped["mark"], "pass", "{dropped}");
