@@ -7,6 +7,7 @@ use super::style::{bad, dim, good, judged, strong, warn};
 use super::table;
 use crate::race::{Outcome, RaceResult, Transport, WorkerReport};
 use crate::store::StoreKind;
+use crate::strategy::Step;
 
 /// The settings line, so that a screenshot explains itself.
 pub fn settings_line(r: &RaceResult) -> String {
@@ -135,6 +136,14 @@ pub fn figures(r: &RaceResult) -> String {
     let calls = match r.service_calls {
         0 => dim("0  the work never ran").to_string(),
         1 => format!("1  {}", dim("the work ran once")),
+        n if n <= 1 + cut_off(r) && r.duplicates == 0 && right => format!(
+            "{n}  {}",
+            warn(format!(
+                "as it must: a request cut off mid-work had already called, and no guard \
+                 takes a call back; a service that is idempotent itself, sent the same \
+                 key, would make the retry's call a replay"
+            ))
+        ),
         n => bad(format!(
             "{n}  ✗ the work ran {n} times; no rollback undoes a call"
         ))
@@ -273,4 +282,18 @@ pub fn outcome_cell(outcome: Outcome, status: u16) -> String {
         | Outcome::Crashed => bad(text).to_string(),
         Outcome::HungUp => warn(text).to_string(),
     }
+}
+
+/// Requests cut off after their work began: crashed, their connection
+/// killed, or dropped by the app when their client hung up. Each may have
+/// called the service before it was cut off, whatever the guard.
+fn cut_off(r: &RaceResult) -> u64 {
+    let dropped = |w: &WorkerReport| {
+        w.outcome == Outcome::HungUp && r.on_hangup == crate::http::app::OnHangup::Cancel
+    };
+    let faulted = |w: &WorkerReport| w.steps.iter().any(|e| e.step == Step::Fault);
+    r.reports
+        .iter()
+        .filter(|w| w.outcome == Outcome::Crashed || dropped(w) || faulted(w))
+        .count() as u64
 }

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::style::{bad, dim, good, strong, warn};
 use crate::scenario::Verdict;
 
-/// A verdict in one line when it passed (`ok title · file`); in full when not.
+/// A verdict in one line when it passed (`✓ title · file`); in full when not.
 pub fn render_verdict_line(v: &Verdict) -> String {
     if let Some(why) = &v.skipped {
         return skipped(v, why);
@@ -21,7 +21,7 @@ pub fn render_verdict_line(v: &Verdict) -> String {
     } else {
         String::new()
     };
-    format!("{} {}{file}\n", good("ok"), v.title)
+    format!("{} {}{file}\n", good("✓"), v.title)
 }
 
 /// A scenario that did not run, and why.
@@ -36,12 +36,12 @@ pub fn render_verdict(v: &Verdict) -> String {
     }
     let mut out = String::new();
     let mark = if v.passed() {
-        good("ok")
+        good("✓")
     } else {
         bad("FAILED")
     };
     let source = format!("· lesson {} · {}", v.lesson, v.source);
-    let mark_w = if v.passed() { 2 } else { 6 };
+    let mark_w = if v.passed() { 1 } else { 6 };
     let screen = super::width::width();
     if mark_w + 1 + v.title.chars().count() + 1 + source.chars().count() <= screen {
         let _ = writeln!(out, "{} {} {}", mark, strong(&v.title), dim(source));

@@ -114,9 +114,9 @@ fn pooler_checks(e: &super::file::Expect, report: &crate::pooler::PoolerReport) 
     e.broken_runs
         .map(|x| {
             check(
-                "runs it broke",
-                format!("{x} of {runs}"),
-                format!("{broken} of {runs}"),
+                "broken through PgBouncer",
+                format!("in {x} of {runs}"),
+                format!("in {broken} of {runs} runs"),
                 broken == x,
             )
         })
@@ -258,8 +258,8 @@ fn rate_check(
     };
     check(
         what,
-        format!("{x} in {bound} {:.0}% of {n} runs", rate * 100.0),
-        format!("{} ({:.1}%)", shown(results, figure), share * 100.0),
+        format!("{x} in {bound} {:.0}% of the runs", rate * 100.0),
+        format!("{}: {x} in {hits} of {n} runs", shown(results, figure)),
         ok,
     )
 }

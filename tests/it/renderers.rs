@@ -212,3 +212,73 @@ fn the_matrix_groups_its_rows_by_shape_with_a_legend() {
     let matrix = idem::matrix::Matrix::of(&rows).unwrap();
     insta::assert_snapshot!(shown(report::matrix::render(&matrix)));
 }
+
+/// Lesson 7's guard after a crash mid-work: one XP row, and the crashed
+/// request's call beside the retry's. The second call is marked as what
+/// a crash makes of any guard (at least once), with what would save it,
+/// not as a failure of the guard.
+#[test]
+fn a_crash_mid_work_marks_the_second_call_as_expected() {
+    let mut crashed = worker(1, Outcome::Crashed, 0, 0.0);
+    crashed.steps.push(step(Step::Fault, 11.0, 11.0, "crashed"));
+    let mut retry = worker(6, Outcome::Created, 201, 0.0);
+    retry.retry = true;
+    let reports = vec![
+        crashed,
+        worker(2, Outcome::Conflict, 409, 0.0),
+        worker(3, Outcome::Conflict, 409, 0.0),
+        worker(4, Outcome::Conflict, 409, 0.0),
+        worker(5, Outcome::Conflict, 409, 0.0),
+        retry,
+    ];
+    let counts = RowCounts {
+        key_rows: 1,
+        pending_key_rows: 0,
+        xp_rows: 1,
+        kept_xp: Some(1),
+    };
+    let s = settings(StrategyKind::Guard);
+    let mut r = RaceResult::new(
+        1,
+        &s,
+        counts,
+        reports,
+        std::time::Duration::from_millis(1048),
+    );
+    r.elapsed_ms = 1048.0;
+    r.service_calls = 2;
+    let text = shown(report::race::render(&r));
+    let calls = text
+        .lines()
+        .skip_while(|l| !l.contains("service calls"))
+        .take_while(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::assert_snapshot!(calls);
+}
+
+/// A scenario's marks read as sentences: a rate says how many runs showed
+/// the figure, and a title is marked ✓, not "ok".
+#[test]
+fn a_scenario_verdict_says_its_rates_in_runs() {
+    use idem::scenario::{Check, Verdict};
+    plain();
+    let verdict = Verdict {
+        source: "scenarios/5-cache-claims-duplicate.toml".into(),
+        title: "Claims in the cache store duplicate work".into(),
+        lesson: 5,
+        checks: vec![Check {
+            what: "XP rows".into(),
+            expected: "1 in at most 50% of the runs".into(),
+            actual: "4 ×18, 3 ×2: 1 in 0 of 20 runs".into(),
+            ok: true,
+        }],
+        skipped: None,
+        results: Vec::new(),
+    };
+    insta::assert_snapshot!(format!(
+        "{}{}",
+        report::scenario::render_verdict(&verdict),
+        report::scenario::render_verdict_line(&verdict)
+    ));
+}
