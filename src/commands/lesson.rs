@@ -130,21 +130,33 @@ async fn tell(
 }
 
 /// A command to copy, indented, in lines no wider than `width`: each
-/// break comes before a flag and the line before it ends in ` \`, so a
-/// paste runs all of it.
+/// break comes before a flag, which keeps its value beside it, and the
+/// line before it ends in ` \`, so a paste runs all of it.
 fn shell_lines(command: &str, width: usize) -> String {
-    let mut lines = vec![String::from("  ")];
+    // The command's words in groups: what precedes the first flag, then
+    // each flag with the values that follow it.
+    let mut groups: Vec<String> = Vec::new();
     for word in command.split(' ') {
+        match groups.last_mut() {
+            Some(group) if !word.starts_with('-') => {
+                group.push(' ');
+                group.push_str(word);
+            }
+            _ => groups.push(word.to_string()),
+        }
+    }
+    let mut lines = vec![String::from("  ")];
+    for group in groups {
         let line = lines.last_mut().expect("one line at least");
-        let fits = line.chars().count() + 1 + word.chars().count() + 2 <= width;
+        let fits = line.chars().count() + 1 + group.chars().count() + 2 <= width;
         if line.trim().is_empty() {
-            line.push_str(word);
-        } else if fits || !word.starts_with('-') {
+            line.push_str(&group);
+        } else if fits {
             line.push(' ');
-            line.push_str(word);
+            line.push_str(&group);
         } else {
             line.push_str(" \\");
-            lines.push(format!("    {word}"));
+            lines.push(format!("    {group}"));
         }
     }
     lines.join("\n")
@@ -347,4 +359,31 @@ fn wait(pause: bool) -> Result<()> {
         std::io::stdin().lock().read_line(&mut line)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lesson::LESSONS;
+
+    /// Every lesson's command to try, as printed on an 80-column screen:
+    /// no line wider, every break after a ` \`, and pasted whole it is the
+    /// command itself.
+    #[test]
+    fn every_command_to_try_pastes_whole_at_80_columns() {
+        for lesson in LESSONS.iter() {
+            let printed = shell_lines(&lesson.experiment, 80);
+            let lines: Vec<&str> = printed.lines().collect();
+            assert!(lines.iter().all(|l| l.chars().count() <= 80), "{printed}");
+            for line in &lines[..lines.len() - 1] {
+                assert!(line.ends_with(" \\"), "{printed}");
+            }
+            let pasted = printed
+                .split(" \\\n")
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert_eq!(pasted, lesson.experiment);
+        }
+    }
 }

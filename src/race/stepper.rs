@@ -44,6 +44,8 @@ pub struct Controller {
     go: BTreeMap<usize, mpsc::UnboundedSender<()>>,
     pids: BTreeMap<usize, i32>,
     pub standing: BTreeMap<usize, Standing>,
+    /// What each worker's last step found or did, as its trace noted it.
+    found: BTreeMap<usize, String>,
     meta: PgPool,
     free_running: bool,
 }
@@ -70,6 +72,7 @@ impl Controller {
             go,
             pids: BTreeMap::new(),
             standing,
+            found: BTreeMap::new(),
             meta,
             free_running: false,
         };
@@ -156,7 +159,10 @@ impl Controller {
                 )
             }
             Some(Standing::Finished) => format!("worker {worker} finished"),
-            Some(Standing::Before(next)) => format!("worker {worker} done; next: {}", next.name()),
+            Some(Standing::Before(next)) => match self.found.get(&worker) {
+                Some(found) => format!("worker {worker}: {found}; next: {}", next.name()),
+                None => format!("worker {worker} done; next: {}", next.name()),
+            },
             _ => format!("worker {worker} moved"),
         })
     }
@@ -227,7 +233,15 @@ impl Controller {
 
     fn apply(&mut self, event: TurnEvent) {
         match event {
-            TurnEvent::Paused { worker, step } => {
+            TurnEvent::Paused {
+                worker,
+                step,
+                found,
+            } => {
+                match found {
+                    Some(found) => self.found.insert(worker, found),
+                    None => self.found.remove(&worker),
+                };
                 if self.free_running {
                     self.standing.insert(worker, Standing::Running(step));
                     if let Some(go) = self.go.get(&worker) {

@@ -7,8 +7,14 @@ use super::Step;
 /// What a worker tells the controller.
 #[derive(Debug)]
 pub enum TurnEvent {
-    /// About to take `step`; waiting for its turn.
-    Paused { worker: usize, step: Step },
+    /// About to take `step`; waiting for its turn. `found` is what its
+    /// last step found or did, in the trace's words ("no key", "claim
+    /// pending"), if it said.
+    Paused {
+        worker: usize,
+        step: Step,
+        found: Option<String>,
+    },
     /// Its server process, once it has a connection.
     Pid { worker: usize, pid: i32 },
     /// Done: it has answered.
@@ -33,11 +39,13 @@ impl StepHook {
         Self { worker, events, go }
     }
 
-    /// Announces `step` and waits for the turn.
-    pub async fn pause(&mut self, step: Step) {
+    /// Announces `step`, after a step that `found` something, and waits
+    /// for the turn.
+    pub async fn pause(&mut self, step: Step, found: Option<String>) {
         let _ = self.events.send(TurnEvent::Paused {
             worker: self.worker,
             step,
+            found,
         });
         let _ = self.go.recv().await;
     }

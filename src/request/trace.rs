@@ -103,7 +103,12 @@ impl Trace {
         }
         // Step by step: wait for this worker's turn first.
         if let Some(hook) = self.stepper.as_mut() {
-            hook.pause(step).await;
+            let found = self
+                .events
+                .last()
+                .map(|e| e.note.clone())
+                .filter(|n| !n.is_empty());
+            hook.pause(step, found).await;
         }
         let start = self.since_gate();
         let out = fut.await;

@@ -240,7 +240,7 @@ fn step_shows_the_loser_waiting_on_the_uncommitted_key_then_23505() {
         .idem()
         .env("COLUMNS", "200")
         .args(["step", "--transaction", "request", "--workers", "2"])
-        .args(["--schedule", "1,1,1,1,1,2,2,2,2,2,1,2,2"])
+        .args(["--schedule", "1,1,1,1,1,2,2,2,2,2,1,2"])
         .assert()
         .success()
         .get_output()
@@ -250,6 +250,9 @@ fn step_shows_the_loser_waiting_on_the_uncommitted_key_then_23505() {
         text.contains("worker 2: store <waiting for worker 1>"),
         "{text}"
     );
+    // Each step says what it found, and the schedule has no step too many.
+    assert!(text.contains("worker 1: no key; next: work"), "{text}");
+    assert!(!text.contains("skipped"), "{text}");
     let loser = text
         .lines()
         .find(|l| l.contains("key store lost"))
