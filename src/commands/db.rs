@@ -197,7 +197,13 @@ async fn run(program: &str, rest: &[String], reach: &Reach, stop: &mut Stop) -> 
                 );
             }
             end_group(&mut child, group, lifeline).await;
-            return Err(signal.into());
+            // Stopped as asked, like `idem db` alone and `idem serve`: a
+            // calm end, not an error.
+            eprintln!(
+                "idem db: {}; {program} stopped, removing the cluster",
+                signal.name
+            );
+            return Ok(());
         }
     };
     // What the command left running in its group goes with the cluster.
