@@ -67,7 +67,8 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             dispatch(told, s).await
         }
         Command::Tour(a) => {
-            let numbers = [1, 2, 3, 4, 5, 6, 7, 8];
+            let first = a.from.unwrap_or(1) as u8;
+            let numbers: Vec<u8> = (first..=crate::lesson::LESSONS.len() as u8).collect();
             let told = c::lesson::plan(&numbers, a.no_pause, page, a.connect.options())?;
             dispatch(told, s).await
         }

@@ -196,6 +196,10 @@ pub struct TourArgs {
     #[arg(long)]
     pub no_pause: bool,
 
+    /// Start the tour at lesson N, where you stopped.
+    #[arg(long, value_name = "N", value_parser = limits::LESSON.parser())]
+    pub from: Option<u64>,
+
     #[command(flatten)]
     pub connect: ConnectArgs,
 }

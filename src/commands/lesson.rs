@@ -126,7 +126,18 @@ async fn tell(
         [(only, _)] => format!("End of lesson {}.", only.number),
         _ => "End of the tour.".to_string(),
     };
-    emit(&format!("\n{}\n", strong(end)))
+    // Where to go on from the last lesson told, if there is more.
+    let next = lessons
+        .last()
+        .and_then(|(last, _)| LESSONS.get(usize::from(last.number)))
+        .map(|next| {
+            format!(
+                "\nNext: lesson {}, {}\n  idem lesson {}",
+                next.number, next.title, next.number
+            )
+        })
+        .unwrap_or_default();
+    emit(&format!("\n{}{next}\n", strong(end)))
 }
 
 /// A command to copy, indented, in lines no wider than `width`: each

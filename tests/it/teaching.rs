@@ -184,7 +184,20 @@ fn lessons_are_listed_and_a_lesson_runs_straight_through_without_a_terminal() {
         ))
         .stdout(predicate::str::contains("Random keys"))
         .stdout(predicate::str::contains("Explore on your own:\n  idem "))
+        .stdout(predicate::str::contains(
+            "End of lesson 6.\nNext: lesson 7, Putting idempotency keys together\n  idem lesson 7\n",
+        ))
         .stdout(predicate::str::contains("FAILED").not());
+    // The tour from the last lesson tells that one only, and points nowhere after it.
+    sandbox
+        .idem()
+        .args(["tour", "--from", "9", "--no-pause"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Lesson 9: The request's life"))
+        .stdout(predicate::str::contains("Lesson 8:").not())
+        .stdout(predicate::str::contains("End of lesson 9.\n"))
+        .stdout(predicate::str::contains("Next:").not());
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
 }
 
