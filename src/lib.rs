@@ -26,7 +26,7 @@ macro_rules! internal {
 
 internal!(
     app, bench, challenge, cli, commands, db, files, http, keys, lesson, limits, matrix, pooler,
-    probe, race, report, request, scenario, signals, store, strategy, trust,
+    probe, progress, race, report, request, scenario, signals, store, strategy, trust,
 );
 
 pub use app::main;
@@ -72,6 +72,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             let told = c::lesson::plan(&numbers, a.no_pause, page, a.connect.options())?;
             dispatch(told, s).await
         }
+        Command::Progress(a) => dispatch(c::progress::Shown { reset: a.reset }, s).await,
         Command::Challenge(a) => match c::challenge::plan(&a)? {
             c::challenge::Challenge::AtUrl(at_url) => dispatch(*at_url, s).await,
             c::challenge::Challenge::InProcess(in_process) => dispatch(in_process, s).await,

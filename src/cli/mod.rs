@@ -48,6 +48,8 @@ pub enum Command {
     Lesson(teaching::LessonArgs),
     /// All the lessons in order.
     Tour(teaching::TourArgs),
+    /// The lessons you have read, kept between runs, and where to go on.
+    Progress(teaching::ProgressArgs),
     /// Race N workers on one key with one strategy and count the rows (lessons 1 and 2).
     Race(race::RaceArgs),
     /// Run the course's five strategies under the same settings, side by side.

@@ -203,3 +203,10 @@ pub struct TourArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
+
+#[derive(Debug, Args)]
+pub struct ProgressArgs {
+    /// Forget the lessons read: remove the progress file.
+    #[arg(long)]
+    pub reset: bool,
+}

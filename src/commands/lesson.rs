@@ -9,10 +9,11 @@ use super::command::{Command, Given, Needs, Nothing};
 use crate::db::{ConnectOptions, Database};
 use crate::lesson::{LESSONS, Lesson, View};
 use crate::matrix::Matrix;
+use crate::progress::Progress;
 use crate::race::RaceResult;
 use crate::report::losers::LoserRow;
 use crate::report::runs::{RunsSummary, render_summary};
-use crate::report::style::{dim, strong};
+use crate::report::style::{dim, good, strong};
 use crate::report::{self, emit, table};
 use crate::scenario::{self, Scenario, Verdict, builtin};
 
@@ -32,19 +33,40 @@ impl Command for List {
 }
 
 fn list() -> Result<()> {
+    // A progress file idem cannot read is said once, and counts as none.
+    let progress = Progress::load().unwrap_or_else(|err| {
+        eprintln!("note: {err:#}");
+        Progress::default()
+    });
     let rows = LESSONS
         .iter()
         .map(|l| {
+            let read = match progress.lessons_read.contains(&l.number) {
+                true => good("read").to_string(),
+                false => String::new(),
+            };
             vec![
                 l.number.to_string(),
                 l.title.to_string(),
                 l.line.to_string(),
+                read,
             ]
         })
         .collect();
+    let next = match progress.next(LESSONS.len() as u8) {
+        _ if progress.lessons_read.is_empty() => {
+            "Start here: idem lesson 1 (or idem tour for all of them)".to_string()
+        }
+        Some(n) => format!(
+            "{} of {} read. Go on: idem lesson {n} (or idem tour --from {n})",
+            progress.lessons_read.len(),
+            LESSONS.len()
+        ),
+        None => "Every lesson read.".to_string(),
+    };
     emit(&format!(
-        "{}\n",
-        table::render(&["", "lesson", "in one line"], rows, &[0])
+        "{}\n{next}\n",
+        table::render(&["", "lesson", "in one line", ""], rows, &[0])
     ))
 }
 
@@ -118,6 +140,7 @@ async fn tell(
             strong("Explore on your own:"),
             shell_lines(&lesson.experiment, report::width::width())
         ))?;
+        Progress::read(lesson.number);
         if n + 1 < lessons.len() {
             wait(pause)?;
         }

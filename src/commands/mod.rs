@@ -15,6 +15,7 @@ pub mod lesson;
 pub mod matrix;
 pub mod pooler;
 pub mod probe;
+pub mod progress;
 pub mod race;
 pub mod reap;
 pub mod replica;

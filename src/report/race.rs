@@ -138,11 +138,11 @@ pub fn figures(r: &RaceResult) -> String {
         1 => format!("1  {}", dim("the work ran once")),
         n if n <= 1 + cut_off(r) && r.duplicates == 0 && right => format!(
             "{n}  {}",
-            warn(format!(
+            warn(
                 "as it must: a request cut off mid-work had already called, and no guard \
                  takes a call back; a service that is idempotent itself, sent the same \
                  key, would make the retry's call a replay"
-            ))
+            )
         ),
         n => bad(format!(
             "{n}  ✗ the work ran {n} times; no rollback undoes a call"

@@ -19,6 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "scenario",
             "bench",
             "lesson",
+            "progress",
             "probe",
             "matrix",
             "pooler",

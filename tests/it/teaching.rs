@@ -188,6 +188,45 @@ fn lessons_are_listed_and_a_lesson_runs_straight_through_without_a_terminal() {
             "End of lesson 6.\nNext: lesson 7, Putting idempotency keys together\n  idem lesson 7\n",
         ))
         .stdout(predicate::str::contains("FAILED").not());
+    // The lesson told to its end is kept as read, in the sandbox's state
+    // directory, and the list says where to go on.
+    let kept = sandbox.state().join("idem").join("progress.toml");
+    assert_eq!(
+        std::fs::read_to_string(&kept).unwrap().trim(),
+        "lessons_read = [6]"
+    );
+    sandbox
+        .idem()
+        .arg("lessons")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "1 of 9 read. Go on: idem lesson 1",
+        ));
+    sandbox
+        .idem()
+        .arg("progress")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("lessons read: 1 of 9 (6)"));
+    sandbox
+        .idem()
+        .args(["progress", "--reset"])
+        .assert()
+        .success();
+    assert!(!kept.exists());
+    // A file that is not idem's is refused in one line and left as it is.
+    std::fs::write(&kept, "junk\n").unwrap();
+    let refused = sandbox
+        .idem()
+        .args(["progress", "--reset"])
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&refused.get_output().stderr).to_string();
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("is not idem's progress"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "junk\n");
+    std::fs::remove_file(&kept).unwrap();
     // The tour from the last lesson tells that one only, and points nowhere after it.
     sandbox
         .idem()

@@ -36,6 +36,7 @@ impl Sandbox {
     pub fn idem(&self) -> Command {
         let mut cmd = Command::cargo_bin("idem").unwrap();
         cmd.env("TMPDIR", &self.dir)
+            .env("XDG_STATE_HOME", self.state())
             .env("NO_COLOR", "1")
             .env_remove("DATABASE_URL")
             .env_remove("IDEM_PG_BIN");
@@ -46,6 +47,7 @@ impl Sandbox {
     pub fn idem_std(&self) -> std::process::Command {
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("idem"));
         cmd.env("TMPDIR", &self.dir)
+            .env("XDG_STATE_HOME", self.state())
             .env("NO_COLOR", "1")
             .env_remove("DATABASE_URL")
             .env_remove("IDEM_PG_BIN");
@@ -100,6 +102,15 @@ impl Sandbox {
 impl Drop for Sandbox {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = std::fs::remove_dir_all(self.state());
+    }
+}
+
+impl Sandbox {
+    /// The learner's state directory for this sandbox's idem (its
+    /// progress), beside the sandbox so that it is no leftover in it.
+    pub fn state(&self) -> PathBuf {
+        self.dir.with_extension("state")
     }
 }
 

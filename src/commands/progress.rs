@@ -1,0 +1,51 @@
+//! `idem progress`: the lessons read, where the file that keeps them is, and `--reset`.
+
+use anyhow::Result;
+
+use super::command::{Command, Given, Needs, Nothing};
+use crate::lesson::LESSONS;
+use crate::progress::{self, Progress};
+use crate::report::emit;
+
+/// `idem progress [--reset]`.
+pub struct Shown {
+    /// Forget it all instead of showing it.
+    pub reset: bool,
+}
+
+impl Command for Shown {
+    type On = Nothing;
+
+    fn needs(&self) -> Needs<()> {
+        Needs::on(())
+    }
+
+    async fn run(self, _: &Nothing, _: Given) -> Result<()> {
+        if self.reset {
+            let said = match Progress::reset()? {
+                Some(path) => format!("progress forgotten: {} removed\n", path.display()),
+                None => "no progress kept: nothing to forget\n".to_string(),
+            };
+            return emit(&said);
+        }
+        let Some(path) = progress::path() else {
+            return emit("no progress is kept: neither XDG_STATE_HOME nor HOME is set\n");
+        };
+        let kept = Progress::load()?;
+        let read: Vec<String> = kept.lessons_read.iter().map(u8::to_string).collect();
+        let lessons = LESSONS.len() as u8;
+        let next = match kept.next(lessons) {
+            Some(n) => format!("next: idem lesson {n}"),
+            None => "every lesson read".to_string(),
+        };
+        emit(&format!(
+            "lessons read: {} of {lessons}{}\n{next}\nkept in {}\n",
+            read.len(),
+            match read.is_empty() {
+                true => String::new(),
+                false => format!(" ({})", read.join(", ")),
+            },
+            path.display()
+        ))
+    }
+}
