@@ -101,22 +101,29 @@ fn lesson_one(run: usize) -> RaceResult {
         worker(4, Outcome::Created, 201, 0.0),
         worker(5, Outcome::Replayed, 201, 23.0),
     ];
+    measured(StrategyKind::CheckThenStore, run, reports, (4, 4), 48)
+}
+
+/// A race of `strategy` whose workers reported `reports`, with one key row
+/// and `(xp_rows, service_calls)`, in `elapsed_ms`.
+fn measured(
+    strategy: StrategyKind,
+    run: usize,
+    reports: Vec<WorkerReport>,
+    (xp_rows, service_calls): (u64, u64),
+    elapsed_ms: u64,
+) -> RaceResult {
     let counts = RowCounts {
         key_rows: 1,
         pending_key_rows: 0,
-        xp_rows: 4,
+        xp_rows,
         kept_xp: Some(1),
     };
-    let s = settings(StrategyKind::CheckThenStore);
-    let mut r = RaceResult::new(
-        run,
-        &s,
-        counts,
-        reports,
-        std::time::Duration::from_millis(48),
-    );
-    r.elapsed_ms = 48.0;
-    r.service_calls = 4;
+    let s = settings(strategy);
+    let elapsed = std::time::Duration::from_millis(elapsed_ms);
+    let mut r = RaceResult::new(run, &s, counts, reports, elapsed);
+    r.elapsed_ms = elapsed_ms as f64;
+    r.service_calls = service_calls;
     r
 }
 
@@ -231,22 +238,7 @@ fn a_crash_mid_work_marks_the_second_call_as_expected() {
         worker(5, Outcome::Conflict, 409, 0.0),
         retry,
     ];
-    let counts = RowCounts {
-        key_rows: 1,
-        pending_key_rows: 0,
-        xp_rows: 1,
-        kept_xp: Some(1),
-    };
-    let s = settings(StrategyKind::Guard);
-    let mut r = RaceResult::new(
-        1,
-        &s,
-        counts,
-        reports,
-        std::time::Duration::from_millis(1048),
-    );
-    r.elapsed_ms = 1048.0;
-    r.service_calls = 2;
+    let r = measured(StrategyKind::Guard, 1, reports, (1, 2), 1048);
     let text = shown(report::race::render(&r));
     let calls = text
         .lines()
