@@ -435,7 +435,7 @@ fn a_key_moves_a_worker_and_q_or_ctrl_d_stops_cleanly() {
         let (ok, stdout) = at_a_terminal(&sandbox, keys);
         assert!(ok, "{stdout}");
         assert!(stdout.contains(why), "{stdout}");
-        assert!(stdout.contains("1. worker 1 done"), "{stdout}");
+        assert!(stdout.contains("1. worker 1: got a connection"), "{stdout}");
         assert!(
             stdout.contains("idem race · check-then-store"),
             "the race as it ended: {stdout}"
