@@ -581,8 +581,9 @@ fn attribute_blocking(
 const HANG_UP_RETRY_EVERY: Duration = Duration::from_millis(100);
 
 /// What the app did with a request whose client hung up: under `finish`
-/// it ran on, and its steps and XP row are the worker's; under `cancel` it
-/// was dropped at its next await, and told nothing.
+/// it ran on, and what it found, did and made is the worker's (its steps
+/// stay on the app's clock, so the timeline leaves them out); under
+/// `cancel` it was dropped at its next await, and told nothing.
 fn abandoned(report: &mut WorkerReport, handled: Option<Handled>, on_hangup: OnHangup) {
     match handled {
         Some(h) => {
