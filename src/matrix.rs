@@ -24,6 +24,9 @@ use crate::strategy::transaction::{Isolation, Transaction};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Cell {
     pub strategy: StrategyKind,
+    /// A guard file raced in the strategy's place (`--strategy-file`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy_file: Option<&'static str>,
     pub transaction: Transaction,
     /// `None` without a request transaction.
     pub isolation: Option<Isolation>,
@@ -34,6 +37,7 @@ impl Cell {
     const fn plain(strategy: StrategyKind) -> Self {
         Self {
             strategy,
+            strategy_file: None,
             transaction: Transaction::None,
             isolation: None,
             retry_serialization: 0,
@@ -43,6 +47,7 @@ impl Cell {
     const fn within(strategy: StrategyKind, level: Isolation, retries: u32) -> Self {
         Self {
             strategy,
+            strategy_file: None,
             transaction: Transaction::Request,
             isolation: Some(level),
             retry_serialization: retries,
@@ -53,6 +58,7 @@ impl Cell {
     pub fn of(r: &RaceResult) -> Self {
         Self {
             strategy: r.strategy,
+            strategy_file: r.strategy_file,
             transaction: r.transaction,
             isolation: r.isolation,
             retry_serialization: r.retry_serialization,
@@ -61,13 +67,28 @@ impl Cell {
 
     /// The settings this cell races with, on top of the shared ones.
     pub fn settings(&self, base: &RaceInput) -> Result<RaceSettings> {
+        let base = match self.strategy_file {
+            Some(file) => RaceInput {
+                strategy_file: Some(file.into()),
+                ..base.clone()
+            },
+            None => base.for_strategy(self.strategy),
+        };
         RaceInput {
             transaction: Some(self.transaction),
             isolation: self.isolation,
             retry_serialization: Some(u64::from(self.retry_serialization)),
-            ..base.for_strategy(self.strategy)
+            ..base
         }
         .build(Origin::Flags)
+    }
+
+    /// The shape as the table names it: the strategy, or the guard file.
+    pub fn name(&self) -> String {
+        match self.strategy_file {
+            Some(file) => format!("{file} ({} shape)", self.strategy),
+            None => self.strategy.name().to_string(),
+        }
     }
 
     /// `none`, `RC`, `RR`, `SER`, `SER+3`: the setting in a few letters.
@@ -108,6 +129,18 @@ pub fn cells() -> Vec<Cell> {
         .map(|(strategy, cell)| match cell {
             MatrixCell::Plain => Cell::plain(strategy),
             MatrixCell::Within(level, retries) => Cell::within(strategy, level, retries),
+        })
+        .collect()
+}
+
+/// A guard file's cells: the rows of the built-in strategy of its shape.
+pub fn file_cells(file: crate::strategy::guard_file::GuardRef) -> Vec<Cell> {
+    cells()
+        .into_iter()
+        .filter(|c| c.strategy == file.shape.kind())
+        .map(|c| Cell {
+            strategy_file: Some(file.0.name.as_str()),
+            ..c
         })
         .collect()
 }

@@ -71,6 +71,11 @@ pub struct MatrixArgs {
     )]
     pub strategy: Vec<StrategyKind>,
 
+    /// A guard written as a file: its rows, the ones of the built-in
+    /// strategy of its shape (with -s, beside the rows of those named).
+    #[arg(long, value_name = "FILE")]
+    pub strategy_file: Option<std::path::PathBuf>,
+
     #[arg(long, short = 'w', value_name = "N", allow_negative_numbers = true,
           value_parser = limits::WORKERS.parser(),
           help = limits::WORKERS.help("Concurrent workers, each one request with the same key."))]

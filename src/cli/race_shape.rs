@@ -108,6 +108,11 @@ pub struct ShapeFlags {
 /// The app the workers call: its connection pool, its work, its threads.
 #[derive(Debug, Clone, Args)]
 pub struct AppFlags {
+    /// A guard written as a file (TOML: a shape, and the SQL of each step),
+    /// raced in place of --strategy. `idem exercise` writes one to start from.
+    #[arg(long, value_name = "FILE")]
+    pub strategy_file: Option<std::path::PathBuf>,
+
     #[arg(long, short = 'p', value_name = "P", allow_negative_numbers = true,
           value_parser = limits::POOL_SIZE.parser(),
           help = limits::POOL_SIZE.help(
@@ -396,6 +401,7 @@ pub fn app_input(
 ) -> RaceInput {
     RaceInput {
         strategy,
+        strategy_file: app.strategy_file.clone(),
         pool_size: app.pool_size,
         runner_holds_connection: said(app.no_runner_connection, false)
             .or(said(app.runner_connection, true)),

@@ -6,6 +6,7 @@ use super::command::OnDatabase;
 use crate::cli::race::CompareArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::limits::Origin;
+use crate::race::input::RaceInput;
 use crate::race::{Race, RaceResult, RaceSettings};
 use crate::report::losers::LoserRow;
 use crate::report::runs::{RunsSummary, render_compare};
@@ -47,12 +48,21 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
             .collect::<Result<Vec<_>>>()?;
         (Compared::Losers, rows)
     } else {
-        let rows = StrategyKind::course()
+        let course = RaceInput {
+            strategy_file: None,
+            ..args.race.input(None)
+        };
+        let mut rows = StrategyKind::course()
             .map(|s| {
-                let settings = args.race.input(None).for_strategy(s).build(Origin::Flags)?;
+                let settings = course.for_strategy(s).build(Origin::Flags)?;
                 Ok((s.name().to_string(), settings))
             })
             .collect::<Result<Vec<_>>>()?;
+        // A guard file is one more row, beside the course's five.
+        if let Some(path) = &args.race.app.strategy_file {
+            let settings = args.race.input(None).build(Origin::Flags)?;
+            rows.push((path.display().to_string(), settings));
+        }
         (Compared::Strategies, rows)
     };
     Ok(Plan {

@@ -6,7 +6,7 @@ use super::command::OnDatabase;
 use crate::cli::race::MatrixArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::limits;
-use crate::matrix::{Cell, Matrix, MatrixRow, cells};
+use crate::matrix::{Cell, Matrix, MatrixRow, cells, file_cells};
 use crate::race::input::RaceInput;
 use crate::race::{Race, RaceSettings};
 use crate::report::{self, Output};
@@ -28,9 +28,17 @@ pub fn plan(args: &MatrixArgs) -> Result<Plan> {
         via: args.via,
         ..RaceInput::default()
     };
+    // With a guard file, its rows, and the built-in ones -s names.
+    let file = args
+        .strategy_file
+        .as_deref()
+        .map(crate::strategy::guard_file::load)
+        .transpose()?;
+    let every = file.is_none() && args.strategy.is_empty();
     let cells = cells()
         .into_iter()
-        .filter(|c| args.strategy.is_empty() || args.strategy.contains(&c.strategy))
+        .filter(|c| every || args.strategy.contains(&c.strategy))
+        .chain(file.map(file_cells).unwrap_or_default())
         .map(|cell| Ok((cell, cell.settings(&base)?)))
         .collect::<Result<Vec<_>>>()?;
     if cells.is_empty() {

@@ -99,6 +99,15 @@ pub struct Database {
 }
 
 impl Database {
+    /// Whether the database is a disposable cluster of idem's: this run's,
+    /// or one `idem db` started, reached by its URL.
+    pub fn is_disposable(&self) -> bool {
+        match &self.backend {
+            Backend::Embedded(_) => true,
+            Backend::Server { .. } => cluster::is_disposable(&self.reach.for_workers()),
+        }
+    }
+
     /// Opens the database: starts a disposable cluster or connects to the
     /// server, creates the run's schema and applies the migrations.
     pub async fn open(opts: &ConnectOptions) -> Result<Self> {

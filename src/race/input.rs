@@ -8,6 +8,7 @@
 //! naming settings as the user wrote them; the [`RaceSettings`] it returns
 //! cannot be made or changed anywhere else.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
@@ -20,6 +21,7 @@ use crate::http::caller::KeyScope;
 use crate::limits::{self, Origin};
 use crate::store::StoreKind;
 use crate::strategy::guard::OnFailure;
+use crate::strategy::guard_file::{self, GuardRef};
 use crate::strategy::orm::Orm;
 use crate::strategy::transaction::{Isolation, Transaction};
 use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
@@ -39,6 +41,9 @@ pub const STEPPED_WORKERS: std::ops::RangeInclusive<usize> = 2..=5;
 #[serde(deny_unknown_fields)]
 pub struct RaceInput {
     pub strategy: Option<StrategyKind>,
+    /// A guard written as a file (`--strategy-file`), raced in place of
+    /// `strategy`.
+    pub strategy_file: Option<PathBuf>,
     pub workers: Option<u64>,
     pub pool_size: Option<u64>,
     pub runner_holds_connection: Option<bool>,
@@ -176,6 +181,57 @@ impl RaceInput {
     }
 
     fn assemble(&self, loser: LoserPolicy, origin: Origin) -> Result<RaceSettings> {
+        let guard_file = self.strategy_file.as_deref().map(guard_file::load).transpose()?;
+        if let Some(file) = guard_file {
+            return self.with_guard_file(file, origin)?.assemble_with(loser, guard_file, origin);
+        }
+        self.assemble_with(loser, None, origin)
+    }
+
+    /// This input with what a guard file says of the app: its shape for
+    /// the strategy, its request transaction where the flags say nothing.
+    fn with_guard_file(&self, file: GuardRef, origin: Origin) -> Result<RaceInput> {
+        if let Some(strategy) = self.strategy {
+            bail!(
+                "{} is the strategy; drop {} {strategy}",
+                origin.name("--strategy-file", "race.strategy_file"),
+                origin.name("--strategy", "race.strategy =")
+            );
+        }
+        let agreed = |given: Option<&str>, said: Option<&str>, flag, key| match (given, said) {
+            (Some(given), Some(said)) if given != said => bail!(
+                "{} says {said}; {} {given} says otherwise",
+                file.name,
+                origin.name(flag, key)
+            ),
+            _ => Ok(()),
+        };
+        agreed(
+            self.transaction.map(Transaction::name),
+            file.transaction.map(Transaction::name),
+            "--transaction",
+            "race.transaction =",
+        )?;
+        agreed(
+            self.isolation.map(Isolation::name),
+            file.isolation.map(Isolation::name),
+            "--isolation",
+            "race.isolation =",
+        )?;
+        Ok(RaceInput {
+            strategy: Some(file.shape.kind()),
+            transaction: self.transaction.or(file.transaction),
+            isolation: self.isolation.or(file.isolation),
+            ..self.clone()
+        })
+    }
+
+    fn assemble_with(
+        &self,
+        loser: LoserPolicy,
+        guard_file: Option<GuardRef>,
+        origin: Origin,
+    ) -> Result<RaceSettings> {
         let strategy = self.strategy.unwrap_or(super::settings::DEFAULT_STRATEGY);
         if self.loser.is_some() && !strategy.has_losers() {
             bail!(
@@ -204,7 +260,10 @@ impl RaceInput {
                     .as_ref()
                     .map(|s| s.iter().map(|&w| w as usize).collect()),
             },
-            app: self.app(strategy, loser, origin)?,
+            app: App {
+                guard_file,
+                ..self.app(strategy, loser, origin)?
+            },
             store: Store {
                 kind: self.store.unwrap_or(super::settings::DEFAULT_STORE),
                 cache: crate::store::cache::CacheLimits {
@@ -253,6 +312,7 @@ impl RaceInput {
         let size = |n: Option<u64>, limit: &limits::Limit| n.unwrap_or(limit.default()) as usize;
         Ok(App {
             strategy,
+            guard_file: None,
             pool_size: size(self.pool_size, &limits::POOL_SIZE),
             // In-process, the course's test: its runner holds a connection.
             // Over HTTP, a Rails server on Puma: it holds none outside

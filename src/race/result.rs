@@ -23,7 +23,11 @@ pub const EXPECTED_XP_ROWS: u64 = 1;
 #[derive(Debug, Clone, Serialize)]
 pub struct RaceResult {
     pub run: usize,
+    /// The strategy; with a guard file, the built-in of the file's shape.
     pub strategy: StrategyKind,
+    /// The guard file raced in the strategy's place, as the user named it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy_file: Option<&'static str>,
     /// How the requests reached the strategy: `in_process` or `http`.
     pub transport: Transport,
     /// Over HTTP: how many requests the app handled at once; `null` in-process.
@@ -82,6 +86,15 @@ pub struct RaceResult {
 }
 
 impl RaceResult {
+    /// The strategy as a report names it: its name, or the guard file's
+    /// with its shape (`guard.toml, a claim-work-complete`).
+    pub fn strategy_label(&self) -> String {
+        match &self.strategy_file {
+            Some(file) => format!("{file} ({} shape)", self.strategy),
+            None => self.strategy.name().to_string(),
+        }
+    }
+
     /// What the retries after the race (a crashed or failed request sent
     /// again) were answered, in worker order.
     pub fn retry_statuses(&self) -> Vec<u16> {
@@ -102,6 +115,7 @@ impl RaceResult {
         Self {
             run,
             strategy: s.app.strategy,
+            strategy_file: s.app.guard_file.map(|f| f.0.name.as_str()),
             transport: s.requests.transport,
             threads: (s.requests.transport == Transport::Http).then_some(s.app.threads),
             replicas: s.app.replicas,

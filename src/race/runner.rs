@@ -60,6 +60,15 @@ impl<'db> Race<'db> {
         settings: RaceSettings,
         strategy: Arc<dyn Strategy>,
     ) -> Result<Self> {
+        if let Some(file) = settings.app.guard_file
+            && !db.is_disposable()
+        {
+            bail!(
+                "{} runs only on a disposable cluster of idem's: idem cannot prove what its \
+                 statements touch on your server; drop --database-url (or give the URL `idem db` prints)",
+                file.name
+            );
+        }
         let own = fits(db, &settings).await?;
         let pool = warm_pool(&db.workers_via(settings.app().via).await?, own).await?;
         // Behind replicas this process sends, and each replica starts its own.

@@ -15,6 +15,7 @@ use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
 use crate::strategy::fingerprint::Params;
 use crate::strategy::guard::OnFailure;
+use crate::strategy::guard_file::{FileGuard, GuardRef};
 use crate::strategy::orm::Orm;
 use crate::strategy::spec::{Figure, Options, TransactionRule};
 use crate::strategy::transaction::{InTransaction, Isolation, Transaction};
@@ -76,7 +77,12 @@ pub struct Requests {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct App {
+    /// The strategy's shape; with a guard file, the built-in of its shape.
     pub strategy: StrategyKind,
+    /// `--strategy-file`: the guard written as a file, raced in place of
+    /// the built-in strategy of its shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard_file: Option<GuardRef>,
     pub pool_size: usize,
     /// The runner checks out one connection before the race and holds it.
     pub runner_holds_connection: bool,
@@ -247,6 +253,7 @@ impl RaceSettings {
     /// Settings that make sense alone but not together.
     fn check_combinations(&self, origin: Origin) -> Result<()> {
         self.check_shape(origin)?;
+        self.check_guard_file(origin)?;
         self.check_store(origin)?;
         self.check_faults(origin)?;
         self.check_orm(origin)?;
@@ -345,6 +352,35 @@ impl RaceSettings {
                 name(&limits::AMOUNT),
                 self.requests.amounts.len(),
                 self.requests.workers
+            );
+        }
+        Ok(())
+    }
+
+    /// A guard file sends its own statements, on the key table, and its
+    /// losers read the claim (fail-fast) or read it again (poll).
+    fn check_guard_file(&self, origin: Origin) -> Result<()> {
+        let Some(file) = self.app.guard_file else {
+            return Ok(());
+        };
+        let name = &file.name;
+        if self.app.orm != Orm::Bare {
+            bail!(
+                "{} shapes the course's statements; {name} sends its own",
+                origin.name("--orm", "race.orm")
+            );
+        }
+        if self.store.kind == StoreKind::Cache {
+            bail!(
+                "{name} keeps its claims in its own statements; drop {}",
+                origin.name("--store cache", "race.store")
+            );
+        }
+        if let LoserPolicy::Block { .. } = self.app.loser {
+            bail!(
+                "{} block runs the course's claim in a transaction of its own; {name}'s losers \
+                 take fail-fast or poll",
+                origin.name("--loser", "race.loser =")
             );
         }
         Ok(())
@@ -619,13 +655,20 @@ impl RaceSettings {
                 keep_for: Duration::from_secs(24 * 3600),
             });
         }
-        let strategy = (self.app.strategy.spec().build)(&Options {
-            orm: self.app.orm,
-            loser: self.app.loser,
-            lock_timeout: self.app.lock_timeout,
-            heartbeat: self.app.heartbeat,
-            on_failure: self.app.on_failure,
-        });
+        let strategy = match self.app.guard_file {
+            Some(file) => Box::new(FileGuard {
+                file,
+                loser: self.app.loser,
+                lock_timeout: self.app.lock_timeout,
+            }),
+            None => (self.app.strategy.spec().build)(&Options {
+                orm: self.app.orm,
+                loser: self.app.loser,
+                lock_timeout: self.app.lock_timeout,
+                heartbeat: self.app.heartbeat,
+                on_failure: self.app.on_failure,
+            }),
+        };
         match self.app.transaction {
             Transaction::None => strategy,
             Transaction::Request => Box::new(InTransaction {

@@ -67,9 +67,9 @@ pub fn render(m: &Matrix) -> String {
     let _ = writeln!(out, "{}", dim(line(head)));
     let mut shape = None;
     for (row, cells) in m.rows.iter().zip(rows) {
-        if shape != Some(row.cell.strategy) {
-            shape = Some(row.cell.strategy);
-            let _ = writeln!(out, "{}", strong(row.cell.strategy.name()));
+        if shape.as_ref() != Some(&row.cell.name()) {
+            shape = Some(row.cell.name());
+            let _ = writeln!(out, "{}", strong(row.cell.name()));
         }
         let _ = writeln!(out, "{}", line(cells));
     }
@@ -220,7 +220,7 @@ fn verdict(m: &Matrix) -> String {
     let rows_held = m.rows.iter().filter(|r| held(r.rows_held_rate)).count();
     let mut work_held: Vec<(String, Vec<String>)> = Vec::new();
     for r in m.rows.iter().filter(|r| held(r.work_held_rate)) {
-        let shape = r.cell.strategy.name().to_string();
+        let shape = r.cell.name();
         match work_held.last_mut() {
             Some((last, settings)) if *last == shape => settings.push(r.cell.short()),
             _ => work_held.push((shape, vec![r.cell.short()])),

@@ -85,7 +85,7 @@ pub fn render(r: &RaceResult) -> String {
         out,
         "{} {}",
         strong("idem race ·"),
-        strong(r.strategy.name())
+        strong(r.strategy_label())
     );
     let _ = writeln!(out, "{}\n", dim(settings_line(r)));
     out.push_str(&figures(r));

@@ -28,6 +28,9 @@ pub struct Ready {
     /// ran, committed or rolled back.
     pub calls_sql: String,
     pub strategy: StrategyKind,
+    /// The guard file the app runs in the strategy's place, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy_file: Option<String>,
     pub pool_size: usize,
     pub runner_holds_connection: bool,
     pub threads: usize,
@@ -58,6 +61,7 @@ impl Ready {
             count_sql: format!("SELECT count(*) FROM {schema}.experience_points"),
             calls_sql: format!("SELECT count(*) FROM {schema}.award_calls"),
             strategy: s.strategy(),
+            strategy_file: s.app().guard_file.map(|f| f.name.clone()),
             pool_size: s.app().pool_size,
             runner_holds_connection: s.app().runner_holds_connection,
             threads: s.app().threads,
@@ -88,7 +92,10 @@ pub fn render_ready(r: &Ready) -> String {
     format!(
         "{} {} on {}\n{}\n{}\n\n{}\n\n",
         strong("idem serve ·"),
-        strong(r.strategy.name()),
+        strong(match &r.strategy_file {
+            Some(file) => format!("{file} ({} shape)", r.strategy),
+            None => r.strategy.name().to_string(),
+        }),
         strong(&r.url),
         dim(format!(
             "tables in schema {} · {}{pool}{} · {} threads · work {} ms",

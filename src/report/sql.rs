@@ -9,9 +9,10 @@ pub fn one_line(sql: &str) -> String {
 }
 
 /// The line of the course's Rails code a step stands for: lesson 1's
-/// check-then-store and lesson 2's claim-work-complete (claims in the table).
+/// check-then-store and lesson 2's claim-work-complete (claims in the table),
+/// and not for a guard file, whose statements are its own.
 pub fn rails_line(r: &RaceResult, e: &StepEvent) -> Option<&'static str> {
-    if r.store != StoreKind::Table {
+    if r.store != StoreKind::Table || r.strategy_file.is_some() {
         return None;
     }
     r.strategy.spec().rails_line(e.step, &e.note)

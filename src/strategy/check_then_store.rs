@@ -191,7 +191,7 @@ fn replay(row: &tokio_postgres::Row, req: &Request, trace: &mut Trace) -> Answer
 
 /// What the store's outcome makes of the request: created, or a
 /// duplicate when another request stored the key first.
-fn after_store(
+pub(super) fn after_store(
     stored: Result<u64, tokio_postgres::Error>,
     xp: i64,
     body: Value,

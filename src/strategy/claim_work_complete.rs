@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::Type;
+use tokio_postgres::types::{ToSql, Type};
 
 use super::answers::{completed, conflict, mismatch, replay};
 use super::claims::{claim, complete, key_of};
@@ -45,7 +45,7 @@ impl Strategy for ClaimWorkComplete {
                     let answer = work_and_complete(conn, req, trace, claim_id).await?;
                     Ok(answer)
                 }
-                None => lose(lease, req, trace, self.loser).await,
+                None => lose(lease, req, trace, self.loser, &ClaimRead::course(req)).await,
             }
         })
     }
@@ -74,6 +74,28 @@ pub static READ: Sql = Sql::new(
     &[Type::TEXT],
 );
 
+/// How a loser reads the claim it lost to: the statement, its parameters,
+/// and whether the stored fingerprint counts. The course's read, or a
+/// guard file's replay step.
+pub(super) struct ClaimRead<'r> {
+    pub sql: &'static Sql,
+    pub shown: &'static str,
+    pub params: Vec<&'r (dyn ToSql + Sync)>,
+    pub fingerprint: bool,
+}
+
+impl<'r> ClaimRead<'r> {
+    /// The course's read: the key's row, by key.
+    fn course(req: &'r Request) -> Self {
+        ClaimRead {
+            sql: &READ,
+            shown: READ.text,
+            params: vec![&req.key],
+            fingerprint: true,
+        }
+    }
+}
+
 /// The claim as a loser reads it.
 struct Claim {
     /// `None`: the claim is gone (released between our insert and our read).
@@ -88,16 +110,26 @@ impl Claim {
     }
 }
 
-/// Reads the claim another request owns.
-async fn read_claim(conn: &Conn, req: &Request, trace: &mut Trace) -> Result<Claim, Failure> {
+/// Reads the claim another request owns, its columns by name (a column
+/// the statement does not return reads as nothing).
+async fn read_claim(conn: &Conn, read: &ClaimRead<'_>, trace: &mut Trace) -> Result<Claim, Failure> {
     let row = trace
-        .query(Step::Read, READ.text, conn.fetch_opt(&READ, &[&req.key]))
+        .query(Step::Read, read.shown, conn.fetch_opt(read.sql, &read.params))
         .await?;
     let claim = match row {
         Some(row) => Claim {
-            status: Some(ClaimStatus::parse(row.get(0))),
-            body: row.get(1),
-            fingerprint: row.get(2),
+            status: row
+                .try_get::<_, Option<String>>("status")
+                .ok()
+                .flatten()
+                .as_deref()
+                .map(ClaimStatus::parse),
+            body: row.try_get("response_body").ok().flatten(),
+            fingerprint: if read.fingerprint {
+                row.try_get("request_fingerprint").ok().flatten()
+            } else {
+                None
+            },
         },
         // Gone between our insert and our read: as good as still in progress.
         None => Claim {
@@ -122,17 +154,18 @@ fn other_parameters(req: &Request, claim: &Claim, trace: &mut Trace) -> bool {
 /// The loser's path for fail-fast and poll: read the claim; replay it if
 /// completed; else answer 409 now (fail-fast) or give the connection back,
 /// wait, and read again until it completes or the wait runs out (poll).
-async fn lose(
+pub(super) async fn lose(
     lease: &mut Lease,
     req: &Request,
     trace: &mut Trace,
     policy: LoserPolicy,
+    read: &ClaimRead<'_>,
 ) -> Result<Answer, Failure> {
     let began = trace.now_ms();
     let mut reads = 0;
     loop {
         let conn = lease.conn(trace).await?;
-        let claim = read_claim(conn, req, trace).await?;
+        let claim = read_claim(conn, read, trace).await?;
         reads += 1;
         // The key means the request: other parameters get 422 whatever the claim's state.
         if other_parameters(req, &claim, trace) {
@@ -213,7 +246,7 @@ async fn claim_blocking(
             // The winner committed: its claim is complete.
             trace.queries += 1;
             conn.batch_execute("COMMIT").await?;
-            let claim = read_claim(conn, req, trace).await?;
+            let claim = read_claim(conn, &ClaimRead::course(req), trace).await?;
             if other_parameters(req, &claim, trace) {
                 Ok(mismatch(req))
             } else if claim.status == Some(ClaimStatus::Completed) {

@@ -12,6 +12,7 @@ pub mod claims;
 mod find_for_update;
 pub mod fingerprint;
 pub mod guard;
+pub mod guard_file;
 mod insert_unique;
 pub mod loser;
 mod memory;

@@ -1,0 +1,298 @@
+//! Racing a guard file: its statements sent in its shape's order, traced as the built-in shapes are.
+
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use serde_json::Value;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{ToSql, Type};
+
+use super::{GuardRef, Param, Shape, Statement, StepName};
+use crate::db::pool::{Conn, Workers, checkout};
+use crate::db::statements::Sends;
+use crate::request::{Answer, Failure, Lease, Request, Trace};
+use crate::strategy::answers::{completed, mismatch, replay};
+use crate::strategy::check_then_store::after_store;
+use crate::strategy::claim_work_complete::{ClaimRead, lose};
+use crate::strategy::loser::LoserPolicy;
+use crate::strategy::{Handled, OPERATION, Starting, Step, Strategy, fingerprint, work};
+
+/// How long checking the file's statements waits for a connection.
+const VERIFY_CHECKOUT: Duration = Duration::from_secs(5);
+
+/// A guard file as a strategy.
+pub struct FileGuard {
+    pub file: GuardRef,
+    /// What a loser of the claim does (fail-fast or poll).
+    pub loser: LoserPolicy,
+    /// The race's stale-claim timeout, given to the file as `$lock_timeout_ms`.
+    pub lock_timeout: Duration,
+}
+
+/// What one request gives the file's statements, named as the file names it.
+struct Values<'a> {
+    req: &'a Request,
+    operation: &'static str,
+    worker: i32,
+    lock_timeout_ms: i64,
+    xp_id: Option<i64>,
+    response: Option<Value>,
+    response_code: i32,
+    claim_id: Option<i64>,
+}
+
+impl<'a> Values<'a> {
+    fn new(req: &'a Request, lock_timeout: Duration) -> Self {
+        Values {
+            req,
+            operation: OPERATION,
+            worker: req.worker_id(),
+            lock_timeout_ms: lock_timeout.as_millis().min(i64::MAX as u128) as i64,
+            xp_id: None,
+            response: None,
+            response_code: 201,
+            claim_id: None,
+        }
+    }
+
+    fn get(&self, param: Param) -> &(dyn ToSql + Sync) {
+        match param {
+            Param::Key => &self.req.key,
+            Param::Operation => &self.operation,
+            Param::Fingerprint => &self.req.fingerprint,
+            Param::UserId => &self.req.params.user_id,
+            Param::Amount => &self.req.params.amount,
+            Param::Lesson => &self.req.params.lesson,
+            Param::Worker => &self.worker,
+            Param::LockTimeoutMs => &self.lock_timeout_ms,
+            Param::XpId => &self.xp_id,
+            Param::Response => &self.response,
+            Param::ResponseCode => &self.response_code,
+            Param::ClaimId => &self.claim_id,
+        }
+    }
+
+    /// The values of `statement`'s parameters, in its order.
+    fn bind(&self, statement: &Statement) -> Vec<&(dyn ToSql + Sync)> {
+        statement.params.iter().map(|p| self.get(*p)).collect()
+    }
+}
+
+impl Strategy for FileGuard {
+    fn handle<'a>(
+        &'a self,
+        lease: &'a mut Lease,
+        req: &'a Request,
+        trace: &'a mut Trace,
+    ) -> Handled<'a> {
+        Box::pin(async move {
+            let answer = match self.file.shape {
+                Shape::FindThenStore => self.find_then_store(lease, req, trace).await,
+                Shape::ClaimWorkComplete => self.claim_work_complete(lease, req, trace).await,
+            };
+            if let Err(Failure::Db(err)) = &answer
+                && let Some(failed) = trace.events.last().map(|e| e.step)
+                && let Some(statement) = self.file.statements.iter().find(|s| s.step.step() == failed)
+                && err.as_db_error().is_some()
+            {
+                trace.note(format!("failed at {}", self.file.place(statement)));
+            }
+            answer
+        })
+    }
+
+    /// Prepares every statement once before the race, so that a typo or
+    /// an unknown column is one line naming the file's line, not a failed
+    /// request per worker.
+    fn start<'a>(&'a self, workers: &'a Workers) -> Starting<'a> {
+        Box::pin(async move {
+            let conn = checkout(workers, VERIFY_CHECKOUT).await?;
+            let file: &'static super::GuardFile = self.file.0;
+            for statement in &file.statements {
+                self.verify(&conn, statement).await?;
+            }
+            Ok(())
+        })
+    }
+}
+
+impl FileGuard {
+    /// The file's statement for `step`, which its shape makes sure it has.
+    fn statement(&self, step: StepName) -> &'static Statement {
+        let file: &'static super::GuardFile = self.file.0;
+        file.statement(step)
+            .expect("a guard file has every step its shape requires")
+    }
+
+    /// Find; if found, replay; else work, then store.
+    async fn find_then_store(
+        &self,
+        lease: &mut Lease,
+        req: &Request,
+        trace: &mut Trace,
+    ) -> Result<Answer, Failure> {
+        let conn = lease.conn(trace).await?;
+        let mut values = Values::new(req, self.lock_timeout);
+        let file: &'static super::GuardFile = self.file.0;
+        if let Some(lock) = file.statement(StepName::Lock) {
+            let params = values.bind(lock);
+            trace
+                .query(Step::Lock, lock.written, conn.exec(&lock.sql, &params))
+                .await?;
+            trace.note("locked");
+        }
+        let find = self.statement(StepName::Find);
+        let params = values.bind(find);
+        let found = trace
+            .query(Step::Find, find.written, conn.fetch_opt(&find.sql, &params))
+            .await?;
+        if let Some(row) = found {
+            let body: Option<Value> = row.try_get("response_body").ok().flatten();
+            let stored: Option<String> = row.try_get("request_fingerprint").ok().flatten();
+            if self.file.fingerprint
+                && fingerprint::differs(req.fingerprint.as_deref(), stored.as_deref())
+            {
+                trace.note("key found, other parameters");
+                return Ok(mismatch(req));
+            }
+            trace.note("key found");
+            return Ok(replay(body, "key found", None));
+        }
+        trace.note("no key");
+        let xp = trace
+            .query(Step::Work, work::AWARD.text, work::award_xp(conn, req))
+            .await?;
+        trace.note(format!("made XP #{xp}"));
+        let body = work::response_body(xp, &req.params);
+        values.xp_id = Some(xp);
+        values.response = Some(body.clone());
+        let store = self.statement(StepName::Store);
+        let params = values.bind(store);
+        let stored = trace
+            .query(Step::Store, store.written, conn.exec(&store.sql, &params))
+            .await;
+        if let Err(err) = &stored {
+            trace.caught(err);
+        }
+        after_store(stored, xp, body, trace)
+    }
+
+    /// Claim; the winner works and completes, a loser reads the claim.
+    async fn claim_work_complete(
+        &self,
+        lease: &mut Lease,
+        req: &Request,
+        trace: &mut Trace,
+    ) -> Result<Answer, Failure> {
+        let mut values = Values::new(req, self.lock_timeout);
+        let claim = self.statement(StepName::Claim);
+        let conn = lease.conn(trace).await?;
+        let params = values.bind(claim);
+        let claimed = trace
+            .query(Step::Claim, claim.written, conn.fetch_opt(&claim.sql, &params))
+            .await;
+        let won = match claimed {
+            Ok(row) => row.map(|row| claim_id(&row)),
+            // A plain INSERT loses to the unique index with an error.
+            Err(err) if err.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                trace.caught(&err);
+                None
+            }
+            Err(err) => return Err(err.into()),
+        };
+        let Some(claim_id) = won else {
+            trace.note("claim taken");
+            let replay = self.statement(StepName::Replay);
+            let read = ClaimRead {
+                sql: &replay.sql,
+                shown: replay.written,
+                params: values.bind(replay),
+                fingerprint: self.file.fingerprint,
+            };
+            return lose(lease, req, trace, self.loser, &read).await;
+        };
+        trace.note("claim won");
+        let conn = lease.conn(trace).await?;
+        let xp = trace
+            .query(Step::Work, work::AWARD.text, work::award_xp(conn, req))
+            .await?;
+        trace.note(format!("made XP #{xp}"));
+        let body = work::response_body(xp, &req.params);
+        values.xp_id = Some(xp);
+        values.response = Some(body.clone());
+        values.claim_id = claim_id;
+        let complete = self.statement(StepName::Complete);
+        let params = values.bind(complete);
+        let rows = trace
+            .query(
+                Step::Complete,
+                complete.written,
+                conn.exec(&complete.sql, &params),
+            )
+            .await?;
+        trace.note(if rows == 0 {
+            "completed no row: the claim was no longer this request's"
+        } else {
+            "completed"
+        });
+        Ok(completed(xp, body))
+    }
+
+    /// Prepares `statement` on `conn` and checks it returns what its step reads.
+    async fn verify(&self, conn: &Conn, statement: &'static Statement) -> Result<()> {
+        let place = self.file.place(statement);
+        let text = conn.text(&statement.sql);
+        let prepared = conn
+            .client()
+            .prepare_typed(&text, statement.sql.types)
+            .await
+            .map_err(|err| {
+                let message = err
+                    .as_db_error()
+                    .map_or_else(|| err.to_string(), |db| db.message().to_string());
+                anyhow::anyhow!("{place}: {message}")
+            })?;
+        let columns: Vec<(&str, &Type)> = prepared
+            .columns()
+            .iter()
+            .map(|c| (c.name(), c.type_()))
+            .collect();
+        let has = |name: &str| columns.iter().any(|(n, _)| *n == name);
+        let wants: &[&str] = match statement.step {
+            StepName::Find | StepName::Replay if self.file.fingerprint => {
+                &["response_body", "request_fingerprint"]
+            }
+            StepName::Find => &["response_body"],
+            _ => &[],
+        };
+        let wants: Vec<&str> = match statement.step {
+            StepName::Replay => std::iter::once("status").chain(wants.iter().copied()).collect(),
+            _ => wants.to_vec(),
+        };
+        if let Some(missing) = wants.iter().find(|w| !has(w)) {
+            bail!(
+                "{place}: it must return a column {missing} (it returns {})",
+                if columns.is_empty() {
+                    "none".to_string()
+                } else {
+                    columns.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                }
+            );
+        }
+        if statement.step == StepName::Claim
+            && !columns
+                .first()
+                .is_some_and(|(_, ty)| [Type::INT8, Type::INT4].contains(ty))
+        {
+            bail!("{place}: it must return the claim's id when it wins (RETURNING id), and no row when it loses");
+        }
+        Ok(())
+    }
+}
+
+/// The claim's id: its first column, a bigint or an integer.
+fn claim_id(row: &tokio_postgres::Row) -> Option<i64> {
+    row.try_get::<_, i64>(0)
+        .or_else(|_| row.try_get::<_, i32>(0).map(i64::from))
+        .ok()
+}
