@@ -24,8 +24,12 @@ pub const LOCK_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Runs the four cases against `guard`.
 pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<Check>> {
+    let base = RaceInput {
+        lock_timeout_ms: Some(LOCK_TIMEOUT.as_millis() as u64),
+        ..RaceInput::with_strategy(StrategyKind::Guard)
+    };
     let mut checks = Vec::new();
-    for (input, verdict) in cases() {
+    for (input, verdict) in cases(&base) {
         let settings = input.build(Origin::Flags)?;
         let r = Race::prepare_with(db, settings, guard.clone())
             .await?
@@ -37,14 +41,11 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<Check>
 }
 
 /// How a case judges the race it ran.
-type Judge = fn(&RaceResult) -> Check;
+pub type Judge = fn(&RaceResult) -> Check;
 
-/// Each case: the race it runs, and how its result is judged.
-fn cases() -> [(RaceInput, Judge); 4] {
-    let base = RaceInput {
-        lock_timeout_ms: Some(LOCK_TIMEOUT.as_millis() as u64),
-        ..RaceInput::with_strategy(StrategyKind::Guard)
-    };
+/// Each case: the race it runs on top of `base` (which names the guard
+/// and sets [`LOCK_TIMEOUT`]), and how its result is judged.
+pub fn cases(base: &RaceInput) -> [(RaceInput, Judge); 4] {
     let crash = RaceInput {
         crash: Some(CrashPlan {
             worker: None,
@@ -61,7 +62,7 @@ fn cases() -> [(RaceInput, Judge); 4] {
             RaceInput {
                 amounts: Some(vec![10, 20, 10, 30, 10]),
                 pool_size: Some(6),
-                ..base
+                ..base.clone()
             },
             fingerprint,
         ),
@@ -79,7 +80,7 @@ fn cases() -> [(RaceInput, Judge); 4] {
 }
 
 /// The XP rows and every status, as the cases show what they saw.
-fn rows_and_statuses(r: &RaceResult) -> String {
+pub fn rows_and_statuses(r: &RaceResult) -> String {
     let statuses = crate::race::outcome_totals(&r.outcomes);
     format!("{}; {statuses}", xp_rows(r.xp_rows))
 }
@@ -93,7 +94,8 @@ fn five_workers(r: &RaceResult) -> Check {
     )
 }
 
-fn fingerprint(r: &RaceResult) -> Check {
+/// Lesson 4's case: the same key with other amounts.
+pub fn fingerprint(r: &RaceResult) -> Check {
     let winner = r
         .reports
         .iter()

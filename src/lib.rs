@@ -25,7 +25,7 @@ macro_rules! internal {
 }
 
 internal!(
-    app, bench, challenge, cli, commands, db, files, http, keys, lesson, limits, matrix, pooler,
+    app, bench, challenge, cli, commands, db, exercise, files, http, keys, lesson, limits, matrix, pooler,
     probe, progress, race, report, request, scenario, signals, store, strategy, trust,
 );
 
@@ -73,6 +73,12 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             dispatch(told, s).await
         }
         Command::Progress(a) => dispatch(c::progress::Shown { reset: a.reset }, s).await,
+        Command::Exercise(a) => dispatch(c::exercise::plan(&a)?, s).await,
+        Command::Check(a) => match c::check::plan(&a)? {
+            c::check::Planned::File(file) => dispatch(file, s).await,
+            c::check::Planned::AtUrl(at_url) => dispatch(*at_url, s).await,
+        },
+        Command::Hint(a) => dispatch(c::hint::plan(&a)?, s).await,
         Command::Challenge(a) => match c::challenge::plan(&a)? {
             c::challenge::Challenge::AtUrl(at_url) => dispatch(*at_url, s).await,
             c::challenge::Challenge::InProcess(in_process) => dispatch(in_process, s).await,

@@ -6,7 +6,7 @@
 //! [`MAX_BYTES`], and a file idem cannot read as its own is left alone and
 //! counts as no progress: idem never overwrites what it did not write.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -22,6 +22,12 @@ pub struct Progress {
     /// Lessons told to their end (`idem lesson N`, the tour).
     #[serde(default)]
     pub lessons_read: BTreeSet<u8>,
+    /// Exercises whose file passed `idem check`.
+    #[serde(default)]
+    pub exercises_passed: BTreeSet<u8>,
+    /// Hints seen, by lesson (TOML keys are text: `"1" = 2`).
+    #[serde(default)]
+    pub hints_seen: BTreeMap<String, u8>,
 }
 
 /// Where the progress is kept, if anywhere.
@@ -62,8 +68,29 @@ impl Progress {
     /// Lesson `number` was told to its end: saved, if progress is kept and
     /// the file there is idem's own. Says why not in one line on stderr.
     pub fn read(number: u8) {
+        Self::update(|p| p.lessons_read.insert(number));
+    }
+
+    /// Lesson `number`'s exercise passed `idem check`: saved as [`Progress::read`] saves.
+    pub fn passed(number: u8) {
+        Self::update(|p| p.exercises_passed.insert(number));
+    }
+
+    /// The hints of lesson `number` seen so far.
+    pub fn hints(&self, number: u8) -> u8 {
+        self.hints_seen.get(&number.to_string()).copied().unwrap_or(0)
+    }
+
+    /// Lesson `number`'s hints seen so far are now `seen`: saved as [`Progress::read`] saves.
+    pub fn saw_hints(number: u8, seen: u8) {
+        Self::update(|p| p.hints_seen.insert(number.to_string(), seen) != Some(seen));
+    }
+
+    /// Changes the saved progress with `change`, which says whether it
+    /// changed anything; saved if it did. Says why not in one line on stderr.
+    fn update(change: impl FnOnce(&mut Self) -> bool) {
         let saved = Self::load().and_then(|mut progress| {
-            if progress.lessons_read.insert(number) {
+            if change(&mut progress) {
                 progress.save()?;
             }
             Ok(())

@@ -48,8 +48,14 @@ pub enum Command {
     Lesson(teaching::LessonArgs),
     /// All the lessons in order.
     Tour(teaching::TourArgs),
-    /// The lessons you have read, kept between runs, and where to go on.
+    /// The lessons you have read and the exercises passed, kept between runs.
     Progress(teaching::ProgressArgs),
+    /// Write a lesson's exercise, a guard file with the lesson's flaw in it, into this folder.
+    Exercise(teaching::ExerciseArgs),
+    /// Race your guard file with a lesson's cases: PASS or FAIL each, exit 1 until all pass.
+    Check(teaching::CheckArgs),
+    /// The next hint for a lesson's exercise; after a pass, why the answer works.
+    Hint(teaching::HintArgs),
     /// Race N workers on one key with one strategy and count the rows (lessons 1 and 2).
     Race(race::RaceArgs),
     /// Run the course's five strategies under the same settings, side by side.

@@ -205,6 +205,47 @@ pub struct TourArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ExerciseArgs {
+    /// The lesson whose exercise to write.
+    #[arg(value_parser = limits::LESSON.parser())]
+    pub number: u64,
+
+    /// Write the reference answer instead (N-name.solution.toml), beside yours.
+    #[arg(long)]
+    pub solution: bool,
+
+    /// The folder to write into (the current one unless given).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The lesson whose cases judge the file.
+    #[arg(value_parser = limits::LESSON.parser())]
+    pub number: u64,
+
+    /// The guard file to judge (the exercise's file in the current folder
+    /// unless given).
+    #[arg(value_name = "FILE")]
+    pub file: Option<std::path::PathBuf>,
+
+    #[command(flatten)]
+    pub judge: super::wire_commands::ChallengeArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct HintArgs {
+    /// The lesson whose exercise you want a hint for.
+    #[arg(value_parser = limits::LESSON.parser())]
+    pub number: u64,
+
+    /// Show every hint seen so far again, instead of the next one.
+    #[arg(long)]
+    pub again: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct ProgressArgs {
     /// Forget the lessons read: remove the progress file.
     #[arg(long)]

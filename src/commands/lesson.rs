@@ -45,11 +45,19 @@ fn list() -> Result<()> {
                 true => good("read").to_string(),
                 false => String::new(),
             };
+            let exercise = match crate::exercise::for_lesson(l.number) {
+                Some(_) if progress.exercises_passed.contains(&l.number) => {
+                    good("passed").to_string()
+                }
+                Some(_) => "to do".to_string(),
+                None => String::new(),
+            };
             vec![
                 l.number.to_string(),
                 l.title.to_string(),
                 l.line.to_string(),
                 read,
+                exercise,
             ]
         })
         .collect();
@@ -66,7 +74,7 @@ fn list() -> Result<()> {
     };
     emit(&format!(
         "{}\n{next}\n",
-        table::render(&["", "lesson", "in one line", ""], rows, &[0])
+        table::render(&["", "lesson", "in one line", "", "exercise"], rows, &[0])
     ))
 }
 
@@ -149,6 +157,17 @@ async fn tell(
         [(only, _)] => format!("End of lesson {}.", only.number),
         _ => "End of the tour.".to_string(),
     };
+    // Learn by doing: the last lesson's exercise, if it has one.
+    let exercise = lessons
+        .last()
+        .and_then(|(last, _)| crate::exercise::for_lesson(last.number))
+        .map(|e| {
+            format!(
+                "\nTry it yourself: lesson {}'s exercise, checked by idem\n  idem exercise {}",
+                e.lesson, e.lesson
+            )
+        })
+        .unwrap_or_default();
     // Where to go on from the last lesson told, if there is more.
     let next = lessons
         .last()
@@ -160,7 +179,7 @@ async fn tell(
             )
         })
         .unwrap_or_default();
-    emit(&format!("\n{}{next}\n", strong(end)))
+    emit(&format!("\n{}{exercise}{next}\n", strong(end)))
 }
 
 /// A command to copy, indented, in lines no wider than `width`: each

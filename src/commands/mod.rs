@@ -4,12 +4,15 @@
 
 pub mod audit;
 pub mod bench;
+pub mod check;
 pub mod challenge;
 pub mod command;
 pub mod compare;
 pub mod db;
 pub mod dispatch;
 pub mod doctor;
+pub mod exercise;
+pub mod hint;
 pub mod keys;
 pub mod lesson;
 pub mod matrix;

@@ -38,13 +38,18 @@ impl Command for Shown {
             Some(n) => format!("next: idem lesson {n}"),
             None => "every lesson read".to_string(),
         };
+        let passed: Vec<String> = kept.exercises_passed.iter().map(u8::to_string).collect();
+        let listed = |list: &[String]| match list.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", list.join(", ")),
+        };
         emit(&format!(
-            "lessons read: {} of {lessons}{}\n{next}\nkept in {}\n",
+            "lessons read: {} of {lessons}{}\nexercises passed: {} of {}{}\n{next}\nkept in {}\n",
             read.len(),
-            match read.is_empty() {
-                true => String::new(),
-                false => format!(" ({})", read.join(", ")),
-            },
+            listed(&read),
+            passed.len(),
+            crate::exercise::EXERCISES.len(),
+            listed(&passed),
             path.display()
         ))
     }

@@ -6,6 +6,7 @@
 pub mod atomic_file;
 pub mod bench;
 pub mod challenge;
+pub mod exercise;
 pub mod explain;
 pub mod keys;
 pub mod losers;

@@ -190,7 +190,7 @@ fn after_hyphens(word: &str) -> Vec<&str> {
 
 /// A cell's text in lines no wider than `width`: wrapped at spaces, and a
 /// word wider than that after its hyphens too.
-fn wrap_cell(text: &str, width: usize) -> String {
+pub fn wrap_cell(text: &str, width: usize) -> String {
     let mut lines: Vec<String> = Vec::new();
     for line in text.split('\n') {
         let mut current = String::new();

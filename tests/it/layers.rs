@@ -16,6 +16,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "teaching and measuring",
         &[
             "challenge",
+            "exercise",
             "scenario",
             "bench",
             "lesson",

@@ -1,0 +1,70 @@
+//! `idem exercise N`: lesson N's guard file written into a folder, never over a file that is there.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{Result, anyhow, bail};
+
+use super::command::{Command, Given, Needs, Nothing};
+use crate::cli::teaching::ExerciseArgs;
+use crate::exercise::{Exercise, for_lesson, none_for};
+use crate::report::{emit, exercise as said};
+
+/// The file to write, and where.
+pub struct Write {
+    exercise: &'static Exercise,
+    solution: bool,
+    dir: PathBuf,
+}
+
+pub fn plan(args: &ExerciseArgs) -> Result<Write> {
+    let n = args.number as u8;
+    let exercise = for_lesson(n).ok_or_else(|| anyhow!(none_for(n)))?;
+    Ok(Write {
+        exercise,
+        solution: args.solution,
+        dir: args.dir.clone().unwrap_or_else(|| PathBuf::from(".")),
+    })
+}
+
+impl Command for Write {
+    type On = Nothing;
+
+    fn needs(&self) -> Needs<()> {
+        Needs::on(())
+    }
+
+    async fn run(self, _: &Nothing, _: Given) -> Result<()> {
+        let e = self.exercise;
+        let (name, text) = match self.solution {
+            true => (e.solution_file(), e.solution),
+            false => (e.file.to_string(), e.start),
+        };
+        let path = match self.dir.as_os_str() == "." {
+            true => PathBuf::from(&name),
+            false => self.dir.join(&name),
+        };
+        // create_new: a file already there (the learner's work) is never touched.
+        let mut file = match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => bail!(
+                "{} is there already, and idem never writes over it; check it with \
+                 idem check {} {}, or move it away",
+                path.display(),
+                e.lesson,
+                path.display()
+            ),
+            Err(err) => bail!("could not write {}: {err}", path.display()),
+        };
+        file.write_all(text.as_bytes())
+            .map_err(|err| anyhow!("could not write {}: {err}", path.display()))?;
+        emit(&match self.solution {
+            true => said::solution_written(e, &path),
+            false => said::written(e, &path),
+        })
+    }
+}

@@ -1,0 +1,156 @@
+//! The races that judge a lesson's exercise, each PASS or FAIL with what it saw, in the lesson's words.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::challenge::{self, Judge, rows_and_statuses};
+use crate::db::Database;
+use crate::limits::Origin;
+use crate::probe::conformance::Check;
+use crate::race::input::RaceInput;
+use crate::race::{Outcome, Race, RaceResult, xp_rows};
+use crate::strategy::LoserKind;
+
+/// One race a lesson's file is put through, and how its result is judged.
+pub type Case = (RaceInput, Judge);
+
+/// The work each case's requests do: wide enough that five requests
+/// started together overlap in every run.
+const WORK_MS: u64 = 100;
+
+/// Lesson `lesson`'s cases for the guard file at `file`; none for a lesson
+/// without an exercise.
+pub fn cases(lesson: u8, file: &Path) -> Vec<Case> {
+    let base = RaceInput {
+        strategy_file: Some(file.to_path_buf()),
+        // Five workers, each with a connection: the widest race of five.
+        pool_size: Some(6),
+        work_ms: Some(WORK_MS),
+        lock_timeout_ms: Some(challenge::LOCK_TIMEOUT.as_millis() as u64),
+        ..RaceInput::default()
+    };
+    match lesson {
+        1 => vec![
+            (base.clone(), one_call),
+            (
+                RaceInput {
+                    workers: Some(20),
+                    pool_size: Some(21),
+                    ..base
+                },
+                one_call_of_twenty,
+            ),
+        ],
+        2 => vec![(base, one_call)],
+        3 => vec![
+            (base.clone(), pending_is_409),
+            (
+                RaceInput {
+                    loser: Some(LoserKind::Poll),
+                    ..base
+                },
+                completed_is_replayed,
+            ),
+        ],
+        4 => vec![(
+            RaceInput {
+                amounts: Some(vec![10, 20, 10, 30, 10]),
+                ..base
+            },
+            challenge::fingerprint,
+        )],
+        7 => challenge::cases(&base).to_vec(),
+        8 => vec![(base, every_answer_201)],
+        _ => Vec::new(),
+    }
+}
+
+/// Races each of lesson `lesson`'s cases once, on fresh tables.
+pub async fn judge(db: &Database, lesson: u8, file: &Path) -> Result<Vec<Check>> {
+    let mut checks = Vec::new();
+    for (input, verdict) in cases(lesson, file) {
+        let settings = input.build(Origin::Flags)?;
+        let r = Race::prepare(db, settings).await?.run(1).await?;
+        checks.push(verdict(&r));
+    }
+    Ok(checks)
+}
+
+/// The service's calls, as a case shows them.
+fn calls(r: &RaceResult) -> String {
+    match r.service_calls {
+        1 => "1 service call".to_string(),
+        n => format!("{n} service calls"),
+    }
+}
+
+/// One XP row and one call, and no request answered with an error.
+fn held_once(r: &RaceResult) -> bool {
+    r.xp_rows == 1 && r.service_calls == 1 && r.reports.iter().all(|w| w.status < 500)
+}
+
+fn one_call(r: &RaceResult) -> Check {
+    Check::judged(
+        "five at once",
+        "1 XP row and 1 service call; the other four do no work and get no error",
+        held_once(r),
+        format!("{}, {}; {}", xp_rows(r.xp_rows), calls(r), statuses(r)),
+    )
+}
+
+fn one_call_of_twenty(r: &RaceResult) -> Check {
+    Check::judged(
+        "twenty at once",
+        "the same with twenty requests, each with a connection of its own",
+        held_once(r),
+        format!("{}, {}; {}", xp_rows(r.xp_rows), calls(r), statuses(r)),
+    )
+}
+
+fn pending_is_409(r: &RaceResult) -> Check {
+    let created = r.reports.iter().filter(|w| w.outcome == Outcome::Created);
+    let others_409 = r
+        .reports
+        .iter()
+        .filter(|w| w.outcome != Outcome::Created)
+        .all(|w| w.status == 409);
+    Check::judged(
+        "loser, claim pending",
+        "the winner answers 201; the four losers, who read its claim while it works, 409",
+        r.xp_rows == 1 && created.count() == 1 && others_409,
+        rows_and_statuses(r),
+    )
+}
+
+fn completed_is_replayed(r: &RaceResult) -> Check {
+    let winner = r.reports.iter().find_map(|w| w.made_xp);
+    let replays_winner = r
+        .reports
+        .iter()
+        .filter(|w| w.made_xp.is_none())
+        .all(|w| {
+            w.outcome == Outcome::Replayed
+                && w.body.as_ref().and_then(crate::strategy::work::xp_id_of) == winner
+        });
+    Check::judged(
+        "loser polls until completed",
+        "with --loser poll, every loser replays the winner's response, XP row and all",
+        r.xp_rows == 1 && winner.is_some() && replays_winner,
+        format!("{}; {}", xp_rows(r.xp_rows), statuses(r)),
+    )
+}
+
+fn every_answer_201(r: &RaceResult) -> Check {
+    Check::judged(
+        "five in one transaction each",
+        "1 XP row and 1 service call, and every request answered 201",
+        r.xp_rows == 1 && r.service_calls == 1 && r.reports.iter().all(|w| w.status == 201),
+        format!("{}, {}; {}", xp_rows(r.xp_rows), calls(r), statuses(r)),
+    )
+}
+
+/// What the requests were answered, as the race's outcomes count them.
+fn statuses(r: &RaceResult) -> String {
+    crate::race::outcome_totals(&r.outcomes)
+}
