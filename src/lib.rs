@@ -25,8 +25,8 @@ macro_rules! internal {
 }
 
 internal!(
-    app, bench, challenge, cli, commands, db, exercise, files, http, keys, lesson, limits, matrix, pooler,
-    probe, progress, race, report, request, scenario, signals, store, strategy, trust,
+    app, bench, challenge, cli, commands, db, exercise, files, http, keys, lesson, limits, matrix,
+    pooler, probe, progress, race, report, request, scenario, signals, store, strategy, trust,
 );
 
 pub use app::main;
@@ -75,7 +75,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Progress(a) => dispatch(c::progress::Shown { reset: a.reset }, s).await,
         Command::Exercise(a) => dispatch(c::exercise::plan(&a)?, s).await,
         Command::Check(a) => match c::check::plan(&a)? {
-            c::check::Planned::File(file) => dispatch(file, s).await,
+            c::check::Planned::File(file) => dispatch(*file, s).await,
             c::check::Planned::AtUrl(at_url) => dispatch(*at_url, s).await,
         },
         Command::Hint(a) => dispatch(c::hint::plan(&a)?, s).await,

@@ -78,7 +78,10 @@ impl Progress {
 
     /// The hints of lesson `number` seen so far.
     pub fn hints(&self, number: u8) -> u8 {
-        self.hints_seen.get(&number.to_string()).copied().unwrap_or(0)
+        self.hints_seen
+            .get(&number.to_string())
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Lesson `number`'s hints seen so far are now `seen`: saved as [`Progress::read`] saves.

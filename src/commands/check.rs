@@ -16,7 +16,7 @@ use crate::strategy::guard_file;
 
 /// What `idem check` judges: a file in-process, or an app at a URL.
 pub enum Planned {
-    File(CheckFile),
+    File(Box<CheckFile>),
     AtUrl(Box<AtUrl>),
 }
 
@@ -36,10 +36,7 @@ pub fn plan(args: &CheckArgs) -> Result<Planned> {
             bail!("--url judges an app with lesson 7's challenge: idem check 7 --url URL");
         }
         if let Some(file) = &args.file {
-            bail!(
-                "--url judges the app at the URL; drop {}",
-                file.display()
-            );
+            bail!("--url judges the app at the URL; drop {}", file.display());
         }
         return match super::challenge::plan(&args.judge)? {
             Challenge::AtUrl(at_url) => Ok(Planned::AtUrl(at_url)),
@@ -61,12 +58,12 @@ pub fn plan(args: &CheckArgs) -> Result<Planned> {
         );
     }
     guard_file::load(&file)?;
-    Ok(Planned::File(CheckFile {
+    Ok(Planned::File(Box::new(CheckFile {
         exercise,
         file,
         out: Output::from_json_flag(args.judge.json),
         db: args.judge.connect.options(),
-    }))
+    })))
 }
 
 impl Command for CheckFile {

@@ -4,8 +4,8 @@
 
 pub mod audit;
 pub mod bench;
-pub mod check;
 pub mod challenge;
+pub mod check;
 pub mod command;
 pub mod compare;
 pub mod db;

@@ -125,14 +125,10 @@ fn pending_is_409(r: &RaceResult) -> Check {
 
 fn completed_is_replayed(r: &RaceResult) -> Check {
     let winner = r.reports.iter().find_map(|w| w.made_xp);
-    let replays_winner = r
-        .reports
-        .iter()
-        .filter(|w| w.made_xp.is_none())
-        .all(|w| {
-            w.outcome == Outcome::Replayed
-                && w.body.as_ref().and_then(crate::strategy::work::xp_id_of) == winner
-        });
+    let replays_winner = r.reports.iter().filter(|w| w.made_xp.is_none()).all(|w| {
+        w.outcome == Outcome::Replayed
+            && w.body.as_ref().and_then(crate::strategy::work::xp_id_of) == winner
+    });
     Check::judged(
         "loser polls until completed",
         "with --loser poll, every loser replays the winner's response, XP row and all",

@@ -181,9 +181,15 @@ impl RaceInput {
     }
 
     fn assemble(&self, loser: LoserPolicy, origin: Origin) -> Result<RaceSettings> {
-        let guard_file = self.strategy_file.as_deref().map(guard_file::load).transpose()?;
+        let guard_file = self
+            .strategy_file
+            .as_deref()
+            .map(guard_file::load)
+            .transpose()?;
         if let Some(file) = guard_file {
-            return self.with_guard_file(file, origin)?.assemble_with(loser, guard_file, origin);
+            return self
+                .with_guard_file(file, origin)?
+                .assemble_with(loser, guard_file, origin);
         }
         self.assemble_with(loser, None, origin)
     }

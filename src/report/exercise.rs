@@ -82,7 +82,10 @@ pub fn hint(e: &Exercise, shown: usize) -> String {
 /// The hints seen so far, again.
 pub fn hints_again(e: &Exercise, seen: usize) -> String {
     if seen == 0 {
-        return format!("no hint seen yet for lesson {}: idem hint {}\n", e.lesson, e.lesson);
+        return format!(
+            "no hint seen yet for lesson {}: idem hint {}\n",
+            e.lesson, e.lesson
+        );
     }
     (1..=seen)
         .map(|n| {
@@ -100,7 +103,10 @@ pub fn hints_again(e: &Exercise, seen: usize) -> String {
 pub fn why(e: &Exercise) -> String {
     format!(
         "{}\n{}",
-        strong(format!("Lesson {}'s exercise passed. Why it works:", e.lesson)),
+        strong(format!(
+            "Lesson {}'s exercise passed. Why it works:",
+            e.lesson
+        )),
         paragraph(e.why, "  ")
     )
 }

@@ -112,9 +112,17 @@ impl Claim {
 
 /// Reads the claim another request owns, its columns by name (a column
 /// the statement does not return reads as nothing).
-async fn read_claim(conn: &Conn, read: &ClaimRead<'_>, trace: &mut Trace) -> Result<Claim, Failure> {
+async fn read_claim(
+    conn: &Conn,
+    read: &ClaimRead<'_>,
+    trace: &mut Trace,
+) -> Result<Claim, Failure> {
     let row = trace
-        .query(Step::Read, read.shown, conn.fetch_opt(read.sql, &read.params))
+        .query(
+            Step::Read,
+            read.shown,
+            conn.fetch_opt(read.sql, &read.params),
+        )
         .await?;
     let claim = match row {
         Some(row) => Claim {

@@ -135,10 +135,7 @@ pub fn positional(sql: &str, allowed: &[Param]) -> Result<Positional, Misnamed> 
             if name.bytes().next().is_some_and(|c| c.is_ascii_digit()) {
                 return Err(Misnamed {
                     at: i,
-                    message: format!(
-                        "${name}: name the parameter (one of {})",
-                        names(allowed)
-                    ),
+                    message: format!("${name}: name the parameter (one of {})", names(allowed)),
                 });
             }
             if !name.is_empty() {
@@ -215,9 +212,15 @@ mod tests {
     fn an_unknown_or_early_name_and_a_number_are_refused_where_they_stand() {
         let err = positional("SELECT 1 WHERE k = $kee", ALL).unwrap_err();
         assert_eq!(err.at, 19);
-        assert!(err.message.starts_with("$kee is not a parameter idem gives"));
+        assert!(
+            err.message
+                .starts_with("$kee is not a parameter idem gives")
+        );
         let err = positional("SELECT $claim_id", &[Param::Key]).unwrap_err();
-        assert_eq!(err.message, "$claim_id is not known at this step; this step takes $key");
+        assert_eq!(
+            err.message,
+            "$claim_id is not known at this step; this step takes $key"
+        );
         let err = positional("SELECT $1", &[Param::Key]).unwrap_err();
         assert!(err.message.starts_with("$1: name the parameter"));
     }

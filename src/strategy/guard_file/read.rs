@@ -61,7 +61,9 @@ pub fn parse(name: &str, text: &str) -> Result<GuardFile> {
         );
     }
     if raw.isolation.is_some() && raw.transaction == Some(Transaction::None) {
-        bail!("{name}: isolation sets the request transaction's level; transaction = \"none\" has none");
+        bail!(
+            "{name}: isolation sets the request transaction's level; transaction = \"none\" has none"
+        );
     }
     Ok(GuardFile {
         name: name.to_string(),
@@ -92,8 +94,15 @@ fn statement(name: &str, text: &str, step: StepName, sql: &Spanned<String>) -> R
             step.name()
         );
     }
-    let positional = positional(body.trim_end().trim_end_matches(';'), step.params())
-        .map_err(|e| anyhow!("{name} line {}: step {}: {}", at(e.at), step.name(), e.message))?;
+    let positional =
+        positional(body.trim_end().trim_end_matches(';'), step.params()).map_err(|e| {
+            anyhow!(
+                "{name} line {}: step {}: {}",
+                at(e.at),
+                step.name(),
+                e.message
+            )
+        })?;
     let types: Vec<_> = positional.params.iter().map(|p| p.ty()).collect();
     Ok(Statement {
         step,
@@ -114,7 +123,10 @@ fn first_word(sql: &str) -> &str {
         if let Some(after) = rest.strip_prefix("--") {
             rest = after.find('\n').map_or("", |i| &after[i..]).trim_start();
         } else if let Some(after) = rest.strip_prefix("/*") {
-            rest = after.find("*/").map_or("", |i| &after[i + 2..]).trim_start();
+            rest = after
+                .find("*/")
+                .map_or("", |i| &after[i + 2..])
+                .trim_start();
         } else {
             break;
         }
@@ -187,7 +199,11 @@ WHERE id = $claim_id
     #[test]
     fn what_is_wrong_is_said_in_one_line_naming_the_line() {
         let bad_toml = CLAIM.replace("[steps]", "[steps");
-        assert!(refused(&bad_toml).starts_with("g.toml line 4: "), "{}", refused(&bad_toml));
+        assert!(
+            refused(&bad_toml).starts_with("g.toml line 4: "),
+            "{}",
+            refused(&bad_toml)
+        );
         let unknown_step = CLAIM.replace("replay =", "reply =");
         assert_eq!(
             refused(&unknown_step),
@@ -195,18 +211,14 @@ WHERE id = $claim_id
         );
         let unknown_param = CLAIM.replace("WHERE id = $claim_id", "WHERE id = $claim");
         assert!(
-            refused(&unknown_param).starts_with(
-                "g.toml line 13: step complete: $claim is not a parameter idem gives"
-            ),
+            refused(&unknown_param)
+                .starts_with("g.toml line 13: step complete: $claim is not a parameter idem gives"),
             "{}",
             refused(&unknown_param)
         );
         let early = CLAIM.replace("'pending', $worker)", "'pending', $xp_id)");
         assert!(refused(&early).starts_with("g.toml line 7: step claim: $xp_id is not known"));
-        let drop = CLAIM.replace(
-            "replay = \"SELECT",
-            "replay = \"DROP TABLE users; SELECT",
-        );
+        let drop = CLAIM.replace("replay = \"SELECT", "replay = \"DROP TABLE users; SELECT");
         assert_eq!(
             refused(&drop),
             "g.toml line 10: step replay must be one SELECT, INSERT, UPDATE, DELETE or WITH statement, not DROP"

@@ -92,7 +92,11 @@ impl Strategy for FileGuard {
             };
             if let Err(Failure::Db(err)) = &answer
                 && let Some(failed) = trace.events.last().map(|e| e.step)
-                && let Some(statement) = self.file.statements.iter().find(|s| s.step.step() == failed)
+                && let Some(statement) = self
+                    .file
+                    .statements
+                    .iter()
+                    .find(|s| s.step.step() == failed)
                 && err.as_db_error().is_some()
             {
                 trace.note(format!("failed at {}", self.file.place(statement)));
@@ -189,7 +193,11 @@ impl FileGuard {
         let conn = lease.conn(trace).await?;
         let params = values.bind(claim);
         let claimed = trace
-            .query(Step::Claim, claim.written, conn.fetch_opt(&claim.sql, &params))
+            .query(
+                Step::Claim,
+                claim.written,
+                conn.fetch_opt(&claim.sql, &params),
+            )
             .await;
         let won = match claimed {
             Ok(row) => row.map(|row| claim_id(&row)),
@@ -266,7 +274,9 @@ impl FileGuard {
             _ => &[],
         };
         let wants: Vec<&str> = match statement.step {
-            StepName::Replay => std::iter::once("status").chain(wants.iter().copied()).collect(),
+            StepName::Replay => std::iter::once("status")
+                .chain(wants.iter().copied())
+                .collect(),
             _ => wants.to_vec(),
         };
         if let Some(missing) = wants.iter().find(|w| !has(w)) {
@@ -275,7 +285,11 @@ impl FileGuard {
                 if columns.is_empty() {
                     "none".to_string()
                 } else {
-                    columns.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                    columns
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 }
             );
         }
@@ -284,7 +298,9 @@ impl FileGuard {
                 .first()
                 .is_some_and(|(_, ty)| [Type::INT8, Type::INT4].contains(ty))
         {
-            bail!("{place}: it must return the claim's id when it wins (RETURNING id), and no row when it loses");
+            bail!(
+                "{place}: it must return the claim's id when it wins (RETURNING id), and no row when it loses"
+            );
         }
         Ok(())
     }

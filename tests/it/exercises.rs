@@ -1,0 +1,224 @@
+//! Learning by doing: guard files raced as strategies, the exercises' flaws caught and their answers passed, hints in stages.
+
+use std::path::{Path, PathBuf};
+
+use idem::db::{ConnectOptions, Database};
+use idem::exercise::{EXERCISES, judge};
+use idem::limits::Origin;
+use idem::race::Race;
+use idem::race::input::RaceInput;
+
+use crate::common::{Sandbox, refused_in_one_line};
+
+/// Every exercise's file fails at least one of its lesson's cases, and its
+/// reference answer passes them all, on the real database.
+#[tokio::test]
+async fn every_exercise_fails_as_given_and_its_solution_passes() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let dir = Sandbox::new("exercise-files");
+    for e in &EXERCISES {
+        let start = dir.dir.join(e.file);
+        let solution = dir.dir.join(e.solution_file());
+        std::fs::write(&start, e.start).unwrap();
+        std::fs::write(&solution, e.solution).unwrap();
+        let given = judge(&db, e.lesson, &start).await.unwrap();
+        assert!(!given.is_empty(), "lesson {} has no cases", e.lesson);
+        assert!(
+            given.iter().any(|c| !c.passed()),
+            "lesson {}'s exercise passes as given: {given:?}",
+            e.lesson
+        );
+        let answered = judge(&db, e.lesson, &solution).await.unwrap();
+        assert!(
+            answered.iter().all(|c| c.passed()),
+            "lesson {}'s solution fails: {answered:?}",
+            e.lesson
+        );
+    }
+    db.close().await.unwrap();
+}
+
+/// A guard file races as the built-in strategy of its shape does: lesson
+/// 1's file is check-then-store's figure, and its JSON names the file.
+#[tokio::test]
+async fn a_guard_file_of_lesson_one_makes_the_course_figure() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let dir = Sandbox::new("guard-file-figure");
+    let file = dir.dir.join("1-one-row.toml");
+    std::fs::write(&file, EXERCISES[0].start).unwrap();
+    let settings = RaceInput {
+        strategy_file: Some(file.clone()),
+        work_ms: Some(100),
+        ..RaceInput::default()
+    }
+    .build(Origin::Flags)
+    .unwrap();
+    let r = Race::prepare(&db, settings)
+        .await
+        .unwrap()
+        .run(1)
+        .await
+        .unwrap();
+    // Five workers on a pool of five, the runner holding one: four find nothing.
+    assert_eq!((r.key_rows, r.xp_rows, r.service_calls), (1, 4, 4));
+    assert_eq!(r.strategy_file, Some(file.to_str().unwrap()));
+    let steps: Vec<&str> = r.reports[0].steps.iter().filter_map(|e| e.sql).collect();
+    assert!(
+        steps.iter().any(|sql| sql.contains("WHERE key = $key")),
+        "the trace shows the file's own statement: {steps:?}"
+    );
+    db.close().await.unwrap();
+}
+
+/// The learner's folder, beside the sandbox (whose emptiness says idem
+/// left nothing behind), removed with the test.
+struct Workdir(PathBuf);
+
+impl Workdir {
+    fn beside(sandbox: &Sandbox) -> Self {
+        let dir = sandbox.dir.with_extension("work");
+        std::fs::create_dir_all(&dir).unwrap();
+        Workdir(dir)
+    }
+}
+
+impl Drop for Workdir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// What is wrong with a file is one line naming the file's line: bad
+/// TOML, an unknown step, an unknown parameter, and a statement the
+/// database refuses (prepared before the race, on the run's tables).
+#[test]
+fn a_broken_guard_file_is_refused_in_one_line_naming_its_line() {
+    let sandbox = Sandbox::new("guard-file-errors");
+    let work = Workdir::beside(&sandbox);
+    let good = EXERCISES[1].solution;
+    let cases = [
+        (
+            "syntax.toml",
+            good.replace("[steps]", "[steps"),
+            "line 8: unclosed table",
+        ),
+        (
+            "step.toml",
+            good.replace("replay =", "replay_it ="),
+            "claim-work-complete has no step \"replay_it\"",
+        ),
+        (
+            "param.toml",
+            good.replace("WHERE id = $claim_id", "WHERE id = $claim"),
+            "step complete: $claim is not a parameter idem gives",
+        ),
+        (
+            "column.toml",
+            good.replace("SET status = 'completed'", "SET stauts = 'completed'"),
+            "step complete: column \"stauts\" of relation \"idempotency_keys\" does not exist",
+        ),
+    ];
+    for (name, text, said) in cases {
+        let path = write(&work.0, name, &text);
+        let line = refused_in_one_line(sandbox.idem().args(["race", "--strategy-file", &path]));
+        assert!(line.contains(said), "{name}: {line}");
+        assert!(line.contains(&path), "{name} names the file: {line}");
+        assert!(line.contains(" line "), "{name} names the line: {line}");
+    }
+    let line = refused_in_one_line(sandbox.idem().args([
+        "race",
+        "--strategy-file",
+        &write(&work.0, "ok.toml", good),
+        "-s",
+        "guard",
+    ]));
+    assert_eq!(
+        line,
+        "error: --strategy-file is the strategy; drop --strategy guard"
+    );
+    assert_eq!(
+        sandbox.wait_clean(std::time::Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
+
+/// The learner's loop: the exercise written (never over a file), checked
+/// (exit 1 until it holds), hinted in stages, passed and kept.
+#[test]
+fn an_exercise_is_written_checked_hinted_and_kept_when_passed() {
+    let sandbox = Sandbox::new("exercise-loop");
+    let work = Workdir::beside(&sandbox);
+    let here = |cmd: &mut assert_cmd::Command| {
+        cmd.current_dir(&work.0);
+    };
+    let mut exercise = sandbox.idem();
+    here(&mut exercise);
+    let out = exercise.args(["exercise", "2"]).assert().success();
+    let said = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(said.contains("idem check 2 2-one-winner.toml"), "{said}");
+    let file = work.0.join("2-one-winner.toml");
+    std::fs::write(&file, "# the learner's work\n").unwrap();
+    let mut again = sandbox.idem();
+    here(&mut again);
+    let line = refused_in_one_line(again.args(["exercise", "2"]));
+    assert!(line.contains("never writes over it"), "{line}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "# the learner's work\n"
+    );
+    std::fs::write(&file, EXERCISES[1].start).unwrap();
+
+    let mut check = sandbox.idem();
+    here(&mut check);
+    let out = check.args(["check", "2"]).assert().code(1);
+    let output = out.get_output();
+    assert!(String::from_utf8_lossy(&output.stdout).contains("FAIL"));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("idem hint 2"));
+
+    let hint = |n: &str| {
+        let out = sandbox.idem().args(["hint", "2"]).assert().success();
+        let said = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+        assert!(said.contains(&format!("hint {n} of 3")), "{said}");
+        said
+    };
+    hint("1");
+    hint("2");
+    assert!(hint("3").contains("idem exercise 2 --solution"));
+    hint("3");
+
+    let mut solution = sandbox.idem();
+    here(&mut solution);
+    solution
+        .args(["exercise", "2", "--solution"])
+        .assert()
+        .success();
+    let mut check = sandbox.idem();
+    here(&mut check);
+    let out = check
+        .args(["check", "2", "2-one-winner.solution.toml"])
+        .assert()
+        .success();
+    assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("1 of 1 cases hold"));
+    let out = sandbox.idem().args(["hint", "2"]).assert().success();
+    assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("Why it works"));
+    let out = sandbox.idem().arg("progress").assert().success();
+    assert!(
+        String::from_utf8_lossy(&out.get_output().stdout).contains("exercises passed: 1 of 6 (2)")
+    );
+
+    let line = refused_in_one_line(sandbox.idem().args(["exercise", "5"]));
+    assert_eq!(
+        line,
+        "error: lesson 5 has no exercise yet; lessons 1, 2, 3, 4, 7, 8 have one"
+    );
+    assert_eq!(
+        sandbox.wait_clean(std::time::Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
