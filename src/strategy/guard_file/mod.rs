@@ -125,51 +125,15 @@ impl StepName {
     }
 
     /// The parameters its statement may name: what the request knows at
-    /// that point.
+    /// that point. [`Param::ALL`] lists them in the order they become
+    /// known: what the request asks, then what the work made, then the claim.
     pub fn params(self) -> &'static [Param] {
-        use Param::*;
-        const ASKED: &[Param] = &[
-            Key,
-            Operation,
-            Fingerprint,
-            UserId,
-            Amount,
-            Lesson,
-            Worker,
-            LockTimeoutMs,
-        ];
-        const DONE: &[Param] = &[
-            Key,
-            Operation,
-            Fingerprint,
-            UserId,
-            Amount,
-            Lesson,
-            Worker,
-            LockTimeoutMs,
-            XpId,
-            Response,
-            ResponseCode,
-        ];
-        const COMPLETED: &[Param] = &[
-            Key,
-            Operation,
-            Fingerprint,
-            UserId,
-            Amount,
-            Lesson,
-            Worker,
-            LockTimeoutMs,
-            XpId,
-            Response,
-            ResponseCode,
-            ClaimId,
-        ];
-        match self {
-            StepName::Lock | StepName::Find | StepName::Claim | StepName::Replay => ASKED,
-            StepName::Store => DONE,
-            StepName::Complete => COMPLETED,
-        }
+        let known = match self {
+            StepName::Lock | StepName::Find | StepName::Claim | StepName::Replay => Param::ASKED,
+            StepName::Store => Param::WORKED,
+            StepName::Complete => Param::ALL.len(),
+        };
+        &Param::ALL[..known]
     }
 
     fn named(name: &str) -> Option<StepName> {

@@ -47,6 +47,13 @@ impl Param {
         Param::ClaimId,
     ];
 
+    /// How many of [`Param::ALL`] a request knows before its work: up to
+    /// `$lock_timeout_ms`.
+    pub const ASKED: usize = 8;
+
+    /// How many it knows after its work: up to `$response_code`.
+    pub const WORKED: usize = 11;
+
     pub fn name(self) -> &'static str {
         match self {
             Param::Key => "key",
@@ -182,6 +189,13 @@ mod tests {
     use super::*;
 
     const ALL: &[Param] = &Param::ALL;
+
+    #[test]
+    fn what_is_known_before_and_after_the_work_ends_where_it_says() {
+        assert_eq!(Param::ALL[Param::ASKED - 1], Param::LockTimeoutMs);
+        assert_eq!(Param::ALL[Param::WORKED - 1], Param::ResponseCode);
+        assert_eq!(Param::ALL.last(), Some(&Param::ClaimId));
+    }
 
     #[test]
     fn names_become_numbers_in_order_of_first_use() {

@@ -163,13 +163,7 @@ impl FileGuard {
             return Ok(replay(body, "key found", None));
         }
         trace.note("no key");
-        let xp = trace
-            .query(Step::Work, work::AWARD.text, work::award_xp(conn, req))
-            .await?;
-        trace.note(format!("made XP #{xp}"));
-        let body = work::response_body(xp, &req.params);
-        values.xp_id = Some(xp);
-        values.response = Some(body.clone());
+        let (xp, body) = award(conn, req, trace, &mut values).await?;
         let store = self.statement(StepName::Store);
         let params = values.bind(store);
         let stored = trace
@@ -221,13 +215,7 @@ impl FileGuard {
         };
         trace.note("claim won");
         let conn = lease.conn(trace).await?;
-        let xp = trace
-            .query(Step::Work, work::AWARD.text, work::award_xp(conn, req))
-            .await?;
-        trace.note(format!("made XP #{xp}"));
-        let body = work::response_body(xp, &req.params);
-        values.xp_id = Some(xp);
-        values.response = Some(body.clone());
+        let (xp, body) = award(conn, req, trace, &mut values).await?;
         values.claim_id = claim_id;
         let complete = self.statement(StepName::Complete);
         let params = values.bind(complete);
@@ -304,6 +292,24 @@ impl FileGuard {
         }
         Ok(())
     }
+}
+
+/// The work, idem's own (the award service's call, then the XP row); what
+/// it made is known to the statements after it.
+async fn award(
+    conn: &Conn,
+    req: &Request,
+    trace: &mut Trace,
+    values: &mut Values<'_>,
+) -> Result<(i64, Value), Failure> {
+    let xp = trace
+        .query(Step::Work, work::AWARD.text, work::award_xp(conn, req))
+        .await?;
+    trace.note(format!("made XP #{xp}"));
+    let body = work::response_body(xp, &req.params);
+    values.xp_id = Some(xp);
+    values.response = Some(body.clone());
+    Ok((xp, body))
 }
 
 /// The claim's id: its first column, a bigint or an integer.
