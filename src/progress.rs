@@ -23,10 +23,10 @@ pub struct Progress {
     #[serde(default)]
     pub lessons_read: BTreeSet<u8>,
     /// Exercises whose file passed `idem check`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub exercises_passed: BTreeSet<u8>,
     /// Hints seen, by lesson (TOML keys are text: `"1" = 2`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub hints_seen: BTreeMap<String, u8>,
 }
 

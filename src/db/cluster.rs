@@ -286,17 +286,3 @@ pub fn runs_parent() -> PathBuf {
     }
     std::env::temp_dir()
 }
-
-/// Whether `config` reaches a disposable cluster idem started: its socket
-/// in a run directory of idem's (`idem-...`) beside the cluster's data.
-pub fn is_disposable(config: &tokio_postgres::Config) -> bool {
-    config.get_hosts().iter().any(|host| match host {
-        tokio_postgres::config::Host::Unix(dir) => {
-            dir.file_name()
-                .and_then(|name| name.to_str())
-                .is_some_and(|name| name.starts_with("idem-"))
-                && dir.join("data").join("PG_VERSION").is_file()
-        }
-        _ => false,
-    })
-}

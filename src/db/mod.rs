@@ -104,7 +104,7 @@ impl Database {
     pub fn is_disposable(&self) -> bool {
         match &self.backend {
             Backend::Embedded(_) => true,
-            Backend::Server { .. } => cluster::is_disposable(&self.reach.for_workers()),
+            Backend::Server { .. } => self.reach.is_disposable(),
         }
     }
 

@@ -89,6 +89,24 @@ impl DatabaseUrl {
         &self.tls
     }
 
+    /// Whether the URL reaches a disposable cluster idem started: its
+    /// socket in a run directory of idem's (`idem-...`, as cluster.rs names
+    /// them) beside the cluster's data.
+    pub fn is_disposable(&self) -> bool {
+        self.for_workers()
+            .get_hosts()
+            .iter()
+            .any(|host| match host {
+                tokio_postgres::config::Host::Unix(dir) => {
+                    dir.file_name()
+                        .and_then(|name| name.to_str())
+                        .is_some_and(|name| name.starts_with("idem-"))
+                        && dir.join("data").join("PG_VERSION").is_file()
+                }
+                _ => false,
+            })
+    }
+
     /// tokio-postgres's settings: the workers' pool and the probe's count.
     pub fn for_workers(&self) -> tokio_postgres::Config {
         self.config.clone()

@@ -80,7 +80,7 @@ impl Counter {
         let mut config = url.for_workers();
         config.connect_timeout(timeout);
         let tls = url.tls().connector()?;
-        let disposable = crate::db::cluster::is_disposable(&config);
+        let disposable = url.is_disposable();
         Ok(Self {
             sql,
             config,

@@ -165,7 +165,7 @@ fn lessons_are_listed_and_a_lesson_runs_straight_through_without_a_terminal() {
     let out = sandbox
         .idem()
         .arg("lessons")
-        .env("COLUMNS", "200")
+        .env("COLUMNS", "240")
         .assert()
         .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();

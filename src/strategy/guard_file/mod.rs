@@ -13,6 +13,7 @@
 //! statements are `'static` as the course's are, and the trace, the
 //! statement cache and the schema's qualified texts take them alike.
 
+mod file;
 mod named;
 mod read;
 mod run;
@@ -24,171 +25,12 @@ use std::sync::{Mutex, OnceLock};
 use anyhow::Result;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::StrategyKind;
-use super::transaction::{Isolation, Transaction};
-use crate::db::statements::Sql;
-use crate::request::Step;
-
+pub use file::{GuardFile, Shape, Statement, StepName};
 pub use named::Param;
 pub use run::FileGuard;
 
 /// The most a guard file may hold.
 pub const MAX_GUARD_FILE_BYTES: u64 = 64 * 1024;
-
-/// The course's shapes a file can take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Shape {
-    /// Find the key; if missing, do the work, then store it (lesson 1).
-    FindThenStore,
-    /// Claim the key, do the work, complete the claim (lesson 2).
-    ClaimWorkComplete,
-}
-
-impl Shape {
-    pub fn name(self) -> &'static str {
-        match self {
-            Shape::FindThenStore => "find-then-store",
-            Shape::ClaimWorkComplete => "claim-work-complete",
-        }
-    }
-
-    /// The built-in strategy of the same shape: its figure, its story and
-    /// its rules are the file's.
-    pub fn kind(self) -> StrategyKind {
-        match self {
-            Shape::FindThenStore => StrategyKind::CheckThenStore,
-            Shape::ClaimWorkComplete => StrategyKind::ClaimWorkComplete,
-        }
-    }
-
-    /// The steps a file of this shape gives, the required ones first.
-    pub fn steps(self) -> (&'static [StepName], &'static [StepName]) {
-        match self {
-            Shape::FindThenStore => (&[StepName::Find, StepName::Store], &[StepName::Lock]),
-            Shape::ClaimWorkComplete => (
-                &[StepName::Claim, StepName::Replay, StepName::Complete],
-                &[],
-            ),
-        }
-    }
-}
-
-/// A step a file writes the SQL of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum StepName {
-    /// Before the find: a lock on the key (held to the transaction's end).
-    Lock,
-    /// Looks the key up; a row means it was stored.
-    Find,
-    /// Stores the key after the work.
-    Store,
-    /// Inserts the claim; a row back (its id) means this request won it.
-    Claim,
-    /// A loser reads the claim it lost to (status, response, fingerprint).
-    Replay,
-    /// Completes the won claim with the response.
-    Complete,
-}
-
-impl StepName {
-    pub const ALL: [StepName; 6] = [
-        StepName::Lock,
-        StepName::Find,
-        StepName::Store,
-        StepName::Claim,
-        StepName::Replay,
-        StepName::Complete,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            StepName::Lock => "lock",
-            StepName::Find => "find",
-            StepName::Store => "store",
-            StepName::Claim => "claim",
-            StepName::Replay => "replay",
-            StepName::Complete => "complete",
-        }
-    }
-
-    /// The step of the trace it is shown as.
-    pub fn step(self) -> Step {
-        match self {
-            StepName::Lock => Step::Lock,
-            StepName::Find => Step::Find,
-            StepName::Store => Step::Store,
-            StepName::Claim => Step::Claim,
-            StepName::Replay => Step::Read,
-            StepName::Complete => Step::Complete,
-        }
-    }
-
-    /// The parameters its statement may name: what the request knows at
-    /// that point. [`Param::ALL`] lists them in the order they become
-    /// known: what the request asks, then what the work made, then the claim.
-    pub fn params(self) -> &'static [Param] {
-        let known = match self {
-            StepName::Lock | StepName::Find | StepName::Claim | StepName::Replay => Param::ASKED,
-            StepName::Store => Param::WORKED,
-            StepName::Complete => Param::ALL.len(),
-        };
-        &Param::ALL[..known]
-    }
-
-    fn named(name: &str) -> Option<StepName> {
-        StepName::ALL.into_iter().find(|s| s.name() == name)
-    }
-}
-
-/// One step's statement, ready to send.
-#[derive(Debug)]
-pub struct Statement {
-    pub step: StepName,
-    /// The statement as the file writes it, named parameters and all: what
-    /// the trace shows beside the step.
-    pub written: &'static str,
-    /// The text with `$1, $2, ...` for the names, and their types.
-    pub sql: Sql,
-    /// The parameter each `$n` stands for, in order.
-    pub params: Vec<Param>,
-    /// The file's line the statement begins on.
-    pub line: usize,
-}
-
-/// A guard file, read and checked.
-#[derive(Debug)]
-pub struct GuardFile {
-    /// The path as the user gave it, to name the file in messages.
-    pub name: String,
-    /// Its text, sent to an app replica, which reads it again.
-    source: String,
-    pub shape: Shape,
-    /// Whether a found key's stored fingerprint is compared with the
-    /// request's (422 when they differ).
-    pub fingerprint: bool,
-    /// The request's transaction, if the file asks for one.
-    pub transaction: Option<Transaction>,
-    pub isolation: Option<Isolation>,
-    pub statements: Vec<Statement>,
-}
-
-impl GuardFile {
-    /// The statement of `step`, if the file gives one.
-    pub fn statement(&self, step: StepName) -> Option<&Statement> {
-        self.statements.iter().find(|s| s.step == step)
-    }
-
-    /// Where a statement is, for a message: `guard.toml line 9, step claim`.
-    pub fn place(&self, statement: &Statement) -> String {
-        format!(
-            "{} line {}, step {}",
-            self.name,
-            statement.line,
-            statement.step.name()
-        )
-    }
-}
 
 /// The guard file at `path`, read once per process: a second call for the
 /// same path returns the first's.

@@ -6,8 +6,8 @@ use anyhow::{Result, anyhow, bail};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::file::{GuardFile, Shape, Statement, StepName};
 use super::named::positional;
-use super::{GuardFile, Shape, Statement, StepName};
 use crate::db::statements::Sql;
 use crate::strategy::transaction::{Isolation, Transaction};
 
