@@ -69,6 +69,100 @@ impl KeyKind {
     }
 }
 
+/// A key made from a template over the intent's fields (`idem keys
+/// --key-file`, lesson 6's exercise): `{operation}`, `{user_id}`,
+/// `{lesson}`, `{amount}`, and `{random}`, a new UUID each time the client
+/// starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct KeyTemplate(String);
+
+/// The most a key file may hold.
+pub const MAX_KEY_FILE_BYTES: u64 = 64 * 1024;
+
+/// A key file as TOML says it.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyFile {
+    key: toml::Spanned<String>,
+}
+
+impl KeyTemplate {
+    /// The fields a template may name.
+    pub const FIELDS: [&'static str; 5] = ["operation", "user_id", "lesson", "amount", "random"];
+
+    /// A template whose every `{field}` is known and whose keys are ones
+    /// an Idempotency-Key header can carry.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let fields = || {
+            Self::FIELDS
+                .iter()
+                .map(|f| format!("{{{f}}}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut rest = text;
+        while let Some(open) = rest.find(['{', '}']) {
+            if rest[open..].starts_with('}') {
+                return Err(format!("a }} without its {{; a key may use {}", fields()));
+            }
+            let Some(close) = rest[open..].find('}') else {
+                return Err(format!("a {{ without its }}; a key may use {}", fields()));
+            };
+            let name = &rest[open + 1..open + close];
+            if !Self::FIELDS.contains(&name) {
+                return Err(format!(
+                    "{{{name}}} is not a field; a key may use {}",
+                    fields()
+                ));
+            }
+            rest = &rest[open + close + 1..];
+        }
+        let template = KeyTemplate(text.to_string());
+        let sample = Params {
+            operation: OPERATION,
+            user_id: 1000,
+            amount: 10,
+            lesson: 1,
+        };
+        crate::request::key::check(&template.key(&sample)).map_err(|e| e.to_string())?;
+        Ok(template)
+    }
+
+    /// The key file at `path`: `key = "..."`, and nothing else.
+    pub fn load(path: &std::path::Path) -> Result<Self> {
+        let name = path.display().to_string();
+        let bytes = crate::files::read_regular(path, MAX_KEY_FILE_BYTES, "key file")?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{name} is not UTF-8 text"))?;
+        let line = |at: usize| text[..at.min(text.len())].matches('\n').count() + 1;
+        let file: KeyFile = toml::from_str(&text).map_err(|err| {
+            let at = err.span().map(|s| format!(" line {}", line(s.start)));
+            anyhow::anyhow!(
+                "{name}{}: {}",
+                at.unwrap_or_default(),
+                err.message().trim().replace('\n', " ")
+            )
+        })?;
+        Self::parse(file.key.get_ref())
+            .map_err(|why| anyhow::anyhow!("{name} line {}: {why}", line(file.key.span().start)))
+    }
+
+    /// The key a client sends for `params` on one attempt.
+    pub fn key(&self, params: &Params) -> String {
+        self.0
+            .replace("{operation}", params.operation)
+            .replace("{user_id}", &params.user_id.to_string())
+            .replace("{lesson}", &params.lesson.to_string())
+            .replace("{amount}", &params.amount.to_string())
+            .replace("{random}", &Uuid::new_v4().to_string())
+    }
+
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+}
+
 /// Where a client's attempt dies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -95,6 +189,9 @@ impl CrashPoint {
 #[derive(Debug, Clone, Serialize)]
 pub struct KeysSettings {
     pub kind: KeyKind,
+    /// A key file's template, made in place of `kind`'s keys.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<KeyTemplate>,
     pub clients: usize,
     /// Distinct awards each client makes (one per lesson).
     pub intents: usize,
@@ -145,6 +242,9 @@ pub struct Attempt {
 #[derive(Debug, Clone, Serialize)]
 pub struct KeysResult {
     pub kind: KeyKind,
+    /// The key file's template, when the keys were made from one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<KeyTemplate>,
     pub clients: usize,
     pub intents: usize,
     pub retries: usize,
@@ -208,6 +308,7 @@ pub async fn simulate(db: &Database, s: &KeysSettings) -> Result<KeysResult> {
     keys.dedup();
     Ok(KeysResult {
         kind: s.kind,
+        template: s.template.clone(),
         clients: s.clients,
         intents: s.intents,
         retries: s.retries,
@@ -241,7 +342,10 @@ async fn run_client(
         };
         for attempt in 1..=s.retries + 1 {
             // The key is made when the client (re)starts, as a real client would.
-            let key = s.kind.key(&params);
+            let key = match &s.template {
+                Some(template) => template.key(&params),
+                None => s.kind.key(&params),
+            };
             let crashes = attempt <= s.retries;
             let crashed = crashes.then_some(s.crash_at);
             if crashed == Some(CrashPoint::BeforeSend) {

@@ -76,7 +76,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Exercise(a) => dispatch(c::exercise::plan(&a)?, s).await,
         Command::Check(a) => match c::check::plan(&a)? {
             c::check::Planned::File(file) => dispatch(*file, s).await,
-            c::check::Planned::AtUrl(at_url) => dispatch(*at_url, s).await,
+            c::check::Planned::AtUrl(at_url) => dispatch(at_url, s).await,
         },
         Command::Hint(a) => dispatch(c::hint::plan(&a)?, s).await,
         Command::Challenge(a) => match c::challenge::plan(&a)? {

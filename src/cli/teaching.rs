@@ -17,6 +17,11 @@ pub struct KeysArgs {
     #[arg(long, value_enum)]
     pub kind: Option<KeyKind>,
 
+    /// Make the keys from a file's template instead (TOML: key = "..." over
+    /// {operation}, {user_id}, {lesson}, {amount} and {random}).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["kind", "compare"])]
+    pub key_file: Option<std::path::PathBuf>,
+
     /// Run every key kind and print them side by side (the default without --kind).
     #[arg(long)]
     pub compare: bool,

@@ -5,19 +5,41 @@ use std::path::PathBuf;
 use anyhow::{Result, anyhow, bail};
 
 use super::challenge::{AtUrl, Challenge};
-use super::command::{Command, Given, Needs};
+use super::command::{Command, Given, Needs, Nothing};
 use crate::cli::teaching::CheckArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::exercise::{self, Exercise, for_lesson, none_for};
 use crate::progress::Progress;
 use crate::report::challenge::render_checks;
 use crate::report::{Output, exercise as said};
-use crate::strategy::guard_file;
 
 /// What `idem check` judges: a file in-process, or an app at a URL.
 pub enum Planned {
     File(Box<CheckFile>),
-    AtUrl(Box<AtUrl>),
+    AtUrl(UrlChecked),
+}
+
+/// Lesson 7's challenge over HTTP, kept in the progress when it passes.
+pub struct UrlChecked {
+    at_url: Box<AtUrl>,
+    /// Whether a pass is kept (not for `--json`).
+    keep: bool,
+}
+
+impl Command for UrlChecked {
+    type On = Nothing;
+
+    fn needs(&self) -> Needs<()> {
+        self.at_url.needs()
+    }
+
+    async fn run(self, on: &Nothing, given: Given) -> Result<()> {
+        (*self.at_url).run(on, given).await?;
+        if self.keep {
+            Progress::passed(7);
+        }
+        Ok(())
+    }
 }
 
 /// A learner's guard file and the lesson whose cases judge it.
@@ -39,7 +61,10 @@ pub fn plan(args: &CheckArgs) -> Result<Planned> {
             bail!("--url judges the app at the URL; drop {}", file.display());
         }
         return match super::challenge::plan(&args.judge)? {
-            Challenge::AtUrl(at_url) => Ok(Planned::AtUrl(at_url)),
+            Challenge::AtUrl(at_url) => Ok(Planned::AtUrl(UrlChecked {
+                at_url,
+                keep: !args.judge.json,
+            })),
             Challenge::InProcess(_) => bail!("--url names no app to judge"),
         };
     }
@@ -57,7 +82,7 @@ pub fn plan(args: &CheckArgs) -> Result<Planned> {
             exercise.file
         );
     }
-    guard_file::load(&file)?;
+    exercise::read(n, &file)?;
     Ok(Planned::File(Box::new(CheckFile {
         exercise,
         file,

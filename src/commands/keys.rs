@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use super::command::OnDatabase;
 use crate::cli::teaching::KeysArgs;
 use crate::db::{ConnectOptions, Database};
-use crate::keys::{KeyKind, KeysSettings, simulate};
+use crate::keys::{KeyKind, KeyTemplate, KeysSettings, simulate};
 use crate::report::{self, Output};
 
 pub struct Plan {
@@ -22,14 +22,22 @@ pub fn plan(args: &KeysArgs) -> Result<Plan> {
     if args.compare && args.kind.is_some() {
         bail!("--compare runs every key kind; drop --kind");
     }
+    let template = args
+        .key_file
+        .as_deref()
+        .map(KeyTemplate::load)
+        .transpose()?;
     let kinds = match args.kind {
         Some(kind) => vec![kind],
+        // A key file is one kind of key of its own.
+        None if template.is_some() => vec![KeyKind::Random],
         None => KeyKind::ALL.to_vec(),
     };
     let runs: Vec<KeysSettings> = kinds
         .into_iter()
         .map(|kind| KeysSettings {
             kind,
+            template: template.clone(),
             clients: args.clients as usize,
             intents: args.intents as usize,
             retries: args.retries as usize,

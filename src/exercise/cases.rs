@@ -6,10 +6,12 @@ use anyhow::Result;
 
 use crate::challenge::{self, Judge, rows_and_statuses};
 use crate::db::Database;
+use crate::http::app::OnHangup;
 use crate::limits::Origin;
 use crate::probe::conformance::Check;
+use crate::race::fault::FaultPoint;
 use crate::race::input::RaceInput;
-use crate::race::{Outcome, Race, RaceResult, xp_rows};
+use crate::race::{CrashPlan, Outcome, Race, RaceResult, xp_rows};
 use crate::strategy::LoserKind;
 
 /// One race a lesson's file is put through, and how its result is judged.
@@ -62,6 +64,26 @@ pub fn cases(lesson: u8, file: &Path) -> Vec<Case> {
         )],
         7 => challenge::cases(&base).to_vec(),
         8 => vec![(base, every_answer_201)],
+        9 => {
+            let wire = RaceInput {
+                http: Some(true),
+                work_ms: Some(200),
+                ..base
+            };
+            let hang_up = |on_hangup| RaceInput {
+                hang_up: Some(CrashPlan {
+                    worker: None,
+                    at: FaultPoint::DuringWork,
+                }),
+                on_hangup: Some(on_hangup),
+                ..wire.clone()
+            };
+            vec![
+                (wire.clone(), one_call),
+                (hang_up(OnHangup::Cancel), dropped_then_retried),
+                (hang_up(OnHangup::Finish), finished_then_replayed),
+            ]
+        }
         _ => Vec::new(),
     }
 }
@@ -143,6 +165,36 @@ fn every_answer_201(r: &RaceResult) -> Check {
         "1 XP row and 1 service call, and every request answered 201",
         r.xp_rows == 1 && r.service_calls == 1 && r.reports.iter().all(|w| w.status == 201),
         format!("{}, {}; {}", xp_rows(r.xp_rows), calls(r), statuses(r)),
+    )
+}
+
+fn dropped_then_retried(r: &RaceResult) -> Check {
+    let retry = r.reports.iter().find(|w| w.retry).map(|w| w.status);
+    Check::judged(
+        "hang-up, request dropped",
+        "the client's retry gets through once the claim is stale: 201, 1 XP row, nothing pending",
+        retry == Some(201) && r.xp_rows == 1 && r.pending_key_rows == 0,
+        format!(
+            "{}, {} pending; the retry answered {}",
+            xp_rows(r.xp_rows),
+            r.pending_key_rows,
+            retry.map_or("nothing".into(), |s| s.to_string())
+        ),
+    )
+}
+
+fn finished_then_replayed(r: &RaceResult) -> Check {
+    let retry = r.reports.iter().find(|w| w.retry).map(|w| w.outcome);
+    Check::judged(
+        "hang-up, request finished",
+        "the app finishes the abandoned request; the retry replays it: 1 XP row, 1 service call",
+        retry == Some(Outcome::Replayed) && r.xp_rows == 1 && r.service_calls == 1,
+        format!(
+            "{}, {}; the retry {}",
+            xp_rows(r.xp_rows),
+            calls(r),
+            retry.map_or("never came".into(), |o| format!("was {}", o.name()))
+        ),
     )
 }
 

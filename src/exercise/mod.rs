@@ -7,8 +7,15 @@
 //! must pass their own cases (the tests hold them to it).
 
 pub mod cases;
+pub mod key_design;
+pub mod store_choice;
 
-pub use cases::judge;
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::db::Database;
+use crate::probe::conformance::Check;
 
 /// One lesson's exercise.
 #[derive(Debug)]
@@ -18,6 +25,8 @@ pub struct Exercise {
     pub file: &'static str,
     /// What to achieve, in one line.
     pub goal: &'static str,
+    /// How to see what the file does, `{file}` standing for its path.
+    pub try_it: &'static str,
     /// The file to start from, with the lesson's flaw in it.
     pub start: &'static str,
     /// A reference answer.
@@ -35,12 +44,16 @@ impl Exercise {
     }
 }
 
+/// How a guard file is seen in action: lesson 1's race.
+const RACE_IT: &str = "idem race --strategy-file {file} --pool-size 6";
+
 /// Every exercise, by lesson.
-pub const EXERCISES: [Exercise; 6] = [
+pub const EXERCISES: [Exercise; 9] = [
     Exercise {
         lesson: 1,
         file: "1-one-row.toml",
         goal: "one XP row when five requests with one key arrive at once, and no work for the other four",
+        try_it: RACE_IT,
         start: include_str!("../../exercises/1-one-row.toml"),
         solution: include_str!("../../exercises/solutions/1-one-row.toml"),
         hints: [
@@ -62,6 +75,7 @@ pub const EXERCISES: [Exercise; 6] = [
         lesson: 2,
         file: "2-one-winner.toml",
         goal: "one request wins the claim; the others lose it and do no work",
+        try_it: RACE_IT,
         start: include_str!("../../exercises/2-one-winner.toml"),
         solution: include_str!("../../exercises/solutions/2-one-winner.toml"),
         hints: [
@@ -80,6 +94,7 @@ pub const EXERCISES: [Exercise; 6] = [
         lesson: 3,
         file: "3-the-loser.toml",
         goal: "a loser is told 409 while the claim is pending, and replays the response once it is completed",
+        try_it: RACE_IT,
         start: include_str!("../../exercises/3-the-loser.toml"),
         solution: include_str!("../../exercises/solutions/3-the-loser.toml"),
         hints: [
@@ -98,6 +113,7 @@ pub const EXERCISES: [Exercise; 6] = [
         lesson: 4,
         file: "4-fingerprint.toml",
         goal: "422 for every request whose amount differs from the winner's",
+        try_it: RACE_IT,
         start: include_str!("../../exercises/4-fingerprint.toml"),
         solution: include_str!("../../exercises/solutions/4-fingerprint.toml"),
         hints: [
@@ -112,9 +128,48 @@ pub const EXERCISES: [Exercise; 6] = [
               the key for something else is told 422 instead of being taken for a retry.",
     },
     Exercise {
+        lesson: 5,
+        file: "5-the-store.toml",
+        goal: "the client's retry is replayed after an award, whatever cache traffic the rest of the app sends",
+        try_it: "idem race -s claim-work-complete --workers 1 --store cache \
+                 --cache-max-entries 50 --cache-pressure 60",
+        start: include_str!("../../exercises/5-the-store.toml"),
+        solution: include_str!("../../exercises/solutions/5-the-store.toml"),
+        hints: [
+            "Race it with --json and look at the retry: it found no claim. Who removed it?",
+            "The cache evicted it to make room for other entries. A bigger cache_max_entries \
+             passes the lesson's sixty writes; try the check's second case with it.",
+            "Any size is a bet on the traffic. store = \"table\" keeps claims in the key \
+             table, which evicts nothing.",
+        ],
+        why: "A cache is allowed to forget, and what it forgets depends on traffic the guard \
+              does not control, so a claim kept there is lost when the cache is busy. The key \
+              table keeps a claim until a reaper deletes it, after a retention you chose.",
+    },
+    Exercise {
+        lesson: 6,
+        file: "6-the-key.toml",
+        goal: "a key the client makes the same after every restart, for one award, and different for every other award",
+        try_it: "idem keys --key-file {file} --intents 3",
+        start: include_str!("../../exercises/6-the-key.toml"),
+        solution: include_str!("../../exercises/solutions/6-the-key.toml"),
+        hints: [
+            "A random key is made when the client starts, and a crash starts it again. What \
+             does the client still know after a restart?",
+            "The award it is making: the operation, the user and the lesson. Build the key \
+             from those fields, with no {random} in it.",
+            "Check the other way too: would two different awards by one user ever make the same \
+             key? Each field that tells two awards apart belongs in it: {user_id} and {lesson}.",
+        ],
+        why: "A key must name the intent, not the attempt: made from the award's own fields it \
+              survives every restart, and made from all of them it never matches a different \
+              award. Fewer fields merge awards; a random part forgets retries.",
+    },
+    Exercise {
         lesson: 7,
         file: "7-stale-claim.toml",
         goal: "a stale claim is taken over once, a live one never, and only its owner completes it",
+        try_it: RACE_IT,
         start: include_str!("../../exercises/7-stale-claim.toml"),
         solution: include_str!("../../exercises/solutions/7-stale-claim.toml"),
         hints: [
@@ -136,6 +191,7 @@ pub const EXERCISES: [Exercise; 6] = [
         lesson: 8,
         file: "8-one-call.toml",
         goal: "one award service call and one XP row, the other requests answered 201 from the stored key",
+        try_it: RACE_IT,
         start: include_str!("../../exercises/8-one-call.toml"),
         solution: include_str!("../../exercises/solutions/8-one-call.toml"),
         hints: [
@@ -152,7 +208,51 @@ pub const EXERCISES: [Exercise; 6] = [
               work saves the service. The advisory lock is that wait; READ COMMITTED lets the \
               find after it see the stored key, where a snapshot taken at the lock would not.",
     },
+    Exercise {
+        lesson: 9,
+        file: "9-hang-up.toml",
+        goal: "after a client hangs up mid-work and the app drops its request, the retry gets through once the claim is stale: one XP row, nothing left pending",
+        try_it: "idem race --strategy-file {file} --http --work-ms 200 --hang-up at=during-work \
+                 --on-hangup cancel --lock-timeout-ms 500",
+        start: include_str!("../../exercises/9-hang-up.toml"),
+        solution: include_str!("../../exercises/solutions/9-hang-up.toml"),
+        hints: [
+            "Race it with --trace: the dropped request claimed the key and never completed \
+             it. Who could ever finish that claim?",
+            "Only a later request with the same key. Let the claim take over a pending row \
+             whose locked_at is older than the lock timeout: ON CONFLICT (key) DO UPDATE ... \
+             WHERE idempotency_keys.status = 'pending' AND idempotency_keys.locked_at < now() \
+             - $lock_timeout_ms * interval '1 millisecond'.",
+            "Lesson 7's takeover, for a request that was dropped rather than crashed: the row \
+             lock lets one retry take the stale claim, and complete WHERE worker = $worker \
+             keeps a slow request from completing over its successor.",
+        ],
+        why: "A dropped request leaves no sign but time, so a claim must expire: past the lock \
+              timeout the next request with the key takes it over, once, in one statement. The \
+              timeout is a bet that no request works longer; lesson 9's heartbeat keeps a live \
+              claim fresh so the bet can be short.",
+    },
 ];
+
+/// Reads lesson `lesson`'s kind of file at `path` (a guard file, or
+/// lesson 6's key file), so that a broken one is refused before any
+/// database starts.
+pub fn read(lesson: u8, path: &Path) -> Result<()> {
+    match lesson {
+        5 => store_choice::StoreChoice::load(path).map(drop),
+        6 => crate::keys::KeyTemplate::load(path).map(drop),
+        _ => crate::strategy::guard_file::load(path).map(drop),
+    }
+}
+
+/// Judges the file at `path` with lesson `lesson`'s cases, on `db`.
+pub async fn judge(db: &Database, lesson: u8, path: &Path) -> Result<Vec<Check>> {
+    match lesson {
+        5 => store_choice::judge(db, path).await,
+        6 => key_design::judge(db, path).await,
+        _ => cases::judge(db, lesson, path).await,
+    }
+}
 
 /// Lesson `n`'s exercise, if it has one.
 pub fn for_lesson(n: u8) -> Option<&'static Exercise> {

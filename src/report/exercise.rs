@@ -21,11 +21,12 @@ fn paragraph(text: &str, indent: &str) -> String {
 pub fn written(e: &Exercise, path: &Path) -> String {
     let path = path.display();
     format!(
-        "{} {path}\n\n{}\n{}\n{}\n  idem race --strategy-file {path} --pool-size 6\n  idem check {} {path}\n  idem hint {}\n",
+        "{} {path}\n\n{}\n{}\n{}\n  {}\n  idem check {} {path}\n  idem hint {}\n",
         strong("wrote"),
         strong(format!("Lesson {}'s exercise", e.lesson)),
         paragraph(&format!("Goal: {}.", e.goal), "  "),
-        dim("Race it, judge it, and ask for a hint when stuck:"),
+        dim("See what it does, judge it, and ask for a hint when stuck:"),
+        e.try_it.replace("{file}", &path.to_string()),
         e.lesson,
         e.lesson,
     )

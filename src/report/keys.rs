@@ -31,7 +31,11 @@ fn zero_good(n: u64) -> String {
 /// One key kind: the figures, why, and every attempt.
 pub fn render(r: &KeysResult) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{} {}", strong("idem keys ·"), strong(r.kind.name()));
+    let name = match &r.template {
+        Some(template) => format!("key = {:?}", template.text()),
+        None => r.kind.name().to_string(),
+    };
+    let _ = writeln!(out, "{} {}", strong("idem keys ·"), strong(name));
     let _ = writeln!(out, "{}\n", dim(story(r)));
     let _ = writeln!(out, "  requests sent     {}", r.attempts_sent);
     let _ = writeln!(out, "  keys used         {}", r.keys_used);
@@ -79,6 +83,20 @@ pub fn render(r: &KeysResult) -> String {
 }
 
 fn why(r: &KeysResult) -> &'static str {
+    if r.crash_at != CrashPoint::BeforeSend && r.template.is_some() {
+        return match (r.duplicates, r.merged_intents) {
+            (0, 0) => {
+                "Every retry made the same key, and no two awards shared one: the server replayed each retry and made each award once."
+            }
+            (_, 0) => {
+                "Retries made new keys, so the server saw them as new requests and did the work again."
+            }
+            (0, _) => {
+                "Retries were recognised, but different awards made the same key and were replayed or rejected instead of made."
+            }
+            _ => "Retries made new keys, and different awards shared keys: both ways wrong.",
+        };
+    }
     if r.crash_at == CrashPoint::BeforeSend {
         return "Every crash came before the request left, so the server saw one request per intent \
                 whatever the key: it is the crash after the work that a key has to survive.";

@@ -341,6 +341,7 @@ impl KeysSpec {
 
     pub fn settings(&self) -> KeysSettings {
         KeysSettings {
+            template: None,
             kind: self.kind,
             clients: self.clients.unwrap_or(limits::CLIENTS.default() as usize),
             intents: self.intents.unwrap_or(limits::INTENTS.default() as usize),

@@ -165,6 +165,7 @@ async fn insert_unique_replays_the_row_that_was_made_not_the_request() {
 
 fn keys(kind: KeyKind, intents: usize, fingerprint: bool) -> KeysSettings {
     KeysSettings {
+        template: None,
         kind,
         clients: 1,
         intents,

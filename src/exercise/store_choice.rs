@@ -1,0 +1,126 @@
+//! Lesson 5's exercise: where the claims live, judged by the cache traffic that follows an award.
+
+use std::path::Path;
+
+use anyhow::{Result, anyhow, bail};
+use serde::Deserialize;
+
+use crate::db::Database;
+use crate::limits::Origin;
+use crate::challenge::Judge;
+use crate::probe::conformance::Check;
+use crate::race::input::RaceInput;
+use crate::race::{Outcome, Race, RaceResult, xp_rows};
+use crate::store::StoreKind;
+use crate::strategy::StrategyKind;
+
+/// The most a store file may hold.
+pub const MAX_STORE_FILE_BYTES: u64 = 64 * 1024;
+
+/// The largest cache the exercise takes: a real one has a memory budget,
+/// and the check writes past whatever size is chosen.
+pub const MAX_ENTRIES: u64 = 10_000;
+
+/// The traffic of lesson 5's demonstration: sixty other writes.
+const LESSON_PRESSURE: u64 = 60;
+
+/// Where the learner keeps the claims.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreChoice {
+    pub store: StoreKind,
+    pub cache_max_entries: Option<u64>,
+}
+
+impl StoreChoice {
+    /// The store file at `path`.
+    pub fn load(path: &Path) -> Result<Self> {
+        let name = path.display().to_string();
+        let bytes = crate::files::read_regular(path, MAX_STORE_FILE_BYTES, "store file")?;
+        let text = String::from_utf8(bytes).map_err(|_| anyhow!("{name} is not UTF-8 text"))?;
+        let choice: StoreChoice = toml::from_str(&text).map_err(|err| {
+            let line = err
+                .span()
+                .map(|s| format!(" line {}", text[..s.start].matches('\n').count() + 1));
+            anyhow!(
+                "{name}{}: {}",
+                line.unwrap_or_default(),
+                err.message().trim().replace('\n', " ")
+            )
+        })?;
+        match (choice.store, choice.cache_max_entries) {
+            (StoreKind::Table, Some(_)) => {
+                bail!("{name}: cache_max_entries sizes a cache; the key table has no size")
+            }
+            (StoreKind::Cache, Some(n)) if !(1..=MAX_ENTRIES).contains(&n) => {
+                bail!("{name}: cache_max_entries must be 1 to {MAX_ENTRIES}, not {n}")
+            }
+            _ => Ok(choice),
+        }
+    }
+
+    /// The cache's size: as chosen, or lesson 5's fifty.
+    fn entries(&self) -> u64 {
+        self.cache_max_entries.unwrap_or(50)
+    }
+
+    /// One award, then `pressure` other cache writes, then the retry.
+    fn race(&self, pressure: u64) -> RaceInput {
+        RaceInput {
+            workers: Some(1),
+            store: Some(self.store),
+            cache_max_entries: (self.store == StoreKind::Cache).then(|| self.entries()),
+            cache_pressure: Some(pressure),
+            ..RaceInput::with_strategy(StrategyKind::ClaimWorkComplete)
+        }
+    }
+}
+
+/// Runs the store file at `file` through lesson 5's traffic, then through
+/// more traffic than its cache holds.
+pub async fn judge(db: &Database, file: &Path) -> Result<Vec<Check>> {
+    let choice = StoreChoice::load(file)?;
+    let cases: [(u64, Judge); 2] = [
+        (LESSON_PRESSURE, lesson_traffic),
+        (choice.entries() + LESSON_PRESSURE, more_traffic),
+    ];
+    let mut checks = Vec::new();
+    for (pressure, verdict) in cases {
+        let settings = choice.race(pressure).build(Origin::Flags)?;
+        let r = Race::prepare(db, settings).await?.run(1).await?;
+        checks.push(verdict(&r));
+    }
+    Ok(checks)
+}
+
+/// The retry was replayed: the claim was still there.
+fn replayed(r: &RaceResult) -> bool {
+    r.xp_rows == 1 && r.outcomes.get(&Outcome::Replayed) == Some(&1)
+}
+
+fn saw(r: &RaceResult) -> String {
+    format!(
+        "{} other writes; {}; {}",
+        r.cache_pressure,
+        xp_rows(r.xp_rows),
+        crate::race::outcome_totals(&r.outcomes)
+    )
+}
+
+fn lesson_traffic(r: &RaceResult) -> Check {
+    Check::judged(
+        "the lesson's traffic",
+        "one award, sixty other cache writes, then the retry: replayed, 1 XP row",
+        replayed(r),
+        saw(r),
+    )
+}
+
+fn more_traffic(r: &RaceResult) -> Check {
+    Check::judged(
+        "more traffic than you sized for",
+        "the same with more writes than the cache holds: the retry still replayed",
+        replayed(r),
+        saw(r),
+    )
+}
