@@ -5,9 +5,9 @@ use std::path::Path;
 use anyhow::{Result, anyhow, bail};
 use serde::Deserialize;
 
+use crate::challenge::Judge;
 use crate::db::Database;
 use crate::limits::Origin;
-use crate::challenge::Judge;
 use crate::probe::conformance::Check;
 use crate::race::input::RaceInput;
 use crate::race::{Outcome, Race, RaceResult, xp_rows};
