@@ -185,7 +185,8 @@ fn lessons_are_listed_and_a_lesson_runs_straight_through_without_a_terminal() {
         .stdout(predicate::str::contains("Random keys"))
         .stdout(predicate::str::contains("Explore on your own:\n  idem "))
         .stdout(predicate::str::contains(
-            "End of lesson 6.\nNext: lesson 7, Putting idempotency keys together\n  idem lesson 7\n",
+            "End of lesson 6.\nTry it yourself: lesson 6's exercise, checked by idem\n  idem exercise 6\n\
+             Next: lesson 7, Putting idempotency keys together\n  idem lesson 7\n",
         ))
         .stdout(predicate::str::contains("FAILED").not());
     // The lesson told to its end is kept as read, in the sandbox's state
