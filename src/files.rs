@@ -61,6 +61,33 @@ pub fn read_named(path: &Path, limit: u64, named: &str) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// `path`'s text, read as [`read_regular`] reads, and UTF-8.
+pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String> {
+    let bytes = read_regular(path, limit, what)?;
+    String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{what} {} is not UTF-8 text", path.display()))
+}
+
+/// `text`, the TOML file `name`, read as a `T`; an error is one line naming
+/// the file and the line it is on.
+pub fn parse_toml<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> Result<T> {
+    toml::from_str(text).map_err(|err| {
+        let line = err
+            .span()
+            .map(|span| format!(" line {}", line_at(text, span.start)));
+        anyhow::anyhow!(
+            "{name}{}: {}",
+            line.unwrap_or_default(),
+            err.message().trim().replace('\n', " ")
+        )
+    })
+}
+
+/// The line (from 1) of byte `at` in `text`.
+pub fn line_at(text: &str, at: usize) -> usize {
+    text[..at.min(text.len())].matches('\n').count() + 1
+}
+
 /// What a file that is not a regular one is, for a message.
 fn kind(meta: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, bail};
 use serde::Deserialize;
 
 use crate::challenge::Judge;
@@ -36,18 +36,8 @@ impl StoreChoice {
     /// The store file at `path`.
     pub fn load(path: &Path) -> Result<Self> {
         let name = path.display().to_string();
-        let bytes = crate::files::read_regular(path, MAX_STORE_FILE_BYTES, "store file")?;
-        let text = String::from_utf8(bytes).map_err(|_| anyhow!("{name} is not UTF-8 text"))?;
-        let choice: StoreChoice = toml::from_str(&text).map_err(|err| {
-            let line = err
-                .span()
-                .map(|s| format!(" line {}", text[..s.start].matches('\n').count() + 1));
-            anyhow!(
-                "{name}{}: {}",
-                line.unwrap_or_default(),
-                err.message().trim().replace('\n', " ")
-            )
-        })?;
+        let text = crate::files::read_text(path, MAX_STORE_FILE_BYTES, "store file")?;
+        let choice: StoreChoice = crate::files::parse_toml(&name, &text)?;
         match (choice.store, choice.cache_max_entries) {
             (StoreKind::Table, Some(_)) => {
                 bail!("{name}: cache_max_entries sizes a cache; the key table has no size")

@@ -40,10 +40,8 @@ pub fn load(path: &Path) -> Result<GuardRef> {
     if let Some(file) = loaded.lock().unwrap_or_else(|e| e.into_inner()).get(path) {
         return Ok(*file);
     }
-    let bytes = crate::files::read_regular(path, MAX_GUARD_FILE_BYTES, "guard file")?;
+    let text = crate::files::read_text(path, MAX_GUARD_FILE_BYTES, "guard file")?;
     let name = path.display().to_string();
-    let text = String::from_utf8(bytes)
-        .map_err(|_| anyhow::anyhow!("guard file {name} is not UTF-8 text"))?;
     let file = GuardRef(Box::leak(Box::new(read::parse(&name, &text)?)));
     loaded
         .lock()

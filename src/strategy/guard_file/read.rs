@@ -9,6 +9,7 @@ use toml::Spanned;
 use super::file::{GuardFile, Shape, Statement, StepName};
 use super::named::positional;
 use crate::db::statements::Sql;
+use crate::files::{line_at, parse_toml};
 use crate::strategy::transaction::{Isolation, Transaction};
 
 /// The file as TOML says it.
@@ -28,14 +29,7 @@ const KEYWORDS: [&str; 5] = ["select", "insert", "update", "delete", "with"];
 
 /// Reads `text`, the guard file `name`.
 pub fn parse(name: &str, text: &str) -> Result<GuardFile> {
-    let raw: Raw = toml::from_str(text).map_err(|err| {
-        let line = err.span().map(|span| line_at(text, span.start));
-        anyhow!(
-            "{name}{}: {}",
-            line.map(|l| format!(" line {l}")).unwrap_or_default(),
-            err.message().trim().replace('\n', " ")
-        )
-    })?;
+    let raw: Raw = parse_toml(name, text)?;
     let (required, optional) = raw.shape.steps();
     let mut statements = Vec::new();
     for (step_name, sql) in &raw.steps {
@@ -153,11 +147,6 @@ fn content_start(text: &str, value: usize) -> usize {
         usize::from(after.starts_with('\n'))
     };
     value + open + newline
-}
-
-/// The line (from 1) of byte `at` in `text`.
-fn line_at(text: &str, at: usize) -> usize {
-    text[..at.min(text.len())].matches('\n').count() + 1
 }
 
 #[cfg(test)]
