@@ -496,9 +496,14 @@ impl RaceSettings {
                     self.requests.workers
                 );
             }
-            if self.app.strategy != StrategyKind::Guard {
+            let file_claims = self
+                .app
+                .guard_file
+                .is_some_and(|f| f.shape == crate::strategy::guard_file::Shape::ClaimWorkComplete);
+            if self.app.strategy != StrategyKind::Guard && !file_claims {
                 bail!(
-                    "{} needs {} guard: only the whole guard rescues failed work",
+                    "{} needs {} guard (or a claim-work-complete guard file, whose release \
+                     step lets the claim go): only those rescue failed work",
                     name(&limits::FAIL_WORK),
                     origin.name("--strategy", "race.strategy =")
                 );

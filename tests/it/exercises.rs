@@ -88,6 +88,42 @@ impl Drop for Workdir {
     }
 }
 
+/// Failed work (`--fail-work`) in a claim-work-complete file: its release
+/// step lets the claim go and the retry works; without one, the claim
+/// stays pending and the retry is told 409.
+#[tokio::test]
+async fn a_release_step_lets_the_retry_work_after_failed_work() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let dir = Sandbox::new("guard-file-release");
+    let released = EXERCISES[1].solution.to_string()
+        + "\nrelease = \"DELETE FROM idempotency_keys WHERE id = $claim_id AND status = 'pending'\"\n";
+    let mut seen = Vec::new();
+    for (name, text) in [
+        ("kept.toml", EXERCISES[1].solution),
+        ("released.toml", &released),
+    ] {
+        let file = dir.dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        let settings = RaceInput {
+            strategy_file: Some(file),
+            workers: Some(1),
+            fail_work: Some(1),
+            ..RaceInput::default()
+        }
+        .build(Origin::Flags)
+        .unwrap();
+        let r = Race::prepare(&db, settings)
+            .await
+            .unwrap()
+            .run(1)
+            .await
+            .unwrap();
+        seen.push((r.xp_rows, r.pending_key_rows, r.retry_statuses()));
+    }
+    assert_eq!(seen, [(0, 1, vec![409]), (1, 0, vec![201])]);
+    db.close().await.unwrap();
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();

@@ -40,7 +40,7 @@ impl Shape {
             Shape::FindThenStore => (&[StepName::Find, StepName::Store], &[StepName::Lock]),
             Shape::ClaimWorkComplete => (
                 &[StepName::Claim, StepName::Replay, StepName::Complete],
-                &[],
+                &[StepName::Release],
             ),
         }
     }
@@ -61,16 +61,19 @@ pub enum StepName {
     Replay,
     /// Completes the won claim with the response.
     Complete,
+    /// After the work failed: lets the claim go, so that a retry can work.
+    Release,
 }
 
 impl StepName {
-    pub const ALL: [StepName; 6] = [
+    pub const ALL: [StepName; 7] = [
         StepName::Lock,
         StepName::Find,
         StepName::Store,
         StepName::Claim,
         StepName::Replay,
         StepName::Complete,
+        StepName::Release,
     ];
 
     pub fn name(self) -> &'static str {
@@ -81,6 +84,7 @@ impl StepName {
             StepName::Claim => "claim",
             StepName::Replay => "replay",
             StepName::Complete => "complete",
+            StepName::Release => "release",
         }
     }
 
@@ -92,18 +96,21 @@ impl StepName {
             StepName::Store => Step::Store,
             StepName::Claim => Step::Claim,
             StepName::Replay => Step::Read,
-            StepName::Complete => Step::Complete,
+            // The claim's last word either way: shown where a completion is.
+            StepName::Complete | StepName::Release => Step::Complete,
         }
     }
 
     /// The parameters its statement may name: what the request knows at
     /// that point. [`Param::ALL`] lists them in the order they become
     /// known: what the request asks, then what the work made, then the claim.
+    /// A release comes after failed work: what the work would have made is
+    /// NULL there.
     pub fn params(self) -> &'static [Param] {
         let known = match self {
             StepName::Lock | StepName::Find | StepName::Claim | StepName::Replay => Param::ASKED,
             StepName::Store => Param::WORKED,
-            StepName::Complete => Param::ALL.len(),
+            StepName::Complete | StepName::Release => Param::ALL.len(),
         };
         &Param::ALL[..known]
     }

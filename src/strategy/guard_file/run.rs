@@ -10,7 +10,7 @@ use tokio_postgres::types::{ToSql, Type};
 use super::{GuardRef, Param, Shape, Statement, StepName};
 use crate::db::pool::{Conn, Workers, checkout};
 use crate::db::statements::Sends;
-use crate::request::{Answer, Failure, Lease, Request, Trace};
+use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
 use crate::strategy::answers::{completed, mismatch, replay};
 use crate::strategy::check_then_store::after_store;
 use crate::strategy::claim_work_complete::{ClaimRead, lose};
@@ -215,8 +215,11 @@ impl FileGuard {
         };
         trace.note("claim won");
         let conn = lease.conn(trace).await?;
-        let (xp, body) = award(conn, req, trace, &mut values).await?;
         values.claim_id = claim_id;
+        if req.work_fails {
+            return self.failed(conn, req, trace, &values).await;
+        }
+        let (xp, body) = award(conn, req, trace, &mut values).await?;
         let complete = self.statement(StepName::Complete);
         let params = values.bind(complete);
         let rows = trace
@@ -232,6 +235,48 @@ impl FileGuard {
             "completed"
         });
         Ok(completed(xp, body))
+    }
+
+    /// The work failed (`--fail-work`): the service was called and errored.
+    /// The file's release step, if it has one, lets the claim go; without
+    /// one the claim stays pending. Answered 500.
+    async fn failed(
+        &self,
+        conn: &Conn,
+        req: &Request,
+        trace: &mut Trace,
+        values: &Values<'_>,
+    ) -> Result<Answer, Failure> {
+        trace.time(Step::Work, work::service_call(req)).await;
+        trace.note("the award service failed");
+        let file: &'static super::GuardFile = self.file.0;
+        let released = match file.statement(StepName::Release) {
+            Some(release) => {
+                let params = values.bind(release);
+                trace
+                    .query(
+                        Step::Complete,
+                        release.written,
+                        conn.exec(&release.sql, &params),
+                    )
+                    .await?;
+                trace.note("released the claim");
+                true
+            }
+            None => false,
+        };
+        Ok(Answer {
+            replayed: false,
+            outcome: Outcome::Failed,
+            saw: "claim won".into(),
+            did: match released {
+                true => "work failed, released the claim".into(),
+                false => "work failed, the claim left pending".into(),
+            },
+            made_xp: None,
+            body: Some(serde_json::json!({ "error": "the award service failed" })),
+            waited: None,
+        })
     }
 
     /// Prepares `statement` on `conn` and checks it returns what its step reads.
