@@ -88,6 +88,6 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Pooler(a) => dispatch(c::pooler::plan(&a)?, s).await,
         Command::Replica(a) => dispatch(c::replica::plan(&a)?, s).await,
         Command::Db(a) => dispatch(c::db::plan(&a)?, s).await,
-        Command::Doctor(a) => dispatch(c::doctor::plan(&a), s).await,
+        Command::Doctor(a) => dispatch(c::doctor::plan(&a)?, s).await,
     }
 }

@@ -6,6 +6,11 @@ use super::connection::ConnectArgs;
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
+    /// Also start a hot standby of the disposable cluster (PostgreSQL's own
+    /// streaming replication) and show how soon it replays a committed row.
+    #[arg(long)]
+    pub standby: bool,
+
     /// Print the findings as one JSON object.
     #[arg(long)]
     pub json: bool,

@@ -1,13 +1,16 @@
 //! `idem doctor`: which PostgreSQL idem found and how fast its cluster comes and goes.
 
 use std::fmt::Write;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde::Serialize;
 
 use super::command::{Command, Given, Needs, Nothing, OnSignal};
 use crate::cli::measure::DoctorArgs;
+use crate::db::book;
 use crate::db::pooled::{self, Pooled};
+use crate::db::standby::Standby;
 use crate::db::{Backend, ConnectOptions, Database, Encryption};
 use crate::report::Output;
 use crate::report::style::{dim, strong};
@@ -35,19 +38,45 @@ pub struct Findings {
     /// console, two connections sharing a server process); `null` for the
     /// disposable cluster.
     pub pooler: Option<Pooled>,
+    /// With `--standby`: the hot standby started beside the cluster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standby: Option<StandbyFindings>,
+}
+
+/// What `--standby` found: a hot standby of the disposable cluster.
+#[derive(Debug, Serialize)]
+pub struct StandbyFindings {
+    pub run_dir: String,
+    /// From the base backup's start to the standby accepting connections.
+    pub start_ms: f64,
+    /// From a row's commit on the primary to its being read on the standby.
+    pub replayed_ms: f64,
+    /// WAL the standby had not replayed when the row was read, in bytes,
+    /// from the primary's `pg_stat_replication`.
+    pub lag_bytes: i64,
 }
 
 /// `idem doctor`: what idem finds on the database it is given.
 pub struct Plan {
     pub db: ConnectOptions,
     pub out: Output,
+    /// Start a hot standby too (`--standby`).
+    pub standby: bool,
 }
 
-pub fn plan(args: &DoctorArgs) -> Plan {
-    Plan {
-        db: args.connect.options(),
-        out: Output::from_json_flag(args.json),
+pub fn plan(args: &DoctorArgs) -> Result<Plan> {
+    let db = args.connect.options();
+    if args.standby && db.database_url.is_some() {
+        anyhow::bail!(
+            "--standby starts a standby of idem's own disposable cluster; idem never \
+             reconfigures your server: drop --database-url"
+        );
     }
+    Ok(Plan {
+        db,
+        out: Output::from_json_flag(args.json),
+        standby: args.standby,
+    })
 }
 
 /// The database is the doctor's own to open and close, so that its stop is
@@ -66,12 +95,12 @@ impl Command for Plan {
             signal = given.stop.requested() => return Err(signal.into()),
             db = Database::open(&self.db) => db?,
         };
-        examine(db, self.out).await
+        examine(db, self.out, self.standby).await
     }
 }
 
 /// Looks around, closes the database (timing the stop), and reports.
-async fn examine(db: Database, out: Output) -> Result<()> {
+async fn examine(db: Database, out: Output, standby: bool) -> Result<()> {
     let (bookkeeping_tls, workers_tls) = db.encryption().await?;
     let mut findings = Findings {
         backend: "server",
@@ -88,6 +117,7 @@ async fn examine(db: Database, out: Output) -> Result<()> {
         bookkeeping_tls,
         workers_tls,
         pooler: None,
+        standby: None,
     };
     match &db.backend {
         Backend::Embedded(cluster) => {
@@ -103,9 +133,72 @@ async fn examine(db: Database, out: Output) -> Result<()> {
             findings.pooler = Some(pooled::look(db.workers_config()).await);
         }
     }
+    // The standby stops (and is removed) before the primary it follows.
+    let standing = match standby {
+        true => Some(examine_standby(&db).await?),
+        false => None,
+    };
+    if let Some((found, standby)) = standing {
+        findings.standby = Some(found);
+        drop(standby);
+    }
     findings.stop_ms = db.close().await?.map(|d| d.as_secs_f64() * 1000.0);
     out.record(&findings, render)
 }
+
+/// Starts a hot standby of the cluster, writes a row on the primary and
+/// times how soon the standby reads it.
+async fn examine_standby(db: &Database) -> Result<(StandbyFindings, Standby)> {
+    let Backend::Embedded(cluster) = &db.backend else {
+        anyhow::bail!("--standby needs idem's own disposable cluster");
+    };
+    let began = Instant::now();
+    // A second or so of pg_basebackup and start-up: nothing else runs meanwhile.
+    let standby = Standby::start(cluster, None)?;
+    let start_ms = began.elapsed().as_secs_f64() * 1000.0;
+    let reader = standby.connect().await?;
+    let mut tx = db.book().await?;
+    let id: i64 = book::query_scalar(&db.sql(
+        "INSERT INTO experience_points (user_id, amount, lesson, worker) VALUES (0, 0, 0, 0) RETURNING id",
+    ))
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    let committed = Instant::now();
+    let read = db.sql("SELECT count(*) FROM experience_points WHERE id = $1");
+    loop {
+        let seen: i64 = reader.query_one(&*read, &[&id]).await?.get(0);
+        if seen == 1 {
+            break;
+        }
+        if committed.elapsed() > REPLAY_LIMIT {
+            anyhow::bail!(
+                "the standby did not replay a committed row within {} s",
+                REPLAY_LIMIT.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let replayed_ms = committed.elapsed().as_secs_f64() * 1000.0;
+    let mut tx = db.book().await?;
+    let lag_bytes: i64 = book::query_scalar(
+        "SELECT coalesce(max(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)), -1)::bigint \
+         FROM pg_stat_replication",
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    let found = StandbyFindings {
+        run_dir: standby.socket_dir().display().to_string(),
+        start_ms,
+        replayed_ms,
+        lag_bytes,
+    };
+    Ok((found, standby))
+}
+
+/// How long the standby may take to replay one committed row.
+const REPLAY_LIMIT: Duration = Duration::from_secs(10);
 
 fn render(f: &Findings) -> String {
     let mut out = String::new();
@@ -178,5 +271,25 @@ fn render(f: &Findings) -> String {
         format!("{} {}", f.schema, dim("(this run's own; dropped at exit)")),
     );
     row("free connections", f.free_connections.to_string());
+    if let Some(standby) = &f.standby {
+        row(
+            "hot standby",
+            format!(
+                "{} {}",
+                standby.run_dir,
+                dim(format!(
+                    "(pg_basebackup and start-up {:.0} ms; removed at exit)",
+                    standby.start_ms
+                ))
+            ),
+        );
+        row(
+            "replay",
+            format!(
+                "a committed row read on the standby after {:.1} ms; {} bytes of WAL behind then",
+                standby.replayed_ms, standby.lag_bytes
+            ),
+        );
+    }
     out
 }

@@ -30,6 +30,7 @@ mod replicas;
 mod safeguards;
 mod screen;
 mod server;
+mod standby;
 mod stores;
 mod teaching;
 mod transactions;

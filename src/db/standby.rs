@@ -1,0 +1,112 @@
+//! A hot standby of the disposable cluster (lesson 10): PostgreSQL's own streaming replication, on one machine.
+//!
+//! `pg_basebackup -R` copies the running cluster over its socket and writes
+//! the `standby.signal` and `primary_conninfo` that make the copy follow the
+//! primary's WAL. The copy runs in a run directory of its own under idem's
+//! supervisor, as the primary does, so it stops and is removed with idem
+//! however idem ends.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use super::child::output;
+use super::cluster::{Cluster, runs_parent, server_settings};
+use super::os_user::chown_tree;
+use super::supervised::Supervised;
+use super::template::private_dir;
+
+/// How long the base backup of a fresh cluster may take.
+const BASE_BACKUP_LIMIT: Duration = Duration::from_secs(60);
+
+/// A running hot standby of a disposable cluster.
+#[derive(Debug)]
+pub struct Standby {
+    server: Supervised,
+}
+
+impl Standby {
+    /// Copies `primary` with `pg_basebackup` and starts the copy as a hot
+    /// standby streaming from it; ready when it accepts read-only connections.
+    /// `apply_delay` is its `recovery_min_apply_delay`: how long it waits
+    /// before applying a commit it has received, so that its lag shows.
+    pub fn start(primary: &Cluster, apply_delay: Option<Duration>) -> Result<Self> {
+        let run_dir = private_dir(&runs_parent(), "idem")?;
+        let copied = base_backup(primary, &run_dir);
+        if let Err(err) = copied {
+            let _ = std::fs::remove_dir_all(&run_dir);
+            return Err(err);
+        }
+        let mut settings = server_settings();
+        settings.extend(["-c".to_string(), "hot_standby=on".to_string()]);
+        if let Some(delay) = apply_delay {
+            settings.extend([
+                "-c".to_string(),
+                format!("recovery_min_apply_delay={}ms", delay.as_millis()),
+            ]);
+        }
+        let server = Supervised::start(
+            &primary.bins.postgres(),
+            &run_dir,
+            primary.user,
+            &settings,
+            // PostgreSQL 15 marks a hot standby that takes read-only
+            // connections "ready" too.
+            "ready",
+        )?;
+        Ok(Standby { server })
+    }
+
+    /// The directory holding the standby's unix socket.
+    pub fn socket_dir(&self) -> &Path {
+        &self.server.run_dir
+    }
+
+    /// A connection to the standby: read-only, as a reading role's is.
+    pub async fn connect(&self) -> Result<tokio_postgres::Client> {
+        let url = format!(
+            "{}&sslmode=disable",
+            super::socket_url(self.socket_dir(), None)
+        );
+        let config = super::url::DatabaseUrl::parse(&url)?.for_workers();
+        let (client, driver) = config
+            .connect(tokio_postgres::NoTls)
+            .await
+            .map_err(|e| anyhow::anyhow!("could not connect to the standby: {e}"))?;
+        tokio::spawn(driver);
+        Ok(client)
+    }
+}
+
+/// The primary's data, copied into `run_dir/data` as a standby's.
+fn base_backup(primary: &Cluster, run_dir: &Path) -> Result<()> {
+    if let Some(user) = primary.user {
+        chown_tree(run_dir, user)?;
+    }
+    let mut cmd = Command::new(primary.bins.dir.join("pg_basebackup"));
+    cmd.arg("-h")
+        .arg(primary.socket_dir())
+        .arg("-D")
+        .arg(run_dir.join("data"))
+        // -R: standby.signal and primary_conninfo; WAL streamed during the
+        // copy; a fast checkpoint; no fsync, as the cluster has none.
+        .args(["-R", "-X", "stream", "-c", "fast", "--no-sync"]);
+    if let Some(user) = primary.user {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(user.uid).gid(user.gid);
+    }
+    let out = output(&mut cmd, "pg_basebackup", BASE_BACKUP_LIMIT)?;
+    if !out.status.success() {
+        let said = String::from_utf8_lossy(&out.stderr);
+        bail!(
+            "pg_basebackup could not copy the cluster: {}",
+            said.lines()
+                .rfind(|l| !l.trim().is_empty())
+                .unwrap_or("no reason given")
+                .trim()
+        );
+    }
+    Ok(())
+}
