@@ -176,6 +176,10 @@ pub const RETRY_SERIALIZATION: Limit = with_default(
     limit("--retry-serialization", "race.retry_serialization", 0, 100),
     0,
 );
+pub const REPLICA_DELAY_MS: Limit = with_default(
+    limit("--replica-delay-ms", "race.replica_delay_ms", 0, 60_000),
+    0,
+);
 pub const REPLICAS: Limit = with_default(limit("--replicas", "race.replicas", 1, 16), 1);
 pub const POOLER_RUNS: Limit = with_default(flag("--runs", 1, 10_000), 1);
 pub const MATRIX_RUNS: Limit = with_default(flag("--runs", 1, 100_000), 20);

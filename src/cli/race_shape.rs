@@ -53,6 +53,9 @@ pub struct RaceFlags {
     pub transactions: TransactionFlags,
 
     #[command(flatten)]
+    pub standby: StandbyFlags,
+
+    #[command(flatten)]
     pub faults: FaultFlags,
 
     #[command(flatten)]
@@ -309,6 +312,32 @@ pub struct TransactionFlags {
     pub retry_serialization: Option<u64>,
 }
 
+/// Lesson 10: a hot standby of the disposable cluster, and reads from it.
+#[derive(Debug, Clone, Args)]
+pub struct StandbyFlags {
+    /// Start a hot standby of the disposable cluster (pg_basebackup and
+    /// streaming replication) beside it for the race.
+    #[arg(help_heading = "Lesson 10: more than one database")]
+    #[arg(long)]
+    pub standby: bool,
+
+    #[arg(help_heading = "Lesson 10: more than one database")]
+    #[arg(long, value_enum, value_name = "SERVER",
+          help = with_default(
+              "Where the strategy's finds read: the primary, or the standby (as an app \
+               with a reading role does); writes go to the primary.",
+              crate::race::ReadFrom::Primary.name()))]
+    pub read_from: Option<crate::race::ReadFrom>,
+
+    #[arg(help_heading = "Lesson 10: more than one database")]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = limits::REPLICA_DELAY_MS.parser(),
+          help = limits::REPLICA_DELAY_MS.help(
+              "The standby's recovery_min_apply_delay: how long it waits before applying \
+               a commit, so that its lag shows."))]
+    pub replica_delay_ms: Option<u64>,
+}
+
 /// Lesson 7: faults on purpose.
 #[derive(Debug, Clone, Args)]
 pub struct FaultFlags {
@@ -371,6 +400,9 @@ impl RaceFlags {
             recovery_retries: self.faults.recovery_retries,
             hang_up: self.faults.hang_up,
             on_hangup: self.hangups.on_hangup,
+            standby: said(self.standby.standby, true),
+            read_from: self.standby.read_from,
+            replica_delay_ms: self.standby.replica_delay_ms,
             ..app_input(
                 strategy,
                 &self.app,

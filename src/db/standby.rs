@@ -15,8 +15,13 @@ use anyhow::{Result, bail};
 use super::child::output;
 use super::cluster::{Cluster, runs_parent, server_settings};
 use super::os_user::chown_tree;
+use super::pool::Connect;
+use super::sslmode::Tls;
+use super::statements::Sending;
 use super::supervised::Supervised;
 use super::template::private_dir;
+use super::url::DatabaseUrl;
+use super::{Backend, Database};
 
 /// How long the base backup of a fresh cluster may take.
 const BASE_BACKUP_LIMIT: Duration = Duration::from_secs(60);
@@ -64,13 +69,17 @@ impl Standby {
         &self.server.run_dir
     }
 
-    /// A connection to the standby: read-only, as a reading role's is.
-    pub async fn connect(&self) -> Result<tokio_postgres::Client> {
-        let url = format!(
+    /// The standby's URL: its socket, no TLS (nothing to encrypt there).
+    pub fn url(&self) -> String {
+        format!(
             "{}&sslmode=disable",
             super::socket_url(self.socket_dir(), None)
-        );
-        let config = super::url::DatabaseUrl::parse(&url)?.for_workers();
+        )
+    }
+
+    /// A connection to the standby: read-only, as a reading role's is.
+    pub async fn connect(&self) -> Result<tokio_postgres::Client> {
+        let config = DatabaseUrl::parse(&self.url())?.for_workers();
         let (client, driver) = config
             .connect(tokio_postgres::NoTls)
             .await
@@ -78,6 +87,28 @@ impl Standby {
         tokio::spawn(driver);
         Ok(client)
     }
+}
+
+/// A hot standby of `db`'s disposable cluster (`--standby`), and settings
+/// for connections that read from it, made as the workers' are. idem
+/// never makes a standby of, or reconfigures, a user's server.
+pub fn start_for(db: &Database, apply_delay: Duration) -> Result<(Standby, Connect)> {
+    let Backend::Embedded(cluster) = &db.backend else {
+        bail!(
+            "--standby makes a hot standby of idem's own disposable cluster; idem never \
+             reconfigures your server: drop --database-url"
+        );
+    };
+    let delay = (!apply_delay.is_zero()).then_some(apply_delay);
+    let standby = Standby::start(cluster, delay)?;
+    let url = DatabaseUrl::parse(&standby.url())?;
+    let connect = Connect {
+        config: super::for_workers(url.for_workers()),
+        tls: Tls::disabled().connector()?,
+        schema: db.workers_config().schema.clone(),
+        sending: Sending::Prepared,
+    };
+    Ok((standby, connect))
 }
 
 /// The primary's data, copied into `run_dir/data` as a standby's.

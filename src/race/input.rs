@@ -14,7 +14,9 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::settings::{App, CrashPlan, Faults, RaceSettings, Requests, Store, Transport};
+use super::settings::{
+    App, CrashPlan, Faults, RaceSettings, ReadFrom, Requests, StandbyPlan, Store, Transport,
+};
 use crate::db::via::Via;
 use crate::http::app::OnHangup;
 use crate::http::caller::KeyScope;
@@ -97,6 +99,12 @@ pub struct RaceInput {
     pub key_scope: Option<KeyScope>,
     /// Over HTTP: what the app does with a request whose client left.
     pub on_hangup: Option<OnHangup>,
+    /// A hot standby of the disposable cluster beside the race (lesson 10).
+    pub standby: Option<bool>,
+    /// Where the strategy's finds read: the primary or the standby.
+    pub read_from: Option<ReadFrom>,
+    /// The standby's `recovery_min_apply_delay`, in ms.
+    pub replica_delay_ms: Option<u64>,
 }
 
 fn as_duration_text<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -351,7 +359,33 @@ impl RaceInput {
             replicas: size(self.replicas, &limits::REPLICAS),
             key_scope: self.key_scope.unwrap_or_default(),
             on_hangup: self.on_hangup.unwrap_or_default(),
+            standby: self.standby_plan(origin)?,
+            read_from: self.read_from.unwrap_or_default(),
         })
+    }
+
+    /// The standby the race starts, if any: `--replica-delay-ms` and
+    /// `--read-from standby` need one.
+    fn standby_plan(&self, origin: Origin) -> Result<Option<StandbyPlan>> {
+        let standby = origin.name("--standby", "race.standby = true");
+        if self.standby != Some(true) {
+            if self.replica_delay_ms.is_some() {
+                bail!(
+                    "{} delays a standby; add {standby}",
+                    limits::REPLICA_DELAY_MS.name(origin)
+                );
+            }
+            if self.read_from == Some(ReadFrom::Standby) {
+                bail!(
+                    "{} reads from a standby; add {standby}",
+                    origin.name("--read-from standby", "race.read_from = \"standby\"")
+                );
+            }
+            return Ok(None);
+        }
+        Ok(Some(StandbyPlan {
+            apply_delay: Duration::from_millis(self.replica_delay_ms.unwrap_or(0)),
+        }))
     }
 
     /// The request's transaction: as given; else a transaction when an

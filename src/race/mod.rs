@@ -24,6 +24,6 @@ pub use runner::Race;
 pub use settings::MAX_KEY_LEN;
 pub use settings::{
     App, CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE, DEFAULT_STRATEGY, RaceSettings,
-    Transport,
+    ReadFrom, Transport,
 };
 pub use worker_report::WorkerReport;

@@ -16,6 +16,21 @@ use crate::strategy::orm::Orm;
 use crate::strategy::transaction::{Isolation, Transaction};
 use crate::strategy::{LoserKind, StrategyKind};
 
+/// The hot standby beside a race (`--standby`), measured at the race's end.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct StandbyFigures {
+    /// Its `recovery_min_apply_delay`, in ms (`--replica-delay-ms`).
+    pub apply_delay_ms: u64,
+    /// Where the strategy's finds read.
+    pub read_from: super::settings::ReadFrom,
+    /// WAL the standby had not replayed, in bytes, from the primary's
+    /// `pg_stat_replication` (`pg_current_wal_lsn()` less `replay_lsn`).
+    pub lag_bytes: i64,
+    /// The primary's `replay_lag` for it, in ms: how long its last
+    /// replayed commit took to be applied there.
+    pub replay_lag_ms: f64,
+}
+
 /// The XP rows a correct guard leaves: one per key.
 pub const EXPECTED_XP_ROWS: u64 = 1;
 
@@ -79,6 +94,9 @@ pub struct RaceResult {
     /// Times the work called the award service, retries included: a call no
     /// rollback undoes, counted apart from the rows.
     pub service_calls: u64,
+    /// With `--standby`: the hot standby and how far behind it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standby: Option<StandbyFigures>,
     pub reports: Vec<WorkerReport>,
     /// Whose statements check-then-store sent; shown in the settings line.
     #[serde(skip)]
@@ -145,6 +163,7 @@ impl RaceResult {
             elapsed_ms: elapsed.as_secs_f64() * 1000.0,
             lesson_figure: s.lesson_figure(),
             service_calls: 0,
+            standby: None,
             reports,
         }
     }

@@ -11,11 +11,12 @@ use tokio::task::JoinSet;
 
 use super::blocking::BlockWatch;
 use super::over_http::{Wire, WireEnd, run_client};
-use super::result::RaceResult;
-use super::settings::{RaceSettings, Transport};
+use super::result::{RaceResult, StandbyFigures};
+use super::settings::{RaceSettings, ReadFrom, StandbyPlan, Transport};
 use super::stepper::Controller;
 use super::worker_report::WorkerReport;
 use crate::db::pool::{self, Conn, Workers, warm_pool};
+use crate::db::standby::Standby;
 use crate::db::via::Via;
 use crate::db::{Backend, Database, pgbouncer, pooled};
 use crate::http::app::{App, Handled, OnHangup, Watch};
@@ -38,6 +39,9 @@ pub struct Replica {
 pub struct Race<'db> {
     db: &'db Database,
     pub(super) pool: Workers,
+    /// `--standby`: the hot standby, and the pool the finds read from
+    /// with `--read-from standby` (dropped before the database closes).
+    standby: Option<(Standby, Workers)>,
     pub(super) strategy: Arc<dyn Strategy>,
     /// Over HTTP: the app the workers call.
     wire: Option<Wire>,
@@ -75,6 +79,15 @@ impl<'db> Race<'db> {
         if settings.app.replicas == 1 {
             strategy.start(&pool).await?;
         }
+        let standby = match settings.app.standby {
+            Some(plan) => {
+                // A second or so of pg_basebackup and start-up, before the race.
+                let (standby, connect) = crate::db::standby::start_for(db, plan.apply_delay)?;
+                let reader = warm_pool(&connect, settings.app.pool_size).await?;
+                Some((standby, reader))
+            }
+            None => None,
+        };
         let service = ServiceCalls::default();
         let wire = match settings.requests.transport {
             Transport::Http if settings.app.replicas > 1 => {
@@ -89,6 +102,7 @@ impl<'db> Race<'db> {
         Ok(Self {
             db,
             pool,
+            standby,
             strategy,
             wire,
             service,
@@ -127,6 +141,11 @@ impl<'db> Race<'db> {
     pub(super) async fn start_app(&self) -> Result<Option<pool::Conn>> {
         let s = &self.settings;
         self.db.reset().await?;
+        // A standby that still shows the last run's key would answer this
+        // run's finds from it: the race starts once it has replayed the reset.
+        if let Some(plan) = s.app.standby {
+            caught_up(self.db, plan).await?;
+        }
         // What the strategy keeps outside the tables goes with them.
         self.strategy.forget();
         if let Some(replicas) = self.replicas() {
@@ -169,6 +188,10 @@ impl<'db> Race<'db> {
             checkout_timeout: s.app.checkout_timeout,
             strike_delay: s.app.work / 2,
             wire: self.wire.as_ref().map(|w| w.end.clone()),
+            reader: match s.app.read_from {
+                ReadFrom::Standby => self.standby.as_ref().map(|(_, reader)| reader.clone()),
+                ReadFrom::Primary => None,
+            },
         };
         let fired = Arc::new(AtomicBool::new(false));
         // Hooks are handed out by worker number: worker 1's is last, popped first.
@@ -306,6 +329,9 @@ impl<'db> Race<'db> {
             Some(replicas) => replicas.calls().await?,
             None => self.service.count() - calls_before,
         };
+        if let Some(plan) = s.app.standby {
+            result.standby = Some(standby_lag(self.db, plan, s.app.read_from).await?);
+        }
         Ok(result)
     }
 
@@ -479,6 +505,8 @@ struct Crew {
     strike_delay: Duration,
     /// Over HTTP: where the app listens.
     wire: Option<Arc<WireEnd>>,
+    /// `--read-from standby`: the standby's pool the finds read from.
+    reader: Option<Workers>,
 }
 
 /// One worker, in-process or as an HTTP client, as the race's transport says.
@@ -511,6 +539,7 @@ async fn run_worker(
         checkout_timeout,
         strike_delay,
         wire: _,
+        reader,
     } = crew;
     ready.add_permits(1);
     let opened = match gate.wait_for(Option::is_some).await {
@@ -522,7 +551,7 @@ async fn run_worker(
     trace.service = req.service.clone();
     trace.strike_delay = strike_delay;
     trace.stepper = stepper;
-    let mut lease = Lease::new(pool, checkout_timeout);
+    let mut lease = Lease::new(pool, checkout_timeout).reading_from(reader);
     let answer = respond(&*strategy, &mut lease, &req, &mut trace).await;
     if let Some(hook) = trace.stepper.take() {
         hook.finished();
@@ -531,6 +560,63 @@ async fn run_worker(
     let pid = trace.backend_pid;
     let report = WorkerReport::new(req, answer, trace, lease.checkouts, answer_ms);
     (report, pid)
+}
+
+/// Waits until the standby has replayed everything the primary has
+/// written so far: its apply delay, and the time for the WAL to reach it.
+async fn caught_up(db: &Database, plan: StandbyPlan) -> Result<()> {
+    let limit = plan.apply_delay + Duration::from_secs(10);
+    let began = Instant::now();
+    let mut tx = db.book().await?;
+    let target: String = crate::db::book::query_scalar("SELECT pg_current_wal_lsn()::text")
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    loop {
+        let mut tx = db.book().await?;
+        let behind: bool = crate::db::book::query_scalar(
+            "SELECT coalesce(bool_or(replay_lsn IS NULL OR replay_lsn < $1::pg_lsn), true)
+             FROM pg_stat_replication",
+        )
+        .bind(&target)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        if !behind {
+            return Ok(());
+        }
+        if began.elapsed() > limit {
+            bail!(
+                "the standby did not replay the reset of the tables within {} s",
+                limit.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// How far behind the hot standby is, from the primary's
+/// `pg_stat_replication`, as a race reports it.
+async fn standby_lag(
+    db: &Database,
+    plan: StandbyPlan,
+    read_from: ReadFrom,
+) -> Result<StandbyFigures> {
+    let mut tx = db.book().await?;
+    let (lag_bytes, replay_lag_ms): (i64, f64) = crate::db::book::query_as(
+        "SELECT coalesce(max(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)), 0)::bigint,
+                coalesce(max(extract(epoch FROM replay_lag) * 1000), 0)::float8
+         FROM pg_stat_replication",
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(StandbyFigures {
+        apply_delay_ms: plan.apply_delay.as_millis() as u64,
+        read_from,
+        lag_bytes,
+        replay_lag_ms,
+    })
 }
 
 /// Names, for every worker that waited on a lock, the workers that held it.

@@ -119,6 +119,40 @@ pub struct App {
     pub key_scope: KeyScope,
     /// Over HTTP: what the app does with a request whose client left.
     pub on_hangup: OnHangup,
+    /// A hot standby of the disposable cluster beside the race (lesson 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standby: Option<StandbyPlan>,
+    /// Where the strategy's finds read.
+    #[serde(default)]
+    pub read_from: ReadFrom,
+}
+
+/// The hot standby a race starts (`--standby`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StandbyPlan {
+    /// Its `recovery_min_apply_delay` (`--replica-delay-ms`).
+    pub apply_delay: Duration,
+}
+
+/// Where a strategy's finds read (`--read-from`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadFrom {
+    /// The primary, where the writes go.
+    #[default]
+    Primary,
+    /// The hot standby: what it has replayed so far.
+    Standby,
+}
+
+impl ReadFrom {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadFrom::Primary => "primary",
+            ReadFrom::Standby => "standby",
+        }
+    }
 }
 
 /// Lesson 5: where claim-work-complete keeps its claims, and the cache
@@ -254,6 +288,7 @@ impl RaceSettings {
     fn check_combinations(&self, origin: Origin) -> Result<()> {
         self.check_shape(origin)?;
         self.check_guard_file(origin)?;
+        self.check_standby(origin)?;
         self.check_store(origin)?;
         self.check_faults(origin)?;
         self.check_orm(origin)?;
@@ -381,6 +416,55 @@ impl RaceSettings {
                 "{} block runs the course's claim in a transaction of its own; {name}'s losers \
                  take fail-fast or poll",
                 origin.name("--loser", "race.loser =")
+            );
+        }
+        Ok(())
+    }
+
+    /// A standby races in-process for now, and only finds that are plain
+    /// reads go to it.
+    fn check_standby(&self, origin: Origin) -> Result<()> {
+        let Some(_) = self.app.standby else {
+            return Ok(());
+        };
+        let standby = origin.name("--standby", "race.standby");
+        if self.requests.transport == Transport::Http || self.app.replicas > 1 {
+            bail!(
+                "{standby} races in-process for now; drop {}",
+                origin.name("--http", "race.http")
+            );
+        }
+        if self.app.via != Via::Direct {
+            bail!(
+                "{standby} reads the standby directly; drop {}",
+                origin.name("--via", "race.via")
+            );
+        }
+        if self.requests.schedule.is_some() {
+            bail!("{standby} is for `idem race`; idem step drives one server");
+        }
+        if self.app.read_from != ReadFrom::Standby {
+            return Ok(());
+        }
+        let reads = origin.name("--read-from standby", "race.read_from = \"standby\"");
+        let plain_find = match self.app.guard_file {
+            Some(_) => true,
+            None => matches!(
+                self.app.strategy,
+                StrategyKind::CheckThenStore | StrategyKind::ClaimWorkComplete
+            ),
+        };
+        if !plain_find || self.app.orm != Orm::Bare {
+            bail!(
+                "{reads} sends check-then-store's find and claim-work-complete's read of the claim \
+                 to the standby; {} has no plain find to send there",
+                self.app.strategy
+            );
+        }
+        if self.app.transaction == Transaction::Request {
+            bail!(
+                "{reads}: a find on the standby is outside the request's transaction; drop {}",
+                origin.name("--transaction request", "race.transaction")
             );
         }
         Ok(())

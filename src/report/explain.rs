@@ -339,7 +339,20 @@ fn check_then_store(r: &RaceResult, made: usize) -> String {
         workers(made),
         if made == 1 { "it" } else { "each" }
     );
-    if late.is_empty() {
+    // Finds on a lagging standby see the key late, whatever the pool.
+    if let Some(standby) = r
+        .standby
+        .filter(|s| s.read_from == crate::race::ReadFrom::Standby)
+    {
+        text = format!(
+            "{} found no key, so {} did the work: their finds read a hot standby that \
+             applies each commit {} ms after the primary, so a key the primary already had \
+             was not there yet.",
+            workers(made),
+            if made == 1 { "it" } else { "each" },
+            standby.apply_delay_ms
+        );
+    } else if late.is_empty() {
         text.push('.');
     } else {
         let longest = late.iter().map(|w| w.checkout_wait_ms).fold(0.0, f64::max);

@@ -74,6 +74,17 @@ fn settings_line_with(r: &RaceResult, show_loser: bool) -> String {
         (Transport::Http, None) => items.push("over HTTP".into()),
         (Transport::InProcess, _) => {}
     }
+    if let Some(standby) = &r.standby {
+        let delay = match standby.apply_delay_ms {
+            0 => String::new(),
+            ms => format!(", applying {ms} ms late"),
+        };
+        let reads = match standby.read_from {
+            crate::race::ReadFrom::Standby => "finds read from a hot standby",
+            crate::race::ReadFrom::Primary => "a hot standby beside it",
+        };
+        items.push(format!("{reads}{delay}"));
+    }
     items.push(format!("key {:?}", r.key));
     super::width::join_fitted(&items, super::width::width())
 }
@@ -165,6 +176,13 @@ pub fn figures(r: &RaceResult) -> String {
             r.wrong_replays
         );
         let _ = writeln!(out, "  wrong replays         {}", bad(text));
+    }
+    if let Some(standby) = &r.standby {
+        let text = format!(
+            "{} bytes of WAL behind at the end; replay lag {:.0} ms",
+            standby.lag_bytes, standby.replay_lag_ms
+        );
+        let _ = writeln!(out, "  standby lag           {}", dim(text));
     }
     out
 }

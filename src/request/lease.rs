@@ -55,6 +55,10 @@ pub struct Lease {
     pool: Workers,
     wait: Duration,
     conn: Option<Conn>,
+    /// A hot standby's pool the strategy's finds read from
+    /// (`--read-from standby`), and the connection held from it.
+    reader: Option<Workers>,
+    read: Option<Conn>,
     /// How many times this request checked a connection out.
     pub checkouts: u32,
 }
@@ -65,8 +69,33 @@ impl Lease {
             pool,
             wait,
             conn: None,
+            reader: None,
+            read: None,
             checkouts: 0,
         }
+    }
+
+    /// The same lease, whose finds read from `reader` (a hot standby's
+    /// pool) when one is given, as an app with a reading role does.
+    pub fn reading_from(mut self, reader: Option<Workers>) -> Self {
+        self.reader = reader;
+        self
+    }
+
+    /// The connection a find reads on: the standby's, checked out on first
+    /// use and held like the lease's own, or else the lease's own.
+    pub async fn read_conn(&mut self, trace: &mut Trace) -> Result<&Conn, Failure> {
+        let Some(reader) = &self.reader else {
+            return self.conn(trace).await;
+        };
+        if trace.crashed() {
+            return Err(Failure::Crashed);
+        }
+        let read = match self.read.take() {
+            Some(read) => read,
+            None => pool::checkout(reader, self.wait).await?,
+        };
+        Ok(self.read.insert(read))
     }
 
     /// A lease that already holds `conn`: a client that keeps its
@@ -122,11 +151,12 @@ impl Lease {
     /// Gives the connection back to the pool, e.g. while waiting between polls.
     pub fn release(&mut self) {
         self.conn = None;
+        self.read = None;
     }
 
     /// Ends the lease's connection for good: it is closed, not returned (a crash).
     pub fn discard(&mut self) {
-        if let Some(conn) = self.conn.take() {
+        for conn in [self.conn.take(), self.read.take()].into_iter().flatten() {
             conn.discard();
         }
     }

@@ -99,22 +99,25 @@ impl Strategy for CheckThenStore {
                     .await?;
                 trace.note("key locked");
             }
-            // 1. Check: has anyone stored this key yet?
+            // 1. Check: has anyone stored this key yet? (On a standby, with
+            // --read-from standby: what it has replayed so far.)
             let find = match self.lock {
                 FindLock::ForUpdate => &FIND_FOR_UPDATE,
                 FindLock::None | FindLock::Advisory => &FIND,
             };
+            let reader = lease.read_conn(trace).await?;
             let found = trace
                 .query(
                     Step::Find,
                     find.text,
-                    conn.fetch_opt(find, &[&req.key, &OPERATION]),
+                    reader.fetch_opt(find, &[&req.key, &OPERATION]),
                 )
                 .await?;
             if let Some(row) = found {
                 return Ok(replay(&row, req, trace));
             }
             trace.note("no key");
+            let conn = lease.conn(trace).await?;
 
             // 2. Work: nothing above stops another request doing the same.
             let xp = trace

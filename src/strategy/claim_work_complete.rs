@@ -172,7 +172,7 @@ pub(super) async fn lose(
     let began = trace.now_ms();
     let mut reads = 0;
     loop {
-        let conn = lease.conn(trace).await?;
+        let conn = lease.read_conn(trace).await?;
         let claim = read_claim(conn, read, trace).await?;
         reads += 1;
         // The key means the request: other parameters get 422 whatever the claim's state.

@@ -147,8 +147,13 @@ impl FileGuard {
         }
         let find = self.statement(StepName::Find);
         let params = values.bind(find);
+        let reader = lease.read_conn(trace).await?;
         let found = trace
-            .query(Step::Find, find.written, conn.fetch_opt(&find.sql, &params))
+            .query(
+                Step::Find,
+                find.written,
+                reader.fetch_opt(&find.sql, &params),
+            )
             .await?;
         if let Some(row) = found {
             let body: Option<Value> = row.try_get("response_body").ok().flatten();
@@ -163,6 +168,7 @@ impl FileGuard {
             return Ok(replay(body, "key found", None));
         }
         trace.note("no key");
+        let conn = lease.conn(trace).await?;
         let (xp, body) = award(conn, req, trace, &mut values).await?;
         let store = self.statement(StepName::Store);
         let params = values.bind(store);
