@@ -266,3 +266,86 @@ fn an_exercise_is_written_checked_hinted_and_kept_when_passed() {
         Vec::<String>::new()
     );
 }
+
+/// A guard file's request dropped in the middle of its work (the client
+/// gone), inside a request transaction and without one: its connection is
+/// closed, not given back with the transaction open, the lock it held goes
+/// with it, and the next request with the key finishes with one XP row.
+#[tokio::test]
+async fn a_guard_files_request_dropped_mid_work_leaves_no_open_transaction() {
+    use idem::db::pool::warm_pool;
+    use idem::race::{Lease, Request, Trace};
+    use std::time::{Duration, Instant};
+
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let dir = Sandbox::new("guard-file-dropped");
+    // Lesson 8's answer: the whole request in one transaction, behind a lock.
+    // Lesson 7's: a committed claim, taken over once stale.
+    for (name, text) in [
+        ("8.toml", EXERCISES[7].solution),
+        ("7.toml", EXERCISES[6].solution),
+    ] {
+        db.reset().await.unwrap();
+        let file = dir.dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        let settings = RaceInput {
+            strategy_file: Some(file),
+            lock_timeout_ms: Some(300),
+            ..RaceInput::default()
+        }
+        .build(Origin::Flags)
+        .unwrap();
+        let strategy = settings.build_strategy();
+        let pool = warm_pool(db.workers_config(), 1).await.unwrap();
+        let request = |worker, work| {
+            Request::new(
+                worker,
+                format!("dropped-{name}"),
+                settings.params(1),
+                true,
+                work,
+            )
+        };
+        // The work takes a minute; the request is dropped after 300 ms.
+        let slow = request(1, Duration::from_secs(60));
+        let mut lease = Lease::new(pool.clone(), Duration::from_secs(5));
+        let mut trace = Trace::new(Instant::now());
+        let dropped = tokio::time::timeout(
+            Duration::from_millis(300),
+            strategy.handle(&mut lease, &slow, &mut trace),
+        )
+        .await;
+        assert!(dropped.is_err(), "{name}: the request was still working");
+        drop(lease);
+        let mut tx = db.book().await.unwrap();
+        let open: i64 = idem::db::book::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE application_name = 'idem-worker' AND state LIKE 'idle in transaction%'",
+        )
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(
+            open, 0,
+            "{name}: a connection went back inside the dropped transaction"
+        );
+        // Past the stale-claim timeout, the next request with the key works.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let retry = request(2, Duration::ZERO);
+        let mut lease = Lease::new(pool.clone(), Duration::from_secs(5));
+        let mut trace = Trace::new(Instant::now());
+        let answer = tokio::time::timeout(
+            Duration::from_secs(10),
+            strategy.handle(&mut lease, &retry, &mut trace),
+        )
+        .await
+        .expect("the retry is not blocked by the dropped request")
+        .unwrap();
+        lease.release();
+        assert_eq!(answer.outcome, idem::race::Outcome::Created, "{name}");
+        let counts = db.counts(&format!("dropped-{name}")).await.unwrap();
+        assert_eq!(counts.xp_rows, 1, "{name}");
+    }
+    db.close().await.unwrap();
+}
