@@ -85,10 +85,7 @@ impl Cell {
 
     /// The shape as the table names it: the strategy, or the guard file.
     pub fn name(&self) -> String {
-        match self.strategy_file {
-            Some(file) => format!("{file} ({} shape)", self.strategy),
-            None => self.strategy.name().to_string(),
-        }
+        crate::strategy::guard_file::label(self.strategy, self.strategy_file)
     }
 
     /// `none`, `RC`, `RR`, `SER`, `SER+3`: the setting in a few letters.

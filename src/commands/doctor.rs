@@ -180,14 +180,7 @@ async fn examine_standby(db: &Database) -> Result<(StandbyFindings, Standby)> {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     let replayed_ms = committed.elapsed().as_secs_f64() * 1000.0;
-    let mut tx = db.book().await?;
-    let lag_bytes: i64 = book::query_scalar(
-        "SELECT coalesce(max(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)), -1)::bigint \
-         FROM pg_stat_replication",
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-    tx.commit().await?;
+    let (lag_bytes, _) = standby.lag(db).await?;
     let found = StandbyFindings {
         run_dir: standby.socket_dir().display().to_string(),
         start_ms,

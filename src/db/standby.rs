@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
+use super::book;
 use super::child::output;
 use super::cluster::{Cluster, runs_parent, server_settings};
 use super::os_user::chown_tree;
@@ -75,6 +76,55 @@ impl Standby {
             "{}&sslmode=disable",
             super::socket_url(self.socket_dir(), None)
         )
+    }
+
+    /// Waits until the standby has replayed everything `primary` has
+    /// written so far (its apply delay, and the time for the WAL to
+    /// reach it), for at most `limit`.
+    pub async fn caught_up(&self, primary: &Database, limit: Duration) -> Result<()> {
+        let began = std::time::Instant::now();
+        let mut tx = primary.book().await?;
+        let target: String = book::query_scalar("SELECT pg_current_wal_lsn()::text")
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        loop {
+            let mut tx = primary.book().await?;
+            let behind: bool = book::query_scalar(
+                "SELECT coalesce(bool_or(replay_lsn IS NULL OR replay_lsn < $1::pg_lsn), true)
+                 FROM pg_stat_replication",
+            )
+            .bind(&target)
+            .fetch_one(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            if !behind {
+                return Ok(());
+            }
+            if began.elapsed() > limit {
+                bail!(
+                    "the standby did not replay the primary's writes within {} s",
+                    limit.as_secs()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// How far behind the standby is, from `primary`'s
+    /// `pg_stat_replication`: WAL not yet replayed, in bytes, and the
+    /// `replay_lag` of its last replayed commit, in ms.
+    pub async fn lag(&self, primary: &Database) -> Result<(i64, f64)> {
+        let mut tx = primary.book().await?;
+        let lag = book::query_as(
+            "SELECT coalesce(max(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)), 0)::bigint,
+                    coalesce(max(extract(epoch FROM replay_lag) * 1000), 0)::float8
+             FROM pg_stat_replication",
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(lag)
     }
 
     /// A connection to the standby: read-only, as a reading role's is.

@@ -107,10 +107,7 @@ impl RaceResult {
     /// The strategy as a report names it: its name, or the guard file's
     /// with its shape (`guard.toml, a claim-work-complete`).
     pub fn strategy_label(&self) -> String {
-        match &self.strategy_file {
-            Some(file) => format!("{file} ({} shape)", self.strategy),
-            None => self.strategy.name().to_string(),
-        }
+        crate::strategy::guard_file::label(self.strategy, self.strategy_file)
     }
 
     /// What the retries after the race (a crashed or failed request sent

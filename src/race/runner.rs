@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 use super::blocking::BlockWatch;
 use super::over_http::{Wire, WireEnd, run_client};
 use super::result::{RaceResult, StandbyFigures};
-use super::settings::{RaceSettings, ReadFrom, StandbyPlan, Transport};
+use super::settings::{RaceSettings, ReadFrom, Transport};
 use super::stepper::Controller;
 use super::worker_report::WorkerReport;
 use crate::db::pool::{self, Conn, Workers, warm_pool};
@@ -143,8 +143,10 @@ impl<'db> Race<'db> {
         self.db.reset().await?;
         // A standby that still shows the last run's key would answer this
         // run's finds from it: the race starts once it has replayed the reset.
-        if let Some(plan) = s.app.standby {
-            caught_up(self.db, plan).await?;
+        if let (Some(plan), Some((standby, _))) = (s.app.standby, &self.standby) {
+            standby
+                .caught_up(self.db, plan.apply_delay + CATCH_UP_SLACK)
+                .await?;
         }
         // What the strategy keeps outside the tables goes with them.
         self.strategy.forget();
@@ -329,8 +331,14 @@ impl<'db> Race<'db> {
             Some(replicas) => replicas.calls().await?,
             None => self.service.count() - calls_before,
         };
-        if let Some(plan) = s.app.standby {
-            result.standby = Some(standby_lag(self.db, plan, s.app.read_from).await?);
+        if let (Some(plan), Some((standby, _))) = (s.app.standby, &self.standby) {
+            let (lag_bytes, replay_lag_ms) = standby.lag(self.db).await?;
+            result.standby = Some(StandbyFigures {
+                apply_delay_ms: plan.apply_delay.as_millis() as u64,
+                read_from: s.app.read_from,
+                lag_bytes,
+                replay_lag_ms,
+            });
         }
         Ok(result)
     }
@@ -562,62 +570,9 @@ async fn run_worker(
     (report, pid)
 }
 
-/// Waits until the standby has replayed everything the primary has
-/// written so far: its apply delay, and the time for the WAL to reach it.
-async fn caught_up(db: &Database, plan: StandbyPlan) -> Result<()> {
-    let limit = plan.apply_delay + Duration::from_secs(10);
-    let began = Instant::now();
-    let mut tx = db.book().await?;
-    let target: String = crate::db::book::query_scalar("SELECT pg_current_wal_lsn()::text")
-        .fetch_one(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    loop {
-        let mut tx = db.book().await?;
-        let behind: bool = crate::db::book::query_scalar(
-            "SELECT coalesce(bool_or(replay_lsn IS NULL OR replay_lsn < $1::pg_lsn), true)
-             FROM pg_stat_replication",
-        )
-        .bind(&target)
-        .fetch_one(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        if !behind {
-            return Ok(());
-        }
-        if began.elapsed() > limit {
-            bail!(
-                "the standby did not replay the reset of the tables within {} s",
-                limit.as_secs()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-/// How far behind the hot standby is, from the primary's
-/// `pg_stat_replication`, as a race reports it.
-async fn standby_lag(
-    db: &Database,
-    plan: StandbyPlan,
-    read_from: ReadFrom,
-) -> Result<StandbyFigures> {
-    let mut tx = db.book().await?;
-    let (lag_bytes, replay_lag_ms): (i64, f64) = crate::db::book::query_as(
-        "SELECT coalesce(max(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)), 0)::bigint,
-                coalesce(max(extract(epoch FROM replay_lag) * 1000), 0)::float8
-         FROM pg_stat_replication",
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    Ok(StandbyFigures {
-        apply_delay_ms: plan.apply_delay.as_millis() as u64,
-        read_from,
-        lag_bytes,
-        replay_lag_ms,
-    })
-}
+/// How long, past its apply delay, a standby may take to replay the reset
+/// of the tables before a run.
+const CATCH_UP_SLACK: Duration = Duration::from_secs(10);
 
 /// Names, for every worker that waited on a lock, the workers that held it.
 /// A server pid may serve several workers in turn; the holder of a lock is

@@ -92,10 +92,10 @@ pub fn render_ready(r: &Ready) -> String {
     format!(
         "{} {} on {}\n{}\n{}\n\n{}\n\n",
         strong("idem serve ·"),
-        strong(match &r.strategy_file {
-            Some(file) => format!("{file} ({} shape)", r.strategy),
-            None => r.strategy.name().to_string(),
-        }),
+        strong(crate::strategy::guard_file::label(
+            r.strategy,
+            r.strategy_file.as_deref()
+        )),
         strong(&r.url),
         dim(format!(
             "tables in schema {} · {}{pool}{} · {} threads · work {} ms",

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use idem::db::{ConnectOptions, Database};
 use idem::exercise::{EXERCISES, judge};
 use idem::limits::Origin;
-use idem::race::Race;
 use idem::race::input::RaceInput;
 
+use crate::common::races::race;
 use crate::common::{Sandbox, refused_in_one_line};
 
 /// Every exercise's file fails at least one of its lesson's cases, and its
@@ -42,6 +42,7 @@ async fn every_exercise_fails_as_given_and_its_solution_passes() {
 /// 1's file is check-then-store's figure, and its JSON names the file.
 #[tokio::test]
 async fn a_guard_file_of_lesson_one_makes_the_course_figure() {
+    let _timing = crate::common::TIMING.lock().await;
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     let dir = Sandbox::new("guard-file-figure");
     let file = dir.dir.join("1-one-row.toml");
@@ -53,14 +54,12 @@ async fn a_guard_file_of_lesson_one_makes_the_course_figure() {
     }
     .build(Origin::Flags)
     .unwrap();
-    let r = Race::prepare(&db, settings)
-        .await
-        .unwrap()
-        .run(1)
-        .await
-        .unwrap();
-    // Five workers on a pool of five, the runner holding one: four find nothing.
-    assert_eq!((r.key_rows, r.xp_rows, r.service_calls), (1, 4, 4));
+    let r = race(&db, settings).await;
+    // Five workers on a pool of five, the runner holding one: at most four
+    // find nothing (four in 99% of runs, as race.rs measures for the built-in).
+    assert_eq!(r.key_rows, 1);
+    assert!((2..=4).contains(&r.xp_rows), "{} XP rows", r.xp_rows);
+    assert_eq!(r.service_calls, r.xp_rows);
     assert_eq!(r.strategy_file, Some(file.to_str().unwrap()));
     let steps: Vec<&str> = r.reports[0].steps.iter().filter_map(|e| e.sql).collect();
     assert!(
@@ -112,12 +111,7 @@ async fn a_release_step_lets_the_retry_work_after_failed_work() {
         }
         .build(Origin::Flags)
         .unwrap();
-        let r = Race::prepare(&db, settings)
-            .await
-            .unwrap()
-            .run(1)
-            .await
-            .unwrap();
+        let r = race(&db, settings).await;
         seen.push((r.xp_rows, r.pending_key_rows, r.retry_statuses()));
     }
     assert_eq!(seen, [(0, 1, vec![409]), (1, 0, vec![201])]);

@@ -32,6 +32,15 @@ pub use run::FileGuard;
 /// The most a guard file may hold.
 pub const MAX_GUARD_FILE_BYTES: u64 = 64 * 1024;
 
+/// A strategy as a report names it: its name, or a guard file's with the
+/// shape it takes (`guard.toml (claim-work-complete shape)`).
+pub fn label(kind: crate::strategy::StrategyKind, file: Option<&str>) -> String {
+    match file {
+        Some(file) => format!("{file} ({kind} shape)"),
+        None => kind.name().to_string(),
+    }
+}
+
 /// The guard file at `path`, read once per process: a second call for the
 /// same path returns the first's.
 pub fn load(path: &Path) -> Result<GuardRef> {
