@@ -109,7 +109,7 @@ impl Command for CheckFile {
         let failed = checks.iter().filter(|c| !c.passed()).count();
         if failed > 0 {
             bail!(
-                "{failed} of {} cases fail; a hint: idem hint {}",
+                "{failed} of {} cases did not hold; a hint: idem hint {}",
                 checks.len(),
                 e.lesson
             );

@@ -8,10 +8,11 @@ use crate::challenge::{self, Judge, rows_and_statuses};
 use crate::db::Database;
 use crate::http::app::OnHangup;
 use crate::limits::Origin;
-use crate::probe::conformance::Check;
+use crate::probe::conformance::{Check, Mark};
 use crate::race::fault::FaultPoint;
 use crate::race::input::RaceInput;
 use crate::race::{CrashPlan, Outcome, Race, RaceResult, xp_rows};
+use crate::request::Step;
 use crate::strategy::LoserKind;
 
 /// One race a lesson's file is put through, and how its result is judged.
@@ -113,7 +114,8 @@ fn held_once(r: &RaceResult) -> bool {
 }
 
 fn one_call(r: &RaceResult) -> Check {
-    Check::judged(
+    raced(
+        r,
         "five at once",
         "1 XP row and 1 service call; the other four do no work and get no error",
         held_once(r),
@@ -122,7 +124,8 @@ fn one_call(r: &RaceResult) -> Check {
 }
 
 fn one_call_of_twenty(r: &RaceResult) -> Check {
-    Check::judged(
+    raced(
+        r,
         "twenty at once",
         "the same with twenty requests, each with a connection of its own",
         held_once(r),
@@ -137,7 +140,8 @@ fn pending_is_409(r: &RaceResult) -> Check {
         .iter()
         .filter(|w| w.outcome != Outcome::Created)
         .all(|w| w.status == 409);
-    Check::judged(
+    raced(
+        r,
         "loser, claim pending",
         "the winner answers 201; the four losers, who read its claim while it works, 409",
         r.xp_rows == 1 && created.count() == 1 && others_409,
@@ -151,7 +155,8 @@ fn completed_is_replayed(r: &RaceResult) -> Check {
         w.outcome == Outcome::Replayed
             && w.body.as_ref().and_then(crate::strategy::work::xp_id_of) == winner
     });
-    Check::judged(
+    raced(
+        r,
         "loser polls until completed",
         "with --loser poll, every loser replays the winner's response, XP row and all",
         r.xp_rows == 1 && winner.is_some() && replays_winner,
@@ -160,7 +165,8 @@ fn completed_is_replayed(r: &RaceResult) -> Check {
 }
 
 fn every_answer_201(r: &RaceResult) -> Check {
-    Check::judged(
+    raced(
+        r,
         "five in one transaction each",
         "1 XP row and 1 service call, and every request answered 201",
         r.xp_rows == 1 && r.service_calls == 1 && r.reports.iter().all(|w| w.status == 201),
@@ -170,7 +176,8 @@ fn every_answer_201(r: &RaceResult) -> Check {
 
 fn dropped_then_retried(r: &RaceResult) -> Check {
     let retry = r.reports.iter().find(|w| w.retry).map(|w| w.status);
-    Check::judged(
+    hung_up(
+        r,
         "hang-up, request dropped",
         "the client's retry gets through once the claim is stale: 201, 1 XP row, nothing pending",
         retry == Some(201) && r.xp_rows == 1 && r.pending_key_rows == 0,
@@ -185,7 +192,8 @@ fn dropped_then_retried(r: &RaceResult) -> Check {
 
 fn finished_then_replayed(r: &RaceResult) -> Check {
     let retry = r.reports.iter().find(|w| w.retry).map(|w| w.outcome);
-    Check::judged(
+    hung_up(
+        r,
         "hang-up, request finished",
         "the app finishes the abandoned request; the retry replays it: 1 XP row, 1 service call",
         retry == Some(Outcome::Replayed) && r.xp_rows == 1 && r.service_calls == 1,
@@ -196,6 +204,66 @@ fn finished_then_replayed(r: &RaceResult) -> Check {
             retry.map_or("never came".into(), |o| format!("was {}", o.name()))
         ),
     )
+}
+
+/// The case's verdict, given only if the race raced: a pass is "n/a" when
+/// some request began its first statement after the first work had ended,
+/// since the requests then did not meet where the lesson's flaw is.
+fn raced(
+    r: &RaceResult,
+    case: &'static str,
+    demands: &'static str,
+    passed: bool,
+    saw: String,
+) -> Check {
+    let first_work_end = r
+        .reports
+        .iter()
+        .flat_map(|w| w.steps.iter())
+        .filter(|e| e.step == Step::Work)
+        .map(|e| e.end_ms)
+        .fold(f64::INFINITY, f64::min);
+    let requests: Vec<_> = r.reports.iter().filter(|w| !w.retry).collect();
+    let met = requests
+        .iter()
+        .filter(|w| {
+            w.steps
+                .iter()
+                .find(|e| e.step != Step::Checkout)
+                .is_none_or(|e| e.start_ms < first_work_end)
+        })
+        .count();
+    if passed && met < requests.len() {
+        return Check {
+            case,
+            demands,
+            mark: Mark::NotApplicable,
+            saw: format!(
+                "did not race: {met} of {} requests began before the first work ended; {saw}",
+                requests.len()
+            ),
+        };
+    }
+    Check::judged(case, demands, passed, saw)
+}
+
+/// The case's verdict, given only if the client did hang up mid-work.
+fn hung_up(
+    r: &RaceResult,
+    case: &'static str,
+    demands: &'static str,
+    passed: bool,
+    saw: String,
+) -> Check {
+    if !r.reports.iter().any(|w| w.outcome == Outcome::HungUp) {
+        return Check {
+            case,
+            demands,
+            mark: Mark::NotApplicable,
+            saw: format!("the client never hung up mid-work; {saw}"),
+        };
+    }
+    Check::judged(case, demands, passed, saw)
 }
 
 /// What the requests were answered, as the race's outcomes count them.
