@@ -180,6 +180,12 @@ pub const REPLICA_DELAY_MS: Limit = with_default(
     limit("--replica-delay-ms", "race.replica_delay_ms", 0, 60_000),
     0,
 );
+/// The delay of the link a standby's WAL crosses: long enough, by
+/// default, that a race is over before its WAL arrives.
+pub const LINK_DELAY_MS: Limit = with_default(
+    limit("--link-delay-ms", "race.link_delay_ms", 0, 60_000),
+    500,
+);
 pub const REPLICAS: Limit = with_default(limit("--replicas", "race.replicas", 1, 16), 1);
 pub const POOLER_RUNS: Limit = with_default(flag("--runs", 1, 10_000), 1);
 pub const MATRIX_RUNS: Limit = with_default(flag("--runs", 1, 100_000), 20);

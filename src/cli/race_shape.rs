@@ -336,6 +336,29 @@ pub struct StandbyFlags {
               "The standby's recovery_min_apply_delay: how long it waits before applying \
                a commit, so that its lag shows."))]
     pub replica_delay_ms: Option<u64>,
+
+    #[arg(help_heading = "Lesson 10: more than one database")]
+    #[arg(long, value_enum, value_name = "MODE",
+          help = with_default(
+              "How the app's commits wait for the standby: off (asynchronous replication, \
+               PostgreSQL's default) or remote_apply (until the standby has applied them).",
+              crate::race::Synchronous::Off.name()))]
+    pub synchronous: Option<crate::race::Synchronous>,
+
+    #[arg(help_heading = "Lesson 10: more than one database")]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = limits::LINK_DELAY_MS.parser(),
+          help = limits::LINK_DELAY_MS.help(
+              "The standby's WAL crosses a relay of idem's that holds it this long, as a \
+               link between two sites would; --failover cuts it."))]
+    pub link_delay_ms: Option<u64>,
+
+    /// Promote the standby: once the race's requests are answered, cut the
+    /// link between the servers (the WAL still on it is lost), promote the
+    /// standby with pg_promote(), and send the completed request again to it.
+    #[arg(help_heading = "Lesson 10: more than one database")]
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub failover: Option<crate::race::Failover>,
 }
 
 /// Lesson 7: faults on purpose.
@@ -403,6 +426,9 @@ impl RaceFlags {
             standby: said(self.standby.standby, true),
             read_from: self.standby.read_from,
             replica_delay_ms: self.standby.replica_delay_ms,
+            synchronous: self.standby.synchronous,
+            link_delay_ms: self.standby.link_delay_ms,
+            failover: self.standby.failover,
             ..app_input(
                 strategy,
                 &self.app,

@@ -154,7 +154,7 @@ async fn examine_standby(db: &Database) -> Result<(StandbyFindings, Standby)> {
     };
     let began = Instant::now();
     // A second or so of pg_basebackup and start-up: nothing else runs meanwhile.
-    let standby = Standby::start(cluster, None)?;
+    let standby = Standby::start(cluster, Default::default()).await?;
     let start_ms = began.elapsed().as_secs_f64() * 1000.0;
     let reader = standby.connect().await?;
     let mut tx = db.book().await?;

@@ -126,6 +126,10 @@ impl Cluster {
 /// shared memory lives in files inside the data directory (`mmap`), not in
 /// `/dev/shm/PostgreSQL.*` segments a killed server would leave behind:
 /// removing the run directory removes it all.
+/// The cluster's port: PostgreSQL's default, given nowhere. Over a unix
+/// socket it is only the socket's name, `.s.PGSQL.5432`.
+pub const PORT: u16 = 5432;
+
 pub(super) fn server_settings() -> Vec<String> {
     [
         "listen_addresses=".to_string(),

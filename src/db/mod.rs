@@ -11,6 +11,7 @@ pub mod cache_dir;
 pub mod child;
 pub mod cluster;
 pub mod leftovers;
+pub mod link;
 pub mod liveness;
 pub mod migrations;
 pub mod os_user;
@@ -314,29 +315,30 @@ impl Database {
     /// stands for: the one in the key's stored response, else the one
     /// carrying the key, else the first one made.
     pub async fn counts(&self, key: &str) -> Result<RowCounts> {
-        let counts = self.sql(
-            "SELECT (SELECT count(*) FROM idempotency_keys),
-                    (SELECT count(*) FROM idempotency_keys WHERE status = 'pending'),
-                    (SELECT count(*) FROM experience_points),
-                    COALESCE(
-                        (SELECT (response_body->>'xp_id')::bigint FROM idempotency_keys WHERE key = $1),
-                        (SELECT id FROM experience_points WHERE idempotency_key = $1),
-                        (SELECT min(id) FROM experience_points))",
-        );
         let mut tx = self.book().await?;
         let (key_rows, pending, xp_rows, kept_xp): (i64, i64, i64, Option<i64>) =
-            book::query_as(&counts)
+            book::query_as(&self.sql(COUNTS))
                 .bind(key)
                 .fetch_one(&mut *tx)
                 .await
                 .context("could not count the rows")?;
         tx.commit().await?;
-        Ok(RowCounts {
-            key_rows: key_rows as u64,
-            pending_key_rows: pending as u64,
-            xp_rows: xp_rows as u64,
-            kept_xp,
-        })
+        Ok(RowCounts::from_columns(key_rows, pending, xp_rows, kept_xp))
+    }
+
+    /// The same counts on another server that has the run's tables, such as
+    /// a standby promoted in a failover.
+    pub async fn counts_on(&self, server: &tokio_postgres::Client, key: &str) -> Result<RowCounts> {
+        let row = server
+            .query_one(&*self.sql(COUNTS), &[&key])
+            .await
+            .map_err(|e| anyhow::anyhow!("could not count the rows: {e}"))?;
+        Ok(RowCounts::from_columns(
+            row.get(0),
+            row.get(1),
+            row.get(2),
+            row.get(3),
+        ))
     }
 
     /// How many more connections the server accepts right now.
@@ -654,3 +656,24 @@ pub struct RowCounts {
     /// The XP row the key stands for, if any row was made.
     pub kept_xp: Option<i64>,
 }
+
+impl RowCounts {
+    fn from_columns(key_rows: i64, pending: i64, xp_rows: i64, kept_xp: Option<i64>) -> Self {
+        RowCounts {
+            key_rows: key_rows as u64,
+            pending_key_rows: pending as u64,
+            xp_rows: xp_rows as u64,
+            kept_xp,
+        }
+    }
+}
+
+/// The race's figures in one statement: key rows, pending ones, XP rows,
+/// and the XP row the key stands for.
+const COUNTS: &str = "SELECT (SELECT count(*) FROM idempotency_keys),
+        (SELECT count(*) FROM idempotency_keys WHERE status = 'pending'),
+        (SELECT count(*) FROM experience_points),
+        COALESCE(
+            (SELECT (response_body->>'xp_id')::bigint FROM idempotency_keys WHERE key = $1),
+            (SELECT id FROM experience_points WHERE idempotency_key = $1),
+            (SELECT min(id) FROM experience_points))";

@@ -10,11 +10,12 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 use super::book;
 use super::child::output;
 use super::cluster::{Cluster, runs_parent, server_settings};
+use super::link::Link;
 use super::os_user::chown_tree;
 use super::pool::Connect;
 use super::sslmode::Tls;
@@ -23,6 +24,7 @@ use super::supervised::Supervised;
 use super::template::private_dir;
 use super::url::DatabaseUrl;
 use super::{Backend, Database};
+use tokio_postgres::Client;
 
 /// How long the base backup of a fresh cluster may take.
 const BASE_BACKUP_LIMIT: Duration = Duration::from_secs(60);
@@ -31,15 +33,34 @@ const BASE_BACKUP_LIMIT: Duration = Duration::from_secs(60);
 #[derive(Debug)]
 pub struct Standby {
     server: Supervised,
+    /// The relay its WAL crosses, when it has one (`--link-delay-ms`,
+    /// `--failover`); dropped after the server, which it feeds.
+    link: Option<Link>,
+}
+
+/// How a standby is made: when it applies what it receives, and whether
+/// its WAL crosses a link idem can cut.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StandbyShape {
+    /// Its `recovery_min_apply_delay`: how long it waits before applying a
+    /// commit it has received, so that its lag shows.
+    pub apply_delay: Option<Duration>,
+    /// The link's delay, if the WAL crosses one (see [`Link`]).
+    pub link_delay: Option<Duration>,
 }
 
 impl Standby {
     /// Copies `primary` with `pg_basebackup` and starts the copy as a hot
     /// standby streaming from it; ready when it accepts read-only connections.
-    /// `apply_delay` is its `recovery_min_apply_delay`: how long it waits
-    /// before applying a commit it has received, so that its lag shows.
-    pub fn start(primary: &Cluster, apply_delay: Option<Duration>) -> Result<Self> {
+    pub async fn start(primary: &Cluster, shape: StandbyShape) -> Result<Self> {
         let run_dir = private_dir(&runs_parent(), "idem")?;
+        let (primary_socket, postgres, user) = (
+            primary
+                .socket_dir()
+                .join(format!(".s.PGSQL.{}", super::cluster::PORT)),
+            primary.bins.postgres(),
+            primary.user,
+        );
         let copied = base_backup(primary, &run_dir);
         if let Err(err) = copied {
             let _ = std::fs::remove_dir_all(&run_dir);
@@ -47,22 +68,50 @@ impl Standby {
         }
         let mut settings = server_settings();
         settings.extend(["-c".to_string(), "hot_standby=on".to_string()]);
-        if let Some(delay) = apply_delay {
+        if let Some(delay) = shape.apply_delay {
             settings.extend([
                 "-c".to_string(),
                 format!("recovery_min_apply_delay={}ms", delay.as_millis()),
             ]);
         }
-        let server = Supervised::start(
-            &primary.bins.postgres(),
-            &run_dir,
-            primary.user,
-            &settings,
-            // PostgreSQL 15 marks a hot standby that takes read-only
-            // connections "ready" too.
-            "ready",
-        )?;
-        Ok(Standby { server })
+        let link = match shape.link_delay {
+            Some(delay) => match Link::open(&primary_socket, &run_dir.join("link"), delay, user) {
+                Ok(link) => Some(link),
+                Err(err) => {
+                    let _ = std::fs::remove_dir_all(&run_dir);
+                    return Err(err);
+                }
+            },
+            None => None,
+        };
+        if let Some(link) = &link {
+            // The command line wins over what pg_basebackup -R wrote.
+            settings.extend([
+                "-c".to_string(),
+                format!(
+                    "primary_conninfo=host={} port={} user=postgres application_name=idem-standby",
+                    link.dir().display(),
+                    super::cluster::PORT
+                ),
+            ]);
+        }
+        // Waiting for the standby blocks; the link's relay runs meanwhile.
+        let server = tokio::task::spawn_blocking(move || {
+            Supervised::start(
+                &postgres, &run_dir, user, &settings,
+                // PostgreSQL 15 marks a hot standby that takes read-only
+                // connections "ready" too.
+                "ready",
+            )
+        })
+        .await
+        .context("starting the standby panicked")??;
+        Ok(Standby { server, link })
+    }
+
+    /// The link the standby's WAL crosses, if it has one.
+    pub fn link(&self) -> Option<&Link> {
+        self.link.as_ref()
     }
 
     /// The directory holding the standby's unix socket.
@@ -76,39 +125,6 @@ impl Standby {
             "{}&sslmode=disable",
             super::socket_url(self.socket_dir(), None)
         )
-    }
-
-    /// Waits until the standby has replayed everything `primary` has
-    /// written so far (its apply delay, and the time for the WAL to
-    /// reach it), for at most `limit`.
-    pub async fn caught_up(&self, primary: &Database, limit: Duration) -> Result<()> {
-        let began = std::time::Instant::now();
-        let mut tx = primary.book().await?;
-        let target: String = book::query_scalar("SELECT pg_current_wal_lsn()::text")
-            .fetch_one(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        loop {
-            let mut tx = primary.book().await?;
-            let behind: bool = book::query_scalar(
-                "SELECT coalesce(bool_or(replay_lsn IS NULL OR replay_lsn < $1::pg_lsn), true)
-                 FROM pg_stat_replication",
-            )
-            .bind(&target)
-            .fetch_one(&mut *tx)
-            .await?;
-            tx.commit().await?;
-            if !behind {
-                return Ok(());
-            }
-            if began.elapsed() > limit {
-                bail!(
-                    "the standby did not replay the primary's writes within {} s",
-                    limit.as_secs()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
     }
 
     /// How far behind the standby is, from `primary`'s
@@ -127,6 +143,29 @@ impl Standby {
         Ok(lag)
     }
 
+    /// Promotes the standby to a primary with `pg_promote()`, as a failover
+    /// does, waiting until it takes writes; returns how long that took.
+    pub async fn promote(&self) -> Result<Duration> {
+        let began = std::time::Instant::now();
+        let client = self.connect().await?;
+        let promoted: bool = client
+            .query_one(
+                "SELECT pg_promote(true, $1)",
+                &[&(PROMOTE_LIMIT.as_secs() as i32)],
+            )
+            .await
+            .map_err(|e| anyhow::anyhow!("could not promote the standby: {e}"))?
+            .get(0);
+        if !promoted {
+            bail!(
+                "the standby was not promoted within {} s: {}",
+                PROMOTE_LIMIT.as_secs(),
+                self.server.log_tail()
+            );
+        }
+        Ok(began.elapsed())
+    }
+
     /// A connection to the standby: read-only, as a reading role's is.
     pub async fn connect(&self) -> Result<tokio_postgres::Client> {
         let config = DatabaseUrl::parse(&self.url())?.for_workers();
@@ -139,18 +178,114 @@ impl Standby {
     }
 }
 
+/// How long a promotion may take.
+const PROMOTE_LIMIT: Duration = Duration::from_secs(60);
+
+/// Waits until `standby` has replayed everything `primary` has written so
+/// far (its apply delay, and the time for the WAL to reach it), for at most
+/// `limit`. Asks the standby (`pg_last_wal_replay_lsn()`), so it works on a
+/// standby of the user's as on idem's own.
+pub async fn replayed(primary: &Database, standby: &Client, limit: Duration) -> Result<()> {
+    let began = std::time::Instant::now();
+    let target = current_lsn(primary).await?;
+    loop {
+        let caught_up: bool = standby
+            .query_one(
+                "SELECT coalesce(pg_last_wal_replay_lsn() >= $1::text::pg_lsn, false)",
+                &[&target],
+            )
+            .await
+            .map_err(|e| anyhow::anyhow!("could not ask the standby how far it has replayed: {e}"))?
+            .get(0);
+        if caught_up {
+            return Ok(());
+        }
+        if began.elapsed() > limit {
+            bail!(
+                "the standby did not replay the primary's writes within {} s",
+                limit.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// WAL `primary` has written that `standby` has not replayed, in bytes.
+pub async fn behind(primary: &Database, standby: &Client) -> Result<i64> {
+    let target = current_lsn(primary).await?;
+    let row = standby
+        .query_one(
+            "SELECT coalesce(pg_wal_lsn_diff($1::text::pg_lsn, pg_last_wal_replay_lsn()), 0)::bigint",
+            &[&target],
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("could not ask the standby how far it has replayed: {e}"))?;
+    Ok(row.get::<_, i64>(0).max(0))
+}
+
+async fn current_lsn(primary: &Database) -> Result<String> {
+    let mut tx = primary.book().await?;
+    let lsn: String = book::query_scalar("SELECT pg_current_wal_lsn()::text")
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(lsn)
+}
+
+/// Makes the primary wait for its standby at commit
+/// (`synchronous_standby_names = '*'`), or no longer (`wanted` false), and
+/// waits until the standby is counted so. A session then chooses how long it waits with
+/// `synchronous_commit` (`remote_apply`: until the standby has applied the
+/// commit). Only ever on idem's own cluster.
+pub async fn make_synchronous(primary: &Database, wanted: bool, limit: Duration) -> Result<()> {
+    let Backend::Embedded(_) = &primary.backend else {
+        bail!("idem changes the replication settings of its own disposable cluster only");
+    };
+    // ALTER SYSTEM runs outside a transaction: one simple query each.
+    let names = match wanted {
+        true => "ALTER SYSTEM SET synchronous_standby_names = '*'",
+        false => "ALTER SYSTEM RESET synchronous_standby_names",
+    };
+    sqlx::raw_sql(names)
+        .execute(&primary.meta)
+        .await
+        .context("could not set synchronous_standby_names")?;
+    sqlx::raw_sql("SELECT pg_reload_conf()")
+        .execute(&primary.meta)
+        .await?;
+    let began = std::time::Instant::now();
+    loop {
+        let mut tx = primary.book().await?;
+        let synchronous: bool = book::query_scalar(
+            "SELECT coalesce(bool_or(sync_state IN ('sync', 'quorum')), false) FROM pg_stat_replication",
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        if synchronous == wanted {
+            return Ok(());
+        }
+        if began.elapsed() > limit {
+            bail!(
+                "the standby was not counted as synchronous within {} s",
+                limit.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// A hot standby of `db`'s disposable cluster (`--standby`), and settings
 /// for connections that read from it, made as the workers' are. idem
 /// never makes a standby of, or reconfigures, a user's server.
-pub fn start_for(db: &Database, apply_delay: Duration) -> Result<(Standby, Connect)> {
+pub async fn start_for(db: &Database, shape: StandbyShape) -> Result<(Standby, Connect)> {
     let Backend::Embedded(cluster) = &db.backend else {
         bail!(
             "--standby makes a hot standby of idem's own disposable cluster; idem never \
              reconfigures your server: drop --database-url"
         );
     };
-    let delay = (!apply_delay.is_zero()).then_some(apply_delay);
-    let standby = Standby::start(cluster, delay)?;
+    let standby = Standby::start(cluster, shape).await?;
     let url = DatabaseUrl::parse(&standby.url())?;
     let connect = Connect {
         config: super::for_workers(url.for_workers()),

@@ -15,7 +15,8 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::settings::{
-    App, CrashPlan, Faults, RaceSettings, ReadFrom, Requests, StandbyPlan, Store, Transport,
+    App, CrashPlan, Failover, Faults, RaceSettings, ReadFrom, Requests, StandbyPlan, Store,
+    Synchronous, Transport,
 };
 use crate::db::via::Via;
 use crate::http::app::OnHangup;
@@ -105,6 +106,12 @@ pub struct RaceInput {
     pub read_from: Option<ReadFrom>,
     /// The standby's `recovery_min_apply_delay`, in ms.
     pub replica_delay_ms: Option<u64>,
+    /// How the app's commits wait for the standby.
+    pub synchronous: Option<Synchronous>,
+    /// The delay of the link the standby's WAL crosses, in ms.
+    pub link_delay_ms: Option<u64>,
+    /// When the standby is promoted.
+    pub failover: Option<Failover>,
 }
 
 fn as_duration_text<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -381,10 +388,42 @@ impl RaceInput {
                     origin.name("--read-from standby", "race.read_from = \"standby\"")
                 );
             }
+            let needs_one = [
+                (
+                    self.synchronous.is_some(),
+                    origin.name("--synchronous", "race.synchronous"),
+                ),
+                (
+                    self.link_delay_ms.is_some(),
+                    limits::LINK_DELAY_MS.name(origin),
+                ),
+                (
+                    self.failover.is_some(),
+                    origin.name("--failover", "race.failover"),
+                ),
+            ];
+            if let Some((_, name)) = needs_one.into_iter().find(|(given, _)| *given) {
+                bail!("{name} is about a standby; add {standby}");
+            }
             return Ok(None);
         }
+        if let Some(ms) = self.replica_delay_ms {
+            limits::REPLICA_DELAY_MS.check(ms, origin)?;
+        }
+        if let Some(ms) = self.link_delay_ms {
+            limits::LINK_DELAY_MS.check(ms, origin)?;
+        }
+        // A failover cuts the link between the servers: it needs one.
+        let link_delay = match (self.link_delay_ms, self.failover) {
+            (Some(ms), _) => Some(ms),
+            (None, Some(_)) => Some(limits::LINK_DELAY_MS.default()),
+            (None, None) => None,
+        };
         Ok(Some(StandbyPlan {
             apply_delay: Duration::from_millis(self.replica_delay_ms.unwrap_or(0)),
+            synchronous: self.synchronous.unwrap_or_default(),
+            link_delay: link_delay.map(Duration::from_millis),
+            failover: self.failover,
         }))
     }
 

@@ -18,12 +18,14 @@ pub use crate::request::{Answer, Failure};
 pub use crate::request::{Lease, Outcome, Request, StepEvent, Trace};
 #[cfg(feature = "internals")]
 pub use result::EXPECTED_XP_ROWS;
-pub use result::{RaceResult, histogram, outcome_totals, percentile, xp_rows};
+pub use result::{
+    FailoverFigures, RaceResult, ServerCounts, histogram, outcome_totals, percentile, xp_rows,
+};
 pub use runner::Race;
 #[cfg(feature = "internals")]
 pub use settings::MAX_KEY_LEN;
 pub use settings::{
-    App, CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE, DEFAULT_STRATEGY, RaceSettings,
-    ReadFrom, Transport,
+    App, CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE, DEFAULT_STRATEGY, Failover,
+    RaceSettings, ReadFrom, Synchronous, Transport,
 };
 pub use worker_report::WorkerReport;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::settings::{CrashPlan, RaceSettings, Transport};
+use super::settings::{CrashPlan, RaceSettings, Synchronous, Transport};
 use super::worker_report::WorkerReport;
 use crate::db::RowCounts;
 use crate::db::via::Via;
@@ -29,6 +29,53 @@ pub struct StandbyFigures {
     /// The primary's `replay_lag` for it, in ms: how long its last
     /// replayed commit took to be applied there.
     pub replay_lag_ms: f64,
+    /// How the app's commits waited for it: `off` or `remote_apply`.
+    pub synchronous: Synchronous,
+    /// The delay of the link its WAL crossed, in ms; `null` without one.
+    pub link_delay_ms: Option<u64>,
+}
+
+/// What a failover (`--failover`) left on each server.
+#[derive(Debug, Clone, Serialize)]
+pub struct FailoverFigures {
+    /// From the race's start to the cut, in ms: under the link's delay,
+    /// everything the race wrote was still on its way.
+    pub cut_after_ms: f64,
+    /// WAL that was on the link when it was cut, and never arrived, in bytes.
+    pub wal_lost_bytes: u64,
+    /// How long `pg_promote()` took.
+    pub promote_ms: f64,
+    /// The old primary at the cut.
+    pub old_primary: ServerCounts,
+    /// The standby once promoted, before the retry reached it: what survived.
+    pub promoted: ServerCounts,
+    /// The new primary after the retry.
+    pub new_primary: ServerCounts,
+    /// The worker whose completed request was sent again.
+    pub retried_worker: usize,
+    /// What the retry was answered.
+    pub retry_status: u16,
+    /// Whether the key a 201 had been answered for was missing on the new
+    /// primary: the acknowledged key was lost.
+    pub acknowledged_key_lost: bool,
+}
+
+/// One server's rows.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ServerCounts {
+    pub key_rows: u64,
+    pub pending_key_rows: u64,
+    pub xp_rows: u64,
+}
+
+impl From<&RowCounts> for ServerCounts {
+    fn from(c: &RowCounts) -> Self {
+        ServerCounts {
+            key_rows: c.key_rows,
+            pending_key_rows: c.pending_key_rows,
+            xp_rows: c.xp_rows,
+        }
+    }
 }
 
 /// The XP rows a correct guard leaves: one per key.
@@ -97,6 +144,10 @@ pub struct RaceResult {
     /// With `--standby`: the hot standby and how far behind it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub standby: Option<StandbyFigures>,
+    /// With `--failover`: what each server kept. The race's own counts
+    /// are then the new primary's, after the retry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failover: Option<FailoverFigures>,
     pub reports: Vec<WorkerReport>,
     /// Whose statements check-then-store sent; shown in the settings line.
     #[serde(skip)]
@@ -161,6 +212,7 @@ impl RaceResult {
             lesson_figure: s.lesson_figure(),
             service_calls: 0,
             standby: None,
+            failover: None,
             reports,
         }
     }

@@ -11,12 +11,12 @@ use tokio::task::JoinSet;
 
 use super::blocking::BlockWatch;
 use super::over_http::{Wire, WireEnd, run_client};
-use super::result::{RaceResult, StandbyFigures};
-use super::settings::{RaceSettings, ReadFrom, Transport};
+use super::result::{FailoverFigures, RaceResult, StandbyFigures};
+use super::settings::{RaceSettings, ReadFrom, StandbyPlan, Synchronous, Transport};
 use super::stepper::Controller;
 use super::worker_report::WorkerReport;
 use crate::db::pool::{self, Conn, Workers, warm_pool};
-use crate::db::standby::Standby;
+use crate::db::standby::{self, Standby, StandbyShape};
 use crate::db::via::Via;
 use crate::db::{Backend, Database, pgbouncer, pooled};
 use crate::http::app::{App, Handled, OnHangup, Watch};
@@ -39,9 +39,9 @@ pub struct Replica {
 pub struct Race<'db> {
     db: &'db Database,
     pub(super) pool: Workers,
-    /// `--standby`: the hot standby, and the pool the finds read from
-    /// with `--read-from standby` (dropped before the database closes).
-    standby: Option<(Standby, Workers)>,
+    /// `--standby`: the hot standby and what reads it (dropped before the
+    /// database closes).
+    standby: Option<Beside>,
     pub(super) strategy: Arc<dyn Strategy>,
     /// Over HTTP: the app the workers call.
     wire: Option<Wire>,
@@ -74,20 +74,25 @@ impl<'db> Race<'db> {
             );
         }
         let own = fits(db, &settings).await?;
-        let pool = warm_pool(&db.workers_via(settings.app().via).await?, own).await?;
+        let standby = match settings.app.standby {
+            Some(plan) => Some(Beside::start(db, plan, settings.app.pool_size).await?),
+            None => None,
+        };
+        let mut connect = db.workers_via(settings.app().via).await?;
+        if let Some(plan) = settings.app.standby {
+            // How long the app's commits wait for the standby is the
+            // sessions' own setting; the bookkeeping's never waits.
+            connect.config = with_setting(
+                connect.config,
+                "synchronous_commit",
+                plan.synchronous.setting(),
+            );
+        }
+        let pool = warm_pool(&connect, own).await?;
         // Behind replicas this process sends, and each replica starts its own.
         if settings.app.replicas == 1 {
             strategy.start(&pool).await?;
         }
-        let standby = match settings.app.standby {
-            Some(plan) => {
-                // A second or so of pg_basebackup and start-up, before the race.
-                let (standby, connect) = crate::db::standby::start_for(db, plan.apply_delay)?;
-                let reader = warm_pool(&connect, settings.app.pool_size).await?;
-                Some((standby, reader))
-            }
-            None => None,
-        };
         let service = ServiceCalls::default();
         let wire = match settings.requests.transport {
             Transport::Http if settings.app.replicas > 1 => {
@@ -117,6 +122,12 @@ impl<'db> Race<'db> {
 
     /// Runs one race on fresh tables and counts what it left behind.
     pub async fn run(&self, run: usize) -> Result<RaceResult> {
+        if run > 1
+            && let Some(plan) = self.settings.app.standby
+            && plan.failover.is_some()
+        {
+            bail!("--failover promotes the race's standby, so the race runs once; drop --runs");
+        }
         let started = self.start(None).await?;
         self.finish(run, started).await
     }
@@ -143,10 +154,8 @@ impl<'db> Race<'db> {
         self.db.reset().await?;
         // A standby that still shows the last run's key would answer this
         // run's finds from it: the race starts once it has replayed the reset.
-        if let (Some(plan), Some((standby, _))) = (s.app.standby, &self.standby) {
-            standby
-                .caught_up(self.db, plan.apply_delay + CATCH_UP_SLACK)
-                .await?;
+        if let (Some(plan), Some(beside)) = (s.app.standby, &self.standby) {
+            standby::replayed(self.db, &beside.watch, catch_up_limit(plan)).await?;
         }
         // What the strategy keeps outside the tables goes with them.
         self.strategy.forget();
@@ -191,7 +200,7 @@ impl<'db> Race<'db> {
             strike_delay: s.app.work / 2,
             wire: self.wire.as_ref().map(|w| w.end.clone()),
             reader: match s.app.read_from {
-                ReadFrom::Standby => self.standby.as_ref().map(|(_, reader)| reader.clone()),
+                ReadFrom::Standby => self.standby.as_ref().map(|b| b.reader.clone()),
                 ReadFrom::Primary => None,
             },
         };
@@ -324,23 +333,117 @@ impl<'db> Race<'db> {
             }
         }
 
-        let counts = self.db.counts(&s.requests.key).await?;
-        mark_duplicates(&mut reports, counts.kept_xp);
+        // The standby's lag, before a failover cuts it off.
+        let standby = match (s.app.standby, &self.standby) {
+            (Some(plan), Some(beside)) => {
+                let (lag_bytes, replay_lag_ms) = beside.standby.lag(self.db).await?;
+                Some(StandbyFigures {
+                    apply_delay_ms: plan.apply_delay.as_millis() as u64,
+                    read_from: s.app.read_from,
+                    lag_bytes,
+                    replay_lag_ms,
+                    synchronous: plan.synchronous,
+                    link_delay_ms: plan.link_delay.map(|d| d.as_millis() as u64),
+                })
+            }
+            _ => None,
+        };
+        let (counts, failover) = match s.app.standby.and_then(|p| p.failover) {
+            Some(_) => {
+                let (figures, retry, counts) = self.fail_over(&crew, &reports, started).await?;
+                reports.push(retry);
+                (counts, Some(figures))
+            }
+            None => {
+                let counts = self.db.counts(&s.requests.key).await?;
+                mark_duplicates(&mut reports, counts.kept_xp);
+                (counts, None)
+            }
+        };
         let mut result = RaceResult::new(run, s, counts, reports, elapsed);
         result.service_calls = match self.replicas() {
             Some(replicas) => replicas.calls().await?,
             None => self.service.count() - calls_before,
         };
-        if let (Some(plan), Some((standby, _))) = (s.app.standby, &self.standby) {
-            let (lag_bytes, replay_lag_ms) = standby.lag(self.db).await?;
-            result.standby = Some(StandbyFigures {
-                apply_delay_ms: plan.apply_delay.as_millis() as u64,
-                read_from: s.app.read_from,
-                lag_bytes,
-                replay_lag_ms,
-            });
-        }
+        result.standby = standby;
+        result.failover = failover;
         Ok(result)
+    }
+
+    /// Lesson 10's failover: cuts the link to the standby (the WAL still
+    /// on it is lost, as in a network partition), counts what the old
+    /// primary has, promotes the standby, points a new pool at it (as a
+    /// proxy or a DNS switch would) and sends the first completed request
+    /// again there. Returns the figures, the retry's report, and the new
+    /// primary's counts after it.
+    async fn fail_over(
+        &self,
+        crew: &Crew,
+        reports: &[WorkerReport],
+        started: Instant,
+    ) -> Result<(FailoverFigures, WorkerReport, crate::db::RowCounts)> {
+        let s = &self.settings;
+        let key = &s.requests.key;
+        let beside = self
+            .standby
+            .as_ref()
+            .context("--failover needs the standby")?;
+        let link = beside
+            .standby
+            .link()
+            .context("--failover needs the link it cuts")?;
+        // The request whose 201 came first: the acknowledged key.
+        let Some(acknowledged) = reports
+            .iter()
+            .filter(|w| w.outcome == Outcome::Created)
+            .min_by(|a, b| a.answer_ms.total_cmp(&b.answer_ms))
+        else {
+            bail!(
+                "no request was answered 201, so there was no acknowledged key to lose; \
+                 the failover did not run"
+            );
+        };
+        let cut_after = started.elapsed();
+        let wal_lost_bytes = link.cut().await;
+        let old = self.db.counts(key).await?;
+        let promote = beside.standby.promote().await?;
+        let new_primary = beside.standby.connect().await?;
+        let promoted = self.db.counts_on(&new_primary, key).await?;
+        let pool = warm_pool(&beside.connect, s.app.pool_size).await?;
+        let crew = Crew {
+            pool,
+            reader: None,
+            ..crew.clone()
+        };
+        let mut retry = self
+            .retries(&crew, acknowledged.worker, 1)
+            .await?
+            .pop()
+            .context("the retry on the new primary did not run")?;
+        retry.did = format!("on the new primary: {}", retry.did);
+        let after = self.db.counts_on(&new_primary, key).await?;
+        if s.app
+            .standby
+            .is_some_and(|p| p.synchronous == Synchronous::RemoteApply)
+        {
+            // The old primary no longer waits for the standby it lost.
+            standby::make_synchronous(self.db, false, CATCH_UP_SLACK).await?;
+        }
+        let kept = |c: &crate::db::RowCounts| (c.key_rows - c.pending_key_rows, c.xp_rows);
+        let (old_keys, old_xp) = kept(&old);
+        let (survived_keys, survived_xp) = kept(&promoted);
+        let figures = FailoverFigures {
+            cut_after_ms: cut_after.as_secs_f64() * 1000.0,
+            wal_lost_bytes,
+            promote_ms: promote.as_secs_f64() * 1000.0,
+            old_primary: (&old).into(),
+            promoted: (&promoted).into(),
+            new_primary: (&after).into(),
+            retried_worker: acknowledged.worker,
+            retry_status: retry.status,
+            acknowledged_key_lost: survived_keys < old_keys || survived_xp < old_xp,
+        };
+        Ok((figures, retry, after))
     }
 
     /// The retry of a client that hung up: the same request from a new
@@ -570,9 +673,65 @@ async fn run_worker(
     (report, pid)
 }
 
-/// How long, past its apply delay, a standby may take to replay the reset
-/// of the tables before a run.
+/// How long, past its apply delay and its link's, a standby may take to
+/// replay the reset of the tables before a run.
 const CATCH_UP_SLACK: Duration = Duration::from_secs(10);
+
+/// How long a standby may take to replay what the primary wrote: its
+/// apply delay, and its link's a few times over (a connection across the
+/// link takes several trips to start streaming).
+fn catch_up_limit(plan: StandbyPlan) -> Duration {
+    plan.apply_delay + plan.link_delay.unwrap_or_default() * 10 + CATCH_UP_SLACK
+}
+
+/// The hot standby beside a race (`--standby`), and what reads it.
+struct Beside {
+    standby: Standby,
+    /// The pool the finds read from with `--read-from standby`.
+    reader: Workers,
+    /// How the app's connections reach the standby: after a failover, the
+    /// new primary's pool is made with it.
+    connect: pool::Connect,
+    /// A connection that asks the standby how far it has replayed.
+    watch: tokio_postgres::Client,
+}
+
+impl Beside {
+    /// Starts the standby (a second or so of pg_basebackup and start-up,
+    /// before the race) and opens what reads it.
+    async fn start(db: &Database, plan: StandbyPlan, pool_size: usize) -> Result<Self> {
+        let shape = StandbyShape {
+            apply_delay: (!plan.apply_delay.is_zero()).then_some(plan.apply_delay),
+            link_delay: plan.link_delay,
+        };
+        let (standby, connect) = standby::start_for(db, shape).await?;
+        if plan.synchronous == Synchronous::RemoteApply {
+            standby::make_synchronous(db, true, catch_up_limit(plan)).await?;
+        }
+        let reader = warm_pool(&connect, pool_size).await?;
+        let watch = standby.connect().await?;
+        Ok(Beside {
+            standby,
+            reader,
+            connect,
+            watch,
+        })
+    }
+}
+
+/// `config` with a server setting for every session it opens.
+fn with_setting(
+    mut config: tokio_postgres::Config,
+    name: &str,
+    value: &str,
+) -> tokio_postgres::Config {
+    let options = match config.get_options() {
+        Some(given) if !given.is_empty() => format!("{given} -c {name}={value}"),
+        _ => format!("-c {name}={value}"),
+    };
+    config.options(&options);
+    config
+}
 
 /// Names, for every worker that waited on a lock, the workers that held it.
 /// A server pid may serve several workers in turn; the holder of a lock is

@@ -133,6 +133,58 @@ pub struct App {
 pub struct StandbyPlan {
     /// Its `recovery_min_apply_delay` (`--replica-delay-ms`).
     pub apply_delay: Duration,
+    /// How long a commit waits for it (`--synchronous`).
+    #[serde(default)]
+    pub synchronous: Synchronous,
+    /// The delay of the link its WAL crosses, if it crosses one
+    /// (`--link-delay-ms`; `--failover` needs one to cut).
+    #[serde(default)]
+    pub link_delay: Option<Duration>,
+    /// When the standby is promoted, if it is (`--failover`).
+    #[serde(default)]
+    pub failover: Option<Failover>,
+}
+
+/// How the app's commits wait for the standby (`--synchronous`): the
+/// `synchronous_commit` of the workers' sessions, with the standby named
+/// in the primary's `synchronous_standby_names` for `remote_apply`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Synchronous {
+    /// Asynchronous replication, PostgreSQL's default: a commit waits for
+    /// the primary alone (`synchronous_commit = local`).
+    #[default]
+    Off,
+    /// A commit waits until the standby has applied it, so that a read
+    /// there sees it (`synchronous_commit = remote_apply`).
+    #[value(name = "remote_apply")]
+    RemoteApply,
+}
+
+impl Synchronous {
+    /// The workers' `synchronous_commit`.
+    pub fn setting(self) -> &'static str {
+        match self {
+            Synchronous::Off => "local",
+            Synchronous::RemoteApply => "remote_apply",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Synchronous::Off => "off",
+            Synchronous::RemoteApply => "remote_apply",
+        }
+    }
+}
+
+/// When the standby is promoted (`--failover`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Failover {
+    /// Once the race's requests are answered: the link is cut, the standby
+    /// promoted, and the completed request sent again to it.
+    AfterComplete,
 }
 
 /// Where a strategy's finds read (`--read-from`).
@@ -424,9 +476,12 @@ impl RaceSettings {
     /// A standby races in-process for now, and only finds that are plain
     /// reads go to it.
     fn check_standby(&self, origin: Origin) -> Result<()> {
-        let Some(_) = self.app.standby else {
+        let Some(plan) = self.app.standby else {
             return Ok(());
         };
+        if plan.failover.is_some() {
+            self.check_failover(origin)?;
+        }
         let standby = origin.name("--standby", "race.standby");
         if self.requests.transport == Transport::Http || self.app.replicas > 1 {
             bail!(
@@ -466,6 +521,36 @@ impl RaceSettings {
                 "{reads}: a find on the standby is outside the request's transaction; drop {}",
                 origin.name("--transaction request", "race.transaction")
             );
+        }
+        Ok(())
+    }
+
+    /// A failover sends the completed request again to the new primary:
+    /// another fault beside it would muddle whose retry is whose.
+    fn check_failover(&self, origin: Origin) -> Result<()> {
+        let failover = origin.name("--failover", "race.failover");
+        let f = &self.faults;
+        let other = [
+            (f.crash.is_some(), origin.name("--crash", "race.crash")),
+            (
+                f.kill_connection,
+                origin.name("--kill-connection", "race.kill_connection"),
+            ),
+            (
+                f.fail_work.is_some(),
+                origin.name("--fail-work", "race.fail_work"),
+            ),
+            (
+                f.hang_up.is_some(),
+                origin.name("--hang-up", "race.hang_up"),
+            ),
+            (
+                self.store.cache_pressure > 0,
+                origin.name("--cache-pressure", "race.cache_pressure"),
+            ),
+        ];
+        if let Some((_, name)) = other.into_iter().find(|(given, _)| *given) {
+            bail!("{failover} retries the completed request on the new primary; drop {name}");
         }
         Ok(())
     }

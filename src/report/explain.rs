@@ -24,7 +24,12 @@ pub fn explain(r: &RaceResult) -> String {
 
 /// The sentence about the strategy itself: who did the work, and why.
 fn what_the_strategy_did(r: &RaceResult) -> String {
-    let made = r.reports.iter().filter(|w| w.made_xp.is_some()).count();
+    // A failover's retry went to another server: the failover's part tells it.
+    let made = r
+        .reports
+        .iter()
+        .filter(|w| w.made_xp.is_some() && !(w.retry && r.failover.is_some()))
+        .count();
     if r.transaction == Transaction::Request {
         return in_transaction(r);
     }

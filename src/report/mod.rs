@@ -8,6 +8,7 @@ pub mod bench;
 pub mod challenge;
 pub mod exercise;
 pub mod explain;
+pub mod failover;
 pub mod keys;
 pub mod losers;
 pub mod matrix;

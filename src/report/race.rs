@@ -84,6 +84,12 @@ fn settings_line_with(r: &RaceResult, show_loser: bool) -> String {
             crate::race::ReadFrom::Primary => "a hot standby beside it",
         };
         items.push(format!("{reads}{delay}"));
+        if let Some(ms) = standby.link_delay_ms {
+            items.push(format!("its WAL {ms} ms away"));
+        }
+        if standby.synchronous == crate::race::Synchronous::RemoteApply {
+            items.push("commits wait for it (remote_apply)".into());
+        }
     }
     items.push(format!("key {:?}", r.key));
     super::width::join_fitted(&items, super::width::width())
@@ -184,6 +190,7 @@ pub fn figures(r: &RaceResult) -> String {
         );
         let _ = writeln!(out, "  standby lag           {}", dim(text));
     }
+    out.push_str(&super::failover::render(r));
     out
 }
 

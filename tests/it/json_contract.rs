@@ -9,7 +9,7 @@ fn schema() -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-fn validator() -> jsonschema::Validator {
+pub fn validator() -> jsonschema::Validator {
     jsonschema::validator_for(&schema()).expect("the schema is a valid JSON Schema")
 }
 

@@ -139,3 +139,106 @@ fn a_killed_race_leaves_neither_server_behind() {
         Vec::<String>::new()
     );
 }
+
+/// Runs a failover race of claim-work-complete and returns its JSON,
+/// checked against the published schema.
+fn failover(synchronous: &str) -> serde_json::Value {
+    let sandbox = Sandbox::new("standby-failover");
+    let out = sandbox
+        .idem()
+        .args(["race", "-s", "claim-work-complete", "--standby"])
+        .args(["--failover", "after-complete", "--synchronous", synchronous])
+        .arg("--json")
+        .assert()
+        .success();
+    let race: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let validator = crate::json_contract::validator();
+    let errors: Vec<String> = validator
+        .iter_errors(&race)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}\n{race}");
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+    race
+}
+
+/// Asynchronous replication and a failover: the request answered 201 had
+/// its key and XP row only on the old primary; the link was cut with
+/// that WAL on it, the promoted standby had neither, and the client's
+/// retry did the work again: the new primary shows 1 XP row, the service
+/// was called twice.
+#[test]
+fn an_asynchronous_failover_loses_the_acknowledged_key() {
+    let race = failover("off");
+    let f = &race["failover"];
+    assert_eq!(f["acknowledged_key_lost"], true, "{f}");
+    assert!(f["wal_lost_bytes"].as_u64().unwrap() > 0, "{f}");
+    assert_eq!(f["old_primary"]["xp_rows"], 1, "{f}");
+    assert_eq!(f["promoted"]["key_rows"], 0, "{f}");
+    assert_eq!(f["promoted"]["xp_rows"], 0, "{f}");
+    assert_eq!(f["new_primary"]["xp_rows"], 1, "{f}");
+    assert_eq!(f["retry_status"], 201, "{f}");
+    assert_eq!(race["xp_rows"], 1);
+    assert_eq!(race["service_calls"], 2);
+    let retry = race["reports"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(retry["outcome"], "created", "{retry}");
+}
+
+/// The same failover with `synchronous_commit = remote_apply`: the 201 was
+/// sent only once the standby had applied the completion, so the
+/// promoted standby has the key and the retry is answered from it; the
+/// service was called once.
+#[test]
+fn a_synchronous_failover_keeps_the_acknowledged_key() {
+    let race = failover("remote_apply");
+    let f = &race["failover"];
+    assert_eq!(f["acknowledged_key_lost"], false, "{f}");
+    assert_eq!(f["promoted"]["key_rows"], 1, "{f}");
+    assert_eq!(f["promoted"]["pending_key_rows"], 0, "{f}");
+    assert_eq!(f["promoted"]["xp_rows"], 1, "{f}");
+    assert_eq!(race["xp_rows"], 1);
+    assert_eq!(race["service_calls"], 1);
+    let retry = race["reports"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(retry["outcome"], "replayed", "{retry}");
+    assert_eq!(race["standby"]["synchronous"], "remote_apply");
+}
+
+/// idem promotes only its own standby, and a failover runs once.
+#[test]
+fn a_failover_is_refused_where_it_cannot_run() {
+    let sandbox = Sandbox::new("standby-failover-refused");
+    for (args, says) in [
+        (
+            &[
+                "--standby",
+                "--failover",
+                "after-complete",
+                "--database-url",
+                "postgres://someone@127.0.0.1:1/theirs",
+            ][..],
+            "idem never",
+        ),
+        (&["--failover", "after-complete"][..], "add --standby"),
+        (
+            &["--standby", "--failover", "after-complete", "--runs", "2"][..],
+            "runs once",
+        ),
+        (
+            &[
+                "--standby",
+                "--failover",
+                "after-complete",
+                "--crash",
+                "after-claim",
+            ][..],
+            "drop --crash",
+        ),
+        (&["--synchronous", "remote_apply"][..], "add --standby"),
+    ] {
+        let line = refused_in_one_line(sandbox.idem().arg("race").args(args));
+        assert!(line.contains(says), "{args:?}: {line}");
+    }
+}

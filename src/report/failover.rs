@@ -1,0 +1,91 @@
+//! Lesson 10's failover for people: how the link was cut, what each server kept, and whether a 201 was lost.
+
+use std::fmt::Write;
+
+use super::style::{bad, dim, good};
+use super::table;
+use crate::race::RaceResult;
+use crate::race::{FailoverFigures, ServerCounts, Synchronous};
+
+/// The failover's part of a race's report: empty without one.
+pub fn render(r: &RaceResult) -> String {
+    let (Some(f), Some(standby)) = (&r.failover, &r.standby) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    let verdict = match f.acknowledged_key_lost {
+        true => bad(format!(
+            "✗ worker {}'s acknowledged key lost",
+            f.retried_worker
+        )),
+        false => good(format!(
+            "worker {}'s acknowledged key kept",
+            f.retried_worker
+        )),
+    };
+    let _ = writeln!(out, "  failover              {verdict}");
+    let link = standby.link_delay_ms.unwrap_or(0);
+    let how = format!(
+        "The standby's WAL crossed a relay of idem's that held it {link} ms, as a link \
+         between two sites would, with commits waiting for {}. {:.0} ms into the race idem \
+         cut the link, a network partition: {} bytes of WAL on it never arrived. It promoted \
+         the standby with pg_promote() ({:.0} ms), pointed a new pool at it, and sent \
+         worker {}'s request again: {}{}",
+        match standby.synchronous {
+            Synchronous::Off => "the primary alone (asynchronous replication)",
+            Synchronous::RemoteApply => {
+                "the standby to apply them (synchronous_commit = remote_apply)"
+            }
+        },
+        f.cut_after_ms,
+        f.wal_lost_bytes,
+        f.promote_ms,
+        f.retried_worker,
+        match f.acknowledged_key_lost {
+            true => "the new primary had no key for it, so the work was done again.",
+            false => "the new primary had its key, and the retry was answered from it.",
+        },
+        not_in_flight(f, link, standby.synchronous),
+    );
+    let wrapped = table::wrap_cell(&how, super::width::width().saturating_sub(4).max(20));
+    for line in wrapped.lines() {
+        let _ = writeln!(out, "    {}", dim(line));
+    }
+    for line in servers(f).lines() {
+        let _ = writeln!(out, "    {line}");
+    }
+    out
+}
+
+/// Says so when the cut came after the link's delay: the race's WAL had
+/// then had time to arrive, and nothing it wrote was on the link.
+fn not_in_flight(f: &FailoverFigures, link_ms: u64, synchronous: Synchronous) -> String {
+    match synchronous == Synchronous::Off && f.cut_after_ms >= link_ms as f64 {
+        true => format!(
+            " The cut came after the link's {link_ms} ms: what the race wrote had had time \
+             to cross before it."
+        ),
+        false => String::new(),
+    }
+}
+
+/// One row per figure, one column per server.
+fn servers(f: &FailoverFigures) -> String {
+    let row = |name: &str, get: fn(&ServerCounts) -> u64| -> Vec<String> {
+        vec![
+            name.to_string(),
+            get(&f.old_primary).to_string(),
+            get(&f.promoted).to_string(),
+            get(&f.new_primary).to_string(),
+        ]
+    };
+    table::render(
+        &["", "old primary", "promoted", "after the retry"],
+        vec![
+            row("key rows", |c| c.key_rows),
+            row("pending key rows", |c| c.pending_key_rows),
+            row("XP rows", |c| c.xp_rows),
+        ],
+        &[1, 2, 3],
+    )
+}
