@@ -109,6 +109,7 @@ impl ConnectArgs {
             cluster: self.cluster.options(),
             keep: self.keep,
             schema: None,
+            standby_url: None,
         }
     }
 }

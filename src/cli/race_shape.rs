@@ -353,12 +353,61 @@ pub struct StandbyFlags {
                link between two sites would; --failover cuts it."))]
     pub link_delay_ms: Option<u64>,
 
+    /// A hot standby of the --database-url server, which idem only reads
+    /// (with --read-from standby, the finds go there); never promoted,
+    /// stopped or reconfigured.
+    #[arg(help_heading = "Lesson 10: more than one database")]
+    #[arg(long, value_name = "URL", hide_env_values = true)]
+    pub standby_url: Option<String>,
+
     /// Promote the standby: once the race's requests are answered, cut the
     /// link between the servers (the WAL still on it is lost), promote the
     /// standby with pg_promote(), and send the completed request again to it.
     #[arg(help_heading = "Lesson 10: more than one database")]
     #[arg(long, value_enum, value_name = "WHEN")]
     pub failover: Option<crate::race::Failover>,
+}
+
+impl StandbyFlags {
+    /// Where the tables live, with the user's standby if one is named;
+    /// refuses a standby idem would have to make of, or a failover it would
+    /// have to run on, a user's server, and a failover run more than once.
+    pub fn connect(
+        &self,
+        connect: &super::connection::ConnectArgs,
+        runs: u64,
+    ) -> anyhow::Result<crate::db::ConnectOptions> {
+        if self.failover.is_some() && runs > 1 {
+            anyhow::bail!(
+                "--failover promotes the race's standby, so the race runs once; drop --runs"
+            );
+        }
+        if self.standby && connect.database_url.is_some() {
+            anyhow::bail!(
+                "--standby starts a standby of idem's own disposable cluster; idem never \
+                 promotes, stops or reconfigures your server: drop --database-url, or name \
+                 your standby with --standby-url"
+            );
+        }
+        Ok(crate::db::ConnectOptions {
+            standby_url: self.standby_url.clone(),
+            ..connect.options()
+        })
+    }
+
+    /// `input` with what these flags say.
+    pub fn input(&self, input: RaceInput) -> RaceInput {
+        RaceInput {
+            standby: said(self.standby || self.standby_url.is_some(), true),
+            standby_yours: self.standby_url.is_some(),
+            read_from: self.read_from,
+            replica_delay_ms: self.replica_delay_ms,
+            synchronous: self.synchronous,
+            link_delay_ms: self.link_delay_ms,
+            failover: self.failover,
+            ..input
+        }
+    }
 }
 
 /// Lesson 7: faults on purpose.
@@ -423,13 +472,7 @@ impl RaceFlags {
             recovery_retries: self.faults.recovery_retries,
             hang_up: self.faults.hang_up,
             on_hangup: self.hangups.on_hangup,
-            standby: said(self.standby.standby, true),
-            read_from: self.standby.read_from,
-            replica_delay_ms: self.standby.replica_delay_ms,
-            synchronous: self.standby.synchronous,
-            link_delay_ms: self.standby.link_delay_ms,
-            failover: self.standby.failover,
-            ..app_input(
+            ..self.standby.input(app_input(
                 strategy,
                 &self.app,
                 &self.losers,
@@ -437,7 +480,7 @@ impl RaceFlags {
                 &self.stores,
                 &self.guard,
                 &self.transactions,
-            )
+            ))
         }
     }
 

@@ -7,8 +7,8 @@ use clap::Args;
 
 use super::connection::ConnectArgs;
 use super::race_shape::{
-    AppFlags, FingerprintFlags, GuardFlags, HangUpFlags, LoserFlags, StoreFlags, TransactionFlags,
-    app_input,
+    AppFlags, FingerprintFlags, GuardFlags, HangUpFlags, LoserFlags, StandbyFlags, StoreFlags,
+    TransactionFlags, app_input,
 };
 use crate::http::caller::KeyScope;
 use crate::limits;
@@ -64,6 +64,9 @@ pub struct ServeArgs {
     pub transactions: TransactionFlags,
 
     #[command(flatten)]
+    pub standby: StandbyFlags,
+
+    #[command(flatten)]
     pub limits: ServeLimitFlags,
 
     /// Serve HTTPS with this PEM certificate chain (and --tls-key); HTTP/2
@@ -93,7 +96,7 @@ impl ServeArgs {
             replicas: self.replicas,
             key_scope: self.key_scope,
             on_hangup: self.hangups.on_hangup,
-            ..app_input(
+            ..self.standby.input(app_input(
                 self.strategy,
                 &self.app,
                 &self.losers,
@@ -101,7 +104,7 @@ impl ServeArgs {
                 &self.stores,
                 &self.guard,
                 &self.transactions,
-            )
+            ))
         }
     }
 }

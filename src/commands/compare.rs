@@ -52,7 +52,10 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
             strategy_file: None,
             ..args.race.input(None)
         };
+        // Finds read on a standby: only the strategies that have one.
+        let finds_on_standby = args.race.standby.read_from == Some(crate::race::ReadFrom::Standby);
         let mut rows = StrategyKind::course()
+            .filter(|s| !finds_on_standby || s.finds_by_reading())
             .map(|s| {
                 let settings = course.for_strategy(s).build(Origin::Flags)?;
                 Ok((s.name().to_string(), settings))
@@ -66,7 +69,7 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
         (Compared::Strategies, rows)
     };
     Ok(Plan {
-        db: args.connect.options(),
+        db: args.race.standby.connect(&args.connect, args.race.runs())?,
         compared,
         rows,
         runs: args.race.runs(),

@@ -43,19 +43,8 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
             "--trace, --sql, --timeline, --trace-json and --audit show a single race; drop --runs"
         );
     }
-    if let Some(plan) = settings.app().standby {
-        if plan.failover.is_some() && runs > 1 {
-            bail!("--failover promotes the race's standby, so the race runs once; drop --runs");
-        }
-        if args.connect.database_url.is_some() {
-            bail!(
-                "--standby starts a standby of idem's own disposable cluster; idem never \
-                 promotes, stops or reconfigures your server: drop --database-url"
-            );
-        }
-    }
     Ok(Plan {
-        db: args.connect.options(),
+        db: args.race.standby.connect(&args.connect, runs)?,
         settings,
         runs,
         trace: show.trace || show.sql,

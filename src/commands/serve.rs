@@ -40,7 +40,7 @@ pub fn plan(args: &ServeArgs) -> Result<Plan> {
         );
     }
     Ok(Plan {
-        db: args.connect.options(),
+        db: args.standby.connect(&args.connect, 1)?,
         settings,
         listen: args.listen,
         limits: args.limits.limits(),

@@ -64,6 +64,9 @@ pub struct ConnectOptions {
     /// `--schema`: work in a schema an earlier run kept, instead of a new one.
     /// It is neither migrated nor dropped.
     pub schema: Option<String>,
+    /// `--standby-url`: a hot standby of the `--database-url` server, which
+    /// idem only reads (lesson 10).
+    pub standby_url: Option<String>,
 }
 
 /// Where the run's tables live.
@@ -94,6 +97,8 @@ pub struct Database {
     /// How another idem process reaches this database (an app replica):
     /// the user's URL as given, password and all, so never printed.
     reach: DatabaseUrl,
+    /// `--standby-url`: the user's standby, password and all, never printed.
+    standby: Option<DatabaseUrl>,
     /// PgBouncer in front of the disposable cluster, started by the first
     /// race that goes through it (`--via pgbouncer`), stopped at close.
     bouncer: tokio::sync::OnceCell<pgbouncer::Bouncer>,
@@ -140,6 +145,14 @@ impl Database {
             }
             None => embedded(&opts.cluster).await?,
         };
+        let standby = match (&opts.standby_url, &backend) {
+            (Some(text), Backend::Server { .. }) => Some(DatabaseUrl::parse(text)?),
+            (Some(_), Backend::Embedded(_)) => bail!(
+                "--standby-url is a standby of your server: give --database-url too \
+                 (idem makes a standby of its own cluster with --standby)"
+            ),
+            (None, _) => None,
+        };
         let sqlx_opts = startup(url.for_bookkeeping()?);
         let pg_config = url.for_workers();
 
@@ -177,6 +190,7 @@ impl Database {
             existing: existing.is_some(),
             lifeline: None,
             reach: url,
+            standby,
             bouncer: tokio::sync::OnceCell::new(),
             pgbouncer_bin: opts.cluster.pgbouncer_bin.clone(),
         };
@@ -421,6 +435,20 @@ impl Database {
     /// Settings for the workers' connections.
     pub fn workers_config(&self) -> &pool::Connect {
         &self.workers_config
+    }
+
+    /// Settings for connections to the user's standby (`--standby-url`),
+    /// made as the workers' are; `None` without one.
+    pub fn standby_config(&self) -> Result<Option<pool::Connect>> {
+        let Some(url) = &self.standby else {
+            return Ok(None);
+        };
+        Ok(Some(pool::Connect {
+            config: for_workers(url.for_workers()),
+            tls: url.tls().connector()?,
+            schema: self.workers_config.schema.clone(),
+            sending: statements::Sending::Unnamed,
+        }))
     }
 
     /// Settings for the workers' connections when they reach PostgreSQL

@@ -210,6 +210,38 @@ pub async fn replayed(primary: &Database, standby: &Client, limit: Duration) -> 
     }
 }
 
+/// Checks that `standby` is a hot standby of `primary`: in recovery, and
+/// holding the run's schema once it has replayed what the primary wrote.
+/// For the user's `--standby-url`, which idem only reads.
+pub async fn follows(primary: &Database, standby: &Client, limit: Duration) -> Result<()> {
+    let in_recovery: bool = standby
+        .query_one("SELECT pg_is_in_recovery()", &[])
+        .await
+        .map_err(|e| anyhow::anyhow!("--standby-url: {}", super::secret::scrub(&e.to_string())))?
+        .get(0);
+    if !in_recovery {
+        bail!("--standby-url names a server that is not a standby: pg_is_in_recovery() is false");
+    }
+    replayed(primary, standby, limit).await.map_err(|_| {
+        anyhow::anyhow!(
+            "--standby-url did not replay the --database-url server's writes within {} s: \
+             is it a standby of that server?",
+            limit.as_secs()
+        )
+    })?;
+    let has_schema: bool = standby
+        .query_one("SELECT to_regnamespace($1) IS NOT NULL", &[&primary.schema])
+        .await
+        .map_err(|e| anyhow::anyhow!("--standby-url: {}", super::secret::scrub(&e.to_string())))?
+        .get(0);
+    if !has_schema {
+        bail!(
+            "--standby-url does not have the run's schema: it is not a standby of the --database-url server"
+        );
+    }
+    Ok(())
+}
+
 /// WAL `primary` has written that `standby` has not replayed, in bytes.
 pub async fn behind(primary: &Database, standby: &Client) -> Result<i64> {
     let target = current_lsn(primary).await?;

@@ -114,6 +114,8 @@ pub struct App {
     /// Told when a request's work begins, for a race's client that is to
     /// hang up mid-request.
     hang_ups: Option<Arc<HangUps>>,
+    /// `--read-from standby`: the standby's pool the finds read from.
+    reader: Option<Workers>,
 }
 
 /// Told of every award the app handled, before its response is written:
@@ -167,7 +169,14 @@ impl App {
             service: ServiceCalls::default(),
             replica: None,
             hang_ups: None,
+            reader: None,
         }
+    }
+
+    /// Sends the strategy's finds to `reader`, a standby's pool, as an app
+    /// with a reading role does; its writes stay on the primary.
+    pub fn reading_from(self, reader: Option<Workers>) -> Self {
+        Self { reader, ..self }
     }
 
     /// Answers a request as the app treats a client that goes away: routed
@@ -278,7 +287,8 @@ impl App {
         let arrived = Instant::now();
         let mut trace = Trace::new(arrived);
         trace.hang_up = self.hang_ups.clone().map(|h| (h, request.worker));
-        let mut lease = Lease::new(self.pool.clone(), self.shape.checkout_timeout);
+        let mut lease = Lease::new(self.pool.clone(), self.shape.checkout_timeout)
+            .reading_from(self.reader.clone());
         let answer = respond(&*self.strategy, &mut lease, &request, &mut trace).await;
         let mut response = answered(&answer, &request);
         if let Some(replica) = &self.replica {

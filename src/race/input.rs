@@ -112,6 +112,10 @@ pub struct RaceInput {
     pub link_delay_ms: Option<u64>,
     /// When the standby is promoted.
     pub failover: Option<Failover>,
+    /// The standby is the user's (`--standby-url`), which idem only reads;
+    /// never from a file, which names no URL.
+    #[serde(skip)]
+    pub standby_yours: bool,
 }
 
 fn as_duration_text<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -410,6 +414,23 @@ impl RaceInput {
         if let Some(ms) = self.replica_delay_ms {
             limits::REPLICA_DELAY_MS.check(ms, origin)?;
         }
+        if self.standby_yours {
+            let reconfigures = [
+                (self.replica_delay_ms.is_some(), "--replica-delay-ms"),
+                (self.link_delay_ms.is_some(), "--link-delay-ms"),
+                (self.failover.is_some(), "--failover"),
+                (
+                    self.synchronous == Some(Synchronous::RemoteApply),
+                    "--synchronous remote_apply",
+                ),
+            ];
+            if let Some((_, name)) = reconfigures.into_iter().find(|(given, _)| *given) {
+                bail!(
+                    "{name} needs a standby of idem's own; idem only reads your \
+                     --standby-url and never promotes, stops or reconfigures your servers"
+                );
+            }
+        }
         if let Some(ms) = self.link_delay_ms {
             limits::LINK_DELAY_MS.check(ms, origin)?;
         }
@@ -420,6 +441,7 @@ impl RaceInput {
             (None, None) => None,
         };
         Ok(Some(StandbyPlan {
+            yours: self.standby_yours,
             apply_delay: Duration::from_millis(self.replica_delay_ms.unwrap_or(0)),
             synchronous: self.synchronous.unwrap_or_default(),
             link_delay: link_delay.map(Duration::from_millis),

@@ -87,6 +87,7 @@ impl Wire {
         strategy: Arc<dyn Strategy>,
         s: &RaceSettings,
         service: &ServiceCalls,
+        reader: Option<Workers>,
     ) -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
@@ -110,7 +111,8 @@ impl Wire {
             }
         });
         let mut app = App::new(pool, strategy, s.app_shape(), s.app.threads, Some(watch))
-            .counting(service.clone());
+            .counting(service.clone())
+            .reading_from(reader);
         if let Some((hang_ups, _)) = &end.hang_ups {
             app = app.telling(hang_ups.clone());
         }

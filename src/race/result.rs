@@ -19,16 +19,19 @@ use crate::strategy::{LoserKind, StrategyKind};
 /// The hot standby beside a race (`--standby`), measured at the race's end.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct StandbyFigures {
+    /// The user's standby (`--standby-url`), which idem only read.
+    pub yours: bool,
     /// Its `recovery_min_apply_delay`, in ms (`--replica-delay-ms`).
     pub apply_delay_ms: u64,
     /// Where the strategy's finds read.
     pub read_from: super::settings::ReadFrom,
-    /// WAL the standby had not replayed, in bytes, from the primary's
-    /// `pg_stat_replication` (`pg_current_wal_lsn()` less `replay_lsn`).
+    /// WAL the standby had not replayed, in bytes: the primary's
+    /// `pg_current_wal_lsn()` less the standby's `pg_last_wal_replay_lsn()`.
     pub lag_bytes: i64,
     /// The primary's `replay_lag` for it, in ms: how long its last
-    /// replayed commit took to be applied there.
-    pub replay_lag_ms: f64,
+    /// replayed commit took to be applied there; `null` on the user's
+    /// standby, where reading it takes rights idem does not ask for.
+    pub replay_lag_ms: Option<f64>,
     /// How the app's commits waited for it: `off` or `remote_apply`.
     pub synchronous: Synchronous,
     /// The delay of the link its WAL crossed, in ms; `null` without one.

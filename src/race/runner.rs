@@ -79,9 +79,13 @@ impl<'db> Race<'db> {
             None => None,
         };
         let mut connect = db.workers_via(settings.app().via).await?;
-        if let Some(plan) = settings.app.standby {
+        if let Some(plan) = settings.app.standby
+            && settings.app().via == Via::Direct
+        {
             // How long the app's commits wait for the standby is the
             // sessions' own setting; the bookkeeping's never waits.
+            // (PgBouncer passes no settings at start-up: through it the
+            // sessions keep the server's, which waits for nobody.)
             connect.config = with_setting(
                 connect.config,
                 "synchronous_commit",
@@ -99,7 +103,11 @@ impl<'db> Race<'db> {
                 Some(Wire::replicas(db, &settings).await?)
             }
             Transport::Http => {
-                let wire = Wire::open(pool.clone(), strategy.clone(), &settings, &service);
+                let reader = standby
+                    .as_ref()
+                    .filter(|_| settings.app.read_from == ReadFrom::Standby)
+                    .map(|b| b.reader.clone());
+                let wire = Wire::open(pool.clone(), strategy.clone(), &settings, &service, reader);
                 Some(wire.await?)
             }
             Transport::InProcess => None,
@@ -113,6 +121,14 @@ impl<'db> Race<'db> {
             service,
             settings,
         })
+    }
+
+    /// `--read-from standby`: the standby's pool the finds read from.
+    fn reader(&self) -> Option<Workers> {
+        match self.settings.app.read_from {
+            ReadFrom::Standby => self.standby.as_ref().map(|b| b.reader.clone()),
+            ReadFrom::Primary => None,
+        }
     }
 
     /// The app's replicas, when the race runs through several.
@@ -199,10 +215,7 @@ impl<'db> Race<'db> {
             checkout_timeout: s.app.checkout_timeout,
             strike_delay: s.app.work / 2,
             wire: self.wire.as_ref().map(|w| w.end.clone()),
-            reader: match s.app.read_from {
-                ReadFrom::Standby => self.standby.as_ref().map(|b| b.reader.clone()),
-                ReadFrom::Primary => None,
-            },
+            reader: self.reader(),
         };
         let fired = Arc::new(AtomicBool::new(false));
         // Hooks are handed out by worker number: worker 1's is last, popped first.
@@ -336,8 +349,15 @@ impl<'db> Race<'db> {
         // The standby's lag, before a failover cuts it off.
         let standby = match (s.app.standby, &self.standby) {
             (Some(plan), Some(beside)) => {
-                let (lag_bytes, replay_lag_ms) = beside.standby.lag(self.db).await?;
+                let lag_bytes = standby::behind(self.db, &beside.watch).await?;
+                // The primary's own view of the lag needs rights on it that
+                // a user's role may not have: only on idem's cluster.
+                let replay_lag_ms = match &beside.standby {
+                    Some(own) => Some(own.lag(self.db).await?.1),
+                    None => None,
+                };
                 Some(StandbyFigures {
+                    yours: plan.yours,
                     apply_delay_ms: plan.apply_delay.as_millis() as u64,
                     read_from: s.app.read_from,
                     lag_bytes,
@@ -389,7 +409,7 @@ impl<'db> Race<'db> {
             .as_ref()
             .context("--failover needs the standby")?;
         let link = beside
-            .standby
+            .own()?
             .link()
             .context("--failover needs the link it cuts")?;
         // The request whose 201 came first: the acknowledged key.
@@ -406,8 +426,8 @@ impl<'db> Race<'db> {
         let cut_after = started.elapsed();
         let wal_lost_bytes = link.cut().await;
         let old = self.db.counts(key).await?;
-        let promote = beside.standby.promote().await?;
-        let new_primary = beside.standby.connect().await?;
+        let promote = beside.own()?.promote().await?;
+        let new_primary = beside.own()?.connect().await?;
         let promoted = self.db.counts_on(&new_primary, key).await?;
         let pool = warm_pool(&beside.connect, s.app.pool_size).await?;
         let crew = Crew {
@@ -684,38 +704,58 @@ fn catch_up_limit(plan: StandbyPlan) -> Duration {
     plan.apply_delay + plan.link_delay.unwrap_or_default() * 10 + CATCH_UP_SLACK
 }
 
-/// The hot standby beside a race (`--standby`), and what reads it.
+/// The hot standby beside a race (`--standby`, `--standby-url`), and what reads it.
 struct Beside {
-    standby: Standby,
+    /// idem's own standby; `None` for the user's, which idem only reads.
+    standby: Option<Standby>,
     /// The pool the finds read from with `--read-from standby`.
     reader: Workers,
     /// How the app's connections reach the standby: after a failover, the
     /// new primary's pool is made with it.
     connect: pool::Connect,
     /// A connection that asks the standby how far it has replayed.
-    watch: tokio_postgres::Client,
+    watch: pool::Conn,
 }
 
 impl Beside {
-    /// Starts the standby (a second or so of pg_basebackup and start-up,
-    /// before the race) and opens what reads it.
+    /// Starts idem's standby (a second or so of pg_basebackup and
+    /// start-up, before the race), or finds the user's, and opens what
+    /// reads it.
     async fn start(db: &Database, plan: StandbyPlan, pool_size: usize) -> Result<Self> {
-        let shape = StandbyShape {
-            apply_delay: (!plan.apply_delay.is_zero()).then_some(plan.apply_delay),
-            link_delay: plan.link_delay,
+        let (standby, connect) = match db.standby_config()? {
+            Some(connect) => (None, connect),
+            None => {
+                let shape = StandbyShape {
+                    apply_delay: (!plan.apply_delay.is_zero()).then_some(plan.apply_delay),
+                    link_delay: plan.link_delay,
+                };
+                let (standby, connect) = standby::start_for(db, shape).await?;
+                (Some(standby), connect)
+            }
         };
-        let (standby, connect) = standby::start_for(db, shape).await?;
         if plan.synchronous == Synchronous::RemoteApply {
             standby::make_synchronous(db, true, catch_up_limit(plan)).await?;
         }
-        let reader = warm_pool(&connect, pool_size).await?;
-        let watch = standby.connect().await?;
+        let reader = warm_pool(&connect, pool_size)
+            .await
+            .context("the standby")?;
+        let watch = reader.aside().await?;
+        if standby.is_none() {
+            standby::follows(db, &watch, catch_up_limit(plan)).await?;
+        }
         Ok(Beside {
             standby,
             reader,
             connect,
             watch,
         })
+    }
+
+    /// idem's own standby, which a failover promotes.
+    fn own(&self) -> Result<&Standby> {
+        self.standby
+            .as_ref()
+            .context("idem promotes only a standby of its own")
     }
 }
 
@@ -866,7 +906,8 @@ impl Race<'_> {
             self.settings.app.threads,
             watch,
         )
-        .counting(ServiceCalls::default().with_ledger(ledger));
+        .counting(ServiceCalls::default().with_ledger(ledger))
+        .reading_from(self.reader());
         Ok((app, held))
     }
 }

@@ -131,6 +131,10 @@ pub struct App {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StandbyPlan {
+    /// The user's standby (`--standby-url`), which idem only reads; else
+    /// one idem starts.
+    #[serde(default)]
+    pub yours: bool,
     /// Its `recovery_min_apply_delay` (`--replica-delay-ms`).
     pub apply_delay: Duration,
     /// How long a commit waits for it (`--synchronous`).
@@ -483,16 +487,25 @@ impl RaceSettings {
             self.check_failover(origin)?;
         }
         let standby = origin.name("--standby", "race.standby");
-        if self.requests.transport == Transport::Http || self.app.replicas > 1 {
+        if self.app.replicas > 1 {
             bail!(
-                "{standby} races in-process for now; drop {}",
-                origin.name("--http", "race.http")
+                "{standby} stands beside one app process for now; drop {}",
+                origin.name("--replicas", "race.replicas")
             );
         }
-        if self.app.via != Via::Direct {
+        if self.app.via != Via::Direct && plan.synchronous == Synchronous::RemoteApply {
             bail!(
-                "{standby} reads the standby directly; drop {}",
+                "--synchronous remote_apply is each session's synchronous_commit, which \
+                 PgBouncer does not pass at start-up; drop {}",
                 origin.name("--via", "race.via")
+            );
+        }
+        if plan.failover.is_some() && self.requests.transport == Transport::Http {
+            bail!(
+                "{} points idem's own pool at the new primary, and an app over HTTP keeps its \
+                 own: race in-process (drop {})",
+                origin.name("--failover", "race.failover"),
+                origin.name("--http", "race.http")
             );
         }
         if self.requests.schedule.is_some() {
@@ -504,10 +517,7 @@ impl RaceSettings {
         let reads = origin.name("--read-from standby", "race.read_from = \"standby\"");
         let plain_find = match self.app.guard_file {
             Some(_) => true,
-            None => matches!(
-                self.app.strategy,
-                StrategyKind::CheckThenStore | StrategyKind::ClaimWorkComplete
-            ),
+            None => self.app.strategy.finds_by_reading(),
         };
         if !plain_find || self.app.orm != Orm::Bare {
             bail!(

@@ -79,9 +79,11 @@ fn settings_line_with(r: &RaceResult, show_loser: bool) -> String {
             0 => String::new(),
             ms => format!(", applying {ms} ms late"),
         };
-        let reads = match standby.read_from {
-            crate::race::ReadFrom::Standby => "finds read from a hot standby",
-            crate::race::ReadFrom::Primary => "a hot standby beside it",
+        let reads = match (standby.read_from, standby.yours) {
+            (crate::race::ReadFrom::Standby, false) => "finds read from a hot standby",
+            (crate::race::ReadFrom::Standby, true) => "finds read from your standby",
+            (crate::race::ReadFrom::Primary, false) => "a hot standby beside it",
+            (crate::race::ReadFrom::Primary, true) => "your standby beside it",
         };
         items.push(format!("{reads}{delay}"));
         if let Some(ms) = standby.link_delay_ms {
@@ -184,9 +186,13 @@ pub fn figures(r: &RaceResult) -> String {
         let _ = writeln!(out, "  wrong replays         {}", bad(text));
     }
     if let Some(standby) = &r.standby {
+        let replay = match standby.replay_lag_ms {
+            Some(ms) => format!("; replay lag {ms:.0} ms"),
+            None => String::new(),
+        };
         let text = format!(
-            "{} bytes of WAL behind at the end; replay lag {:.0} ms",
-            standby.lag_bytes, standby.replay_lag_ms
+            "{} bytes of WAL behind at the end{replay}",
+            standby.lag_bytes
         );
         let _ = writeln!(out, "  standby lag           {}", dim(text));
     }

@@ -81,6 +81,16 @@ impl StrategyKind {
         self.spec().keys == Keys::KeyTable
     }
 
+    /// Whether the strategy's decision starts with a plain read a standby
+    /// could answer (check-then-store's find, claim-work-complete's read of
+    /// the claim); the others decide by a write or a lock, on the primary.
+    pub fn finds_by_reading(self) -> bool {
+        matches!(
+            self,
+            StrategyKind::CheckThenStore | StrategyKind::ClaimWorkComplete
+        )
+    }
+
     /// Whether the strategy's lock only means something inside the
     /// request's transaction, which it then takes by default.
     pub fn needs_transaction(self) -> bool {

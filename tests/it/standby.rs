@@ -242,3 +242,69 @@ fn a_failover_is_refused_where_it_cannot_run() {
         assert!(line.contains(says), "{args:?}: {line}");
     }
 }
+
+/// `--standby-url` reads from a standby of the user's: the finds of
+/// check-then-store go there, its figures say whose standby it was, and
+/// both servers hold the user's objects as before. Whatever would change
+/// the user's standby (a delay, synchronous commits, a promotion) is
+/// refused in one line.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_users_standby_is_read_and_left_as_it_was() {
+    let server = crate::common::server::Server::with_user_objects();
+    let before = server.user_state();
+    let standby = idem::db::standby::Standby::start(&server.cluster, Default::default())
+        .await
+        .unwrap();
+    let sandbox = Sandbox::new("standby-url");
+    let (primary_url, standby_url) = (server.url(), standby.url());
+    let out = sandbox
+        .idem()
+        .args(["race", "-s", "check-then-store", "--read-from", "standby"])
+        .args(["--work-ms", "1", "--json"])
+        .args([
+            "--database-url",
+            &primary_url,
+            "--standby-url",
+            &standby_url,
+        ])
+        .assert()
+        .success();
+    let race: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(race["standby"]["yours"], true, "{race}");
+    assert_eq!(race["standby"]["read_from"], "standby", "{race}");
+    assert_eq!(race["standby"]["replay_lag_ms"], serde_json::Value::Null);
+    let xp = race["xp_rows"].as_u64().unwrap();
+    assert!((1..=5).contains(&xp), "{race}");
+    for refused in [
+        &["--failover", "after-complete"][..],
+        &["--replica-delay-ms", "100"][..],
+        &["--synchronous", "remote_apply"][..],
+    ] {
+        let line = refused_in_one_line(sandbox.idem().arg("race").args(refused).args([
+            "--database-url",
+            &primary_url,
+            "--standby-url",
+            &standby_url,
+        ]));
+        assert!(
+            line.contains("idem only reads your --standby-url"),
+            "{line}"
+        );
+    }
+    // The user's primary is not a standby: said so in one line.
+    let line = refused_in_one_line(
+        sandbox
+            .idem()
+            .args(["race", "--read-from", "standby"])
+            .args([
+                "--database-url",
+                &primary_url,
+                "--standby-url",
+                &primary_url,
+            ]),
+    );
+    assert!(line.contains("not a standby"), "{line}");
+    assert_eq!(server.user_state(), before);
+    assert_eq!(server.idem_schemas(), Vec::<String>::new());
+    drop(standby);
+}
