@@ -58,7 +58,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Reap(a) => dispatch(c::reap::plan(&a), s).await,
         Command::Scenario(a) => match c::scenario::plan(&a, page)? {
             c::scenario::Planned::List(list) => dispatch(list, s).await,
-            c::scenario::Planned::Run(run) => dispatch(run, s).await,
+            c::scenario::Planned::Run(run) => dispatch(*run, s).await,
         },
         Command::Lessons => dispatch(c::lesson::List, s).await,
         Command::Lesson(a) => {

@@ -56,7 +56,7 @@ fn read(path: &Path) -> Result<Scenario> {
 /// `idem scenario list` or `run`, its files read and checked.
 pub enum Planned {
     List(Listed),
-    Run(Ran),
+    Run(Box<Ran>),
 }
 
 /// The scenarios to list.
@@ -75,12 +75,12 @@ pub struct Ran {
 pub fn plan(args: &ScenarioArgs, page: bool) -> Result<Planned> {
     Ok(match &args.command {
         ScenarioCommand::List { paths } => Planned::List(Listed(load(paths)?)),
-        ScenarioCommand::Run { paths, json } => Planned::Run(Ran {
+        ScenarioCommand::Run { paths, json } => Planned::Run(Box::new(Ran {
             scenarios: load(paths)?,
             out: Output::from_json_flag(*json),
             page: page && !json,
             db: args.connect.options(),
-        }),
+        })),
     })
 }
 
