@@ -89,7 +89,7 @@ impl View {
 }
 
 /// The files, in lesson order.
-const FILES: [(&str, &str); 9] = [
+const FILES: [(&str, &str); 10] = [
     (
         "lessons/1-duplicate-keys-vs-duplicate-work.md",
         include_str!("../lessons/1-duplicate-keys-vs-duplicate-work.md"),
@@ -125,6 +125,10 @@ const FILES: [(&str, &str); 9] = [
     (
         "lessons/9-the-requests-life.md",
         include_str!("../lessons/9-the-requests-life.md"),
+    ),
+    (
+        "lessons/10-more-than-one-database.md",
+        include_str!("../lessons/10-more-than-one-database.md"),
     ),
 ];
 
@@ -204,7 +208,7 @@ mod tests {
 
     #[test]
     fn every_lesson_file_has_the_shape() {
-        assert_eq!(LESSONS.len(), 9);
+        assert_eq!(LESSONS.len(), 10);
         for (lesson, number) in LESSONS.iter().zip(1..) {
             assert_eq!(lesson.number, number);
             assert!(

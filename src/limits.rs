@@ -209,7 +209,7 @@ pub const STORES_CACHE_MAX_ENTRIES: Limit =
 /// A worker `idem step --schedule` may name: it drives two to five.
 pub const SCHEDULE_WORKER: Limit = flag("--schedule", 1, 5);
 /// A lesson of the course.
-pub const LESSON: Limit = flag("<NUMBER>", 1, 9);
+pub const LESSON: Limit = flag("<NUMBER>", 1, 10);
 
 // `idem serve`'s front door.
 

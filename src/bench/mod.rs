@@ -8,6 +8,7 @@ pub mod pgbench;
 pub mod process;
 pub mod races;
 pub mod release;
+pub mod replication;
 pub mod script;
 pub mod throughput;
 pub mod versus_pgbench;
@@ -43,6 +44,9 @@ pub struct BenchReport {
     pub release: Vec<release::ReleaseFigure>,
     pub hot_key: Vec<HotKey>,
     pub scale: Vec<ScaleFigure>,
+    /// One request at a time with a hot standby, asynchronous and
+    /// `remote_apply` (on idem's own cluster only).
+    pub replication: Vec<replication::ReplicationFigure>,
     /// The idem process's peak resident memory over the whole benchmark.
     pub peak_rss_mb: f64,
 }

@@ -58,4 +58,6 @@ pub enum BenchSection {
     HotKey,
     /// Thousands of workers on one key.
     Scale,
+    /// A request's latency with a hot standby: asynchronous, then remote_apply.
+    Replication,
 }

@@ -370,18 +370,11 @@ pub struct StandbyFlags {
 
 impl StandbyFlags {
     /// Where the tables live, with the user's standby if one is named;
-    /// refuses a standby idem would have to make of, or a failover it would
-    /// have to run on, a user's server, and a failover run more than once.
+    /// refuses a standby idem would have to make of a user's server.
     pub fn connect(
         &self,
         connect: &super::connection::ConnectArgs,
-        runs: u64,
     ) -> anyhow::Result<crate::db::ConnectOptions> {
-        if self.failover.is_some() && runs > 1 {
-            anyhow::bail!(
-                "--failover promotes the race's standby, so the race runs once; drop --runs"
-            );
-        }
         if self.standby && connect.database_url.is_some() {
             anyhow::bail!(
                 "--standby starts a standby of idem's own disposable cluster; idem never \

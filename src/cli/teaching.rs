@@ -183,7 +183,7 @@ pub enum ScenarioCommand {
 
 #[derive(Debug, Args)]
 pub struct LessonArgs {
-    /// The lesson, 1 to 9.
+    /// The lesson, 1 to 10.
     #[arg(value_parser = limits::LESSON.parser())]
     pub number: u64,
 

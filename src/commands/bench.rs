@@ -68,10 +68,12 @@ pub struct Plan {
     pub pgbench_seconds: u64,
     /// (workers, pool size) for the scale section.
     pub scale: Vec<(usize, usize)>,
+    /// Requests per replication mode.
+    pub replicated: usize,
 }
 
 /// Every section, in the order the report shows them.
-const ALL: [BenchSection; 9] = [
+const ALL: [BenchSection; 10] = [
     BenchSection::Cluster,
     BenchSection::Races,
     BenchSection::Process,
@@ -81,6 +83,7 @@ const ALL: [BenchSection; 9] = [
     BenchSection::Release,
     BenchSection::HotKey,
     BenchSection::Scale,
+    BenchSection::Replication,
 ];
 
 pub fn plan(args: &BenchArgs) -> Result<Plan> {
@@ -109,6 +112,7 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
         } else {
             vec![(1000, 50), (10_000, 90)]
         },
+        replicated: if quick { 50 } else { 500 },
     })
 }
 
@@ -133,6 +137,7 @@ fn steps(plan: &Plan) -> u64 {
         (BenchSection::Release, 1),
         (BenchSection::HotKey, GUARDS.len() as u64),
         (BenchSection::Scale, 3 * plan.scale.len() as u64),
+        (BenchSection::Replication, 2 * plan.replicated as u64 / 10),
     ]
     .iter()
     .filter(|(s, _)| plan.sections.contains(s))
@@ -194,6 +199,8 @@ impl OnDatabase for Plan {
         )
         .await?;
         let scale = when(on(S::Scale), races::scale(db, &self.scale, tick)).await?;
+        let replication = measure::replication::measure(db, self.replicated, tick);
+        let replication = when(on(S::Replication), replication).await?;
         progress.finish_and_clear();
 
         let bench = BenchReport {
@@ -214,6 +221,7 @@ impl OnDatabase for Plan {
             release: release.unwrap_or_default(),
             hot_key: hot_key.unwrap_or_default(),
             scale: scale.unwrap_or_default(),
+            replication: replication.unwrap_or_default(),
             peak_rss_mb: peak_rss_mb(),
         };
         self.out.record(&bench, report::bench::render)

@@ -69,7 +69,7 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
         (Compared::Strategies, rows)
     };
     Ok(Plan {
-        db: args.race.standby.connect(&args.connect, args.race.runs())?,
+        db: args.race.standby.connect(&args.connect)?,
         compared,
         rows,
         runs: args.race.runs(),
@@ -89,9 +89,10 @@ impl OnDatabase for Plan {
         let mut results: Vec<(String, Vec<RaceResult>)> = Vec::new();
         let mut line = String::new();
         for (label, settings) in self.rows {
-            let race = Race::prepare(db, settings).await?;
+            let mut race = Race::prepare(db, settings).await?;
             let mut row = Vec::new();
             for run in 1..=self.runs as usize {
+                race = race.again(run).await?;
                 let result = race.run(run).await?;
                 out.record(&result, |_| String::new())?;
                 if line.is_empty() {

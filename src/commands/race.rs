@@ -44,7 +44,7 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
         );
     }
     Ok(Plan {
-        db: args.race.standby.connect(&args.connect, runs)?,
+        db: args.race.standby.connect(&args.connect)?,
         settings,
         runs,
         trace: show.trace || show.sql,
@@ -70,7 +70,7 @@ impl OnDatabase for Plan {
 
     async fn run_on(self, db: &Database) -> Result<()> {
         let out = self.out;
-        let race = Race::prepare(db, self.settings).await?;
+        let mut race = Race::prepare(db, self.settings).await?;
         if self.runs == 1 {
             let result = race.run(1).await?;
             out.record(&result, report::race::render)?;
@@ -98,6 +98,7 @@ impl OnDatabase for Plan {
             done: false,
         };
         for run in 1..=self.runs as usize {
+            race = race.again(run).await?;
             let result = match race.run(run).await {
                 Ok(result) => result,
                 Err(err) => {

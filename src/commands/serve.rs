@@ -40,7 +40,7 @@ pub fn plan(args: &ServeArgs) -> Result<Plan> {
         );
     }
     Ok(Plan {
-        db: args.standby.connect(&args.connect, 1)?,
+        db: args.standby.connect(&args.connect)?,
         settings,
         listen: args.listen,
         limits: args.limits.limits(),

@@ -47,6 +47,8 @@ pub struct Race<'db> {
     wire: Option<Wire>,
     /// The award service's calls, over every run of this race.
     service: ServiceCalls,
+    /// Set once a failover has promoted the standby.
+    promoted: AtomicBool,
     pub settings: RaceSettings,
 }
 
@@ -119,6 +121,7 @@ impl<'db> Race<'db> {
             strategy,
             wire,
             service,
+            promoted: AtomicBool::new(false),
             settings,
         })
     }
@@ -131,6 +134,26 @@ impl<'db> Race<'db> {
         }
     }
 
+    /// Whether a run promotes the race's standby (`--failover`): each run
+    /// then needs a race of its own (see [`Race::again`]).
+    pub fn promotes(&self) -> bool {
+        self.settings
+            .app
+            .standby
+            .is_some_and(|p| p.failover.is_some())
+    }
+
+    /// The race for run `run`: this one, or after a failover has promoted
+    /// its standby, a new one with a new standby.
+    pub async fn again(self, run: usize) -> Result<Self> {
+        if run == 1 || !self.promotes() {
+            return Ok(self);
+        }
+        let (db, settings, strategy) = (self.db, self.settings.clone(), self.strategy.clone());
+        drop(self);
+        Self::prepare_with(db, settings, strategy).await
+    }
+
     /// The app's replicas, when the race runs through several.
     fn replicas(&self) -> Option<&super::replicas::Replicas> {
         self.wire.as_ref().and_then(|w| w.replicas.as_ref())
@@ -138,11 +161,12 @@ impl<'db> Race<'db> {
 
     /// Runs one race on fresh tables and counts what it left behind.
     pub async fn run(&self, run: usize) -> Result<RaceResult> {
-        if run > 1
-            && let Some(plan) = self.settings.app.standby
-            && plan.failover.is_some()
+        if self.promotes()
+            && self
+                .promoted
+                .swap(true, std::sync::atomic::Ordering::SeqCst)
         {
-            bail!("--failover promotes the race's standby, so the race runs once; drop --runs");
+            bail!("this race's standby was promoted by its failover: prepare another race");
         }
         let started = self.start(None).await?;
         self.finish(run, started).await

@@ -31,6 +31,7 @@ pub fn render(b: &BenchReport) -> String {
     release(&mut out, b);
     hot_key(&mut out, b);
     scale(&mut out, b);
+    replication(&mut out, b);
     let _ = writeln!(
         out,
         "\npeak memory of the idem process: {:.1} MB  {}",
@@ -353,6 +354,44 @@ fn hot_key(out: &mut String, b: &BenchReport) {
         &[1, 2, 3, 4],
     );
     out.push_str("\n\n");
+}
+
+/// A request with a hot standby: asynchronous, then remote_apply, and what
+/// the wait for the standby multiplies a request's time by.
+fn replication(out: &mut String, b: &BenchReport) {
+    let [off, remote] = b.replication.as_slice() else {
+        return;
+    };
+    let rows = b
+        .replication
+        .iter()
+        .map(|r| {
+            vec![
+                r.synchronous.name().to_string(),
+                r.requests.to_string(),
+                format!("{:.2} ms", r.p50_ms),
+                format!("{:.2} ms", r.p99_ms),
+            ]
+        })
+        .collect();
+    section(
+        out,
+        "replication: claim-work-complete, one request at a time, a hot standby on this machine",
+        &["synchronous", "requests", "p50", "p99"],
+        rows,
+        &[1, 2, 3],
+    );
+    let _ = writeln!(
+        out,
+        "
+{}",
+        dim(format!(
+            "remote_apply / off: {:.2}× the median request (a claim and a completion, each \
+             a commit that waits for the standby to apply it)",
+            remote.p50_ms / off.p50_ms.max(f64::MIN_POSITIVE)
+        ))
+    );
+    out.push('\n');
 }
 
 /// One race of many workers: wall time and the XP rows.

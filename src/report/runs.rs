@@ -22,6 +22,10 @@ pub struct RunsSummary {
     pub lesson_figure: u64,
     pub runs_with_figure: u64,
     pub runs_with_duplicates: u64,
+    /// With `--failover`: the runs that failed over, and those whose
+    /// acknowledged key was lost in it.
+    pub failovers: u64,
+    pub keys_lost: u64,
     pub outcomes: BTreeMap<Outcome, u64>,
     pub elapsed_ms: f64,
 }
@@ -35,6 +39,10 @@ impl RunsSummary {
         self.lesson_figure = r.lesson_figure;
         self.runs_with_figure += u64::from(r.xp_rows == r.lesson_figure);
         self.runs_with_duplicates += u64::from(r.duplicates > 0);
+        if let Some(f) = &r.failover {
+            self.failovers += 1;
+            self.keys_lost += u64::from(f.acknowledged_key_lost);
+        }
         for (outcome, count) in &r.outcomes {
             *self.outcomes.entry(*outcome).or_default() += count;
         }
@@ -92,6 +100,17 @@ pub fn render_summary(s: &RunsSummary, settings_line: &str, strategy: &str) -> S
         bad(dup)
     };
     let _ = writeln!(out, "  runs with duplicates  {dup}");
+    if s.failovers > 0 {
+        let lost = format!(
+            "{} of {} failovers lost the acknowledged key",
+            s.keys_lost, s.failovers
+        );
+        let lost = match s.keys_lost {
+            0 => good(lost),
+            _ => bad(lost),
+        };
+        let _ = writeln!(out, "  failover              {lost}");
+    }
     let _ = writeln!(
         out,
         "  outcomes              {}",

@@ -1,7 +1,8 @@
 //! The scenario files in `scenarios/`, built into the binary so that
 //! `idem lesson` works from anywhere; a test checks this list against the folder.
 
-/// (file name, contents) of every scenario, in lesson order.
+/// (file name, contents) of every scenario, in the order of their names
+/// (lesson 10's after lesson 1's).
 pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "1-check-then-store-through-pgbouncer.toml",
@@ -26,6 +27,22 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "1-pool-of-six.toml",
         include_str!("../../scenarios/1-pool-of-six.toml"),
+    ),
+    (
+        "10-async-failover-loses-the-key.toml",
+        include_str!("../../scenarios/10-async-failover-loses-the-key.toml"),
+    ),
+    (
+        "10-claim-on-a-lagging-standby.toml",
+        include_str!("../../scenarios/10-claim-on-a-lagging-standby.toml"),
+    ),
+    (
+        "10-lagging-standby-duplicates.toml",
+        include_str!("../../scenarios/10-lagging-standby-duplicates.toml"),
+    ),
+    (
+        "10-sync-failover-keeps-the-key.toml",
+        include_str!("../../scenarios/10-sync-failover-keeps-the-key.toml"),
     ),
     (
         "2-claim-work-complete.toml",

@@ -60,9 +60,20 @@ pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
             .race
             .as_ref()
             .is_some_and(|r| r.via == Some(Via::Pgbouncer));
+    let needs_standby = scenario
+        .race
+        .as_ref()
+        .is_some_and(|r| r.standby == Some(true));
     let front = match needs_pgbouncer {
         true => db.pgbouncer_front().map(Some),
         false => Ok(None),
+    };
+    // A standby is made of idem's own cluster only.
+    let front = match (needs_standby, &db.backend) {
+        (true, crate::db::Backend::Server { .. }) => Err(anyhow::anyhow!(
+            "a hot standby is made of idem's own disposable cluster, never of your server"
+        )),
+        _ => front,
     };
     let (checks, results, skipped) = match front {
         Err(why) => (Vec::new(), Vec::new(), Some(why.to_string())),
@@ -146,9 +157,10 @@ async fn race_results(
     spec: &RaceInput,
     runs: Option<u64>,
 ) -> Result<Vec<RaceResult>> {
-    let race = Race::prepare(db, spec.build(Origin::File)?).await?;
+    let mut race = Race::prepare(db, spec.build(Origin::File)?).await?;
     let mut results = Vec::new();
     for run in 1..=runs.unwrap_or(1).max(1) as usize {
+        race = race.again(run).await?;
         results.push(match race.settings.requests().schedule.as_deref() {
             Some(schedule) => {
                 race.run_stepped(async |c: &mut Controller| c.follow(schedule, |_, _| Ok(())).await)
@@ -236,7 +248,37 @@ fn race_checks(scenario: &Scenario, results: &[RaceResult]) -> Vec<Check> {
     if let Some(expected) = &e.outcomes {
         checks.push(outcomes_check(results, expected));
     }
+    if let Some(lost) = e.acknowledged_key_lost {
+        checks.push(failover_check(results, lost));
+    }
     checks
+}
+
+/// Lesson 10: whether every run's failover lost the acknowledged key. A
+/// run that did not fail over shows "no failover", and fails the check.
+fn failover_check(results: &[RaceResult], lost: bool) -> Check {
+    let said = |lost: bool| match lost {
+        true => "lost",
+        false => "kept",
+    };
+    let seen: Vec<Option<bool>> = results
+        .iter()
+        .map(|r| r.failover.as_ref().map(|f| f.acknowledged_key_lost))
+        .collect();
+    let mut shown: BTreeMap<&str, u64> = BTreeMap::new();
+    for s in &seen {
+        *shown.entry(s.map_or("no failover", said)).or_default() += 1;
+    }
+    check(
+        "acknowledged key",
+        format!("{}{}", said(lost), in_all(results)),
+        shown
+            .iter()
+            .map(|(k, n)| format!("{k} ×{n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        seen.iter().all(|s| *s == Some(lost)),
+    )
 }
 
 /// A probabilistic figure: the share of runs whose `figure` is `x`, at

@@ -76,6 +76,8 @@ pub struct Expect {
     /// whose service calls must equal `service_calls`.
     pub service_calls_min_rate: Option<f64>,
     pub service_calls_max_rate: Option<f64>,
+    /// Lesson 10: whether the failover lost the key a 201 was answered for.
+    pub acknowledged_key_lost: Option<bool>,
     /// Key-design simulations.
     pub keys_used: Option<usize>,
     pub merged_intents: Option<u64>,
@@ -124,8 +126,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
         1 => {}
         _ => bail!("{name}: a scenario has one of [race], [keys] and [pooler], not more"),
     }
-    if !(1..=9).contains(&scenario.lesson) {
-        bail!("{name}: lesson must be 1 to 9, not {}", scenario.lesson);
+    if !(1..=10).contains(&scenario.lesson) {
+        bail!("{name}: lesson must be 1 to 10, not {}", scenario.lesson);
     }
     let e = &scenario.expect;
     let rates = [

@@ -64,7 +64,7 @@ fn the_built_in_scenarios_are_the_files_in_the_folder() {
     }
     let lessons: std::collections::BTreeSet<u8> =
         builtin::all().unwrap().iter().map(|s| s.lesson).collect();
-    assert_eq!(lessons.len(), 9, "every lesson has scenarios");
+    assert_eq!(lessons.len(), 10, "every lesson has scenarios");
 }
 
 #[test]
@@ -171,8 +171,8 @@ fn lessons_are_listed_and_a_lesson_runs_straight_through_without_a_terminal() {
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
     assert_eq!(
         stdout.lines().filter(|l| l.starts_with('│')).count(),
-        10,
-        "a header and nine lessons"
+        11,
+        "a header and ten lessons"
     );
     sandbox
         .idem()
@@ -202,14 +202,14 @@ fn lessons_are_listed_and_a_lesson_runs_straight_through_without_a_terminal() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "1 of 9 read. Go on: idem lesson 1",
+            "1 of 10 read. Go on: idem lesson 1",
         ));
     sandbox
         .idem()
         .arg("progress")
         .assert()
         .success()
-        .stdout(predicate::str::contains("lessons read: 1 of 9 (6)"));
+        .stdout(predicate::str::contains("lessons read: 1 of 10 (6)"));
     sandbox
         .idem()
         .args(["progress", "--reset"])
@@ -231,12 +231,14 @@ fn lessons_are_listed_and_a_lesson_runs_straight_through_without_a_terminal() {
     // The tour from the last lesson tells that one only, and points nowhere after it.
     sandbox
         .idem()
-        .args(["tour", "--from", "9", "--no-pause"])
+        .args(["tour", "--from", "10", "--no-pause"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("Lesson 9: The request's life"))
-        .stdout(predicate::str::contains("Lesson 8:").not())
-        .stdout(predicate::str::contains("End of lesson 9.\n"))
+        .stdout(predicate::str::contains(
+            "Lesson 10: More than one database",
+        ))
+        .stdout(predicate::str::contains("Lesson 9:").not())
+        .stdout(predicate::str::contains("End of lesson 10.\n"))
         .stdout(predicate::str::contains("Next:").not());
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
 }
