@@ -235,6 +235,9 @@ pub struct Matrix {
     pub work_ms: u64,
     /// How the app's pool reached PostgreSQL: `direct` or `pgbouncer`.
     pub via: Via,
+    /// With `--standby`: the standby beside every race.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standby: Option<crate::race::StandbyFigures>,
     pub runs: u64,
     pub rows: Vec<MatrixRow>,
 }
@@ -258,6 +261,7 @@ impl Matrix {
             runner_holds_connection: first.runner_holds_connection,
             work_ms: first.work_ms,
             via: first.via,
+            standby: first.standby,
             runs: rows.iter().map(|r| r.runs).max().unwrap_or(0),
             rows,
         })

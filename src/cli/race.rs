@@ -103,5 +103,8 @@ pub struct MatrixArgs {
     pub json: bool,
 
     #[command(flatten)]
+    pub standby: super::race_shape::StandbyFlags,
+
+    #[command(flatten)]
     pub connect: ConnectArgs,
 }

@@ -21,13 +21,16 @@ pub struct Plan {
 }
 
 pub fn plan(args: &MatrixArgs) -> Result<Plan> {
-    let base = RaceInput {
+    let base = args.standby.input(RaceInput {
         workers: args.workers,
         pool_size: args.pool_size,
         work_ms: args.work_ms,
         via: args.via,
         ..RaceInput::default()
-    };
+    });
+    // Finds read on a standby: only the cells that find by reading, outside
+    // a request transaction.
+    let finds_on_standby = base.read_from == Some(crate::race::ReadFrom::Standby);
     // With a guard file, its rows, and the built-in ones -s names.
     let file = args
         .strategy_file
@@ -39,6 +42,11 @@ pub fn plan(args: &MatrixArgs) -> Result<Plan> {
         .into_iter()
         .filter(|c| every || args.strategy.contains(&c.strategy))
         .chain(file.map(file_cells).unwrap_or_default())
+        .filter(|c| {
+            !finds_on_standby
+                || (c.transaction == crate::strategy::transaction::Transaction::None
+                    && (c.strategy_file.is_some() || c.strategy.finds_by_reading()))
+        })
         .map(|cell| Ok((cell, cell.settings(&base)?)))
         .collect::<Result<Vec<_>>>()?;
     if cells.is_empty() {
@@ -53,7 +61,7 @@ pub fn plan(args: &MatrixArgs) -> Result<Plan> {
         );
     }
     Ok(Plan {
-        db: args.connect.options(),
+        db: args.standby.connect(&args.connect)?,
         cells,
         runs: args.runs.unwrap_or(limits::MATRIX_RUNS.default()),
         out: Output::from_json_flag(args.json),
@@ -75,14 +83,20 @@ impl OnDatabase for Plan {
             runner_holds_connection: shared.app().runner_holds_connection,
             work_ms: shared.work_ms(),
             via: shared.app().via,
+            standby: None,
             runs: self.runs,
             rows: Vec::new(),
         };
         for (cell, settings) in self.cells {
-            let race = Race::prepare(db, settings).await?;
+            let mut race = Race::prepare(db, settings).await?;
             let mut row = MatrixRow::new(cell);
             for run in 1..=self.runs as usize {
-                row.add(&race.run(run).await?);
+                race = race.again(run).await?;
+                let result = race.run(run).await?;
+                if matrix.standby.is_none() {
+                    matrix.standby = result.standby;
+                }
+                row.add(&result);
                 progress.inc(1);
             }
             matrix.rows.push(row);

@@ -19,7 +19,8 @@ pub use crate::request::{Lease, Outcome, Request, StepEvent, Trace};
 #[cfg(feature = "internals")]
 pub use result::EXPECTED_XP_ROWS;
 pub use result::{
-    FailoverFigures, RaceResult, ServerCounts, histogram, outcome_totals, percentile, xp_rows,
+    FailoverFigures, RaceResult, ServerCounts, StandbyFigures, histogram, outcome_totals,
+    percentile, xp_rows,
 };
 pub use runner::Race;
 #[cfg(feature = "internals")]

@@ -26,7 +26,7 @@ pub fn render(m: &Matrix) -> String {
     let pool = super::race::pool(m.pool_size, m.runner_holds_connection);
     let _ = writeln!(
         out,
-        "{}\n",
+        "{}",
         dim(format!(
             "{} workers · {pool}{} · work {} ms · one key",
             m.workers,
@@ -37,6 +37,19 @@ pub fn render(m: &Matrix) -> String {
             m.work_ms
         ))
     );
+    if let Some(standby) = &m.standby {
+        let reads = match standby.read_from {
+            crate::race::ReadFrom::Standby => "finds read from a hot standby",
+            crate::race::ReadFrom::Primary => "a hot standby beside every race",
+        };
+        let mut items = vec![reads.to_string()];
+        if standby.apply_delay_ms > 0 {
+            items.push(format!("applying {} ms late", standby.apply_delay_ms));
+        }
+        items.push(format!("synchronous {}", standby.synchronous.name()));
+        let _ = writeln!(out, "{}", dim(items.join(" · ")));
+    }
+    out.push('\n');
     let rows: Vec<Vec<Cell>> = m.rows.iter().map(|row| cells(row, wide)).collect();
     let header = [
         if wide { "  transaction" } else { "  txn" },

@@ -42,6 +42,18 @@ pub struct Ready {
     pub replicas: usize,
     /// How the app's pool reaches PostgreSQL: `direct` or `pgbouncer`.
     pub via: crate::db::via::Via,
+    /// With `--standby`: the hot standby beside the app.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standby: Option<ServedStandby>,
+}
+
+/// The hot standby beside `idem serve`'s app.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ServedStandby {
+    /// Where the app's finds read.
+    pub read_from: crate::race::ReadFrom,
+    /// How late the standby applies commits (`--replica-delay-ms`).
+    pub apply_delay_ms: u64,
 }
 
 impl Ready {
@@ -70,8 +82,32 @@ impl Ready {
             via: s.app().via,
             fingerprint: s.app().fingerprint,
             max_connections,
+            standby: s.app().standby.map(|p| ServedStandby {
+                read_from: s.app().read_from,
+                apply_delay_ms: p.apply_delay.as_millis() as u64,
+            }),
         }
     }
+}
+
+/// With a standby: where the finds read, on a line of its own.
+fn standby_line(r: &Ready) -> String {
+    let Some(ServedStandby {
+        read_from,
+        apply_delay_ms: delay,
+    }) = r.standby
+    else {
+        return String::new();
+    };
+    let reads = match read_from {
+        crate::race::ReadFrom::Standby => "finds read from a hot standby",
+        crate::race::ReadFrom::Primary => "a hot standby beside it",
+    };
+    let delay = match delay {
+        0 => String::new(),
+        ms => format!(", applying {ms} ms late"),
+    };
+    format!("\n{}", dim(format!("{reads}{delay}")))
 }
 
 /// The ready line and how to call the app, for people.
@@ -110,7 +146,9 @@ pub fn render_ready(r: &Ready) -> String {
             },
             r.threads,
             r.work_ms
-        )),
+        ))
+        .to_string()
+            + &standby_line(r),
         dim(format!(
             "up to {} connections at once{} · Ctrl-C stops it and drops the schema",
             r.max_connections,

@@ -309,3 +309,112 @@ async fn a_users_standby_is_read_and_left_as_it_was() {
     assert_eq!(server.idem_schemas(), Vec::<String>::new());
     drop(standby);
 }
+
+/// `idem matrix` and `idem compare` with their finds on a lagging standby
+/// keep the rows that find by reading: check-then-store duplicates in every
+/// run, claim-work-complete holds; the matrix's JSON says so under its schema.
+#[test]
+fn matrix_and_compare_read_a_lagging_standby() {
+    let sandbox = Sandbox::new("standby-matrix");
+    let out = sandbox
+        .idem()
+        .args(["matrix", "--json", "--runs", "2", "--standby"])
+        .args(["--read-from", "standby", "--replica-delay-ms", "200"])
+        .assert()
+        .success();
+    let matrix: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("schemas/matrix.schema.json").unwrap())
+            .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&matrix)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(matrix["standby"]["read_from"], "standby");
+    let rows: Vec<(String, serde_json::Value)> = matrix["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["strategy"].as_str().unwrap().to_string(),
+                r["xp_rows"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (
+                "check-then-store".to_string(),
+                serde_json::json!({ "5": 2 })
+            ),
+            (
+                "claim-work-complete".to_string(),
+                serde_json::json!({ "1": 2 })
+            ),
+        ]
+    );
+    let out = sandbox
+        .idem()
+        .args(["compare", "--json", "--standby"])
+        .args(["--read-from", "standby", "--replica-delay-ms", "200"])
+        .assert()
+        .success();
+    let races: Vec<serde_json::Value> = String::from_utf8_lossy(&out.get_output().stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seen: Vec<(String, u64)> = races
+        .iter()
+        .map(|r| {
+            (
+                r["strategy"].as_str().unwrap().to_string(),
+                r["xp_rows"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("check-then-store".to_string(), 5),
+            ("claim-work-complete".to_string(), 1)
+        ]
+    );
+}
+
+/// `idem serve --standby --read-from standby`: two requests with one key,
+/// sent one after the other, both do the work when the find reads a
+/// standby 300 ms behind; nothing raced. The ready line names the standby.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_served_app_reading_a_lagging_standby_duplicates_without_a_race() {
+    use crate::common::app::{Served, award, json};
+    let app = Served::start(
+        "standby-serve",
+        &[
+            "-s",
+            "check-then-store",
+            "--standby",
+            "--read-from",
+            "standby",
+            "--replica-delay-ms",
+            "300",
+        ],
+    );
+    assert_eq!(
+        app.ready["standby"]["read_from"], "standby",
+        "{}",
+        app.ready
+    );
+    let body = r#"{"user_id": 1, "amount": 10}"#;
+    let first = award(&app.endpoint(), Some("\"k1\""), body).await;
+    let second = award(&app.endpoint(), Some("\"k1\""), body).await;
+    assert_eq!((first.status, second.status), (201, 201));
+    assert_ne!(
+        json(&first)["xp_id"],
+        json(&second)["xp_id"],
+        "the second request, sent after the first was answered, found no key"
+    );
+}
