@@ -68,6 +68,12 @@ impl Standby {
         }
         let mut settings = server_settings();
         settings.extend(["-c".to_string(), "hot_standby=on".to_string()]);
+        // When its primary is gone (a cut link), the standby waits this long
+        // between tries, and a promotion may wait one out: 5 s by default.
+        settings.extend([
+            "-c".to_string(),
+            "wal_retrieve_retry_interval=100ms".to_string(),
+        ]);
         if let Some(delay) = shape.apply_delay {
             settings.extend([
                 "-c".to_string(),

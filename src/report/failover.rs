@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::style::{bad, dim, good};
+use super::style::{bad, dim, good, warn};
 use super::table;
 use crate::race::RaceResult;
 use crate::race::{FailoverFigures, ServerCounts, Synchronous};
@@ -13,18 +13,25 @@ pub fn render(r: &RaceResult) -> String {
         return String::new();
     };
     let mut out = String::new();
-    let verdict = match f.acknowledged_key_lost {
-        true => bad(format!(
+    let link = standby.link_delay_ms.unwrap_or(0);
+    let untested = nothing_in_flight(f, standby.synchronous);
+    let verdict = match (f.acknowledged_key_lost, untested) {
+        (true, _) => bad(format!(
             "✗ worker {}'s acknowledged key lost",
             f.retried_worker
         )),
-        false => good(format!(
+        // Asynchronous, and nothing was on the link when it was cut: the
+        // key survived a failover that could lose nothing.
+        (false, true) => warn(format!(
+            "worker {}'s key kept, but untested: nothing was on the link when it was cut",
+            f.retried_worker
+        )),
+        (false, false) => good(format!(
             "worker {}'s acknowledged key kept",
             f.retried_worker
         )),
     };
     let _ = writeln!(out, "  failover              {verdict}");
-    let link = standby.link_delay_ms.unwrap_or(0);
     let how = format!(
         "The standby's WAL crossed a relay of idem's that held it {link} ms, as a link \
          between two sites would, with commits waiting for {}. {:.0} ms into the race idem \
@@ -45,7 +52,12 @@ pub fn render(r: &RaceResult) -> String {
             true => "the new primary had no key for it, so the work was done again.",
             false => "the new primary had its key, and the retry was answered from it.",
         },
-        not_in_flight(f, link, standby.synchronous),
+        match untested {
+            true =>
+                " Nothing was on the link when it was cut: the race's WAL had crossed \
+                     already, so this failover could lose nothing.",
+            false => "",
+        },
     );
     let wrapped = table::wrap_cell(&how, super::width::width().saturating_sub(4).max(20));
     for line in wrapped.lines() {
@@ -57,16 +69,10 @@ pub fn render(r: &RaceResult) -> String {
     out
 }
 
-/// Says so when the cut came after the link's delay: the race's WAL had
-/// then had time to arrive, and nothing it wrote was on the link.
-fn not_in_flight(f: &FailoverFigures, link_ms: u64, synchronous: Synchronous) -> String {
-    match synchronous == Synchronous::Off && f.cut_after_ms >= link_ms as f64 {
-        true => format!(
-            " The cut came after the link's {link_ms} ms: what the race wrote had had time \
-             to cross before it."
-        ),
-        false => String::new(),
-    }
+/// Whether an asynchronous failover found no WAL on the link to lose: the
+/// race's writes had all crossed before the cut.
+fn nothing_in_flight(f: &FailoverFigures, synchronous: Synchronous) -> bool {
+    synchronous == Synchronous::Off && f.wal_lost_bytes == 0
 }
 
 /// One row per figure, one column per server.

@@ -102,10 +102,18 @@ async fn a_find_on_a_lagging_standby_duplicates_where_the_primary_would_not() {
 /// of its pipe.
 #[test]
 fn a_killed_race_leaves_neither_server_behind() {
+    killed_mid_race(&[]);
+    // With the link a failover cuts: its socket goes with the standby's
+    // run directory.
+    killed_mid_race(&["--failover", "after-complete"]);
+}
+
+fn killed_mid_race(more: &[&str]) {
     let sandbox = Sandbox::new("standby-kill");
     let mut idem = sandbox
         .idem_std()
         .args(["race", "--standby", "--work-ms", "5000"])
+        .args(more)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
