@@ -95,4 +95,25 @@ pub enum Command {
     Doctor(measure::DoctorArgs),
     /// Measure cluster start-up, race rate, guard throughput, hot key and scale (BENCHMARKS.md).
     Bench(measure::BenchArgs),
+    /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish).
+    Completions(ShellArgs),
+    /// Print idem's man page (roff), or write a page per command into --dir.
+    Man(ManArgs),
+}
+
+/// `idem completions`.
+#[derive(Debug, clap::Args)]
+pub struct ShellArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `idem man`.
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {
+    /// Write idem.1 and a page per command (idem-race.1, ...) into this
+    /// directory instead of printing idem.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
 }

@@ -24,5 +24,6 @@ pub mod reap;
 pub mod replica;
 pub mod scenario;
 pub mod serve;
+pub mod shell;
 pub mod step;
 pub mod stores;

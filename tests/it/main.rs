@@ -30,6 +30,7 @@ mod replicas;
 mod safeguards;
 mod screen;
 mod server;
+mod shell;
 mod standby;
 mod stores;
 mod teaching;
