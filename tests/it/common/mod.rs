@@ -5,6 +5,7 @@
 pub mod app;
 pub mod certs;
 pub mod races;
+pub mod segments;
 pub mod server;
 
 use std::os::unix::fs::PermissionsExt;
@@ -23,6 +24,16 @@ impl Sandbox {
         // Unique within the process too: tests of one binary run in parallel.
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        // The first sandbox arranges the suite's last check: nothing of
+        // PostgreSQL's shared memory left behind.
+        if n == 0 {
+            std::sync::LazyLock::force(&segments::SUITE_BEGAN);
+            // SAFETY: `check_at_exit` is an `extern "C" fn()` that only reads
+            // /dev/shm and /proc and writes to fd 2.
+            unsafe {
+                libc::atexit(segments::check_at_exit);
+            }
+        }
         let dir = std::env::temp_dir().join(format!("idem-test-{name}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
