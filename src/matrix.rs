@@ -240,6 +240,9 @@ pub struct Matrix {
     pub standby: Option<crate::race::StandbyFigures>,
     pub runs: u64,
     pub rows: Vec<MatrixRow>,
+    /// Rows left out, and why: shown to people only.
+    #[serde(skip)]
+    pub left_out: Option<&'static str>,
 }
 
 impl Matrix {
@@ -262,6 +265,7 @@ impl Matrix {
             work_ms: first.work_ms,
             via: first.via,
             standby: first.standby,
+            left_out: None,
             runs: rows.iter().map(|r| r.runs).max().unwrap_or(0),
             rows,
         })

@@ -28,12 +28,15 @@ pub struct Plan {
     pub rows: Vec<(String, RaceSettings)>,
     pub runs: u64,
     pub out: Output,
+    /// The course's strategies left out of the table, and why.
+    pub left_out: Option<String>,
 }
 
 pub fn plan(args: &CompareArgs) -> Result<Plan> {
     if args.race.show.trace {
         bail!("--trace draws a single race; use it with `idem race`");
     }
+    let mut left_out = None;
     let (compared, rows) = if args.losers {
         if args.race.losers.loser.is_some() {
             bail!("--losers runs every loser policy; drop --loser");
@@ -54,6 +57,16 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
         };
         // Finds read on a standby: only the strategies that have one.
         let finds_on_standby = args.race.standby.read_from == Some(crate::race::ReadFrom::Standby);
+        let skipped: Vec<&str> = StrategyKind::course()
+            .filter(|s| finds_on_standby && !s.finds_by_reading())
+            .map(|s| s.name())
+            .collect();
+        left_out = (!skipped.is_empty()).then(|| {
+            format!(
+                "left out, with no find to send to a standby: {}",
+                skipped.join(", ")
+            )
+        });
         let mut rows = StrategyKind::course()
             .filter(|s| !finds_on_standby || s.finds_by_reading())
             .map(|s| {
@@ -74,6 +87,7 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
         rows,
         runs: args.race.runs(),
         out: Output::from_json_flag(args.race.show.json),
+        left_out,
     })
 }
 
@@ -118,7 +132,11 @@ impl OnDatabase for Plan {
                         (label.clone(), summary)
                     })
                     .collect();
-                render_compare(&rows, &line)
+                let mut text = render_compare(&rows, &line);
+                if let Some(note) = &self.left_out {
+                    text.push_str(&format!("{}\n", report::style::dim(note)));
+                }
+                text
             }
             Compared::Losers => {
                 let rows: Vec<LoserRow> = results

@@ -18,6 +18,8 @@ pub struct Plan {
     pub cells: Vec<(Cell, RaceSettings)>,
     pub runs: u64,
     pub out: Output,
+    /// The rows left out, and why.
+    pub left_out: Option<&'static str>,
 }
 
 pub fn plan(args: &MatrixArgs) -> Result<Plan> {
@@ -62,6 +64,10 @@ pub fn plan(args: &MatrixArgs) -> Result<Plan> {
     }
     Ok(Plan {
         db: args.standby.connect(&args.connect)?,
+        left_out: finds_on_standby.then_some(
+            "left out, with no find to send to a standby: the rows in a request transaction, \
+             and the strategies that decide by a write or a lock",
+        ),
         cells,
         runs: args.runs.unwrap_or(limits::MATRIX_RUNS.default()),
         out: Output::from_json_flag(args.json),
@@ -84,6 +90,7 @@ impl OnDatabase for Plan {
             work_ms: shared.work_ms(),
             via: shared.app().via,
             standby: None,
+            left_out: self.left_out,
             runs: self.runs,
             rows: Vec::new(),
         };

@@ -49,6 +49,9 @@ pub fn render(m: &Matrix) -> String {
         items.push(format!("synchronous {}", standby.synchronous.name()));
         let _ = writeln!(out, "{}", dim(items.join(" · ")));
     }
+    if let Some(note) = m.left_out {
+        let _ = writeln!(out, "{}", dim(note));
+    }
     out.push('\n');
     let rows: Vec<Vec<Cell>> = m.rows.iter().map(|row| cells(row, wide)).collect();
     let header = [
