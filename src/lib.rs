@@ -5,7 +5,7 @@
 //! service. Everything else is idem's own, laid out as the course is told
 //! (`strategy/` holds the guard shapes, `race/` runs N workers through one of
 //! them on a real connection pool, `db/` provides the database, `report/`
-//! prints what happened) and described in the README.
+//! prints what happened) and described in README.md and docs/.
 
 #![deny(missing_docs)]
 

@@ -260,12 +260,12 @@ fn the_naive_starting_point_fails_the_five_worker_race() {
     assert!(first.contains("FAIL"), "{first}");
 }
 
-/// What the README says of each crash point, and what the trace of the
-/// crashed worker shows, must agree: the fault comes where the README puts
+/// What docs/guard.md says of each crash point, and what the trace of the
+/// crashed worker shows, must agree: the fault comes where the page puts
 /// it, and after it the worker takes no step and answers nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_crash_trace_says_what_the_readme_says_of_every_crash_point() {
-    let readme = std::fs::read_to_string("README.md").unwrap();
+    let readme = std::fs::read_to_string("docs/guard.md").unwrap();
     let said = readme.split_whitespace().collect::<Vec<_>>().join(" ");
     let promises = [
         (
@@ -277,14 +277,14 @@ async fn the_crash_trace_says_what_the_readme_says_of_every_crash_point() {
     ];
     assert!(
         said.contains("The worker answers nothing"),
-        "the README's promise"
+        "the page's promise"
     );
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     for strategy in [StrategyKind::Guard, StrategyKind::CheckThenStore] {
         for (at, words) in promises {
             assert!(
                 said.contains(words),
-                "the README describes {at:?} as {words}"
+                "docs/guard.md describes {at:?} as {words}"
             );
             let r = race(&db, crash(strategy, at).built()).await;
             let crashed = r

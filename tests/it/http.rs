@@ -880,7 +880,7 @@ fn the_abort_case_answers_as_the_server_treats_a_client_that_left() {
     );
 }
 
-/// The README's two lines for the Ruby challenge: `idem db -- ruby app.rb`
+/// docs/over-the-wire.md's two lines for the Ruby challenge: `idem db -- ruby app.rb`
 /// in one terminal (it prints the DATABASE_URL it made), `idem challenge
 /// --url ... --count-database-url URL` in another. Then Ctrl-C's SIGINT
 /// ends both, and the cluster is gone.

@@ -1,4 +1,4 @@
-//! The `--json` contract: the published schema in `schemas/` against the real output, and against the README.
+//! The `--json` contract: the published schema in `schemas/` against the real output, and against docs/races.md.
 
 use serde_json::Value;
 
@@ -110,7 +110,7 @@ fn race_and_compare_output_matches_the_published_schema() {
 
 #[test]
 fn the_schema_requires_every_field_the_readme_documents() {
-    let readme = std::fs::read_to_string("README.md").unwrap();
+    let readme = std::fs::read_to_string("docs/races.md").unwrap();
     let start = readme
         .find("- `--json` prints one JSON object per race")
         .unwrap();

@@ -1,6 +1,6 @@
 //! A published guard, judged: the course's award behind axum-idempotent
 //! (examples/axum-idempotent, a project of its own), probed over HTTP with
-//! its effects counted in PostgreSQL. Keeps the README's finding true.
+//! its effects counted in PostgreSQL. Keeps docs/over-the-wire.md's finding true.
 
 use std::process::Command;
 

@@ -128,7 +128,7 @@ async fn claim_work_complete_and_insert_unique_make_exactly_one_xp_row() {
                     assert_eq!(r.xp_rows, 1, "{what}");
                     assert_eq!(r.duplicates, 0, "{what}");
                     assert_eq!(r.count(Outcome::Created), 1, "{what}");
-                    // The README: `loser_policy` is null where no request loses a claim.
+                    // docs/races.md: `loser_policy` is null where no request loses a claim.
                     assert_eq!(
                         r.loser_policy.is_some(),
                         strategy == StrategyKind::ClaimWorkComplete,

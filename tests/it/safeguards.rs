@@ -2,8 +2,8 @@
 //!
 //! Where timing would decide, the interleaving is a step-by-step schedule
 //! (the machinery of `idem step`), so the same steps meet in the same order
-//! every run. Each test names the safeguard it pins; the README's "Tests"
-//! section lists them, and `cargo mutants` checks that they bite.
+//! every run. Each test names the safeguard it pins; docs/tests.md lists
+//! them, and `cargo mutants` checks that they bite.
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! The call counts are probabilistic in the way lesson 1's XP rows are (the
 //! losers must find no key before the first store); where a test asserts
 //! one it asserts a rate over runs, measured at 100% of 200 runs on an idle
-//! machine (README, "Lesson 8").
+//! machine (docs/transactions.md).
 
 use idem::db::{ConnectOptions, Database};
 use idem::race::input::RaceInput;
