@@ -8,7 +8,7 @@ use crate::challenge::{self, Judge, rows_and_statuses};
 use crate::db::Database;
 use crate::http::app::OnHangup;
 use crate::limits::Origin;
-use crate::probe::conformance::{Check, Mark};
+use crate::probe::conformance::Check;
 use crate::race::fault::FaultPoint;
 use crate::race::input::RaceInput;
 use crate::race::{CrashPlan, Outcome, Race, RaceResult, xp_rows};
@@ -234,15 +234,14 @@ fn raced(
         })
         .count();
     if passed && met < requests.len() {
-        return Check {
+        return Check::not_applicable(
             case,
             demands,
-            mark: Mark::NotApplicable,
-            saw: format!(
+            format!(
                 "did not race: {met} of {} requests began before the first work ended; {saw}",
                 requests.len()
             ),
-        };
+        );
     }
     Check::judged(case, demands, passed, saw)
 }
@@ -256,12 +255,11 @@ fn hung_up(
     saw: String,
 ) -> Check {
     if !r.reports.iter().any(|w| w.outcome == Outcome::HungUp) {
-        return Check {
+        return Check::not_applicable(
             case,
             demands,
-            mark: Mark::NotApplicable,
-            saw: format!("the client never hung up mid-work; {saw}"),
-        };
+            format!("the client never hung up mid-work; {saw}"),
+        );
     }
     Check::judged(case, demands, passed, saw)
 }

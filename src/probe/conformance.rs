@@ -54,6 +54,16 @@ impl Check {
         }
     }
 
+    /// A case that could not be judged here: n/a, saying why.
+    pub fn not_applicable(case: &'static str, demands: &'static str, saw: String) -> Self {
+        Self {
+            case,
+            demands,
+            mark: Mark::NotApplicable,
+            saw,
+        }
+    }
+
     /// Whether the case held.
     pub fn passed(&self) -> bool {
         self.mark == Mark::Pass
@@ -194,12 +204,11 @@ async fn reused_key(
             ),
         )
     } else {
-        Check {
-            case: "same key, other body",
-            demands: "422, and no new effect",
-            mark: Mark::NotApplicable,
-            saw: format!("the first request got {}, not a success", status_of(&first)),
-        }
+        Check::not_applicable(
+            "same key, other body",
+            "422, and no new effect",
+            format!("the first request got {}, not a success", status_of(&first)),
+        )
     })
 }
 
@@ -215,12 +224,11 @@ async fn at_once(probe: &Probe, key_base: &str, concurrent: usize) -> Result<Che
     if let Some(why) = super::not_raced(&shots, &volley.release)
         && effects.is_none_or(|e| e <= 1)
     {
-        return Ok(Check {
-            case: "concurrent, same key",
-            demands: "one effect; the others 409 or the same response",
-            mark: Mark::NotApplicable,
-            saw: format!("{}; {why}", said(&shots)),
-        });
+        return Ok(Check::not_applicable(
+            "concurrent, same key",
+            "one effect; the others 409 or the same response",
+            format!("{}; {why}", said(&shots)),
+        ));
     }
     let consistent = shots.iter().filter(|s| s.succeeded()).count() >= 1
         && shots.iter().all(|s| {
@@ -410,24 +418,18 @@ impl Overlap {
             self.words
         );
         if self.first.succeeded() && !self.overlapped() {
-            return Check {
+            return Check::not_applicable(
                 case,
                 demands,
-                mark: Mark::NotApplicable,
-                saw: format!(
+                format!(
                     "the first was answered ({}) before the second left, {when}: nothing was in \
                      flight (give --in-flight-ms)",
                     status_of(&self.first)
                 ),
-            };
+            );
         }
         if !self.first.succeeded() {
-            return Check {
-                case,
-                demands,
-                mark: Mark::NotApplicable,
-                saw,
-            };
+            return Check::not_applicable(case, demands, saw);
         }
         Check::judged(
             case,
@@ -456,12 +458,7 @@ pub async fn after_an_abort(
     let body = &probe.body;
     let key = format!("{key_base}-abort");
     let before = probe.count().await?;
-    let not_applicable = |saw: String| Check {
-        case,
-        demands: AFTER_AN_ABORT,
-        mark: Mark::NotApplicable,
-        saw,
-    };
+    let not_applicable = |saw: String| Check::not_applicable(case, AFTER_AN_ABORT, saw);
     match probe.hang_up(Some(&key), body, *linger).await {
         Err(err) => {
             let saw = format!("the request could not be sent and abandoned: {err:#}");
@@ -521,25 +518,23 @@ pub async fn another_caller(
 ) -> Result<Check> {
     let case = "another caller, same key";
     let Some(caller) = caller else {
-        return Ok(Check {
+        return Ok(Check::not_applicable(
             case,
-            demands: ANOTHER_CALLER,
-            mark: Mark::NotApplicable,
-            saw: "no second caller: give --other-caller 'Authorization: ...' (the header that \
+            ANOTHER_CALLER,
+            "no second caller: give --other-caller 'Authorization: ...' (the header that \
                   names another caller) to run it"
                 .into(),
-        });
+        ));
     };
     let body = &probe.body;
     let key = format!("{key_base}-other-caller");
     let first = probe.once(Some(&key), body).await;
     if !first.succeeded() {
-        return Ok(Check {
+        return Ok(Check::not_applicable(
             case,
-            demands: ANOTHER_CALLER,
-            mark: Mark::NotApplicable,
-            saw: format!("the first caller got {}, not a success", status_of(&first)),
-        });
+            ANOTHER_CALLER,
+            format!("the first caller got {}, not a success", status_of(&first)),
+        ));
     }
     let before = probe.count().await?;
     let other = probe.once_as(caller, Some(&key), body).await;
