@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use bytes::Bytes;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::CertificateDer;
 use serde::Serialize;
 use tokio_rustls::TlsAcceptor;
 
@@ -44,14 +44,18 @@ pub async fn measure(quick: bool) -> Result<Vec<ReleaseFigure>> {
         true => (&[5, 20], 5),
         false => (&[5, 20, 100], 30),
     };
-    let (cert, acceptor) = loopback_certificate()?;
+    // Cleartext, then TLS if this build can make a certificate.
+    let mut legs = vec![(None, Trust::System)];
+    if let Some((cert, acceptor)) = loopback_certificate()? {
+        legs.push((Some(acceptor), Trust::Certificate(cert)));
+    }
     let mut figures = Vec::new();
-    for tls in [false, true] {
+    for (acceptor, trust) in legs {
         for mode in Mode::ALL {
-            let server =
-                ArrivalServer::start(mode.protocol(), tls.then(|| acceptor.clone())).await?;
+            let tls = acceptor.is_some();
+            let server = ArrivalServer::start(mode.protocol(), acceptor.clone()).await?;
             for &n in sizes {
-                figures.push(measure_one(&server, mode, tls, &cert, n, bursts).await?);
+                figures.push(measure_one(&server, mode, tls, &trust, n, bursts).await?);
             }
         }
     }
@@ -62,13 +66,13 @@ async fn measure_one(
     server: &ArrivalServer,
     mode: Mode,
     tls: bool,
-    cert: &CertificateDer<'static>,
+    trust: &Trust,
     n: usize,
     bursts: usize,
 ) -> Result<ReleaseFigure> {
     let scheme = if tls { "https" } else { "http" };
     let reach = Reach {
-        trust: Trust::Certificate(cert.clone()),
+        trust: trust.clone(),
         offer: match mode.protocol() {
             Protocol::Http11 => Offer::Http11,
             Protocol::Http2 => Offer::Http2,
@@ -148,8 +152,17 @@ fn percentile_us(samples: &mut [Duration], pct: usize) -> f64 {
 }
 
 /// A certificate for `localhost` made for this run, and a TLS acceptor
+/// that serves it; none in a build without the `https-bench` feature.
+#[cfg(not(feature = "https-bench"))]
+pub fn loopback_certificate() -> Result<Option<(CertificateDer<'static>, TlsAcceptor)>> {
+    Ok(None)
+}
+
+/// A certificate for `localhost` made for this run, and a TLS acceptor
 /// that serves it.
-pub fn loopback_certificate() -> Result<(CertificateDer<'static>, TlsAcceptor)> {
+#[cfg(feature = "https-bench")]
+pub fn loopback_certificate() -> Result<Option<(CertificateDer<'static>, TlsAcceptor)>> {
+    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
     let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])?;
     let cert = made.cert.der().clone();
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.signing_key.serialize_der()));
@@ -158,5 +171,5 @@ pub fn loopback_certificate() -> Result<(CertificateDer<'static>, TlsAcceptor)> 
         .with_no_client_auth()
         .with_single_cert(vec![cert.clone()], key)?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok((cert, TlsAcceptor::from(std::sync::Arc::new(config))))
+    Ok(Some((cert, TlsAcceptor::from(std::sync::Arc::new(config)))))
 }

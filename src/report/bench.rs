@@ -324,6 +324,12 @@ fn release(out: &mut String, b: &BenchReport) {
         rows,
         &[2, 3, 4, 6],
     );
+    if !b.release.iter().any(|r| r.tls) {
+        out.push_str(
+            "\nover TLS: not measured; this idem was built without the https-bench feature \
+             (cargo build --release --features https-bench)",
+        );
+    }
     out.push_str("\n\n");
 }
 

@@ -138,7 +138,9 @@ async fn arrivals(server: &ArrivalServer, n: usize) -> Vec<idem::bench::arrival:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http2_final_frames_reach_the_server_in_one_read() {
-    let (cert, acceptor) = idem::bench::release::loopback_certificate().unwrap();
+    let (cert, acceptor) = idem::bench::release::loopback_certificate()
+        .unwrap()
+        .expect("the tests build idem with https-bench");
     for tls in [false, true] {
         let server = ArrivalServer::start(Protocol::Http2, tls.then(|| acceptor.clone()))
             .await
