@@ -89,7 +89,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Replica(a) => dispatch(c::replica::plan(&a)?, s).await,
         Command::Db(a) => dispatch(c::db::plan(&a)?, s).await,
         Command::Doctor(a) => dispatch(c::doctor::plan(&a)?, s).await,
-        Command::Completions(a) => c::shell::completions(a.shell),
+        Command::Completions(a) => c::shell::completions(a.shell, a.dir.as_deref()),
         Command::Man(a) => c::shell::man(a.dir.as_deref()),
     }
 }

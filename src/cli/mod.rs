@@ -95,7 +95,7 @@ pub enum Command {
     Doctor(measure::DoctorArgs),
     /// Measure cluster start-up, race rate, guard throughput, hot key and scale (BENCHMARKS.md).
     Bench(measure::BenchArgs),
-    /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish).
+    /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish), or write it into --dir.
     Completions(ShellArgs),
     /// Print idem's man page (roff), or write a page per command into --dir.
     Man(ManArgs),
@@ -107,6 +107,12 @@ pub struct ShellArgs {
     /// The shell to complete for.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+
+    /// Write the script into this directory, under the name the shell
+    /// looks for there (idem.bash, _idem, idem.fish, ...), instead of
+    /// printing it.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
 }
 
 /// `idem man`.

@@ -8,11 +8,28 @@ use clap::CommandFactory;
 
 use crate::cli::Cli;
 
-/// Writes the completion script for `shell` to standard output.
-pub fn completions(shell: clap_complete::Shell) -> Result<()> {
-    let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "idem", &mut script);
-    written(&script)
+/// Writes the completion script for `shell` to standard output; with
+/// `dir`, into that directory (made if missing) under the name the shell
+/// looks for there (`idem.bash`, `_idem`, `idem.fish`, ...).
+pub fn completions(shell: clap_complete::Shell, dir: Option<&Path>) -> Result<()> {
+    let Some(dir) = dir else {
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut Cli::command(), "idem", &mut script);
+        return written(&script);
+    };
+    made(dir)?;
+    let path = clap_complete::generate_to(shell, &mut Cli::command(), "idem", dir)
+        .with_context(|| format!("could not write into {}", dir.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+/// `dir`, made if missing; refused if something else is there.
+fn made(dir: &Path) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        anyhow::bail!("{} is not a directory", dir.display());
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("could not make {}", dir.display()))
 }
 
 /// Writes idem's man page, in roff: `idem.1` to standard output, whose
@@ -24,10 +41,7 @@ pub fn man(dir: Option<&Path>) -> Result<()> {
     let Some(dir) = dir else {
         return written(&page(clap_mangen::Man::new(top))?);
     };
-    if dir.exists() && !dir.is_dir() {
-        anyhow::bail!("{} is not a directory", dir.display());
-    }
-    std::fs::create_dir_all(dir).with_context(|| format!("could not make {}", dir.display()))?;
+    made(dir)?;
     let subs: Vec<clap::Command> = top
         .get_subcommands()
         .filter(|s| !s.is_hide_set())

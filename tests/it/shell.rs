@@ -3,11 +3,19 @@
 use crate::common::Sandbox;
 
 /// Every shell clap_complete knows gets a script that completes idem's
-/// commands.
+/// commands; `--dir` writes the same script under the name that shell
+/// looks for, into a directory made if missing.
 #[test]
 fn every_shell_gets_a_completion_script() {
     let sandbox = Sandbox::new("completions");
-    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+    let dir = sandbox.dir.join("share/completions");
+    for (shell, file) in [
+        ("bash", "idem.bash"),
+        ("zsh", "_idem"),
+        ("fish", "idem.fish"),
+        ("powershell", "_idem.ps1"),
+        ("elvish", "idem.elv"),
+    ] {
         let out = sandbox
             .idem()
             .args(["completions", shell])
@@ -17,7 +25,22 @@ fn every_shell_gets_a_completion_script() {
         for command in ["race", "probe", "lesson", "completions"] {
             assert!(script.contains(command), "{shell} completes {command}");
         }
+        sandbox
+            .idem()
+            .args(["completions", shell, "--dir"])
+            .arg(&dir)
+            .assert()
+            .success();
+        let written = std::fs::read_to_string(dir.join(file)).unwrap();
+        assert_eq!(written, script, "{shell}'s script in {file}");
     }
+    let line = crate::common::refused_in_one_line(
+        sandbox
+            .idem()
+            .args(["completions", "bash", "--dir"])
+            .arg(dir.join("_idem")),
+    );
+    assert!(line.contains("is not a directory"), "{line}");
 }
 
 /// `idem man` names every command a user can run; `--dir` writes a page
