@@ -8,6 +8,7 @@ mod browser;
 mod cli;
 mod cluster;
 mod common;
+mod docs;
 mod exercises;
 mod fingerprints_and_keys;
 mod front_door;

@@ -1,0 +1,210 @@
+//! The manual cannot drift: every command in README.md and docs/ runs as printed, and its output is compared.
+//!
+//! trycmd reads each page's ```console blocks: a `$ ` line is a command (a
+//! `> ` line continues it, as a shell's second prompt shows a `\`
+//! continuation), the lines under it are its expected output, stdout and
+//! stderr together (`...` stands for any lines, `[..]` for any text within
+//! one), and `? 1` says the command exits 1. A block marked
+//! ```console,ignore needs something the test cannot be: a service of
+//! yours, a terminal, your home directory. Its page says so, and its
+//! commands are parsed by idem's own command line (examples/parse_only.rs)
+//! and not run. `cargo`, `curl` and `ruby` lines are never run here: the
+//! first is what CI itself runs, the others are the reader's own programs.
+//!
+//! Each page runs in a folder of its own, with a state directory of its own
+//! (its lessons read, its hints seen) and clusters that must all be gone
+//! when it ends.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::common::{Sandbox, TIMING};
+
+/// The programs a page may show that the test does not run.
+const NOT_RUN: &[&str] = &["cargo", "curl", "ruby"];
+
+/// Runs `page`'s console blocks, then parses its ignored ones.
+fn check(page: &str) {
+    // trycmd can add to the commands' environment but not take from it, and
+    // a page's races must not reach a database of the reader's.
+    let unset = std::env::var_os("DATABASE_URL").is_none();
+    if !crate::common::runnable(
+        page,
+        unset,
+        "DATABASE_URL is set; the pages run on disposable clusters",
+    ) {
+        return;
+    }
+    let name = Path::new(page)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap()
+        .to_owned();
+    let sandbox = Sandbox::new(&format!("docs-{name}"));
+    // The pages show races' figures: run alone, like the other tests that do.
+    let _serial = TIMING.blocking_lock();
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(page)).unwrap();
+
+    // As printed: the page's own text, in a folder beside the sandbox; the
+    // `.out` folder beside it tells trycmd to run the page's commands in a
+    // fresh folder of their own.
+    let ran = Staged::new(&sandbox, &name, "run", &text);
+    cases(&sandbox)
+        .register_bin("idem", trycmd::cargo::cargo_bin("idem"))
+        .case(&ran.page)
+        .run();
+    let left = sandbox.wait_clean(Duration::from_secs(10));
+    assert!(left.is_empty(), "{page}'s commands left {left:?}");
+
+    // Only parsed: the ignored blocks become the page's console blocks, and
+    // the console blocks already run are set aside as text.
+    let parsed: String = text
+        .lines()
+        .map(|line| match line {
+            "```console" => "```text",
+            "```console,ignore" => "```console",
+            other => other,
+        })
+        .fold(String::new(), |all, line| all + line + "\n");
+    let parsed = Staged::new(&sandbox, &name, "parse", &parsed);
+    cases(&sandbox)
+        .register_bin("idem", parse_only())
+        .case(&parsed.page)
+        .run();
+}
+
+/// trycmd's cases with idem isolated in `sandbox`, as the other tests'.
+fn cases(sandbox: &Sandbox) -> trycmd::TestCases {
+    let cases = trycmd::TestCases::new();
+    cases
+        .env("TMPDIR", sandbox.dir.display().to_string())
+        .env("XDG_STATE_HOME", sandbox.state().display().to_string())
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "80")
+        .timeout(Duration::from_secs(300));
+    for program in NOT_RUN {
+        cases.register_bin(*program, trycmd::schema::Bin::Ignore);
+    }
+    cases
+}
+
+/// A page's text as `name.md` in a folder of its own beside a sandbox,
+/// with the `name.out` folder that has trycmd give each run a fresh
+/// working folder; all of it removed when dropped.
+struct Staged {
+    folder: PathBuf,
+    page: PathBuf,
+}
+
+impl Staged {
+    fn new(sandbox: &Sandbox, name: &str, pass: &str, text: &str) -> Self {
+        let folder = sandbox.dir.with_extension(pass);
+        let _ = std::fs::remove_dir_all(&folder);
+        std::fs::create_dir_all(folder.join(format!("{name}.out"))).unwrap();
+        let page = folder.join(format!("{name}.md"));
+        std::fs::write(&page, text).unwrap();
+        Self { folder, page }
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.folder);
+    }
+}
+
+/// examples/parse_only.rs, which `cargo test` builds beside the tests.
+fn parse_only() -> PathBuf {
+    let examples = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples");
+    let binary = examples.join("parse_only");
+    assert!(
+        binary.exists(),
+        "cargo test builds the examples: {}",
+        binary.display()
+    );
+    binary
+}
+
+#[test]
+fn readme() {
+    check("README.md");
+}
+
+#[test]
+fn learning() {
+    check("docs/learning.md");
+}
+
+#[test]
+fn races() {
+    check("docs/races.md");
+}
+
+#[test]
+fn losers() {
+    check("docs/losers.md");
+}
+
+#[test]
+fn keys() {
+    check("docs/keys.md");
+}
+
+#[test]
+fn stores() {
+    check("docs/stores.md");
+}
+
+#[test]
+fn guard() {
+    check("docs/guard.md");
+}
+
+#[test]
+fn transactions() {
+    check("docs/transactions.md");
+}
+
+#[test]
+fn over_the_wire() {
+    check("docs/over-the-wire.md");
+}
+
+#[test]
+fn request_life() {
+    check("docs/request-life.md");
+}
+
+#[test]
+fn standby() {
+    check("docs/standby.md");
+}
+
+#[test]
+fn where_the_tables_live() {
+    check("docs/where-the-tables-live.md");
+}
+
+#[test]
+fn tests() {
+    check("docs/tests.md");
+}
+
+/// The pages with no command in them, so that one that gains a command is
+/// run too.
+#[test]
+fn the_rest() {
+    for page in [
+        "docs/code.md",
+        "docs/benchmarks.md",
+        "docs/distributed-engines.md",
+    ] {
+        check(page);
+    }
+}
