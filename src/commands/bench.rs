@@ -161,8 +161,9 @@ async fn process_section(
     plan: &Plan,
     progress: &indicatif::ProgressBar,
 ) -> Result<measure::process::ProcessFigure> {
-    let (runs, bar) = (plan.processes, progress.clone());
-    tokio::task::spawn_blocking(move || measure::process::measure(runs, || bar.inc(1))).await?
+    let (opts, runs, bar) = (plan.cluster.clone(), plan.processes, progress.clone());
+    tokio::task::spawn_blocking(move || measure::process::measure(&opts, runs, || bar.inc(1)))
+        .await?
 }
 
 impl OnDatabase for Plan {

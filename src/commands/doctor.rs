@@ -238,7 +238,7 @@ fn render(f: &Findings) -> String {
             row(
                 "stop",
                 format!(
-                    "{:.0} ms (fast shutdown, remove files)",
+                    "{:.0} ms (immediate shutdown, remove files)",
                     f.stop_ms.unwrap_or(0.0)
                 ),
             );

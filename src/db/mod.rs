@@ -158,7 +158,11 @@ impl Database {
 
         // No search_path either: the bookkeeping names the run's schema too.
         let holder_options = sqlx_opts.clone();
-        probe(&backend, &sqlx_opts).await?;
+        // idem's own cluster was seen ready a moment ago; a server is tried
+        // once first, so that a refusal reads as what it is.
+        if let Backend::Server { .. } = backend {
+            probe(&backend, &sqlx_opts).await?;
+        }
         let meta = PgPoolOptions::new()
             .max_connections(2)
             .acquire_timeout(CONNECT_TIMEOUT)

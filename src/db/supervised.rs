@@ -23,15 +23,16 @@ use super::os_user::OsUser;
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The supervisor: starts postgres, prints its pid, then waits for its
-/// standard input to close, stops postgres with SIGINT (a fast shutdown) and
-/// removes the run directory. `$1` is the postgres binary, `$2` the run
+/// standard input to close, stops postgres with SIGQUIT (an immediate
+/// shutdown: no shutdown checkpoint, since the files go next) and removes
+/// the run directory. `$1` is the postgres binary, `$2` the run
 /// directory, the rest postgres's own arguments.
 ///
 /// Two traps of `sh` are closed here. A reader that is gone (idem killed
 /// before it read the pid) must not kill the supervisor with SIGPIPE, so
-/// SIGPIPE is ignored. And a background job starts with SIGINT ignored until
-/// postgres installs its own handler, so a stop sent in its first
-/// milliseconds would be lost: SIGINT is repeated until postgres is gone.
+/// SIGPIPE is ignored. And a background job may start before postgres
+/// installs its own handlers, so a stop sent in its first milliseconds
+/// could be lost: the signal is repeated until postgres is gone.
 const SUPERVISOR: &str = r#"
 trap '' PIPE
 pg=$1; run=$2; shift 2
@@ -40,7 +41,7 @@ server=$!
 echo $server
 exec >/dev/null 2>&1
 cat >/dev/null
-( while kill -INT "$server"; do sleep 0.05; done ) &
+( while kill -QUIT "$server"; do sleep 0.05; done ) &
 repeater=$!
 wait "$server"
 kill "$repeater"
