@@ -208,3 +208,104 @@ fn the_rest() {
         check(page);
     }
 }
+
+/// Every link between the pages leads somewhere: a file that is there and,
+/// after a `#`, one of its headings (by the slug GitHub and mdBook make of
+/// it); and docs/SUMMARY.md lists every page of docs/.
+#[test]
+fn links_lead_somewhere() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md")];
+    let mut listed: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    listed.sort();
+    pages.extend(listed.iter().cloned());
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for target in links(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (file, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let path = match file {
+                "" => page.clone(),
+                file => page.parent().unwrap().join(file),
+            };
+            let shown = format!("{} → {target}", page.strip_prefix(root).unwrap().display());
+            if !path.exists() {
+                broken.push(format!("{shown}: no such file"));
+            } else if !anchor.is_empty() {
+                let headings = std::fs::read_to_string(&path).unwrap();
+                if !headings_of(&headings).iter().any(|h| slug(h) == anchor) {
+                    broken.push(format!("{shown}: no such heading"));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{broken:#?}");
+
+    let summary = std::fs::read_to_string(root.join("docs/SUMMARY.md")).unwrap();
+    let in_summary = links(&summary);
+    for page in listed {
+        let name = page.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name == "SUMMARY.md" || in_summary.iter().any(|l| l == name),
+            "docs/SUMMARY.md lists {name}"
+        );
+    }
+}
+
+/// The targets of a page's inline links, `[text](target)`, outside code.
+fn links(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        }
+        if fenced {
+            continue;
+        }
+        let mut rest = line;
+        while let Some(at) = rest.find("](") {
+            rest = &rest[at + 2..];
+            if let Some(end) = rest.find(')') {
+                found.push(rest[..end].to_string());
+                rest = &rest[end..];
+            }
+        }
+    }
+    found
+}
+
+/// A page's headings (`#` to `####`), outside code.
+fn headings_of(text: &str) -> Vec<String> {
+    let mut fenced = false;
+    text.lines()
+        .filter(|line| {
+            if line.starts_with("```") {
+                fenced = !fenced;
+            }
+            !fenced && line.starts_with('#')
+        })
+        .filter_map(|line| line.split_once(' ').map(|(_, h)| h.trim().to_string()))
+        .collect()
+}
+
+/// The anchor GitHub and mdBook give a heading: lower case, letters,
+/// digits, `-` and `_` kept, spaces made `-`, the rest dropped.
+fn slug(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
