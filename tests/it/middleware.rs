@@ -17,6 +17,12 @@ fn build() -> std::path::PathBuf {
     let root = env!("CARGO_MANIFEST_DIR");
     let target = format!("{root}/target/examples");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    // The first time, this builds axum and its crates: cargo would
+    // otherwise say only that the test has been running for a minute.
+    common::say(
+        "middleware: building examples/axum-idempotent, a project of its own \
+         (about a minute the first time)",
+    );
     let status = Command::new(cargo)
         .args(["build", "--locked", "--quiet", "--manifest-path"])
         .arg(format!("{root}/examples/axum-idempotent/Cargo.toml"))

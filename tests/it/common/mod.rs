@@ -226,11 +226,7 @@ pub fn runnable(test: &str, ok: bool, missing: &str) -> bool {
     if std::env::var_os("CI").is_some() {
         panic!("{test} cannot run here ({missing}), and CI runs every test");
     }
-    let line = format!("SKIPPED {test}: {missing}\n");
-    // SAFETY: writes a valid buffer of its own length to fd 2.
-    unsafe {
-        libc::write(2, line.as_ptr().cast(), line.len());
-    }
+    say(&format!("SKIPPED {test}: {missing}"));
     // The first skip arranges for a count after libtest's own summary,
     // which counts a skipped test as passed.
     if SKIPPED.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
@@ -242,6 +238,16 @@ pub fn runnable(test: &str, ok: bool, missing: &str) -> bool {
     false
 }
 
+/// A line where a person running the tests sees it while they run: libtest
+/// captures a test's own output, so this writes to standard error directly.
+pub fn say(line: &str) {
+    let line = format!("{line}\n");
+    // SAFETY: writes a valid buffer of its own length to fd 2.
+    unsafe {
+        libc::write(2, line.as_ptr().cast(), line.len());
+    }
+}
+
 /// Tests that returned early because this machine lacks what they need.
 static SKIPPED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -250,12 +256,9 @@ static SKIPPED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize:
 extern "C" fn say_skipped() {
     let n = SKIPPED.load(std::sync::atomic::Ordering::SeqCst);
     let line = format!(
-        "{n} skipped: counted as passed above, but they did not run (see the SKIPPED lines)\n"
+        "{n} skipped: counted as passed above, but they did not run (see the SKIPPED lines)"
     );
-    // SAFETY: writes a valid buffer of its own length to fd 2.
-    unsafe {
-        libc::write(2, line.as_ptr().cast(), line.len());
-    }
+    say(&line);
 }
 
 /// The child's exit status once it exits, or `None` after `limit`.
