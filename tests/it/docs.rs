@@ -68,7 +68,7 @@ fn check(page: &str) {
         .fold(String::new(), |all, line| all + line + "\n");
     let parsed = Staged::new(&sandbox, &name, "parse", &parsed);
     cases(&sandbox)
-        .register_bin("idem", parse_only())
+        .register_bin("idem", crate::common::example("parse_only"))
         .case(&parsed.page)
         .run();
 }
@@ -113,23 +113,6 @@ impl Drop for Staged {
     }
 }
 
-/// examples/parse_only.rs, which `cargo test` builds beside the tests.
-fn parse_only() -> PathBuf {
-    let examples = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples");
-    let binary = examples.join("parse_only");
-    assert!(
-        binary.exists(),
-        "cargo test builds the examples: {}",
-        binary.display()
-    );
-    binary
-}
 
 #[test]
 fn readme() {

@@ -233,19 +233,7 @@ async fn idems_own_guard_passes_every_challenge_case() {
 /// check-then-store: it must fail the first case.
 #[test]
 fn the_naive_starting_point_fails_the_five_worker_race() {
-    let examples = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples");
-    let example = examples.join("challenge");
-    assert!(
-        example.exists(),
-        "cargo test builds the examples: {}",
-        example.display()
-    );
+    let example = crate::common::example("challenge");
     let out = std::process::Command::new(example)
         .env_remove("DATABASE_URL")
         .env("NO_COLOR", "1")

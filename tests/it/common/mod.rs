@@ -238,6 +238,25 @@ pub fn runnable(test: &str, ok: bool, missing: &str) -> bool {
     false
 }
 
+/// The binary of `examples/<name>.rs`, which `cargo test` builds beside
+/// the tests.
+pub fn example(name: &str) -> PathBuf {
+    let binary = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(name);
+    assert!(
+        binary.exists(),
+        "cargo test builds the examples: {}",
+        binary.display()
+    );
+    binary
+}
+
 /// A line where a person running the tests sees it while they run: libtest
 /// captures a test's own output, so this writes to standard error directly.
 pub fn say(line: &str) {
