@@ -69,6 +69,10 @@ fn sigkill_at_spread_moments_of_start_up_leaves_no_server_and_no_directory() {
         .success();
     let whole = began.elapsed();
 
+    crate::common::say(
+        "kills: 45 runs of idem killed with SIGKILL at moments of their start-up, \
+         each followed by a check for leftovers (a minute or two)",
+    );
     let mut cold = Vec::new();
     let mut leaks = Vec::new();
     // 30 kills spread evenly over a whole run, then 15 aimed at the

@@ -22,6 +22,11 @@ async fn every_scenario_file_shows_its_expected_figures() {
         .collect();
     files.sort();
     assert!(files.len() >= 20, "a scenario per demonstration");
+    crate::common::say(&format!(
+        "teaching: every scenario file in scenarios/ ({}), each its runs and its \
+         expected figures (a minute or two)",
+        files.len()
+    ));
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     let mut failed = Vec::new();
     for file in &files {
