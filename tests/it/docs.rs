@@ -113,7 +113,6 @@ impl Drop for Staged {
     }
 }
 
-
 #[test]
 fn readme() {
     check("README.md");
