@@ -10,6 +10,7 @@ use crate::cli::Cli;
 use crate::commands::db::ExitWith;
 use crate::db::secret::scrub;
 use crate::report::BrokenPipe;
+use crate::controls::escaped;
 use crate::signals::Interrupted;
 
 /// The whole program: parse the command line, run it, print any error on
@@ -62,7 +63,9 @@ pub fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if err.is::<BrokenPipe>() => ExitCode::SUCCESS,
         Err(err) => {
-            let line = format!("{} {}", "error:".red().bold(), scrub(&said_once(&err)));
+            // What a file or a server said reaches the terminal as text.
+            let said = scrub(&said_once(&err));
+            let line = format!("{} {}", "error:".red().bold(), escaped(&said));
             eprintln!("{}", on_stderr(&line));
             match err.downcast_ref::<Interrupted>() {
                 Some(signal) => ExitCode::from(128 + signal.number as u8),
@@ -98,6 +101,7 @@ fn one_line_panic(info: &std::panic::PanicHookInfo) {
         .or_else(|| info.payload().downcast_ref::<String>().cloned())
         .unwrap_or_default();
     let message = scrub(&message);
+    let message = escaped(&message);
     eprintln!("idem: internal error{place}: {message} (please report it)");
 }
 

@@ -25,8 +25,9 @@ macro_rules! internal {
 }
 
 internal!(
-    app, bench, challenge, cli, commands, db, exercise, files, http, keys, lesson, limits, matrix,
-    pooler, probe, progress, race, report, request, scenario, signals, store, strategy, trust,
+    app, bench, challenge, cli, commands, controls, db, exercise, files, http, keys, lesson,
+    limits, matrix, pooler, probe, progress, race, report, request, scenario, signals, store,
+    strategy, trust,
 );
 
 pub use app::main;

@@ -3,9 +3,11 @@
 use crate::race::{RaceResult, StepEvent};
 use crate::store::StoreKind;
 
-/// A statement on one line: its whitespace collapsed.
+/// A statement on one line: its whitespace collapsed, and any control
+/// character a guard file put in it written out (see [`crate::controls`]).
 pub fn one_line(sql: &str) -> String {
-    sql.split_whitespace().collect::<Vec<_>>().join(" ")
+    let line = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+    crate::controls::escaped(&line).into_owned()
 }
 
 /// The line of the course's Rails code a step stands for: lesson 1's

@@ -168,7 +168,11 @@ impl Drop for Lease {
     }
 }
 
+/// The server's message, which may quote a guard file's statement: its
+/// control characters written out (see [`crate::controls`]).
 fn db_message(err: &tokio_postgres::Error) -> String {
-    err.as_db_error()
-        .map_or_else(|| err.to_string(), |db| db.message().to_string())
+    let message = err
+        .as_db_error()
+        .map_or_else(|| err.to_string(), |db| db.message().to_string());
+    crate::controls::escaped(&message).into_owned()
 }
