@@ -78,7 +78,7 @@ pub async fn run(
             // Starting and stopping PgBouncer waits on a process: off the
             // runtime's async threads.
             let bouncer = tokio::task::block_in_place(|| {
-                Bouncer::start(program, cluster.front(), shape.server_connections)
+                Bouncer::start(program, cluster.front(), shape.server_connections, None)
             })?;
             finding.direct = (shape.run)(&direct).await?;
             let pooled = (shape.run)(&bouncer.client_config()).await;

@@ -1,10 +1,16 @@
 //! What a learner has done, kept between runs: the lessons told to their end, in a small file under the user's state directory.
 //!
 //! The file is `$XDG_STATE_HOME/idem/progress.toml`, or
-//! `~/.local/state/idem/progress.toml` without that variable; with neither
-//! variable set nothing is kept. It is read as a regular file of at most
-//! [`MAX_BYTES`], and a file idem cannot read as its own is left alone and
-//! counts as no progress: idem never overwrites what it did not write.
+//! `~/.local/state/idem/progress.toml` without that variable. As the XDG
+//! base directory specification says, a relative `XDG_STATE_HOME` is
+//! ignored; a `HOME` that is not an absolute path to a directory that
+//! exists keeps nothing (idem makes `.local/state/idem` inside a home,
+//! never the home itself). It is read as a regular file of at most
+//! [`MAX_BYTES`], written through idem's one safe writer
+//! ([`crate::files::write`]: no link followed, no FIFO waited on), and a
+//! file idem cannot read as its own (another shape, a lesson that does not
+//! exist) is left alone and counts as no progress: idem never overwrites
+//! what it did not write.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -30,18 +36,23 @@ pub struct Progress {
     pub hints_seen: BTreeMap<String, u8>,
 }
 
-/// Where the progress is kept, if anywhere.
+/// Where the progress is kept, if anywhere (see the module's notes).
 pub fn path() -> Option<PathBuf> {
-    let state = std::env::var_os("XDG_STATE_HOME")
-        .filter(|dir| !dir.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|home| !home.is_empty())
-                .map(|home| PathBuf::from(home).join(".local").join("state"))
-        })?;
+    let absolute = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|dir| dir.is_absolute())
+    };
+    let state = absolute("XDG_STATE_HOME").or_else(|| {
+        absolute("HOME")
+            .filter(|home| home.is_dir())
+            .map(|home| home.join(".local").join("state"))
+    })?;
     Some(state.join("idem").join("progress.toml"))
 }
+
+/// Lessons and exercises are numbered from 1 to this.
+const LAST_LESSON: u8 = 10;
 
 impl Progress {
     /// The saved progress; none if there is no file. `Err` if a file is
@@ -50,18 +61,42 @@ impl Progress {
         let Some(path) = path() else {
             return Ok(Self::default());
         };
-        if !path.exists() {
+        let Ok(found) = std::fs::symlink_metadata(&path) else {
             return Ok(Self::default());
+        };
+        if found.file_type().is_symlink() {
+            anyhow::bail!(
+                "{} is a symbolic link; idem keeps its progress in a file of its own: \
+                 move the link away",
+                path.display()
+            );
         }
         let bytes = crate::files::read_regular(&path, MAX_BYTES, "the progress file")?;
         let text =
             String::from_utf8(bytes).with_context(|| format!("{} is not UTF-8", path.display()))?;
-        toml::from_str(&text).map_err(|err| {
+        let not_ours = |why: &str| {
             anyhow::anyhow!(
                 "{} is not idem's progress ({}); move it away or remove it",
                 path.display(),
-                err.message().trim_end_matches('.')
+                crate::controls::escaped(why.trim_end_matches('.'))
             )
+        };
+        let progress: Self = toml::from_str(&text).map_err(|err| not_ours(err.message()))?;
+        match progress.out_of_range() {
+            Some(n) => Err(not_ours(&format!(
+                "it names lesson {n}; lessons go from 1 to {LAST_LESSON}"
+            ))),
+            None => Ok(progress),
+        }
+    }
+
+    /// A lesson number the file names that no lesson has, if any.
+    fn out_of_range(&self) -> Option<String> {
+        let numbered = self.lessons_read.iter().chain(&self.exercises_passed);
+        let hinted = self.hints_seen.keys().cloned();
+        numbered.map(u8::to_string).chain(hinted).find(|n| {
+            !n.parse::<u8>()
+                .is_ok_and(|n| (1..=LAST_LESSON).contains(&n))
         })
     }
 
@@ -103,22 +138,17 @@ impl Progress {
         }
     }
 
-    /// Writes the progress whole, through a file beside it.
+    /// Writes the progress whole, through idem's one safe writer; its
+    /// directory is made, private, if it is missing.
     fn save(&self) -> Result<()> {
         let Some(path) = path() else {
             return Ok(());
         };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("could not make {}", dir.display()))?;
+            crate::files::write::make_dirs(dir, 0o700, "the progress directory")?;
         }
         let text = toml::to_string(self).context("could not write the progress")?;
-        let beside = path.with_extension("toml.new");
-        std::fs::write(&beside, text)
-            .with_context(|| format!("could not write {}", beside.display()))?;
-        std::fs::rename(&beside, &path)
-            .with_context(|| format!("could not write {}", path.display()))?;
-        Ok(())
+        crate::files::write::replace(&path, text.as_bytes(), "the progress file")
     }
 
     /// Forgets everything: removes the file, if it is idem's own.
@@ -126,7 +156,7 @@ impl Progress {
         let Some(path) = path() else {
             return Ok(None);
         };
-        if !path.exists() {
+        if std::fs::symlink_metadata(&path).is_err() {
             return Ok(None);
         }
         // Read first: a file idem cannot read as its own stays.

@@ -41,7 +41,7 @@ pub async fn measure(
     }
     db.truncate().await?;
     let file = cluster.run_dir.join(format!("{}.sql", script.name()));
-    std::fs::write(&file, script.pgbench_text())?;
+    crate::files::write::replace(&file, script.pgbench_text().as_bytes(), "pgbench's script")?;
     let (bin, socket, schema) = (
         pgbench.clone(),
         cluster.socket_dir().to_path_buf(),

@@ -58,6 +58,9 @@ impl Reach {
             ("PGHOST", dir.to_string()),
             ("PGUSER", "postgres".to_string()),
             ("PGDATABASE", "postgres".to_string()),
+            // What lets idem on that URL prove the cluster its own (and
+            // so race a guard file there); it opens nothing by itself.
+            (crate::db::ownership::TOKEN_VAR, cluster.token.clone()),
         ];
         Ok(Reach { url, vars })
     }

@@ -1,6 +1,5 @@
 //! `idem exercise N`: lesson N's guard file written into a folder, never over a file that is there.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{Result, anyhow, bail};
@@ -44,24 +43,16 @@ impl Command for Write {
             true => PathBuf::from(&name),
             false => self.dir.join(&name),
         };
-        // create_new: a file already there (the learner's work) is never touched.
-        let mut file = match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(file) => file,
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => bail!(
+        // Anything already there (the learner's work) is never touched.
+        if !crate::files::write::create_new(&path, text.as_bytes(), "the exercise")? {
+            bail!(
                 "{} is there already, and idem never writes over it; check it with \
                  idem check {} {}, or move it away",
                 path.display(),
                 e.lesson,
                 path.display()
-            ),
-            Err(err) => bail!("could not write {}: {err}", path.display()),
-        };
-        file.write_all(text.as_bytes())
-            .map_err(|err| anyhow!("could not write {}: {err}", path.display()))?;
+            );
+        }
         emit(&match self.solution {
             true => said::solution_written(e, &path),
             false => said::written(e, &path),

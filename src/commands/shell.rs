@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use clap::CommandFactory;
 
 use crate::cli::Cli;
+use crate::files::write;
 
 /// Writes the completion script for `shell` to standard output; with
 /// `dir`, into that directory (made if missing) under the name the shell
@@ -18,18 +19,17 @@ pub fn completions(shell: clap_complete::Shell, dir: Option<&Path>) -> Result<()
         return written(&script);
     };
     made(dir)?;
-    let path = clap_complete::generate_to(shell, &mut Cli::command(), "idem", dir)
-        .with_context(|| format!("could not write into {}", dir.display()))?;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "idem", &mut script);
+    let path = dir.join(clap_complete::Generator::file_name(&shell, "idem"));
+    write::replace(&path, &script, "the completion script")?;
     eprintln!("wrote {}", path.display());
     Ok(())
 }
 
-/// `dir`, made if missing; refused if something else is there.
+/// `dir`, made if missing (see [`write::make_dirs`]).
 fn made(dir: &Path) -> Result<()> {
-    if dir.exists() && !dir.is_dir() {
-        anyhow::bail!("{} is not a directory", dir.display());
-    }
-    std::fs::create_dir_all(dir).with_context(|| format!("could not make {}", dir.display()))
+    write::make_dirs(dir, 0o755, "--dir")
 }
 
 /// Writes idem's man page, in roff: `idem.1` to standard output, whose
@@ -54,9 +54,7 @@ pub fn man(dir: Option<&Path>) -> Result<()> {
         pages.push((format!("{name}.1"), page(man)?));
     }
     for (file, text) in &pages {
-        let path = dir.join(file);
-        std::fs::write(&path, text)
-            .with_context(|| format!("could not write {}", path.display()))?;
+        write::replace(&dir.join(file), text, "the man page")?;
     }
     eprintln!("wrote {} man pages to {}", pages.len(), dir.display());
     Ok(())

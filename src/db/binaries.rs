@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 
 use super::MIN_SERVER_VERSION;
 use super::child;
+use crate::files::write;
 
 /// How long a program may take to say its version.
 const ASK_LIMIT: Duration = Duration::from_secs(10);
@@ -104,6 +105,9 @@ impl PgBinaries {
 /// The file the versions seen are kept in, in idem's cache directory.
 const VERSIONS: &str = "postgres-versions";
 
+/// The most of [`VERSIONS`] idem reads: a line per installation seen.
+const MAX_VERSIONS_BYTES: u64 = 64 * 1024;
+
 /// What identifies one binary file: its path, device, inode, size and
 /// modification time. Any change to the file changes it.
 fn stamp(file: &Path) -> Option<String> {
@@ -123,7 +127,7 @@ fn stamp(file: &Path) -> Option<String> {
 /// The version kept for `stamp`, if any.
 fn known_version(stamp: &str) -> Option<String> {
     let file = super::cache_dir::cache_dir().ok()?.join(VERSIONS);
-    let text = std::fs::read_to_string(file).ok()?;
+    let text = crate::files::read_text(&file, MAX_VERSIONS_BYTES, "idem's cache").ok()?;
     text.lines()
         .find_map(|line| line.strip_prefix(stamp)?.strip_prefix('\t'))
         .filter(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit()))
@@ -135,21 +139,18 @@ fn remember_version(stamp: &str, version: &str) {
     let Ok(dir) = super::cache_dir::cache_dir() else {
         return;
     };
-    if std::fs::create_dir_all(&dir).is_err() {
+    if write::make_dirs(&dir, 0o700, "idem's cache").is_err() {
         return;
     }
     let file = dir.join(VERSIONS);
-    let mut lines: Vec<String> = std::fs::read_to_string(&file)
+    let mut lines: Vec<String> = crate::files::read_text(&file, MAX_VERSIONS_BYTES, "idem's cache")
         .unwrap_or_default()
         .lines()
         .filter(|l| !l.starts_with(&format!("{}\t", stamp.split('\t').next().unwrap_or(""))))
         .map(str::to_string)
         .collect();
     lines.push(format!("{stamp}\t{version}"));
-    let staged = dir.join(format!("{VERSIONS}.{}", std::process::id()));
-    if std::fs::write(&staged, lines.join("\n") + "\n").is_ok() {
-        let _ = std::fs::rename(&staged, &file);
-    }
+    let _ = write::replace(&file, (lines.join("\n") + "\n").as_bytes(), "idem's cache");
 }
 
 const INSTALL_HINT: &str = "install PostgreSQL (Debian/Ubuntu: `apt-get install postgresql`, \

@@ -45,6 +45,9 @@ pub struct Cluster {
     pub run_dir: PathBuf,
     /// Who runs the server, when idem runs as root; `None`: idem's own user.
     pub user: Option<super::os_user::OsUser>,
+    /// The token in its data directory that proves it idem's (see
+    /// [`super::ownership`]).
+    pub token: String,
     /// From the start of the copy to the server accepting connections.
     pub start_time: Duration,
     server: Supervised,
@@ -70,14 +73,19 @@ impl Cluster {
         leftovers::sweep(&parent, "idem");
         let run_dir = private_dir(&parent, "idem")?;
         let data = run_dir.join("data");
-        let prepared = copy_tree(&template.dir, &data).and_then(|()| match user {
-            Some(user) => chown_tree(&run_dir, user),
-            None => Ok(()),
-        });
-        if let Err(err) = prepared {
-            let _ = fs::remove_dir_all(&run_dir);
-            return Err(err);
-        }
+        let prepared = copy_tree(&template.dir, &data)
+            .and_then(|()| super::ownership::mark(&data))
+            .and_then(|token| match user {
+                Some(user) => chown_tree(&run_dir, user).map(|()| token),
+                None => Ok(token),
+            });
+        let token = match prepared {
+            Ok(token) => token,
+            Err(err) => {
+                let _ = fs::remove_dir_all(&run_dir);
+                return Err(err);
+            }
+        };
 
         let mut settings = server_settings();
         settings.extend(
@@ -92,6 +100,7 @@ impl Cluster {
             template,
             run_dir,
             user,
+            token,
             start_time: Duration::ZERO,
             server,
         };

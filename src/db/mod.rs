@@ -11,10 +11,12 @@ pub mod cache_dir;
 pub mod child;
 pub mod cluster;
 pub mod leftovers;
+pub mod guard_role;
 pub mod link;
 pub mod liveness;
 pub mod migrations;
 pub mod os_user;
+pub mod ownership;
 pub mod pgbouncer;
 pub mod pool;
 pub mod pooled;
@@ -104,15 +106,30 @@ pub struct Database {
     bouncer: tokio::sync::OnceCell<pgbouncer::Bouncer>,
     /// Where PgBouncer is (`--pgbouncer-bin`).
     pgbouncer_bin: Option<std::path::PathBuf>,
+    /// A server reached by URL proven a disposable cluster of idem's by
+    /// this token (see [`ownership`]).
+    proven_own: Option<String>,
 }
 
 impl Database {
-    /// Whether the database is a disposable cluster of idem's: this run's,
-    /// or one `idem db` started, reached by its URL.
+    /// Whether the database is a disposable cluster of idem's: this run's
+    /// (its server is idem's own child), or one `idem db` started, reached
+    /// by its URL and proven idem's by the token in its data directory
+    /// (see [`ownership`]), never by a path's name.
     pub fn is_disposable(&self) -> bool {
         match &self.backend {
             Backend::Embedded(_) => true,
-            Backend::Server { .. } => self.reach.is_disposable(),
+            Backend::Server { .. } => self.proven_own.is_some(),
+        }
+    }
+
+    /// The token that proves the database a disposable cluster of idem's,
+    /// for a process idem starts on it (see [`ownership`]); `None` on a
+    /// server of the user's.
+    pub fn cluster_token(&self) -> Option<&str> {
+        match &self.backend {
+            Backend::Embedded(cluster) => Some(&cluster.token),
+            Backend::Server { .. } => self.proven_own.as_deref(),
         }
     }
 
@@ -197,6 +214,7 @@ impl Database {
             standby,
             bouncer: tokio::sync::OnceCell::new(),
             pgbouncer_bin: opts.cluster.pgbouncer_bin.clone(),
+            proven_own: None,
         };
         let opened = db.make_ready(run_id, &holder_options).await;
         match opened {
@@ -222,6 +240,16 @@ impl Database {
             .await
             .context("could not read the server's version")?;
         tx.commit().await?;
+        if let (Backend::Server { .. }, Some(socket), Some(token)) = (
+            &self.backend,
+            self.reach.idem_run_socket(),
+            ownership::handed(),
+        ) {
+            let mut tx = self.book().await?;
+            if ownership::prove(&mut tx, &socket, &token).await {
+                self.proven_own = Some(token);
+            }
+        }
         if (version / 10000) < MIN_SERVER_VERSION as i32 {
             bail!(
                 "{} runs PostgreSQL {}.{}; idem needs {MIN_SERVER_VERSION} or newer",
@@ -497,7 +525,9 @@ impl Database {
         self.bouncer
             .get_or_try_init(|| async {
                 tokio::task::block_in_place(|| {
-                    pgbouncer::Bouncer::start(&program, cluster.front(), pgbouncer::POOL_SIZE)
+                    let guard = guard_role::role(&self.schema);
+                    let front = cluster.front();
+                    pgbouncer::Bouncer::start(&program, front, pgbouncer::POOL_SIZE, Some(&guard))
                 })
             })
             .await

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::child::die_with_parent;
+use crate::files::write;
 use super::os_user::OsUser;
 
 /// The port number in the socket's name (`.s.PGSQL.6432`); no TCP port is opened.
@@ -69,6 +70,15 @@ pub fn locate(bin: Option<&Path>) -> Result<PathBuf> {
         )
 }
 
+/// PgBouncer's `auth_file`: who it lets in, all without a password
+/// (`auth_type = trust`, on a socket in idem's private run directory).
+fn users_file(users: &[&str]) -> String {
+    users.iter().map(|u| format!("\"{u}\" \"\"\n")).collect()
+}
+
+/// The most of PgBouncer's log read for a message.
+const MAX_LOG_BYTES: u64 = 1024 * 1024;
+
 /// The cluster PgBouncer stands in front of: where it runs and as whom.
 #[derive(Debug, Clone, Copy)]
 pub struct Front<'a> {
@@ -82,20 +92,25 @@ pub struct Front<'a> {
 
 impl Bouncer {
     /// Starts PgBouncer in transaction mode in front of a cluster, with
-    /// `server_connections` connections to it at most.
-    pub fn start(program: &Path, cluster: Front<'_>, server_connections: u32) -> Result<Self> {
+    /// `server_connections` connections to it at most, letting in the
+    /// cluster's superuser and `guard_role` (see [`super::guard_role`]).
+    pub fn start(
+        program: &Path,
+        cluster: Front<'_>,
+        server_connections: u32,
+        guard_role: Option<&str>,
+    ) -> Result<Self> {
         // A directory of its own for each, so that one stopped (and its
         // directory removed) leaves any other in front of the cluster be.
         static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = cluster.run_dir.join(format!("pgbouncer-{n}"));
-        fs::create_dir_all(&dir).context("could not make PgBouncer's directory")?;
+        write::make_dirs(&dir, 0o700, "PgBouncer's directory")?;
         let ini = dir.join("pgbouncer.ini");
-        fs::write(
-            &ini,
-            config(&dir, cluster.server_socket, server_connections),
-        )?;
-        fs::write(dir.join("users.txt"), "\"postgres\" \"\"\n")?;
+        let ini_text = config(&dir, cluster.server_socket, server_connections);
+        write::replace(&ini, ini_text.as_bytes(), "PgBouncer's settings")?;
+        let users = users_file(&[Some("postgres"), guard_role].into_iter().flatten().collect::<Vec<_>>());
+        write::replace(&dir.join("users.txt"), users.as_bytes(), "PgBouncer's users")?;
         let mut cmd = Command::new(program);
         cmd.arg(&ini)
             .stdin(Stdio::null())
@@ -145,7 +160,8 @@ impl Bouncer {
 
     /// The last line PgBouncer logged, for a message.
     pub fn log_tail(&self) -> String {
-        fs::read_to_string(self.dir.join("pgbouncer.log"))
+        let log = self.dir.join("pgbouncer.log");
+        crate::files::read_text(&log, MAX_LOG_BYTES, "PgBouncer's log")
             .ok()
             .and_then(|log| log.lines().last().map(str::to_string))
             .unwrap_or_else(|| "it logged nothing".to_string())

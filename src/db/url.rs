@@ -89,21 +89,23 @@ impl DatabaseUrl {
         &self.tls
     }
 
-    /// Whether the URL reaches a disposable cluster idem started: its
-    /// socket in a run directory of idem's (`idem-...`, as cluster.rs names
-    /// them) beside the cluster's data.
-    pub fn is_disposable(&self) -> bool {
+    /// The socket directory the URL names, when it is named like a run
+    /// directory of idem's (`idem-...`, as cluster.rs names them) with a
+    /// cluster's data beside it. A name proves nothing by itself: whether
+    /// the server there is idem's is [`super::ownership::prove`]'s to say.
+    pub fn idem_run_socket(&self) -> Option<std::path::PathBuf> {
         self.for_workers()
             .get_hosts()
             .iter()
-            .any(|host| match host {
-                tokio_postgres::config::Host::Unix(dir) => {
-                    dir.file_name()
-                        .and_then(|name| name.to_str())
-                        .is_some_and(|name| name.starts_with("idem-"))
-                        && dir.join("data").join("PG_VERSION").is_file()
-                }
-                _ => false,
+            .find_map(|host| match host {
+                tokio_postgres::config::Host::Unix(dir) => Some(dir.clone()),
+                _ => None,
+            })
+            .filter(|dir| {
+                dir.file_name()
+                    .and_then(|name| name.to_str())
+                    .is_some_and(|name| name.starts_with("idem-"))
+                    && dir.join("data").is_dir()
             })
     }
 

@@ -41,12 +41,7 @@ pub fn read_named(path: &Path, limit: u64, named: &str) -> Result<Vec<u8>> {
             kind(&meta)
         );
     }
-    let too_big = || {
-        anyhow::anyhow!(
-            "{named} is over {limit} bytes ({} MiB), the most idem reads",
-            limit / (1024 * 1024)
-        )
-    };
+    let too_big = || anyhow::anyhow!("{named} is over {}, the most idem reads", size(limit));
     if meta.len() > limit {
         return Err(too_big());
     }
@@ -59,6 +54,19 @@ pub fn read_named(path: &Path, limit: u64, named: &str) -> Result<Vec<u8>> {
         return Err(too_big());
     }
     Ok(bytes)
+}
+
+/// `bytes` as a person reads a limit: `4 bytes`, `65536 bytes (64 KiB)`,
+/// `1048576 bytes (1 MiB)`.
+pub fn size(bytes: u64) -> String {
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * KIB;
+    match bytes {
+        b if b >= MIB && b % MIB == 0 => format!("{b} bytes ({} MiB)", b / MIB),
+        b if b >= KIB && b % KIB == 0 => format!("{b} bytes ({} KiB)", b / KIB),
+        b if b >= KIB => format!("{b} bytes ({:.1} KiB)", b as f64 / KIB as f64),
+        b => format!("{b} bytes"),
+    }
 }
 
 /// `path`'s text, read as [`read_regular`] reads, and UTF-8.
@@ -130,6 +138,9 @@ mod tests {
                 .contains("over 4 bytes")
         );
         let named = read_named(&file, 4, "--data @f").unwrap_err().to_string();
+        assert_eq!(size(65536), "65536 bytes (64 KiB)");
+        assert_eq!(size(1 << 20), "1048576 bytes (1 MiB)");
+        assert_eq!(size(1500), "1500 bytes (1.5 KiB)");
         assert!(named.starts_with("--data @f is over 4 bytes"), "{named}");
         let fifo = dir.join("fifo");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();

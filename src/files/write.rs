@@ -1,4 +1,9 @@
-//! Files idem writes for people to open (`--timeline`, `--trace-json`): made whole beside the target, then renamed over it; never through a link, never into a FIFO or device.
+//! The one way idem writes a file (the timeline, the trace, the progress, completions and man pages, exercises, scripts for its own programs): made whole beside the target, then renamed into place; never through a link, never into a FIFO or device.
+//!
+//! Every writer goes through here: [`replace`] for a file idem may write
+//! again (a report, the progress), [`create_new`] for one it must never
+//! write over (an exercise handed to a learner), and [`make_dirs`] for
+//! the directories they go in.
 //!
 //! These files often land in shared places such as `/tmp`, where anyone
 //! can plant a link named like the file a root user is about to write, or
@@ -46,7 +51,7 @@ impl Place {
         };
         let name = c_name(name).with_context(|| format!("{flag} {shown}: the name holds a NUL"))?;
         let parent = path.parent().unwrap_or(Path::new(""));
-        let dir = open_dir(parent).map_err(|why| anyhow::anyhow!("{flag} {shown}: {why}"))?;
+        let dir = open_dir(parent, None).map_err(|why| anyhow::anyhow!("{flag} {shown}: {why}"))?;
         let place = Self { dir, name };
         place.check(flag, path)?;
         Ok(place)
@@ -83,6 +88,47 @@ pub fn check_target(path: &Path, flag: &str) -> Result<()> {
 /// Writes `contents` to `path` whole or not at all (see the module's doc).
 pub fn replace(path: &Path, contents: &[u8], flag: &str) -> Result<()> {
     Staged::write(path, contents, flag)?.commit()
+}
+
+/// Writes `contents` to `path`, a name where nothing is yet, whole or not
+/// at all: anything there (a file, a link, even a dangling one, a FIFO) is
+/// left as it is and refused with `Ok(false)`. `what` names the file in a
+/// message.
+pub fn create_new(path: &Path, contents: &[u8], what: &str) -> Result<bool> {
+    let staged = Staged::write(path, contents, what)?;
+    let dir = staged.place.dir.as_raw_fd();
+    // SAFETY: both names are C strings in the one open directory.
+    let renamed = unsafe {
+        libc::renameat2(
+            dir,
+            staged.staged.as_ptr(),
+            dir,
+            staged.place.name.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if renamed != 0 {
+        let err = std::io::Error::last_os_error();
+        if err.kind() == ErrorKind::AlreadyExists {
+            return Ok(false);
+        }
+        bail!("could not write {what} {}: {err}", path.display());
+    }
+    // SAFETY: syncs the open directory.
+    unsafe {
+        libc::fsync(dir);
+    }
+    Ok(true)
+}
+
+/// Makes `dir` and whatever of it is missing, each new directory with
+/// `mode` (less the umask), opened as the writers open theirs: a link on
+/// the way is followed only when it is root's or this user's. `what`
+/// names the directory in a message.
+pub fn make_dirs(dir: &Path, mode: libc::mode_t, what: &str) -> Result<()> {
+    open_dir(dir, Some(mode))
+        .map(drop)
+        .map_err(|why| anyhow::anyhow!("{what} {}: {why}", dir.display()))
 }
 
 /// The contents, written and synced beside the target under a name of
@@ -182,8 +228,9 @@ fn c_name(name: &OsStr) -> Option<CString> {
     CString::new(name.as_bytes()).ok()
 }
 
-/// Opens `dir` one component at a time (see the module's notes).
-fn open_dir(dir: &Path) -> std::result::Result<OwnedFd, String> {
+/// Opens `dir` one component at a time (see the module's notes); with
+/// `create`, a missing component is made with that mode first.
+fn open_dir(dir: &Path, create: Option<libc::mode_t>) -> std::result::Result<OwnedFd, String> {
     let start: &CStr = if dir.is_absolute() { c"/" } else { c"." };
     // SAFETY: a C string; the descriptor is owned from here on.
     let mut at = owned(unsafe {
@@ -204,6 +251,17 @@ fn open_dir(dir: &Path) -> std::result::Result<OwnedFd, String> {
         };
         let shown = name.to_string_lossy().into_owned();
         let mut flags = libc::O_DIRECTORY | libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+        if let Some(mode) = create
+            && lstat_at(&at, &name).is_none()
+        {
+            // SAFETY: a C string in an open directory. Made by someone
+            // else meanwhile is as good: it is opened and checked below.
+            let made = unsafe { libc::mkdirat(at.as_raw_fd(), name.as_ptr(), mode) };
+            let err = std::io::Error::last_os_error();
+            if made != 0 && err.kind() != ErrorKind::AlreadyExists {
+                return Err(format!("cannot make the directory {shown:?}: {err}"));
+            }
+        }
         if let Some((mode, owner)) = lstat_at(&at, &name)
             && mode & libc::S_IFMT == libc::S_IFLNK
         {

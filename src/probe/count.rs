@@ -80,7 +80,8 @@ impl Counter {
         let mut config = url.for_workers();
         config.connect_timeout(timeout);
         let tls = url.tls().connector()?;
-        let disposable = url.is_disposable();
+        // Only to leave out a note: the name is enough for that.
+        let disposable = url.idem_run_socket().is_some();
         Ok(Self {
             sql,
             config,

@@ -131,6 +131,9 @@ impl Replicas {
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit());
+            if let Some(token) = db.cluster_token() {
+                cmd.env(crate::db::ownership::TOKEN_VAR, token);
+            }
             die_with_parent(&mut cmd);
             let mut child = tokio::process::Command::from(cmd)
                 .kill_on_drop(true)

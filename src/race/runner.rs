@@ -18,7 +18,7 @@ use super::worker_report::WorkerReport;
 use crate::db::pool::{self, Conn, Workers, warm_pool};
 use crate::db::standby::{self, Standby, StandbyShape};
 use crate::db::via::Via;
-use crate::db::{Backend, Database, pgbouncer, pooled};
+use crate::db::{Backend, Database, guard_role, pgbouncer, pooled};
 use crate::http::app::{App, Handled, OnHangup, Watch};
 use crate::request::fault::{Fault, FaultKind, FaultPoint};
 use crate::request::ledger::Ledger;
@@ -75,12 +75,24 @@ impl<'db> Race<'db> {
                 file.name
             );
         }
+        // A guard file's statements are someone else's code: the workers
+        // log in as the run's guard role (see `db::guard_role`).
+        let role = match settings.app.guard_file {
+            Some(file) => Some(guard_role::grant(db, &file.name).await?),
+            None => None,
+        };
         let own = fits(db, &settings).await?;
         let standby = match settings.app.standby {
-            Some(plan) => Some(Beside::start(db, plan, settings.app.pool_size).await?),
+            Some(plan) => {
+                let pool_size = settings.app.pool_size;
+                Some(Beside::start(db, plan, pool_size, role.as_deref()).await?)
+            }
             None => None,
         };
         let mut connect = db.workers_via(settings.app().via).await?;
+        if let Some(role) = &role {
+            connect.config.user(role);
+        }
         if let Some(plan) = settings.app.standby
             && settings.app().via == Via::Direct
         {
@@ -745,8 +757,13 @@ impl Beside {
     /// Starts idem's standby (a second or so of pg_basebackup and
     /// start-up, before the race), or finds the user's, and opens what
     /// reads it.
-    async fn start(db: &Database, plan: StandbyPlan, pool_size: usize) -> Result<Self> {
-        let (standby, connect) = match db.standby_config()? {
+    async fn start(
+        db: &Database,
+        plan: StandbyPlan,
+        pool_size: usize,
+        role: Option<&str>,
+    ) -> Result<Self> {
+        let (standby, mut connect) = match db.standby_config()? {
             Some(connect) => (None, connect),
             None => {
                 let shape = StandbyShape {
@@ -760,10 +777,17 @@ impl Beside {
         if plan.synchronous == Synchronous::RemoteApply {
             standby::make_synchronous(db, true, catch_up_limit(plan)).await?;
         }
+        // idem watches the standby as the superuser; the app's finds read
+        // it as the guard file's role, if there is one.
+        let watch = pool::checkout(&warm_pool(&connect, 1).await?, Duration::from_secs(10))
+            .await
+            .map_err(|e| anyhow::anyhow!("could not watch the standby: {}", pool::describe(&e)))?;
+        if let Some(role) = role {
+            connect.config.user(role);
+        }
         let reader = warm_pool(&connect, pool_size)
             .await
             .context("the standby")?;
-        let watch = reader.aside().await?;
         if standby.is_none() {
             standby::follows(db, &watch, catch_up_limit(plan)).await?;
         }

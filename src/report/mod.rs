@@ -3,7 +3,6 @@
 //! Tables, timelines and JSON are all made from the same result structs
 //! (`RaceResult`, `RunsSummary`), so the human and machine views never disagree.
 
-pub mod atomic_file;
 pub mod bench;
 pub mod challenge;
 pub mod exercise;

@@ -31,7 +31,7 @@ impl Files {
     /// FIFO, a directory, a device).
     pub fn check(&self) -> anyhow::Result<()> {
         for (flag, path) in self.asked() {
-            super::atomic_file::check_target(path, flag)?;
+            crate::files::write::check_target(path, flag)?;
         }
         Ok(())
     }
@@ -43,7 +43,7 @@ impl Files {
                 "--timeline" => html(r),
                 _ => serde_json::to_string_pretty(&trace_events(r))?,
             };
-            super::atomic_file::replace(path, contents.as_bytes(), flag)?;
+            crate::files::write::replace(path, contents.as_bytes(), flag)?;
             out.text(|| {
                 format!(
                     "{}\n",

@@ -37,3 +37,5 @@ mod stores;
 mod teaching;
 mod transactions;
 mod trust;
+mod untrusted_guard;
+mod writers;

@@ -1,0 +1,75 @@
+//! The role a guard file's statements run as: a login that can read and write the run's own tables and nothing else.
+//!
+//! A guard file is someone else's code (a course-mate's answer, a file
+//! from a forum). Its statements go on the workers' connections, so those
+//! connections log in as the run's guard role ([`role`]), never as the
+//! cluster's superuser:
+//! - not a superuser, and no other attribute (no CREATEDB, CREATEROLE,
+//!   REPLICATION, BYPASSRLS), and a member of no role: so none of
+//!   `pg_read_server_files`, `pg_write_server_files`,
+//!   `pg_execute_server_program` (no `pg_read_file`, no server-side
+//!   `lo_export`, no `COPY ... PROGRAM` or `COPY ... TO` a file);
+//! - on the run's schema, `USAGE`, and on its tables `SELECT`, `INSERT`,
+//!   `UPDATE` and `DELETE`, with its sequences: what the lesson's claim,
+//!   work and completion need, and no `CREATE` anywhere (PostgreSQL 14 let
+//!   every role create in `public`; idem's own clusters take that back).
+//!   A role per run, so that two runs on one `idem db` cluster cannot
+//!   reach each other's tables;
+//! - no extension is installed in idem's clusters, so no `dblink`.
+//!
+//! The role is made only on a cluster idem has proven its own (see
+//! [`super::ownership`]): on a server of the user's, guard files do not run.
+
+use anyhow::{Context, Result};
+
+use super::{Database, book};
+
+/// The guard role of the run whose schema is `schema` (`idem_0a1b2c3d`):
+/// `idem_0a1b2c3d_guard`.
+pub fn role(schema: &str) -> String {
+    format!("{schema}_guard")
+}
+
+/// Makes the run's guard role (see [`role`]) if the cluster has none yet,
+/// and lets it work on the run's tables; returns its name. Only on a
+/// cluster of idem's; `name` is the guard file's, for a message.
+pub async fn grant(db: &Database, name: &str) -> Result<String> {
+    anyhow::ensure!(
+        db.is_disposable(),
+        "{name} runs only on a disposable cluster of idem's"
+    );
+    let schema = &db.schema;
+    let role = role(schema);
+    // The same race run again (`--runs`) finds its role made.
+    let statements = format!(
+        "DO $$ BEGIN
+             CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION
+                 NOBYPASSRLS NOINHERIT;
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+         END $$;
+         REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+         GRANT USAGE ON SCHEMA \"{schema}\" TO {role};
+         GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA \"{schema}\" TO {role};
+         GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA \"{schema}\" TO {role};"
+    );
+    let mut tx = db.book().await?;
+    // An app replica finds its run's role made by the process that started
+    // it; granting again at once from several would collide.
+    let made: bool = book::query_scalar(
+        "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)
+                THEN has_schema_privilege($1, $2, 'USAGE') ELSE false END",
+    )
+    .bind(&role)
+    .bind(schema)
+    .fetch_one(&mut *tx)
+    .await?;
+    if made {
+        return Ok(role);
+    }
+    sqlx::raw_sql(&statements)
+        .execute(&mut *tx)
+        .await
+        .with_context(|| format!("could not make the role {name} runs as"))?;
+    tx.commit().await?;
+    Ok(role)
+}
