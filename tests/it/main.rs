@@ -35,6 +35,7 @@ mod shell;
 mod standby;
 mod stores;
 mod teaching;
+mod terminal_text;
 mod transactions;
 mod trust;
 mod untrusted_guard;
