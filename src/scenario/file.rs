@@ -116,6 +116,14 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
         )
     })?;
     scenario.source = name.clone();
+    // A guard file the scenario names sits beside it, wherever it is run from.
+    if let Some(race) = &mut scenario.race
+        && let Some(file) = &race.strategy_file
+        && file.is_relative()
+    {
+        let beside = path.parent().unwrap_or(Path::new(""));
+        race.strategy_file = Some(beside.join(file));
+    }
     let sections = [
         scenario.race.is_some(),
         scenario.keys.is_some(),

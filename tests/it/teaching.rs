@@ -549,6 +549,34 @@ fn a_built_in_scenario_runs_by_its_name_from_any_folder() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
+/// A scenario's `strategy_file` is read beside the scenario file, not in
+/// the folder it is run from, even when that folder holds a file of the
+/// same name.
+#[test]
+fn a_scenarios_guard_file_is_read_beside_the_scenario() {
+    let sandbox = Sandbox::new("scenario-beside");
+    let lesson = sandbox.dir.join("lesson");
+    let elsewhere = sandbox.dir.join("elsewhere");
+    std::fs::create_dir_all(&lesson).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let one_row = idem::exercise::EXERCISES[0].solution;
+    std::fs::write(lesson.join("guard.toml"), one_row).unwrap();
+    // Another folder's guard.toml: lesson 1's flawed file, which makes 4.
+    std::fs::write(elsewhere.join("guard.toml"), idem::exercise::EXERCISES[0].start).unwrap();
+    std::fs::write(
+        lesson.join("scenario.toml"),
+        "title = \"a guard beside\"\nlesson = 1\nexplain = \"one row\"\n\n[race]\nstrategy_file = \"guard.toml\"\n\
+         work_ms = 20\n\n[expect]\nruns = 2\nkey_rows = 1\nxp_rows = 1\n",
+    )
+    .unwrap();
+    sandbox
+        .idem()
+        .current_dir(&elsewhere)
+        .args(["scenario", "run", "../lesson/scenario.toml"])
+        .assert()
+        .success();
+}
+
 /// A scenario that fails (its expected XP rows are not the lesson's), in the sandbox.
 fn failing_scenario(sandbox: &Sandbox, runs: u32) -> std::path::PathBuf {
     let path = sandbox.dir.join("failing.toml");
