@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde::Serialize;
 
-use super::command::{Command, Given, Needs, Nothing, OnSignal};
+use super::command::{Command, Given, Needs, Nothing, OnSignal, Stop};
 use crate::cli::measure::DoctorArgs;
 use crate::db::book;
 use crate::db::pooled::{self, Pooled};
@@ -95,12 +95,15 @@ impl Command for Plan {
             signal = given.stop.requested() => return Err(signal.into()),
             db = Database::open(&self.db) => db?,
         };
-        examine(db, self.out, self.standby).await
+        examine(db, self.out, self.standby, &mut given.stop).await
     }
 }
 
-/// Looks around, closes the database (timing the stop), and reports.
-async fn examine(db: Database, out: Output, standby: bool) -> Result<()> {
+/// Looks around, closes the database (timing the stop), and reports. A
+/// signal while the standby starts (a second or more) ends the doctor as
+/// it ends every command: the standby and the cluster removed, and the
+/// signal's exit status.
+async fn examine(db: Database, out: Output, standby: bool, stop: &mut Stop) -> Result<()> {
     let (bookkeeping_tls, workers_tls) = db.encryption().await?;
     let mut findings = Findings {
         backend: "server",
@@ -135,7 +138,20 @@ async fn examine(db: Database, out: Output, standby: bool) -> Result<()> {
     }
     // The standby stops (and is removed) before the primary it follows.
     let standing = match standby {
-        true => Some(examine_standby(&db).await?),
+        true => {
+            let examined = tokio::select! {
+                biased;
+                signal = stop.requested() => Err(signal),
+                examined = examine_standby(&db) => Ok(examined),
+            };
+            match examined {
+                Ok(examined) => Some(examined?),
+                Err(signal) => {
+                    db.close().await?;
+                    return Err(signal.into());
+                }
+            }
+        }
         false => None,
     };
     if let Some((found, standby)) = standing {

@@ -38,6 +38,37 @@ fn a_hot_standby_streams_the_primary_and_goes_with_it() {
     );
 }
 
+/// A signal while the standby is being made (its run directory is there,
+/// the base backup or its start-up under way) ends `idem doctor --standby`
+/// as it ends every command: 128 + the signal's number, and nothing left.
+#[test]
+fn a_signal_while_the_standby_starts_ends_the_doctor_as_any_command() {
+    let sandbox = Sandbox::new("standby-doctor-signal");
+    let mut doctor = sandbox
+        .idem_std()
+        .args(["doctor", "--standby"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The primary's run directory, then the standby's beside it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::fs::read_dir(&sandbox.dir).unwrap().count() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no standby was started"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    crate::common::signal(doctor.id(), libc::SIGTERM);
+    let status = doctor.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
+
 /// idem never makes a standby of, or reconfigures, a user's server.
 #[test]
 fn a_standby_of_a_users_server_is_refused() {

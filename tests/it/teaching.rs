@@ -562,7 +562,11 @@ fn a_scenarios_guard_file_is_read_beside_the_scenario() {
     let one_row = idem::exercise::EXERCISES[0].solution;
     std::fs::write(lesson.join("guard.toml"), one_row).unwrap();
     // Another folder's guard.toml: lesson 1's flawed file, which makes 4.
-    std::fs::write(elsewhere.join("guard.toml"), idem::exercise::EXERCISES[0].start).unwrap();
+    std::fs::write(
+        elsewhere.join("guard.toml"),
+        idem::exercise::EXERCISES[0].start,
+    )
+    .unwrap();
     std::fs::write(
         lesson.join("scenario.toml"),
         "title = \"a guard beside\"\nlesson = 1\nexplain = \"one row\"\n\n[race]\nstrategy_file = \"guard.toml\"\n\

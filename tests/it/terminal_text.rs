@@ -74,7 +74,10 @@ fn a_files_escape_sequences_reach_the_terminal_as_text() {
     let scenario = format!("[race]\nstrategy = \"{CLEAR_TOML}{OSC52_TOML}check\"\n");
     std::fs::write(dir.join("scenario.toml"), scenario).unwrap();
     for (args, expect) in [
-        ("race --strategy-file shown.toml --sql --workers 2", "\\x1b]52;"),
+        (
+            "race --strategy-file shown.toml --sql --workers 2",
+            "\\x1b]52;",
+        ),
         (
             "step --strategy-file shown.toml --workers 2 --schedule 1,2,1,2 --sql",
             "\\x1b]52;",
@@ -85,6 +88,9 @@ fn a_files_escape_sequences_reach_the_terminal_as_text() {
         let bytes = on_a_terminal(&sandbox, &dir, args);
         let text = String::from_utf8_lossy(&bytes);
         assert_eq!(obeyed(&bytes), Vec::<&str>::new(), "idem {args}:\n{text}");
-        assert!(text.contains(expect), "idem {args} shows it written out:\n{text}");
+        assert!(
+            text.contains(expect),
+            "idem {args} shows it written out:\n{text}"
+        );
     }
 }
