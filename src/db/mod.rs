@@ -5,6 +5,7 @@
 //! workers talk through deadpool-postgres, which stands for the application's
 //! connection pool (see [`pool`]).
 
+pub mod aside;
 pub mod binaries;
 pub mod book;
 pub mod cache_dir;

@@ -291,6 +291,15 @@ impl App {
             .reading_from(self.reader.clone());
         let answer = respond(&*self.strategy, &mut lease, &request, &mut trace).await;
         let mut response = answered(&answer, &request);
+        // The work called the service but its ledger could not record the
+        // call: the app does not answer as if all were well.
+        if request.service.as_ref().is_some_and(ServiceCalls::unwritten) {
+            response = problem(
+                500,
+                "service_call_not_recorded",
+                "the award service was called, but its ledger could not record the call",
+            );
+        }
         if let Some(replica) = &self.replica {
             response
                 .headers_mut()

@@ -420,12 +420,10 @@ fn judge(shots: &[Shot], effects: Option<Effects>, release: &Release) -> Verdict
         .count();
     match effects.map(|e| e.effects) {
         Some(1) => Verdict::judged(Some(true), "held: one effect for one key".into()),
-        Some(n) => Verdict::judged(
-            None,
-            format!(
-                "no effect counted ({n}): did every request fail, or does the query count something else?"
-            ),
-        ),
+        // Nothing measured: no verdict, and the run does not pass.
+        Some(n) => Verdict::unjudged(format!(
+            "not judged: no effect counted ({n}): did every request fail, or does the query count something else?"
+        )),
         None if differing > 0 => Verdict::judged(
             Some(false),
             format!(

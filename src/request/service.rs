@@ -19,6 +19,9 @@ pub struct ServiceCalls {
     calls: Arc<AtomicU64>,
     /// False once this handle's request has crashed.
     alive: Arc<AtomicBool>,
+    /// True once a call of this handle's request could not be written to
+    /// the ledger: its answer must not pretend the call was recorded.
+    unwritten: Arc<AtomicBool>,
     /// Where the service also writes each call, for a query to count.
     ledger: Option<Ledger>,
 }
@@ -28,6 +31,7 @@ impl Default for ServiceCalls {
         Self {
             calls: Arc::default(),
             alive: Arc::new(AtomicBool::new(true)),
+            unwritten: Arc::default(),
             ledger: None,
         }
     }
@@ -39,6 +43,7 @@ impl ServiceCalls {
         Self {
             calls: self.calls.clone(),
             alive: Arc::new(AtomicBool::new(true)),
+            unwritten: Arc::default(),
             ledger: self.ledger.clone(),
         }
     }
@@ -63,9 +68,16 @@ impl ServiceCalls {
             return;
         }
         self.calls.fetch_add(1, Ordering::SeqCst);
-        if let Some(ledger) = &self.ledger {
-            ledger.write(key, worker).await;
+        if let Some(ledger) = &self.ledger
+            && ledger.write(key, worker).await.is_err()
+        {
+            self.unwritten.store(true, Ordering::SeqCst);
         }
+    }
+
+    /// Whether a call of this request's could not be written to the ledger.
+    pub fn unwritten(&self) -> bool {
+        self.unwritten.load(Ordering::SeqCst)
     }
 
     /// This request crashed: whatever its code still does calls nothing.

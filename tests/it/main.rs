@@ -15,6 +15,7 @@ mod front_door;
 mod guard;
 mod guard_library;
 mod hang_ups;
+mod helper_connections;
 mod hostile;
 mod http;
 mod json_contract;

@@ -4,6 +4,9 @@ use super::core;
 use super::heartbeat::Heartbeat;
 use super::settings::Guard;
 use super::verdict::{ClaimState, Reply, Verdict, WorkFailed};
+use std::sync::Arc;
+
+use crate::db::aside::Aside;
 use crate::db::pool::Conn;
 use crate::db::pool::Workers;
 use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
@@ -44,7 +47,14 @@ impl Strategy for Guard {
     fn start<'a>(&'a self, workers: &'a Workers) -> Starting<'a> {
         Box::pin(async move {
             if let Some(heartbeat) = &self.heartbeat {
-                heartbeat.start(|| workers.aside()).await?;
+                // Opened again whenever it is lost, and said so.
+                let aside = Arc::new(Aside::new(workers.clone(), "the heartbeat"));
+                heartbeat
+                    .start(move || {
+                        let aside = aside.clone();
+                        async move { aside.open().await }
+                    })
+                    .await?;
             }
             Ok(())
         })

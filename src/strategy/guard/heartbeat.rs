@@ -67,17 +67,26 @@ impl Heartbeat {
 
     /// Starts the beats on the connection `connect` makes, the first time
     /// it is called; later calls return at once. The connection must see
-    /// the guard's `idempotency_keys`, and should be nobody else's.
+    /// the guard's `idempotency_keys`, and should be nobody else's. When
+    /// it is lost (closed by the server, or a renewal that outlasts
+    /// [`RENEW_BOUND`]), `connect` is called again for the next beat: a
+    /// restart or an idle timeout does not stop the heartbeat for good.
     pub async fn start<C, E, F, Fut>(&self, connect: F) -> Result<(), E>
     where
         C: GuardClient + 'static,
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<C, E>>,
+        E: Send + 'static,
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<C, E>> + Send + 'static,
     {
         self.started
             .get_or_try_init(|| async {
                 let client = connect().await?;
-                tokio::spawn(beat(client, Arc::downgrade(&self.live), self.interval));
+                let beats = Beats {
+                    connect,
+                    live: Arc::downgrade(&self.live),
+                    interval: self.interval,
+                };
+                tokio::spawn(beats.run(client));
                 Ok(())
             })
             .await
@@ -114,23 +123,54 @@ fn lock(live: &Live) -> std::sync::MutexGuard<'_, HashMap<i64, i32>> {
     live.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Every `interval`, one statement renews every live claim; ends when the
-/// heartbeat is gone. A renewal that fails is not retried: its claims age,
-/// as a silent owner's do.
-async fn beat<C: GuardClient>(client: C, live: Weak<Live>, interval: Duration) {
-    let mut ticks = tokio::time::interval(interval);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        ticks.tick().await;
-        let Some(live) = live.upgrade() else {
-            return;
-        };
-        let (ids, owners): (Vec<i64>, Vec<i32>) =
-            lock(&live).iter().map(|(id, owner)| (*id, *owner)).unzip();
-        drop(live);
-        if ids.is_empty() {
-            continue;
+/// How long one renewal may take before its connection counts as lost.
+pub const RENEW_BOUND: Duration = Duration::from_secs(2);
+
+/// The beats: where they open their connection, the claims they renew,
+/// and how often.
+struct Beats<F> {
+    connect: F,
+    live: Weak<Live>,
+    interval: Duration,
+}
+
+impl<F> Beats<F> {
+    /// Every `interval`, one statement renews every live claim; ends when
+    /// the heartbeat is gone. A renewal that fails is not retried: its
+    /// claims age, as a silent owner's do. A connection that is lost is
+    /// opened again for the next beat that has claims to renew.
+    async fn run<C, E, Fut>(self, first: C)
+    where
+        C: GuardClient,
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<C, E>>,
+    {
+        let mut client = Some(first);
+        let mut ticks = tokio::time::interval(self.interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            let Some(live) = self.live.upgrade() else {
+                return;
+            };
+            let (ids, owners): (Vec<i64>, Vec<i32>) =
+                lock(&live).iter().map(|(id, owner)| (*id, *owner)).unzip();
+            drop(live);
+            if ids.is_empty() {
+                continue;
+            }
+            if client.is_none() {
+                client = (self.connect)().await.ok();
+            }
+            let Some(open) = &client else {
+                continue;
+            };
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&ids, &owners];
+            match tokio::time::timeout(RENEW_BOUND, open.exec(&RENEW, &params)).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(_)) if !open.client().is_closed() => {}
+                _ => client = None,
+            }
         }
-        let _ = client.exec(&RENEW, &[&ids, &owners]).await;
     }
 }
