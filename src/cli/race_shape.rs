@@ -72,7 +72,10 @@ pub struct HangUpFlags {
     #[arg(long, value_enum, value_name = "WAY",
           help = with_default(
               "What the app does with a request whose client goes away: drop it at its \
-               next await, as hyper does, or run it to its end, as Puma and Node do.",
+               next await, as hyper does, or run it to its end, as Puma and Node do. \
+               With finish, at most as many requests as connections allowed (serve's \
+               --max-connections) run at once, their clients there or gone; past it a \
+               request is answered 503 at once.",
               OnHangup::Cancel.name()))]
     pub on_hangup: Option<OnHangup>,
 }

@@ -33,6 +33,9 @@ pub struct Plan {
     pub settle: Duration,
     /// `--retry-at`: the retries' offsets from the first send, in order.
     pub retry_at: Vec<Duration>,
+    /// `--timeout-ms`: how long the whole probe may take, every burst,
+    /// case, retry and count in it.
+    pub whole: Duration,
     pub out: Output,
 }
 
@@ -82,6 +85,9 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
             )
         }
     };
+    let whole = Duration::from_millis(args.timeout_ms);
+    let retry_at = retry_at(&args.retry_at)?;
+    within_the_whole(whole, &retry_at, args.conformance, args.settle_ms)?;
     Ok(Plan {
         probe,
         key,
@@ -94,9 +100,35 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
         other_caller,
         in_flight: args.in_flight_ms.map(Duration::from_millis),
         settle: Duration::from_millis(args.settle_ms),
-        retry_at: retry_at(&args.retry_at)?,
+        retry_at,
+        whole,
         out: Output::from_json_flag(args.json),
     })
+}
+
+/// Refuses waits the probe is asked for that `--timeout-ms` would cut off
+/// before they end: a retry offset, or the abort case's settling.
+fn within_the_whole(
+    whole: Duration,
+    retry_at: &[Duration],
+    conformance: bool,
+    settle_ms: u64,
+) -> Result<()> {
+    let ms = whole.as_millis();
+    if let Some(late) = retry_at.last().filter(|late| **late >= whole) {
+        bail!(
+            "--retry-at {} ms is past --timeout-ms {ms}, which bounds the whole probe; \
+             raise --timeout-ms",
+            late.as_millis()
+        );
+    }
+    if conformance && u128::from(settle_ms) >= ms {
+        bail!(
+            "--settle-ms {settle_ms} is past --timeout-ms {ms}, which bounds the whole probe; \
+             raise --timeout-ms or lower --settle-ms"
+        );
+    }
+    Ok(())
 }
 
 /// `--count-sql` with `--count-database-url`, checked.
@@ -142,7 +174,25 @@ impl Command for Plan {
         Needs::on(()).verdict()
     }
 
+    /// Everything within `--timeout-ms`; past it, what was said stands and
+    /// the probe ends in one line, judging nothing more.
     async fn run(self, _: &Nothing, _: Given) -> Result<()> {
+        let whole = self.whole;
+        match tokio::time::timeout(whole, self.probe_all()).await {
+            Ok(done) => done,
+            Err(_) => bail!(
+                "the probe did not finish within --timeout-ms {}, which bounds the whole \
+                 probe; nothing after that was judged",
+                whole.as_millis()
+            ),
+        }
+    }
+}
+
+impl Plan {
+    /// The probe the command line asks for: a burst, bursts, a schedule of
+    /// retries, the conformance cases.
+    async fn probe_all(self) -> Result<()> {
         let out = self.out;
         check_counter(self.probe.counter.as_ref()).await?;
         if !self.retry_at.is_empty() {

@@ -104,6 +104,7 @@ impl Command for Plan {
         let note =
             log.map(|log| Arc::new(move |said: String| log.offer(format!("{said}\n"))) as Note);
         let (app, _held) = race.open_app(watch).await?;
+        let app = app.finishing_at_most(cap);
         let scheme = if self.tls.is_some() { "https" } else { "http" };
         let ready = Ready::new(
             scheme,

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use super::caller::KeyScope;
+use super::listener::DEFAULT_MAX_CONNECTIONS;
 use super::contract::{
     self, KEY_HEADER, MAX_BODY_BYTES, PROBLEM_JSON, REPLAYED_HEADER, REPLICA_HEADER, WORKER_HEADER,
 };
@@ -116,6 +117,12 @@ pub struct App {
     hang_ups: Option<Arc<HangUps>>,
     /// `--read-from standby`: the standby's pool the finds read from.
     reader: Option<Workers>,
+    /// With `--on-hangup finish`, one permit per request running, its
+    /// client there or gone: a request whose client left is a task no
+    /// connection counts, so these bound them (see [`App::finishing_at_most`]).
+    finishing: Arc<Semaphore>,
+    /// The permits `finishing` was made with.
+    finishing_bound: usize,
 }
 
 /// Told of every award the app handled, before its response is written:
@@ -170,6 +177,19 @@ impl App {
             replica: None,
             hang_ups: None,
             reader: None,
+            finishing: Arc::new(Semaphore::new(DEFAULT_MAX_CONNECTIONS)),
+            finishing_bound: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+
+    /// With `--on-hangup finish`, at most `n` requests run at once (serve's
+    /// connection cap); past it a request is answered 503 at once.
+    pub fn finishing_at_most(self, n: usize) -> Self {
+        let n = n.max(1);
+        Self {
+            finishing: Arc::new(Semaphore::new(n)),
+            finishing_bound: n,
+            ..self
         }
     }
 
@@ -190,8 +210,16 @@ impl App {
         match self.shape.on_hangup {
             OnHangup::Cancel => self.route(req, read_timeout).await,
             OnHangup::Finish => {
+                // A request whose client leaves keeps running, counted here
+                // until it ends; none past the bound is started.
+                let Ok(running) = self.finishing.clone().try_acquire_owned() else {
+                    return too_many_running(self.finishing_bound);
+                };
                 let app = self.clone();
-                let routed = tokio::spawn(async move { app.route(req, read_timeout).await });
+                let routed = tokio::spawn(async move {
+                    let _running = running;
+                    app.route(req, read_timeout).await
+                });
                 routed.await.unwrap_or_else(|_| {
                     problem(
                         500,
@@ -403,6 +431,23 @@ fn json_kind(value: &Value) -> &'static str {
 /// The answer while the app shuts down.
 fn stopping() -> Response {
     problem(503, "shutting_down", "the app is stopping")
+}
+
+/// `--on-hangup finish` has `bound` requests running already, their
+/// clients there or gone: this one is not started.
+fn too_many_running(bound: usize) -> Response {
+    let mut response = problem(
+        503,
+        "too_many_running",
+        &format!(
+            "{bound} requests are running to their end already (--on-hangup finish runs at most \
+             as many as connections are allowed); try again"
+        ),
+    );
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    response
 }
 
 /// The response, with the connection closed after it: the request was not

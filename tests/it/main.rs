@@ -4,6 +4,7 @@
 //! Run one area with `cargo test --test it <area>::`, e.g. `cargo test
 //! --test it layers::`.
 
+mod bounds;
 mod browser;
 mod cli;
 mod cluster;
