@@ -8,9 +8,9 @@ use colored::Colorize;
 
 use crate::cli::Cli;
 use crate::commands::db::ExitWith;
+use crate::controls::escaped;
 use crate::db::secret::scrub;
 use crate::report::BrokenPipe;
-use crate::controls::escaped;
 use crate::signals::Interrupted;
 
 /// The whole program: parse the command line, run it, print any error on

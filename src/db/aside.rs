@@ -85,7 +85,6 @@ impl Aside {
             Err(_) => None,
         }
     }
-
 }
 
 /// What a helper's statement came to: done, failed on a live connection,

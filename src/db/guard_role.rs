@@ -22,7 +22,9 @@
 
 use anyhow::{Context, Result};
 
-use super::{Database, book};
+use sqlx::PgConnection;
+
+use super::book;
 
 /// The guard role of the run whose schema is `schema` (`idem_0a1b2c3d`):
 /// `idem_0a1b2c3d_guard`.
@@ -31,14 +33,11 @@ pub fn role(schema: &str) -> String {
 }
 
 /// Makes the run's guard role (see [`role`]) if the cluster has none yet,
-/// and lets it work on the run's tables; returns its name. Only on a
-/// cluster of idem's; `name` is the guard file's, for a message.
-pub async fn grant(db: &Database, name: &str) -> Result<String> {
-    anyhow::ensure!(
-        db.is_disposable(),
-        "{name} runs only on a disposable cluster of idem's"
-    );
-    let schema = &db.schema;
+/// and lets it work on the tables of `schema`, the run's; returns its
+/// name. Only on a cluster of idem's (the caller has proven it), in a
+/// bookkeeping transaction `tx` the caller commits; `name` is the guard
+/// file's, for a message.
+pub async fn grant(tx: &mut PgConnection, schema: &str, name: &str) -> Result<String> {
     let role = role(schema);
     // The same race run again (`--runs`) finds its role made.
     let statements = format!(
@@ -52,7 +51,6 @@ pub async fn grant(db: &Database, name: &str) -> Result<String> {
          GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA \"{schema}\" TO {role};
          GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA \"{schema}\" TO {role};"
     );
-    let mut tx = db.book().await?;
     // An app replica finds its run's role made by the process that started
     // it; granting again at once from several would collide.
     let made: bool = book::query_scalar(
@@ -70,6 +68,5 @@ pub async fn grant(db: &Database, name: &str) -> Result<String> {
         .execute(&mut *tx)
         .await
         .with_context(|| format!("could not make the role {name} runs as"))?;
-    tx.commit().await?;
     Ok(role)
 }

@@ -8,6 +8,8 @@
 use std::fs;
 use std::path::Path;
 
+use crate::files::owners::alive;
+
 /// Removes `<parent>/<prefix>-<pid>-*` for every pid that no longer runs,
 /// unless a live PostgreSQL still uses the directory.
 pub fn sweep(parent: &Path, prefix: &str) {
@@ -42,21 +44,6 @@ fn server_running(dir: &Path) -> bool {
         .ok()
         .and_then(|text| text.lines().next()?.trim().parse::<u32>().ok())
         .is_some_and(alive)
-}
-
-/// True while the process runs (a zombie counts as gone).
-pub fn alive(pid: u32) -> bool {
-    if let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) {
-        let state = stat
-            .rsplit_once(") ")
-            .and_then(|(_, rest)| rest.chars().next());
-        return !matches!(state, Some('Z' | 'X'));
-    }
-    let Ok(pid) = i32::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid, 0) == 0 }
 }
 
 #[cfg(test)]

@@ -35,7 +35,10 @@ pub fn mark(data: &Path) -> Result<String> {
     let token = uuid::Uuid::new_v4().simple().to_string();
     let path = data.join(TOKEN_FILE);
     if !crate::files::write::create_new(&path, token.as_bytes(), "the cluster's token")? {
-        anyhow::bail!("{} is there already in a cluster idem just made", path.display());
+        anyhow::bail!(
+            "{} is there already in a cluster idem just made",
+            path.display()
+        );
     }
     Ok(token)
 }

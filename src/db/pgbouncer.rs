@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::child::die_with_parent;
-use crate::files::write;
 use super::os_user::OsUser;
+use crate::files::write;
 
 /// The port number in the socket's name (`.s.PGSQL.6432`); no TCP port is opened.
 pub const PORT: u16 = 6432;
@@ -109,8 +109,17 @@ impl Bouncer {
         let ini = dir.join("pgbouncer.ini");
         let ini_text = config(&dir, cluster.server_socket, server_connections);
         write::replace(&ini, ini_text.as_bytes(), "PgBouncer's settings")?;
-        let users = users_file(&[Some("postgres"), guard_role].into_iter().flatten().collect::<Vec<_>>());
-        write::replace(&dir.join("users.txt"), users.as_bytes(), "PgBouncer's users")?;
+        let users = users_file(
+            &[Some("postgres"), guard_role]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>(),
+        );
+        write::replace(
+            &dir.join("users.txt"),
+            users.as_bytes(),
+            "PgBouncer's users",
+        )?;
         let mut cmd = Command::new(program);
         cmd.arg(&ini)
             .stdin(Stdio::null())

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::child::check_stop;
-use super::leftovers::alive;
 use super::os_user::OsUser;
+use crate::files::owners::alive;
 
 /// How long the server may take to accept connections before idem gives up.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);

@@ -349,7 +349,7 @@ fn sweep_stale(dir: &OwnedFd, prefix: &str) {
         };
         let ours = lstat_at(dir, &name)
             .is_some_and(|(mode, owner)| mode & libc::S_IFMT == libc::S_IFREG && owner == me);
-        if ours && !crate::db::leftovers::alive(pid) {
+        if ours && !super::owners::alive(pid) {
             // SAFETY: a C string in the open directory.
             unsafe {
                 libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0);
@@ -383,6 +383,41 @@ mod tests {
         let err = replace(&planted, b"page", "--timeline").unwrap_err();
         assert!(err.to_string().contains("symbolic link"), "{err}");
         assert_eq!(fs::read_to_string(&secret).unwrap(), "keep me");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_new_file_is_never_written_over_anything() {
+        let dir = scratch("create-new");
+        let target = dir.join("exercise.toml");
+        assert!(create_new(&target, b"first", "the exercise").unwrap());
+        assert!(!create_new(&target, b"second", "the exercise").unwrap());
+        assert_eq!(fs::read_to_string(&target).unwrap(), "first");
+        let dangling = dir.join("dangling.toml");
+        std::os::unix::fs::symlink(dir.join("made-through-the-link"), &dangling).unwrap();
+        // Refused as a link before anything is staged.
+        assert!(!matches!(
+            create_new(&dangling, b"x", "the exercise"),
+            Ok(true)
+        ));
+        assert!(!dir.join("made-through-the-link").exists());
+        let names: Vec<_> = fs::read_dir(&dir).unwrap().flatten().collect();
+        assert_eq!(names.len(), 2, "no staged copy is left");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn directories_are_made_with_their_mode_and_a_file_on_the_way_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("make-dirs");
+        let deep = dir.join("a").join("b").join("c");
+        make_dirs(&deep, 0o700, "the state").unwrap();
+        let mode = fs::metadata(&deep).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        make_dirs(&deep, 0o700, "the state").unwrap();
+        fs::write(dir.join("file"), "x").unwrap();
+        let err = make_dirs(&dir.join("file").join("d"), 0o700, "--dir").unwrap_err();
+        assert!(err.to_string().contains("not a directory"), "{err}");
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -21,7 +21,6 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use super::caller::KeyScope;
-use super::listener::DEFAULT_MAX_CONNECTIONS;
 use super::contract::{
     self, KEY_HEADER, MAX_BODY_BYTES, PROBLEM_JSON, REPLAYED_HEADER, REPLICA_HEADER, WORKER_HEADER,
 };
@@ -125,6 +124,10 @@ pub struct App {
     finishing_bound: usize,
 }
 
+/// With `--on-hangup finish`, how many requests run at once unless the
+/// server says otherwise: as many as serve's default connection cap.
+const FINISHING_DEFAULT: usize = crate::limits::MAX_CONNECTIONS.default() as usize;
+
 /// Told of every award the app handled, before its response is written:
 /// so a client that has its response finds the app's side already there.
 pub type Watch = Box<dyn Fn(Handled) + Send + Sync>;
@@ -177,8 +180,8 @@ impl App {
             replica: None,
             hang_ups: None,
             reader: None,
-            finishing: Arc::new(Semaphore::new(DEFAULT_MAX_CONNECTIONS)),
-            finishing_bound: DEFAULT_MAX_CONNECTIONS,
+            finishing: Arc::new(Semaphore::new(FINISHING_DEFAULT)),
+            finishing_bound: FINISHING_DEFAULT,
         }
     }
 
@@ -321,7 +324,11 @@ impl App {
         let mut response = answered(&answer, &request);
         // The work called the service but its ledger could not record the
         // call: the app does not answer as if all were well.
-        if request.service.as_ref().is_some_and(ServiceCalls::unwritten) {
+        if request
+            .service
+            .as_ref()
+            .is_some_and(ServiceCalls::unwritten)
+        {
             response = problem(
                 500,
                 "service_call_not_recorded",

@@ -78,7 +78,12 @@ impl<'db> Race<'db> {
         // A guard file's statements are someone else's code: the workers
         // log in as the run's guard role (see `db::guard_role`).
         let role = match settings.app.guard_file {
-            Some(file) => Some(guard_role::grant(db, &file.name).await?),
+            Some(file) => {
+                let mut tx = db.book().await?;
+                let role = guard_role::grant(&mut tx, &db.schema, &file.name).await?;
+                tx.commit().await?;
+                Some(role)
+            }
             None => None,
         };
         let own = fits(db, &settings).await?;

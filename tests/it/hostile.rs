@@ -992,17 +992,7 @@ fn a_timeline_is_not_written_through_another_users_linked_directory_and_a_long_n
         assert!(!real.join("page.html").exists());
     }
     let long = real.join(format!("{}.html", "t".repeat(240)));
-    let out = sandbox
-        .idem()
-        .args(["race", "--timeline"])
-        .arg(&long)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::succeeded(sandbox.idem().args(["race", "--timeline"]).arg(&long));
     assert!(long.exists());
     let names: Vec<_> = std::fs::read_dir(&real).unwrap().flatten().collect();
     assert_eq!(names.len(), 1, "nothing staged is left");

@@ -35,7 +35,11 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("the database", &["db"]),
     ("the TLS trust both wires share", &["trust"]),
     ("the bounds and defaults of every setting", &["limits"]),
-    ("the files idem reads", &["files"]),
+    ("the files idem reads and writes", &["files"]),
+    (
+        "text from a file or a server, made safe to show",
+        &["controls"],
+    ),
 ];
 
 /// Each top-level module's files.

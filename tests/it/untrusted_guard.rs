@@ -193,18 +193,13 @@ fn a_cluster_idem_db_made_is_proven_by_its_token() {
         STORE,
     );
     let idem = assert_cmd::cargo::cargo_bin("idem");
-    let out = sandbox
-        .idem()
-        .args(["db", "--"])
-        .arg(&idem)
-        .args(["race", "--json", "--workers", "2", "--strategy-file"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = crate::common::succeeded(
+        sandbox
+            .idem()
+            .args(["db", "--"])
+            .arg(&idem)
+            .args(["race", "--json", "--workers", "2", "--strategy-file"])
+            .arg(&file),
     );
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["key_rows"], 1);

@@ -311,6 +311,18 @@ impl Built for idem::race::input::RaceInput {
     }
 }
 
+/// Runs `command`, which must succeed (its stderr shown if not), and
+/// returns what it printed.
+pub fn succeeded(command: &mut assert_cmd::Command) -> std::process::Output {
+    let out = command.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Runs a command idem must refuse: exit 1 and one line on stderr, which
 /// is returned.
 pub fn refused_in_one_line(command: &mut assert_cmd::Command) -> String {
