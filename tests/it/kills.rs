@@ -15,8 +15,8 @@ struct Cache(PathBuf);
 
 impl Cache {
     fn new(name: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("idem-test-cache-{name}-{}", std::process::id()));
+        let dir = crate::common::scratch_parent()
+            .join(format!("idem-test-cache-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         Self(dir)
     }
