@@ -146,38 +146,7 @@ async fn run(program: &str, rest: &[String], reach: &Reach, stop: &mut Stop) -> 
         "idem db: DATABASE_URL={} (removed when {program} exits)",
         reach.url
     );
-    let (watch, lifeline) = pipe().context("could not make the command's lifeline")?;
-    let watch_fd = watch.as_raw_fd();
-    let parent = std::process::id() as libc::pid_t;
-    let mut command = tokio::process::Command::new("/bin/sh");
-    command
-        .arg("-c")
-        .arg(WATCHED)
-        .arg("idem-db")
-        .arg(program)
-        .args(rest)
-        .envs(reach.vars.iter().map(|(k, v)| (*k, v.as_str())))
-        .process_group(0)
-        .kill_on_drop(true);
-    // SAFETY: the closure runs between fork and exec and calls only
-    // async-signal-safe functions (dup2, prctl, getppid).
-    unsafe {
-        command.pre_exec(move || {
-            if libc::dup2(watch_fd, 3) < 0
-                || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                return Err(std::io::Error::other("idem is gone"));
-            }
-            Ok(())
-        });
-    }
-    let mut child = command
-        .spawn()
-        .with_context(|| format!("could not run {program}"))?;
-    drop(watch);
+    let (mut child, lifeline) = spawn_watched(program, rest, reach)?;
     let group = child.id().map(|pid| pid as libc::pid_t);
     let terminal = group.and_then(Terminal::hand_to);
     let ended = tokio::select! {
@@ -211,6 +180,55 @@ async fn run(program: &str, rest: &[String], reach: &Reach, stop: &mut Stop) -> 
     };
     // What the command left running in its group goes with the cluster.
     end_group(&mut child, group, lifeline).await;
+    passed_on(status)
+}
+
+/// Starts `/bin/sh` running [`WATCHED`] and the command, in a process
+/// group of its own, with the cluster's variables; returns it and the
+/// write end of its lifeline, which only idem holds.
+fn spawn_watched(
+    program: &str,
+    rest: &[String],
+    reach: &Reach,
+) -> Result<(tokio::process::Child, OwnedFd)> {
+    let (watch, lifeline) = pipe().context("could not make the command's lifeline")?;
+    let watch_fd = watch.as_raw_fd();
+    let parent = std::process::id() as libc::pid_t;
+    let mut command = tokio::process::Command::new("/bin/sh");
+    command
+        .arg("-c")
+        .arg(WATCHED)
+        .arg("idem-db")
+        .arg(program)
+        .args(rest)
+        .envs(reach.vars.iter().map(|(k, v)| (*k, v.as_str())))
+        .process_group(0)
+        .kill_on_drop(true);
+    // SAFETY: the closure runs between fork and exec and calls only
+    // async-signal-safe functions (dup2, prctl, getppid).
+    unsafe {
+        command.pre_exec(move || {
+            if libc::dup2(watch_fd, 3) < 0
+                || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other("idem is gone"));
+            }
+            Ok(())
+        });
+    }
+    let child = command
+        .spawn()
+        .with_context(|| format!("could not run {program}"))?;
+    drop(watch);
+    Ok((child, lifeline))
+}
+
+/// The command's exit, as idem's own: its code, or 128 + the signal that
+/// ended it.
+fn passed_on(status: std::process::ExitStatus) -> Result<()> {
     match status.code() {
         Some(0) => Ok(()),
         Some(code) => Err(ExitWith {

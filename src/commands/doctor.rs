@@ -209,6 +209,9 @@ async fn examine_standby(db: &Database) -> Result<(StandbyFindings, Standby)> {
 /// How long the standby may take to replay one committed row.
 const REPLAY_LIMIT: Duration = Duration::from_secs(10);
 
+/// One `name  value` line of the report.
+type Row<'a> = dyn FnMut(&str, String) + 'a;
+
 fn render(f: &Findings) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", strong("idem doctor"));
@@ -217,48 +220,7 @@ fn render(f: &Findings) -> String {
     };
     row("PostgreSQL", f.server_version.clone());
     match f.backend {
-        "disposable" => {
-            row(
-                "database",
-                "a disposable cluster (no --database-url given)".into(),
-            );
-            row("binaries", f.pg_bin.clone().unwrap_or_default());
-            let made = if f.template_made_now == Some(true) {
-                "made by this run with initdb"
-            } else {
-                "cached"
-            };
-            row(
-                "template",
-                format!(
-                    "{} {}",
-                    f.template.clone().unwrap_or_default(),
-                    dim(format!("({made})"))
-                ),
-            );
-            row(
-                "run directory",
-                format!(
-                    "{} {}",
-                    f.run_dir.clone().unwrap_or_default(),
-                    dim("(removed)")
-                ),
-            );
-            row(
-                "start",
-                format!(
-                    "{:.0} ms (copy the template, start, accept connections)",
-                    f.start_ms.unwrap_or(0.0)
-                ),
-            );
-            row(
-                "stop",
-                format!(
-                    "{:.0} ms (immediate shutdown, remove files)",
-                    f.stop_ms.unwrap_or(0.0)
-                ),
-            );
-        }
+        "disposable" => disposable_rows(f, &mut row),
         _ => {
             row("database", f.url.clone().unwrap_or_default());
             if let Some(pooler) = &f.pooler {
@@ -281,24 +243,64 @@ fn render(f: &Findings) -> String {
     );
     row("free connections", f.free_connections.to_string());
     if let Some(standby) = &f.standby {
-        row(
-            "hot standby",
-            format!(
-                "{} {}",
-                standby.run_dir,
-                dim(format!(
-                    "(pg_basebackup and start-up {:.0} ms; removed at exit)",
-                    standby.start_ms
-                ))
-            ),
-        );
-        row(
-            "replay",
-            format!(
-                "a committed row read on the standby after {:.1} ms; {} bytes of WAL behind then",
-                standby.replayed_ms, standby.lag_bytes
-            ),
-        );
+        standby_rows(standby, &mut row);
     }
     out
+}
+
+/// The disposable cluster's rows: where it came from, how long it took.
+fn disposable_rows(f: &Findings, row: &mut Row<'_>) {
+    row(
+        "database",
+        "a disposable cluster (no --database-url given)".into(),
+    );
+    row("binaries", f.pg_bin.clone().unwrap_or_default());
+    let made = if f.template_made_now == Some(true) {
+        "made by this run with initdb"
+    } else {
+        "cached"
+    };
+    let template = f.template.clone().unwrap_or_default();
+    row(
+        "template",
+        format!("{template} {}", dim(format!("({made})"))),
+    );
+    let run_dir = f.run_dir.clone().unwrap_or_default();
+    row("run directory", format!("{run_dir} {}", dim("(removed)")));
+    row(
+        "start",
+        format!(
+            "{:.0} ms (copy the template, start, accept connections)",
+            f.start_ms.unwrap_or(0.0)
+        ),
+    );
+    row(
+        "stop",
+        format!(
+            "{:.0} ms (immediate shutdown, remove files)",
+            f.stop_ms.unwrap_or(0.0)
+        ),
+    );
+}
+
+/// The hot standby's rows (`--standby`).
+fn standby_rows(standby: &StandbyFindings, row: &mut Row<'_>) {
+    row(
+        "hot standby",
+        format!(
+            "{} {}",
+            standby.run_dir,
+            dim(format!(
+                "(pg_basebackup and start-up {:.0} ms; removed at exit)",
+                standby.start_ms
+            ))
+        ),
+    );
+    row(
+        "replay",
+        format!(
+            "a committed row read on the standby after {:.1} ms; {} bytes of WAL behind then",
+            standby.replayed_ms, standby.lag_bytes
+        ),
+    );
 }

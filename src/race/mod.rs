@@ -1,6 +1,8 @@
 //! The race: N concurrent workers, one key, one strategy, a real connection pool.
 
+mod beside;
 mod blocking;
+mod checks;
 pub mod input;
 mod over_http;
 pub mod replicas;

@@ -9,17 +9,18 @@ use anyhow::{Context, Result, bail};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
+use super::beside::{Beside, catch_up_limit, with_setting};
 use super::blocking::BlockWatch;
 use super::over_http::{Wire, WireEnd, run_client};
-use super::result::{FailoverFigures, RaceResult, StandbyFigures};
-use super::settings::{RaceSettings, ReadFrom, StandbyPlan, Synchronous, Transport};
+use super::result::RaceResult;
+use super::settings::{RaceSettings, ReadFrom, Transport};
 use super::stepper::Controller;
-use super::worker_report::WorkerReport;
+use super::worker_report::{WorkerReport, abandoned, mark_duplicates};
 use crate::db::pool::{self, Conn, Workers, warm_pool};
-use crate::db::standby::{self, Standby, StandbyShape};
+use crate::db::standby;
 use crate::db::via::Via;
 use crate::db::{Backend, Database, guard_role, pgbouncer, pooled};
-use crate::http::app::{App, Handled, OnHangup, Watch};
+use crate::http::app::{App, Watch};
 use crate::request::fault::{Fault, FaultKind, FaultPoint};
 use crate::request::ledger::Ledger;
 use crate::request::service::ServiceCalls;
@@ -37,11 +38,11 @@ pub struct Replica {
 
 /// A race ready to run, as many times as asked, with fresh tables each time.
 pub struct Race<'db> {
-    db: &'db Database,
+    pub(super) db: &'db Database,
     pub(super) pool: Workers,
     /// `--standby`: the hot standby and what reads it (dropped before the
     /// database closes).
-    standby: Option<Beside>,
+    pub(super) standby: Option<Beside>,
     pub(super) strategy: Arc<dyn Strategy>,
     /// Over HTTP: the app the workers call.
     wire: Option<Wire>,
@@ -345,70 +346,9 @@ impl<'db> Race<'db> {
             attribute_blocking(&mut reports, &pids, &watch.finish().await);
         }
 
-        // Lesson 5's eviction: other traffic fills the cache, then the
-        // client whose response was lost sends the same request again.
-        if s.store.cache_pressure > 0 {
-            self.press_cache().await?;
-            reports.extend(self.retries(&crew, 1, 1).await?);
-        }
-        // Lesson 7's recovery: after a crash, the client retries once the
-        // claim's lock has timed out; after a failure, at once.
-        let crashed = reports
-            .iter()
-            .find(|w| w.outcome == Outcome::Crashed)
-            .map(|w| (w.worker, w.answer_ms));
-        if let Some((worker, crashed_at)) = crashed {
-            let due = started + Duration::from_secs_f64(crashed_at / 1000.0) + s.app.lock_timeout;
-            tokio::time::sleep_until(due.into()).await;
-            reports.extend(
-                self.retries(&crew, worker, s.faults.recovery_retries)
-                    .await?,
-            );
-        } else if let Some(worker) = s.faults.fail_work {
-            reports.extend(
-                self.retries(&crew, worker, s.faults.recovery_retries)
-                    .await?,
-            );
-        }
-        // A client that hung up retries until it gets a final answer.
-        let hung_up = reports
-            .iter()
-            .find(|w| w.outcome == Outcome::HungUp)
-            .map(|w| w.worker);
-        if let Some(worker) = hung_up {
-            let retry = self.retry_after_hang_up(&crew, worker).await?;
-            reports.push(retry);
-            // What the app did with the abandoned request, if it went on.
-            if let (Some(end), Some(report)) = (
-                crew.wire.as_ref(),
-                reports.iter_mut().find(|w| w.worker == worker),
-            ) {
-                abandoned(report, end.take_handled(worker), s.app.on_hangup);
-            }
-        }
-
+        self.after_the_race(&crew, &mut reports, started).await?;
         // The standby's lag, before a failover cuts it off.
-        let standby = match (s.app.standby, &self.standby) {
-            (Some(plan), Some(beside)) => {
-                let lag_bytes = standby::behind(self.db, &beside.watch).await?;
-                // The primary's own view of the lag needs rights on it that
-                // a user's role may not have: only on idem's cluster.
-                let replay_lag_ms = match &beside.standby {
-                    Some(own) => Some(own.lag(self.db).await?.1),
-                    None => None,
-                };
-                Some(StandbyFigures {
-                    yours: plan.yours,
-                    apply_delay_ms: plan.apply_delay.as_millis() as u64,
-                    read_from: s.app.read_from,
-                    lag_bytes,
-                    replay_lag_ms,
-                    synchronous: plan.synchronous,
-                    link_delay_ms: plan.link_delay.map(|d| d.as_millis() as u64),
-                })
-            }
-            _ => None,
-        };
+        let standby = self.standby_figures().await?;
         let (counts, failover) = match s.app.standby.and_then(|p| p.failover) {
             Some(_) => {
                 let (figures, retry, counts) = self.fail_over(&crew, &reports, started).await?;
@@ -431,80 +371,59 @@ impl<'db> Race<'db> {
         Ok(result)
     }
 
-    /// Lesson 10's failover: cuts the link to the standby (the WAL still
-    /// on it is lost, as in a network partition), counts what the old
-    /// primary has, promotes the standby, points a new pool at it (as a
-    /// proxy or a DNS switch would) and sends the first completed request
-    /// again there. Returns the figures, the retry's report, and the new
-    /// primary's counts after it.
-    async fn fail_over(
+    /// What each lesson's option does once the workers are done, in order:
+    /// lesson 5's eviction and retry, lesson 7's recovery after a crash or
+    /// a failed work, lesson 9's retry after a hang-up. Their retries join
+    /// `reports`.
+    async fn after_the_race(
         &self,
         crew: &Crew,
-        reports: &[WorkerReport],
+        reports: &mut Vec<WorkerReport>,
         started: Instant,
-    ) -> Result<(FailoverFigures, WorkerReport, crate::db::RowCounts)> {
+    ) -> Result<()> {
         let s = &self.settings;
-        let key = &s.requests.key;
-        let beside = self
-            .standby
-            .as_ref()
-            .context("--failover needs the standby")?;
-        let link = beside
-            .own()?
-            .link()
-            .context("--failover needs the link it cuts")?;
-        // The request whose 201 came first: the acknowledged key.
-        let Some(acknowledged) = reports
-            .iter()
-            .filter(|w| w.outcome == Outcome::Created)
-            .min_by(|a, b| a.answer_ms.total_cmp(&b.answer_ms))
-        else {
-            bail!(
-                "no request was answered 201, so there was no acknowledged key to lose; \
-                 the failover did not run"
-            );
-        };
-        let cut_after = started.elapsed();
-        let wal_lost_bytes = link.cut().await;
-        let old = self.db.counts(key).await?;
-        let promote = beside.own()?.promote().await?;
-        let new_primary = beside.own()?.connect().await?;
-        let promoted = self.db.counts_on(&new_primary, key).await?;
-        let pool = warm_pool(&beside.connect, s.app.pool_size).await?;
-        let crew = Crew {
-            pool,
-            reader: None,
-            ..crew.clone()
-        };
-        let mut retry = self
-            .retries(&crew, acknowledged.worker, 1)
-            .await?
-            .pop()
-            .context("the retry on the new primary did not run")?;
-        retry.did = format!("on the new primary: {}", retry.did);
-        let after = self.db.counts_on(&new_primary, key).await?;
-        if s.app
-            .standby
-            .is_some_and(|p| p.synchronous == Synchronous::RemoteApply)
-        {
-            // The old primary no longer waits for the standby it lost.
-            standby::make_synchronous(self.db, false, CATCH_UP_SLACK).await?;
+        // Lesson 5's eviction: other traffic fills the cache, then the
+        // client whose response was lost sends the same request again.
+        if s.store.cache_pressure > 0 {
+            self.press_cache().await?;
+            reports.extend(self.retries(crew, 1, 1).await?);
         }
-        let kept = |c: &crate::db::RowCounts| (c.key_rows - c.pending_key_rows, c.xp_rows);
-        let (old_keys, old_xp) = kept(&old);
-        let (survived_keys, survived_xp) = kept(&promoted);
-        let figures = FailoverFigures {
-            cut_after_ms: cut_after.as_secs_f64() * 1000.0,
-            wal_lost_bytes,
-            promote_ms: promote.as_secs_f64() * 1000.0,
-            old_primary: (&old).into(),
-            promoted: (&promoted).into(),
-            new_primary: (&after).into(),
-            retried_worker: acknowledged.worker,
-            retry_status: retry.status,
-            acknowledged_key_lost: survived_keys < old_keys || survived_xp < old_xp,
-        };
-        Ok((figures, retry, after))
+        // Lesson 7's recovery: after a crash, the client retries once the
+        // claim's lock has timed out; after a failure, at once.
+        let crashed = reports
+            .iter()
+            .find(|w| w.outcome == Outcome::Crashed)
+            .map(|w| (w.worker, w.answer_ms));
+        if let Some((worker, crashed_at)) = crashed {
+            let due = started + Duration::from_secs_f64(crashed_at / 1000.0) + s.app.lock_timeout;
+            tokio::time::sleep_until(due.into()).await;
+            reports.extend(
+                self.retries(crew, worker, s.faults.recovery_retries)
+                    .await?,
+            );
+        } else if let Some(worker) = s.faults.fail_work {
+            reports.extend(
+                self.retries(crew, worker, s.faults.recovery_retries)
+                    .await?,
+            );
+        }
+        // A client that hung up retries until it gets a final answer.
+        let hung_up = reports
+            .iter()
+            .find(|w| w.outcome == Outcome::HungUp)
+            .map(|w| w.worker);
+        if let Some(worker) = hung_up {
+            let retry = self.retry_after_hang_up(crew, worker).await?;
+            reports.push(retry);
+            // What the app did with the abandoned request, if it went on.
+            if let (Some(end), Some(report)) = (
+                crew.wire.as_ref(),
+                reports.iter_mut().find(|w| w.worker == worker),
+            ) {
+                abandoned(report, end.take_handled(worker), s.app.on_hangup);
+            }
+        }
+        Ok(())
     }
 
     /// The retry of a client that hung up: the same request from a new
@@ -549,7 +468,12 @@ impl<'db> Race<'db> {
 
     /// Sends `count` retries of worker `of`'s request at once, as new
     /// workers numbered after the race's, and returns their reports.
-    async fn retries(&self, crew: &Crew, of: usize, count: usize) -> Result<Vec<WorkerReport>> {
+    pub(super) async fn retries(
+        &self,
+        crew: &Crew,
+        of: usize,
+        count: usize,
+    ) -> Result<Vec<WorkerReport>> {
         let s = &self.settings;
         let mut retries = JoinSet::new();
         for i in 1..=count {
@@ -667,7 +591,7 @@ struct Started {
 
 /// What every worker of one race shares.
 #[derive(Clone)]
-struct Crew {
+pub(super) struct Crew {
     pool: Workers,
     strategy: Arc<dyn Strategy>,
     gate: watch::Receiver<Option<Instant>>,
@@ -679,6 +603,18 @@ struct Crew {
     wire: Option<Arc<WireEnd>>,
     /// `--read-from standby`: the standby's pool the finds read from.
     reader: Option<Workers>,
+}
+
+impl Crew {
+    /// The same crew on another pool, which its finds read from too (a
+    /// promoted standby, after a failover).
+    pub(super) fn on(&self, pool: Workers) -> Crew {
+        Crew {
+            pool,
+            reader: None,
+            ..self.clone()
+        }
+    }
 }
 
 /// One worker, in-process or as an HTTP client, as the race's transport says.
@@ -732,98 +668,6 @@ async fn run_worker(
     let pid = trace.backend_pid;
     let report = WorkerReport::new(req, answer, trace, lease.checkouts, answer_ms);
     (report, pid)
-}
-
-/// How long, past its apply delay and its link's, a standby may take to
-/// replay the reset of the tables before a run.
-const CATCH_UP_SLACK: Duration = Duration::from_secs(10);
-
-/// How long a standby may take to replay what the primary wrote: its
-/// apply delay, and its link's a few times over (a connection across the
-/// link takes several trips to start streaming).
-fn catch_up_limit(plan: StandbyPlan) -> Duration {
-    plan.apply_delay + plan.link_delay.unwrap_or_default() * 10 + CATCH_UP_SLACK
-}
-
-/// The hot standby beside a race (`--standby`, `--standby-url`), and what reads it.
-struct Beside {
-    /// idem's own standby; `None` for the user's, which idem only reads.
-    standby: Option<Standby>,
-    /// The pool the finds read from with `--read-from standby`.
-    reader: Workers,
-    /// How the app's connections reach the standby: after a failover, the
-    /// new primary's pool is made with it.
-    connect: pool::Connect,
-    /// A connection that asks the standby how far it has replayed.
-    watch: pool::Conn,
-}
-
-impl Beside {
-    /// Starts idem's standby (a second or so of pg_basebackup and
-    /// start-up, before the race), or finds the user's, and opens what
-    /// reads it.
-    async fn start(
-        db: &Database,
-        plan: StandbyPlan,
-        pool_size: usize,
-        role: Option<&str>,
-    ) -> Result<Self> {
-        let (standby, mut connect) = match db.standby_config()? {
-            Some(connect) => (None, connect),
-            None => {
-                let shape = StandbyShape {
-                    apply_delay: (!plan.apply_delay.is_zero()).then_some(plan.apply_delay),
-                    link_delay: plan.link_delay,
-                };
-                let (standby, connect) = standby::start_for(db, shape).await?;
-                (Some(standby), connect)
-            }
-        };
-        if plan.synchronous == Synchronous::RemoteApply {
-            standby::make_synchronous(db, true, catch_up_limit(plan)).await?;
-        }
-        // idem watches the standby as the superuser; the app's finds read
-        // it as the guard file's role, if there is one.
-        let watch = pool::checkout(&warm_pool(&connect, 1).await?, Duration::from_secs(10))
-            .await
-            .map_err(|e| anyhow::anyhow!("could not watch the standby: {}", pool::describe(&e)))?;
-        if let Some(role) = role {
-            connect.config.user(role);
-        }
-        let reader = warm_pool(&connect, pool_size)
-            .await
-            .context("the standby")?;
-        if standby.is_none() {
-            standby::follows(db, &watch, catch_up_limit(plan)).await?;
-        }
-        Ok(Beside {
-            standby,
-            reader,
-            connect,
-            watch,
-        })
-    }
-
-    /// idem's own standby, which a failover promotes.
-    fn own(&self) -> Result<&Standby> {
-        self.standby
-            .as_ref()
-            .context("idem promotes only a standby of its own")
-    }
-}
-
-/// `config` with a server setting for every session it opens.
-fn with_setting(
-    mut config: tokio_postgres::Config,
-    name: &str,
-    value: &str,
-) -> tokio_postgres::Config {
-    let options = match config.get_options() {
-        Some(given) if !given.is_empty() => format!("{given} -c {name}={value}"),
-        _ => format!("-c {name}={value}"),
-    };
-    config.options(&options);
-    config
 }
 
 /// Names, for every worker that waited on a lock, the workers that held it.
@@ -881,39 +725,6 @@ fn attribute_blocking(
 /// How often the client that hung up sends its request again while it is
 /// answered 409.
 const HANG_UP_RETRY_EVERY: Duration = Duration::from_millis(100);
-
-/// What the app did with a request whose client hung up: under `finish`
-/// it ran on, and what it found, did and made is the worker's (its steps
-/// stay on the app's clock, so the timeline leaves them out); under
-/// `cancel` it was dropped at its next await, and told nothing.
-fn abandoned(report: &mut WorkerReport, handled: Option<Handled>, on_hangup: OnHangup) {
-    match handled {
-        Some(h) => {
-            report.saw = h.answer.saw;
-            report.did = format!("hung up; the app went on: {}", h.answer.did);
-            report.made_xp = h.answer.made_xp;
-        }
-        None => {
-            report.did = match on_hangup {
-                OnHangup::Cancel => "hung up; the app dropped its request".into(),
-                OnHangup::Finish => "hung up; the app had not finished it".into(),
-            };
-        }
-    }
-}
-
-/// Every XP row but the one the key kept is duplicate work: marks the
-/// workers that made those rows, whatever they believed.
-fn mark_duplicates(reports: &mut [WorkerReport], kept_xp: Option<i64>) {
-    for report in reports {
-        if let Some(xp) = report.made_xp
-            && Some(xp) != kept_xp
-        {
-            report.outcome = Outcome::Duplicate;
-            report.status = Outcome::Duplicate.status();
-        }
-    }
-}
 
 impl Race<'_> {
     /// The course's app on this race's pool and strategy, on fresh tables,

@@ -3,6 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::http::app::{Handled, OnHangup};
 use crate::request::{Answer, DbError, Outcome, Params, Request, Step, StepEvent, Trace, Waited};
 use crate::strategy::work;
 
@@ -107,4 +108,37 @@ fn held_ms(trace: &Trace, answer_ms: f64) -> f64 {
         .map(|e| e.end_ms - e.start_ms)
         .sum();
     (answer_ms - first.end_ms - away).max(0.0)
+}
+
+/// What the app did with a request whose client hung up: under `finish`
+/// it ran on, and what it found, did and made is the worker's (its steps
+/// stay on the app's clock, so the timeline leaves them out); under
+/// `cancel` it was dropped at its next await, and told nothing.
+pub(super) fn abandoned(report: &mut WorkerReport, handled: Option<Handled>, on_hangup: OnHangup) {
+    match handled {
+        Some(h) => {
+            report.saw = h.answer.saw;
+            report.did = format!("hung up; the app went on: {}", h.answer.did);
+            report.made_xp = h.answer.made_xp;
+        }
+        None => {
+            report.did = match on_hangup {
+                OnHangup::Cancel => "hung up; the app dropped its request".into(),
+                OnHangup::Finish => "hung up; the app had not finished it".into(),
+            };
+        }
+    }
+}
+
+/// Every XP row but the one the key kept is duplicate work: marks the
+/// workers that made those rows, whatever they believed.
+pub(super) fn mark_duplicates(reports: &mut [WorkerReport], kept_xp: Option<i64>) {
+    for report in reports {
+        if let Some(xp) = report.made_xp
+            && Some(xp) != kept_xp
+        {
+            report.outcome = Outcome::Duplicate;
+            report.status = Outcome::Duplicate.status();
+        }
+    }
 }

@@ -1,0 +1,204 @@
+//! The hot standby beside a race (lesson 10, `--standby`, `--standby-url`): its start and what reads it, its lag once the workers are done, and the failover that promotes it.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::result::{FailoverFigures, StandbyFigures};
+use super::runner::{Crew, Race};
+use super::settings::{StandbyPlan, Synchronous};
+use super::worker_report::WorkerReport;
+use crate::db::Database;
+use crate::db::pool::{self, Workers, warm_pool};
+use crate::db::standby::{self, Standby, StandbyShape};
+use crate::request::Outcome;
+
+impl Race<'_> {
+    /// The standby's lag (lesson 10), if the race has one.
+    pub(super) async fn standby_figures(&self) -> Result<Option<StandbyFigures>> {
+        let s = &self.settings;
+        let (Some(plan), Some(beside)) = (s.app.standby, &self.standby) else {
+            return Ok(None);
+        };
+        let lag_bytes = standby::behind(self.db, &beside.watch).await?;
+        // The primary's own view of the lag needs rights on it that a
+        // user's role may not have: only on idem's cluster.
+        let replay_lag_ms = match &beside.standby {
+            Some(own) => Some(own.lag(self.db).await?.1),
+            None => None,
+        };
+        Ok(Some(StandbyFigures {
+            yours: plan.yours,
+            apply_delay_ms: plan.apply_delay.as_millis() as u64,
+            read_from: s.app.read_from,
+            lag_bytes,
+            replay_lag_ms,
+            synchronous: plan.synchronous,
+            link_delay_ms: plan.link_delay.map(|d| d.as_millis() as u64),
+        }))
+    }
+
+    /// Lesson 10's failover: cuts the link to the standby (the WAL still
+    /// on it is lost, as in a network partition), counts what the old
+    /// primary has, promotes the standby, points a new pool at it (as a
+    /// proxy or a DNS switch would) and sends the first completed request
+    /// again there. Returns the figures, the retry's report, and the new
+    /// primary's counts after it.
+    pub(super) async fn fail_over(
+        &self,
+        crew: &Crew,
+        reports: &[WorkerReport],
+        started: Instant,
+    ) -> Result<(FailoverFigures, WorkerReport, crate::db::RowCounts)> {
+        let s = &self.settings;
+        let key = &s.requests.key;
+        let beside = self
+            .standby
+            .as_ref()
+            .context("--failover needs the standby")?;
+        let link = beside
+            .own()?
+            .link()
+            .context("--failover needs the link it cuts")?;
+        // The request whose 201 came first: the acknowledged key.
+        let Some(acknowledged) = reports
+            .iter()
+            .filter(|w| w.outcome == Outcome::Created)
+            .min_by(|a, b| a.answer_ms.total_cmp(&b.answer_ms))
+        else {
+            bail!(
+                "no request was answered 201, so there was no acknowledged key to lose; \
+                 the failover did not run"
+            );
+        };
+        let cut_after = started.elapsed();
+        let wal_lost_bytes = link.cut().await;
+        let old = self.db.counts(key).await?;
+        let promote = beside.own()?.promote().await?;
+        let new_primary = beside.own()?.connect().await?;
+        let promoted = self.db.counts_on(&new_primary, key).await?;
+        let pool = warm_pool(&beside.connect, s.app.pool_size).await?;
+        let crew = crew.on(pool);
+        let mut retry = self
+            .retries(&crew, acknowledged.worker, 1)
+            .await?
+            .pop()
+            .context("the retry on the new primary did not run")?;
+        retry.did = format!("on the new primary: {}", retry.did);
+        let after = self.db.counts_on(&new_primary, key).await?;
+        if s.app
+            .standby
+            .is_some_and(|p| p.synchronous == Synchronous::RemoteApply)
+        {
+            // The old primary no longer waits for the standby it lost.
+            standby::make_synchronous(self.db, false, CATCH_UP_SLACK).await?;
+        }
+        let kept = |c: &crate::db::RowCounts| (c.key_rows - c.pending_key_rows, c.xp_rows);
+        let (old_keys, old_xp) = kept(&old);
+        let (survived_keys, survived_xp) = kept(&promoted);
+        let figures = FailoverFigures {
+            cut_after_ms: cut_after.as_secs_f64() * 1000.0,
+            wal_lost_bytes,
+            promote_ms: promote.as_secs_f64() * 1000.0,
+            old_primary: (&old).into(),
+            promoted: (&promoted).into(),
+            new_primary: (&after).into(),
+            retried_worker: acknowledged.worker,
+            retry_status: retry.status,
+            acknowledged_key_lost: survived_keys < old_keys || survived_xp < old_xp,
+        };
+        Ok((figures, retry, after))
+    }
+}
+
+/// How long, past its apply delay and its link's, a standby may take to
+/// replay the reset of the tables before a run.
+const CATCH_UP_SLACK: Duration = Duration::from_secs(10);
+
+/// How long a standby may take to replay what the primary wrote: its
+/// apply delay, and its link's a few times over (a connection across the
+/// link takes several trips to start streaming).
+pub(super) fn catch_up_limit(plan: StandbyPlan) -> Duration {
+    plan.apply_delay + plan.link_delay.unwrap_or_default() * 10 + CATCH_UP_SLACK
+}
+
+/// The hot standby beside a race (`--standby`, `--standby-url`), and what reads it.
+pub(super) struct Beside {
+    /// idem's own standby; `None` for the user's, which idem only reads.
+    standby: Option<Standby>,
+    /// The pool the finds read from with `--read-from standby`.
+    pub(super) reader: Workers,
+    /// How the app's connections reach the standby: after a failover, the
+    /// new primary's pool is made with it.
+    connect: pool::Connect,
+    /// A connection that asks the standby how far it has replayed.
+    pub(super) watch: pool::Conn,
+}
+
+impl Beside {
+    /// Starts idem's standby (a second or so of pg_basebackup and
+    /// start-up, before the race), or finds the user's, and opens what
+    /// reads it.
+    pub(super) async fn start(
+        db: &Database,
+        plan: StandbyPlan,
+        pool_size: usize,
+        role: Option<&str>,
+    ) -> Result<Self> {
+        let (standby, mut connect) = match db.standby_config()? {
+            Some(connect) => (None, connect),
+            None => {
+                let shape = StandbyShape {
+                    apply_delay: (!plan.apply_delay.is_zero()).then_some(plan.apply_delay),
+                    link_delay: plan.link_delay,
+                };
+                let (standby, connect) = standby::start_for(db, shape).await?;
+                (Some(standby), connect)
+            }
+        };
+        if plan.synchronous == Synchronous::RemoteApply {
+            standby::make_synchronous(db, true, catch_up_limit(plan)).await?;
+        }
+        // idem watches the standby as the superuser; the app's finds read
+        // it as the guard file's role, if there is one.
+        let watch = pool::checkout(&warm_pool(&connect, 1).await?, Duration::from_secs(10))
+            .await
+            .map_err(|e| anyhow::anyhow!("could not watch the standby: {}", pool::describe(&e)))?;
+        if let Some(role) = role {
+            connect.config.user(role);
+        }
+        let reader = warm_pool(&connect, pool_size)
+            .await
+            .context("the standby")?;
+        if standby.is_none() {
+            standby::follows(db, &watch, catch_up_limit(plan)).await?;
+        }
+        Ok(Beside {
+            standby,
+            reader,
+            connect,
+            watch,
+        })
+    }
+
+    /// idem's own standby, which a failover promotes.
+    pub(super) fn own(&self) -> Result<&Standby> {
+        self.standby
+            .as_ref()
+            .context("idem promotes only a standby of its own")
+    }
+}
+
+/// `config` with a server setting for every session it opens.
+pub(super) fn with_setting(
+    mut config: tokio_postgres::Config,
+    name: &str,
+    value: &str,
+) -> tokio_postgres::Config {
+    let options = match config.get_options() {
+        Some(given) if !given.is_empty() => format!("{given} -c {name}={value}"),
+        _ => format!("-c {name}={value}"),
+    };
+    config.options(&options);
+    config
+}
