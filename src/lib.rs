@@ -8,6 +8,8 @@
 //! prints what happened) and described in README.md and docs/.
 
 #![deny(missing_docs)]
+// No function over 80 lines (clippy.toml): CI's clippy runs with -D warnings.
+#![warn(clippy::too_many_lines)]
 
 /// Declares modules that are idem's own: private to the crate, and public
 /// (hidden from the documentation) only for idem's tests and examples,

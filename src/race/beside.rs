@@ -5,111 +5,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::result::{FailoverFigures, StandbyFigures};
-use super::runner::{Crew, Race};
-use super::settings::{StandbyPlan, Synchronous};
+use super::settings::{RaceSettings, ReadFrom, StandbyPlan, Synchronous};
 use super::worker_report::WorkerReport;
 use crate::db::Database;
 use crate::db::pool::{self, Workers, warm_pool};
 use crate::db::standby::{self, Standby, StandbyShape};
 use crate::request::Outcome;
-
-impl Race<'_> {
-    /// The standby's lag (lesson 10), if the race has one.
-    pub(super) async fn standby_figures(&self) -> Result<Option<StandbyFigures>> {
-        let s = &self.settings;
-        let (Some(plan), Some(beside)) = (s.app.standby, &self.standby) else {
-            return Ok(None);
-        };
-        let lag_bytes = standby::behind(self.db, &beside.watch).await?;
-        // The primary's own view of the lag needs rights on it that a
-        // user's role may not have: only on idem's cluster.
-        let replay_lag_ms = match &beside.standby {
-            Some(own) => Some(own.lag(self.db).await?.1),
-            None => None,
-        };
-        Ok(Some(StandbyFigures {
-            yours: plan.yours,
-            apply_delay_ms: plan.apply_delay.as_millis() as u64,
-            read_from: s.app.read_from,
-            lag_bytes,
-            replay_lag_ms,
-            synchronous: plan.synchronous,
-            link_delay_ms: plan.link_delay.map(|d| d.as_millis() as u64),
-        }))
-    }
-
-    /// Lesson 10's failover: cuts the link to the standby (the WAL still
-    /// on it is lost, as in a network partition), counts what the old
-    /// primary has, promotes the standby, points a new pool at it (as a
-    /// proxy or a DNS switch would) and sends the first completed request
-    /// again there. Returns the figures, the retry's report, and the new
-    /// primary's counts after it.
-    pub(super) async fn fail_over(
-        &self,
-        crew: &Crew,
-        reports: &[WorkerReport],
-        started: Instant,
-    ) -> Result<(FailoverFigures, WorkerReport, crate::db::RowCounts)> {
-        let s = &self.settings;
-        let key = &s.requests.key;
-        let beside = self
-            .standby
-            .as_ref()
-            .context("--failover needs the standby")?;
-        let link = beside
-            .own()?
-            .link()
-            .context("--failover needs the link it cuts")?;
-        // The request whose 201 came first: the acknowledged key.
-        let Some(acknowledged) = reports
-            .iter()
-            .filter(|w| w.outcome == Outcome::Created)
-            .min_by(|a, b| a.answer_ms.total_cmp(&b.answer_ms))
-        else {
-            bail!(
-                "no request was answered 201, so there was no acknowledged key to lose; \
-                 the failover did not run"
-            );
-        };
-        let cut_after = started.elapsed();
-        let wal_lost_bytes = link.cut().await;
-        let old = self.db.counts(key).await?;
-        let promote = beside.own()?.promote().await?;
-        let new_primary = beside.own()?.connect().await?;
-        let promoted = self.db.counts_on(&new_primary, key).await?;
-        let pool = warm_pool(&beside.connect, s.app.pool_size).await?;
-        let crew = crew.on(pool);
-        let mut retry = self
-            .retries(&crew, acknowledged.worker, 1)
-            .await?
-            .pop()
-            .context("the retry on the new primary did not run")?;
-        retry.did = format!("on the new primary: {}", retry.did);
-        let after = self.db.counts_on(&new_primary, key).await?;
-        if s.app
-            .standby
-            .is_some_and(|p| p.synchronous == Synchronous::RemoteApply)
-        {
-            // The old primary no longer waits for the standby it lost.
-            standby::make_synchronous(self.db, false, CATCH_UP_SLACK).await?;
-        }
-        let kept = |c: &crate::db::RowCounts| (c.key_rows - c.pending_key_rows, c.xp_rows);
-        let (old_keys, old_xp) = kept(&old);
-        let (survived_keys, survived_xp) = kept(&promoted);
-        let figures = FailoverFigures {
-            cut_after_ms: cut_after.as_secs_f64() * 1000.0,
-            wal_lost_bytes,
-            promote_ms: promote.as_secs_f64() * 1000.0,
-            old_primary: (&old).into(),
-            promoted: (&promoted).into(),
-            new_primary: (&after).into(),
-            retried_worker: acknowledged.worker,
-            retry_status: retry.status,
-            acknowledged_key_lost: survived_keys < old_keys || survived_xp < old_xp,
-        };
-        Ok((figures, retry, after))
-    }
-}
 
 /// How long, past its apply delay and its link's, a standby may take to
 /// replay the reset of the tables before a run.
@@ -182,6 +83,96 @@ impl Beside {
     }
 
     /// idem's own standby, which a failover promotes.
+    /// The standby's lag (lesson 10) once the workers are done, before a
+    /// failover cuts it off.
+    pub(super) async fn figures(
+        &self,
+        db: &Database,
+        plan: StandbyPlan,
+        read_from: ReadFrom,
+    ) -> Result<StandbyFigures> {
+        let lag_bytes = standby::behind(db, &self.watch).await?;
+        // The primary's own view of the lag needs rights on it that a
+        // user's role may not have: only on idem's cluster.
+        let replay_lag_ms = match &self.standby {
+            Some(own) => Some(own.lag(db).await?.1),
+            None => None,
+        };
+        Ok(StandbyFigures {
+            yours: plan.yours,
+            apply_delay_ms: plan.apply_delay.as_millis() as u64,
+            read_from,
+            lag_bytes,
+            replay_lag_ms,
+            synchronous: plan.synchronous,
+            link_delay_ms: plan.link_delay.map(|d| d.as_millis() as u64),
+        })
+    }
+
+    /// Lesson 10's failover: cuts the link to the standby (the WAL still
+    /// on it is lost, as in a network partition), counts what the old
+    /// primary has, promotes the standby, points a new pool at it (as a
+    /// proxy or a DNS switch would) and has `retry` send the first
+    /// completed request's worker again there. Returns the figures, the
+    /// retry's report, and the new primary's counts after it.
+    pub(super) async fn fail_over(
+        &self,
+        db: &Database,
+        s: &RaceSettings,
+        reports: &[WorkerReport],
+        started: Instant,
+        retry: impl AsyncFnOnce(Workers, usize) -> Result<WorkerReport>,
+    ) -> Result<(FailoverFigures, WorkerReport, crate::db::RowCounts)> {
+        let key = &s.requests.key;
+        let link = self
+            .own()?
+            .link()
+            .context("--failover needs the link it cuts")?;
+        // The request whose 201 came first: the acknowledged key.
+        let Some(acknowledged) = reports
+            .iter()
+            .filter(|w| w.outcome == Outcome::Created)
+            .min_by(|a, b| a.answer_ms.total_cmp(&b.answer_ms))
+        else {
+            bail!(
+                "no request was answered 201, so there was no acknowledged key to lose; \
+                 the failover did not run"
+            );
+        };
+        let cut_after = started.elapsed();
+        let wal_lost_bytes = link.cut().await;
+        let old = db.counts(key).await?;
+        let promote = self.own()?.promote().await?;
+        let new_primary = self.own()?.connect().await?;
+        let promoted = db.counts_on(&new_primary, key).await?;
+        let pool = warm_pool(&self.connect, s.app.pool_size).await?;
+        let mut retry = retry(pool, acknowledged.worker).await?;
+        retry.did = format!("on the new primary: {}", retry.did);
+        let after = db.counts_on(&new_primary, key).await?;
+        if s.app
+            .standby
+            .is_some_and(|p| p.synchronous == Synchronous::RemoteApply)
+        {
+            // The old primary no longer waits for the standby it lost.
+            standby::make_synchronous(db, false, CATCH_UP_SLACK).await?;
+        }
+        let kept = |c: &crate::db::RowCounts| (c.key_rows - c.pending_key_rows, c.xp_rows);
+        let (old_keys, old_xp) = kept(&old);
+        let (survived_keys, survived_xp) = kept(&promoted);
+        let figures = FailoverFigures {
+            cut_after_ms: cut_after.as_secs_f64() * 1000.0,
+            wal_lost_bytes,
+            promote_ms: promote.as_secs_f64() * 1000.0,
+            old_primary: (&old).into(),
+            promoted: (&promoted).into(),
+            new_primary: (&after).into(),
+            retried_worker: acknowledged.worker,
+            retry_status: retry.status,
+            acknowledged_key_lost: survived_keys < old_keys || survived_xp < old_xp,
+        };
+        Ok((figures, retry, after))
+    }
+
     pub(super) fn own(&self) -> Result<&Standby> {
         self.standby
             .as_ref()

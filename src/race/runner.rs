@@ -38,11 +38,11 @@ pub struct Replica {
 
 /// A race ready to run, as many times as asked, with fresh tables each time.
 pub struct Race<'db> {
-    pub(super) db: &'db Database,
+    db: &'db Database,
     pub(super) pool: Workers,
     /// `--standby`: the hot standby and what reads it (dropped before the
     /// database closes).
-    pub(super) standby: Option<Beside>,
+    standby: Option<Beside>,
     pub(super) strategy: Arc<dyn Strategy>,
     /// Over HTTP: the app the workers call.
     wire: Option<Wire>,
@@ -348,10 +348,26 @@ impl<'db> Race<'db> {
 
         self.after_the_race(&crew, &mut reports, started).await?;
         // The standby's lag, before a failover cuts it off.
-        let standby = self.standby_figures().await?;
+        let standby = match (s.app.standby, &self.standby) {
+            (Some(plan), Some(beside)) => {
+                Some(beside.figures(self.db, plan, s.app.read_from).await?)
+            }
+            _ => None,
+        };
         let (counts, failover) = match s.app.standby.and_then(|p| p.failover) {
             Some(_) => {
-                let (figures, retry, counts) = self.fail_over(&crew, &reports, started).await?;
+                let beside = self
+                    .standby
+                    .as_ref()
+                    .context("--failover needs the standby")?;
+                let retry = async |pool: Workers, worker: usize| {
+                    let crew = crew.on(pool);
+                    let retried = self.retries(&crew, worker, 1).await?.pop();
+                    retried.context("the retry on the new primary did not run")
+                };
+                let (figures, retry, counts) = beside
+                    .fail_over(self.db, s, &reports, started, retry)
+                    .await?;
                 reports.push(retry);
                 (counts, Some(figures))
             }
@@ -468,12 +484,7 @@ impl<'db> Race<'db> {
 
     /// Sends `count` retries of worker `of`'s request at once, as new
     /// workers numbered after the race's, and returns their reports.
-    pub(super) async fn retries(
-        &self,
-        crew: &Crew,
-        of: usize,
-        count: usize,
-    ) -> Result<Vec<WorkerReport>> {
+    async fn retries(&self, crew: &Crew, of: usize, count: usize) -> Result<Vec<WorkerReport>> {
         let s = &self.settings;
         let mut retries = JoinSet::new();
         for i in 1..=count {
@@ -591,7 +602,7 @@ struct Started {
 
 /// What every worker of one race shares.
 #[derive(Clone)]
-pub(super) struct Crew {
+struct Crew {
     pool: Workers,
     strategy: Arc<dyn Strategy>,
     gate: watch::Receiver<Option<Instant>>,
@@ -608,7 +619,7 @@ pub(super) struct Crew {
 impl Crew {
     /// The same crew on another pool, which its finds read from too (a
     /// promoted standby, after a failover).
-    pub(super) fn on(&self, pool: Workers) -> Crew {
+    fn on(&self, pool: Workers) -> Crew {
         Crew {
             pool,
             reader: None,

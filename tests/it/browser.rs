@@ -129,12 +129,17 @@ fn the_timeline_page_opens_in_a_browser_with_its_lanes_bars_and_arrows() {
         "nothing fetched"
     );
 
-    // What it looks like: a screenshot that is not one flat colour.
+    screenshot_is_drawn(&browser, &sandbox, &page);
+    trace_has_every_step(&trace, steps, waits);
+}
+
+/// What the page looks like: a screenshot that is not one flat colour.
+fn screenshot_is_drawn(browser: &std::path::Path, sandbox: &Sandbox, page: &std::path::Path) {
     let shot = sandbox.dir.join("race.png");
     let taken = headless(
-        &browser,
-        &sandbox,
-        &page,
+        browser,
+        sandbox,
+        page,
         &[&format!("--screenshot={}", shot.display())],
     );
     assert!(shot.exists(), "{}", String::from_utf8_lossy(&taken.stderr));
@@ -152,10 +157,12 @@ fn the_timeline_page_opens_in_a_browser_with_its_lanes_bars_and_arrows() {
         inked * 50 > total,
         "at least 2% of the page is drawn: {inked} of {total} pixels"
     );
+}
 
-    // The Chrome Trace Event file: a complete event per step, a named
-    // thread per worker, a flow (start and finish) per lock wait.
-    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+/// The Chrome Trace Event file: a complete event per step, a named thread
+/// per worker, a flow (start and finish) per lock wait.
+fn trace_has_every_step(trace: &std::path::Path, steps: usize, waits: usize) {
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap();
     let events = trace["traceEvents"].as_array().unwrap();
     let count = |ph: &str| events.iter().filter(|e| e["ph"] == ph).count();
     assert_eq!(count("X"), steps);

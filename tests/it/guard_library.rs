@@ -354,101 +354,126 @@ async fn a_guard_dropped_at_any_await_leaves_no_transaction_and_a_key_a_retry_fi
         let key_name = format!("dropped-{i}");
         let xp_before = xp_rows(&db).await;
         let pid = drop_guard_at(at, &pool, &mut blocker, &observer, &key_name).await;
-        // The pool's next user gets the same connection, outside any
-        // transaction: its statement is the first of a transaction of its own.
-        let next = pool.get().await.unwrap();
-        // (One simple query: its transaction starts with it, so now() is
-        // its own start unless an older transaction is still open.)
-        let said = next
-            .simple_query("SELECT pg_backend_pid(), now() = statement_timestamp()")
-            .await
-            .unwrap();
-        let row = said
-            .iter()
-            .find_map(|m| match m {
-                tokio_postgres::SimpleQueryMessage::Row(row) => Some(row),
-                _ => None,
-            })
-            .unwrap_or_else(|| panic!("{at:?}: one row: {said:?}"));
-        assert_eq!(
-            row.get(0),
-            Some(pid.to_string().as_str()),
-            "{at:?}: the pool's one connection"
-        );
-        assert!(
-            row.get(1) == Some("t"),
-            "{at:?}: the next user of the connection is inside the dropped request's transaction"
-        );
-        drop(next);
-        let idle_in_transaction: i64 = observer
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity
-                 WHERE application_name = 'guard-dropped' AND state LIKE 'idle in transaction%'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        assert_eq!(idle_in_transaction, 0, "{at:?}");
-        // The key's row, as the guard's documentation says.
-        let status: String = observer
-            .query_one(
-                &format!(
-                    "SELECT status FROM {}.idempotency_keys WHERE key = $1",
-                    db.schema
-                ),
-                &[&key_name],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        let xp_left = xp_rows(&db).await - xp_before;
-        match at {
-            DroppedAt::Claim | DroppedAt::Work => {
-                assert_eq!(status, "pending", "{at:?}: the claim stays, ours");
-                assert_eq!(xp_left, 0, "{at:?}: the work was rolled back");
-            }
-            DroppedAt::Completion => {
-                assert_eq!(
-                    status, "completed",
-                    "{at:?}: completion and COMMIT were sent"
-                );
-                assert_eq!(xp_left, 1, "{at:?}");
-            }
-        }
-        // Another caller is told the key is in flight; the same request's
-        // retry (its owner) finishes it, or replays what was finished.
-        let conn = pool.get().await.unwrap();
-        let other = Guard::default()
-            .run(&**conn, &key(&key_name, "fp-10", 2), |tx| award(tx, 10))
-            .await
-            .unwrap();
-        let retry = Guard::default()
-            .run(&**conn, &key(&key_name, "fp-10", 1), |tx| award(tx, 10))
-            .await
-            .unwrap();
-        match at {
-            DroppedAt::Claim | DroppedAt::Work => {
-                assert!(
-                    matches!(other, Verdict::InFlight { .. }),
-                    "{at:?}: {other:?}"
-                );
-                assert!(
-                    matches!(&retry, Verdict::Done(reply) if reply.status == 201),
-                    "{at:?}: {retry:?}"
-                );
-            }
-            DroppedAt::Completion => {
-                assert!(matches!(other, Verdict::Replay(_)), "{at:?}: {other:?}");
-                assert!(matches!(retry, Verdict::Replay(_)), "{at:?}: {retry:?}");
-            }
-        }
-        assert_eq!(
-            xp_rows(&db).await - xp_before,
-            1,
-            "{at:?}: one XP row in the end"
-        );
+        the_connection_comes_back_clean(&pool, &observer, pid, at).await;
+        the_key_is_as_documented(&db, &pool, &observer, &key_name, at, xp_before).await;
     }
     drop(pool);
     db.close().await.unwrap();
+}
+
+/// The pool's next user of a dropped guard's connection gets it outside
+/// any transaction, and none is left idle in one.
+async fn the_connection_comes_back_clean(
+    pool: &deadpool_postgres::Pool,
+    observer: &tokio_postgres::Client,
+    pid: i32,
+    at: DroppedAt,
+) {
+    // It gets the same connection, outside any
+    // transaction: its statement is the first of a transaction of its own.
+    let next = pool.get().await.unwrap();
+    // (One simple query: its transaction starts with it, so now() is
+    // its own start unless an older transaction is still open.)
+    let said = next
+        .simple_query("SELECT pg_backend_pid(), now() = statement_timestamp()")
+        .await
+        .unwrap();
+    let row = said
+        .iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => Some(row),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{at:?}: one row: {said:?}"));
+    assert_eq!(
+        row.get(0),
+        Some(pid.to_string().as_str()),
+        "{at:?}: the pool's one connection"
+    );
+    assert!(
+        row.get(1) == Some("t"),
+        "{at:?}: the next user of the connection is inside the dropped request's transaction"
+    );
+    drop(next);
+    let idle_in_transaction: i64 = observer
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE application_name = 'guard-dropped' AND state LIKE 'idle in transaction%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(idle_in_transaction, 0, "{at:?}");
+}
+
+/// The key's row after the drop, as the guard's documentation says; then
+/// another caller is told the key is in flight, and the same request's
+/// retry (its owner) finishes it or replays what was finished: one XP row.
+async fn the_key_is_as_documented(
+    db: &Database,
+    pool: &deadpool_postgres::Pool,
+    observer: &tokio_postgres::Client,
+    key_name: &str,
+    at: DroppedAt,
+    xp_before: i64,
+) {
+    // The key's row, as the guard's documentation says.
+    let status: String = observer
+        .query_one(
+            &format!(
+                "SELECT status FROM {}.idempotency_keys WHERE key = $1",
+                db.schema
+            ),
+            &[&key_name],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let xp_left = xp_rows(db).await - xp_before;
+    match at {
+        DroppedAt::Claim | DroppedAt::Work => {
+            assert_eq!(status, "pending", "{at:?}: the claim stays, ours");
+            assert_eq!(xp_left, 0, "{at:?}: the work was rolled back");
+        }
+        DroppedAt::Completion => {
+            assert_eq!(
+                status, "completed",
+                "{at:?}: completion and COMMIT were sent"
+            );
+            assert_eq!(xp_left, 1, "{at:?}");
+        }
+    }
+    // Another caller is told the key is in flight; the same request's
+    // retry (its owner) finishes it, or replays what was finished.
+    let conn = pool.get().await.unwrap();
+    let other = Guard::default()
+        .run(&**conn, &key(key_name, "fp-10", 2), |tx| award(tx, 10))
+        .await
+        .unwrap();
+    let retry = Guard::default()
+        .run(&**conn, &key(key_name, "fp-10", 1), |tx| award(tx, 10))
+        .await
+        .unwrap();
+    match at {
+        DroppedAt::Claim | DroppedAt::Work => {
+            assert!(
+                matches!(other, Verdict::InFlight { .. }),
+                "{at:?}: {other:?}"
+            );
+            assert!(
+                matches!(&retry, Verdict::Done(reply) if reply.status == 201),
+                "{at:?}: {retry:?}"
+            );
+        }
+        DroppedAt::Completion => {
+            assert!(matches!(other, Verdict::Replay(_)), "{at:?}: {other:?}");
+            assert!(matches!(retry, Verdict::Replay(_)), "{at:?}: {retry:?}");
+        }
+    }
+    assert_eq!(
+        xp_rows(db).await - xp_before,
+        1,
+        "{at:?}: one XP row in the end"
+    );
 }

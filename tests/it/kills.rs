@@ -48,6 +48,47 @@ fn supervisors_in(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Starts `idem race` on `cache`, kills it with SIGKILL at moment `i` of
+/// the loop (the first 30 spread over `whole`, the rest at the
+/// supervisor's start), and waits for its processes to go; says what was
+/// left running, if anything (and kills it).
+fn kill_once(
+    sandbox: &Sandbox,
+    cache: &std::path::Path,
+    i: u32,
+    whole: Duration,
+) -> Option<String> {
+    let mut child = sandbox
+        .idem_std()
+        .env("IDEM_CACHE_DIR", cache)
+        .args(["race", "--work-ms", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let moment = if i < 30 {
+        let at = whole * i / 30;
+        std::thread::sleep(at);
+        format!("{} ms", at.as_millis())
+    } else {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while supervisors_in(&sandbox.dir).is_empty() && Instant::now() < deadline {}
+        "the supervisor's start".to_string()
+    };
+    signal(child.id(), libc::SIGKILL);
+    child.wait().unwrap();
+    let left = wait_for_no_processes(&sandbox.dir, Duration::from_secs(10));
+    let mut leak = None;
+    if !left.is_empty() {
+        leak = Some(format!("kill {i} at {moment}: {left:?}"));
+        for process in left {
+            let pid: i32 = process.split(':').next().unwrap().parse().unwrap();
+            signal(pid as u32, libc::SIGKILL);
+        }
+    }
+    leak
+}
+
 #[test]
 fn sigkill_at_spread_moments_of_start_up_leaves_no_server_and_no_directory() {
     let sandbox = Sandbox::new("kill-loop");
@@ -85,33 +126,7 @@ fn sigkill_at_spread_moments_of_start_up_leaves_no_server_and_no_directory() {
         } else {
             warm.0.clone()
         };
-        let mut child = sandbox
-            .idem_std()
-            .env("IDEM_CACHE_DIR", &cache)
-            .args(["race", "--work-ms", "1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let moment = if i < 30 {
-            let at = whole * i / 30;
-            std::thread::sleep(at);
-            format!("{} ms", at.as_millis())
-        } else {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while supervisors_in(&sandbox.dir).is_empty() && Instant::now() < deadline {}
-            "the supervisor's start".to_string()
-        };
-        signal(child.id(), libc::SIGKILL);
-        child.wait().unwrap();
-        let left = wait_for_no_processes(&sandbox.dir, Duration::from_secs(10));
-        if !left.is_empty() {
-            leaks.push(format!("kill {i} at {moment}: {left:?}"));
-            for process in left {
-                let pid: i32 = process.split(':').next().unwrap().parse().unwrap();
-                signal(pid as u32, libc::SIGKILL);
-            }
-        }
+        leaks.extend(kill_once(&sandbox, &cache, i, whole));
     }
     assert_eq!(leaks, Vec::<String>::new(), "processes left running");
     // The next run, on each cache, removes whatever directories the kills left.

@@ -472,3 +472,27 @@ fn statements_a_pooler_cannot_pass_are_made_in_one_place() {
     }
     assert_eq!(found, Vec::<String>::new());
 }
+
+/// No module of src/ or of the tests is over 800 lines: a module that
+/// grows past it is split by what it holds, the day it grows.
+#[test]
+fn no_module_is_over_800_lines() {
+    fn walk(dir: &Path, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+                if lines > 800 {
+                    found.push(format!("{} has {lines} lines", path.display()));
+                }
+            }
+        }
+    }
+    let mut over = Vec::new();
+    for dir in ["src", "tests", "examples"] {
+        walk(Path::new(dir), &mut over);
+    }
+    assert_eq!(over, Vec::<String>::new());
+}

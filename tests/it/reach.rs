@@ -379,3 +379,53 @@ async fn a_server_that_allows_no_stream_is_named_for_its_streams_limit() {
         "{error}"
     );
 }
+
+/// `-H 'Host: api.example'` sent two Host headers; the user's replaces the URL's.
+#[test]
+fn a_host_header_given_replaces_the_urls() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let heads = std::thread::spawn(move || {
+        let mut heads = Vec::new();
+        for _ in 0..2 {
+            let (mut stream, _) = listener.accept().unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut head = String::new();
+            loop {
+                let mut line = String::new();
+                if std::io::BufRead::read_line(&mut reader, &mut line).unwrap_or(0) == 0
+                    || line == "\r\n"
+                {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            let _ = std::io::Write::write_all(
+                &mut stream,
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+            );
+            heads.push(head);
+        }
+        heads
+    });
+    let sandbox = Sandbox::new("host-header");
+    let out = sandbox
+        .idem()
+        .args(["probe", &format!("http://127.0.0.1:{port}/x"), "-n", "2"])
+        .args(["-H", "Host: api.example", "--timeout-ms", "5000"])
+        .output()
+        .unwrap();
+    let heads = heads.join().unwrap();
+    assert_eq!(heads.len(), 2, "{}", String::from_utf8_lossy(&out.stderr));
+    for head in heads {
+        let hosts: Vec<&str> = head
+            .lines()
+            .filter(|l| l.to_ascii_lowercase().starts_with("host:"))
+            .collect();
+        assert_eq!(hosts.len(), 1, "{head}");
+        assert!(hosts[0].ends_with("api.example"), "{head}");
+    }
+}

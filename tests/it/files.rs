@@ -1,13 +1,9 @@
-//! Every file idem writes goes through its one safe writer: a planted link is never written through, a FIFO never waited on, and the progress lives where the XDG rules say.
-//!
-//! The timeline and trace have their own tests in hostile.rs; these are
-//! the other writers: man pages, completion scripts, exercises and the
-//! learner's progress.
+//! Every file idem reads or writes goes through files/: a planted link is never written through, a FIFO or a device never waited on or read without end, and the progress lives where the XDG rules say.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::Sandbox;
+use crate::common::{self, Sandbox};
 
 /// A writer: the command line (in a sandbox, writing into `dir`) and the
 /// file it writes there.
@@ -203,4 +199,176 @@ fn a_progress_file_naming_a_lesson_that_does_not_exist_is_left_alone() {
         assert!(stderr.contains("progress not saved"), "{text}: {stderr}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
     }
+}
+
+#[test]
+fn a_timeline_is_never_written_through_a_link_or_into_a_fifo() {
+    let sandbox = Sandbox::new("timeline-target");
+    let dir = tempdir("timeline-target");
+    let secret = dir.join("secret");
+    std::fs::write(&secret, "keep me").unwrap();
+    let planted = dir.join("report.html");
+    std::os::unix::fs::symlink(&secret, &planted).unwrap();
+    let fifo = dir.join("pipe.html");
+    let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string and mode.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
+    for (flag, target, said) in [
+        ("--timeline", &planted, "is a symbolic link"),
+        ("--trace-json", &planted, "is a symbolic link"),
+        ("--timeline", &fifo, "is not a regular file"),
+    ] {
+        let started = Instant::now();
+        let out = sandbox
+            .idem()
+            .args(["race", flag])
+            .arg(target)
+            .timeout(Duration::from_secs(20))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(said),
+            "{flag} {}: {stderr}",
+            target.display()
+        );
+        assert_eq!(stderr.lines().count(), 1);
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "keep me");
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+
+    // A regular file is replaced whole, and the output says where it went.
+    let page = dir.join("page.html");
+    std::fs::write(&page, "old").unwrap();
+    let out = sandbox
+        .idem()
+        .args(["race", "--timeline"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("--timeline: wrote {}", page.display())),
+        "{stdout}"
+    );
+    let written = std::fs::read_to_string(&page).unwrap();
+    assert!(written.starts_with("<!doctype html>") || written.starts_with("<!DOCTYPE html>"));
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        names.len(),
+        4,
+        "secret, link, fifo, page and nothing staged: {names:?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A directory of this test's own for files it plants.
+fn tempdir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("idem-hostile-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The report: a FIFO as a scenario file, `--data @`, `--cacert` or
+/// `--tls-cert` blocked idem (and Ctrl-C with it), and `/dev/zero` was read
+/// until the allocator gave up. Each is refused in one line, at once.
+#[test]
+fn a_fifo_or_a_device_for_any_file_flag_is_refused_in_one_line_at_once() {
+    let sandbox = Sandbox::new("not-regular");
+    let fifo = sandbox.dir.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let fifo = fifo.to_str().unwrap().to_string();
+    let at_fifo = format!("@{fifo}");
+    for (path, said) in [(fifo.as_str(), "a FIFO"), ("/dev/zero", "a device")] {
+        let at = if path == fifo {
+            at_fifo.clone()
+        } else {
+            "@/dev/zero".into()
+        };
+        let commands: [Vec<&str>; 5] = [
+            vec!["scenario", "run", path],
+            vec!["probe", "http://127.0.0.1:9/x", "--data", &at],
+            vec!["probe", "https://127.0.0.1:9/x", "--cacert", path],
+            vec!["serve", "--tls-cert", path, "--tls-key", path],
+            vec![
+                "challenge",
+                "--url",
+                "https://127.0.0.1:9",
+                "--count-sql",
+                "SELECT 1",
+                "--count-database-url",
+                "postgresql:///x?host=/nonexistent",
+                "--cacert",
+                path,
+            ],
+        ];
+        for args in commands {
+            let started = Instant::now();
+            let stderr = common::refused_in_one_line(
+                sandbox.idem().args(&args).timeout(Duration::from_secs(10)),
+            );
+            assert!(
+                stderr.contains(said) && stderr.contains("not a regular file"),
+                "{args:?}: {stderr}"
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(3),
+                "{args:?} took {:?}",
+                started.elapsed()
+            );
+        }
+    }
+    std::fs::remove_file(&fifo).unwrap();
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(5)),
+        Vec::<String>::new()
+    );
+}
+
+/// The report: `--timeline` wrote through a directory on its way
+/// that another user had made a link, and a valid 245-byte name failed
+/// after the race because the staged copy's name was too long.
+#[test]
+fn a_timeline_is_not_written_through_another_users_linked_directory_and_a_long_name_is_fine() {
+    let sandbox = Sandbox::new("timeline-dir");
+    let dir = tempdir("timeline-dir");
+    let real = dir.join("real");
+    std::fs::create_dir(&real).unwrap();
+    let linked = dir.join("linked");
+    std::os::unix::fs::symlink(&real, &linked).unwrap();
+    if common::is_root() {
+        // The link is someone else's: the postgres user's, as a stranger's would be.
+        let c = std::ffi::CString::new(linked.to_str().unwrap()).unwrap();
+        let pw = unsafe { libc::getpwnam(c"postgres".as_ptr()) };
+        assert!(!pw.is_null(), "the postgres user exists");
+        let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
+        assert_eq!(unsafe { libc::lchown(c.as_ptr(), uid, gid) }, 0);
+        let stderr = common::refused_in_one_line(
+            sandbox
+                .idem()
+                .args(["race", "--timeline"])
+                .arg(linked.join("page.html")),
+        );
+        assert!(
+            stderr.contains("symbolic link of another user's"),
+            "{stderr}"
+        );
+        assert!(!real.join("page.html").exists());
+    }
+    let long = real.join(format!("{}.html", "t".repeat(240)));
+    crate::common::succeeded(sandbox.idem().args(["race", "--timeline"]).arg(&long));
+    assert!(long.exists());
+    let names: Vec<_> = std::fs::read_dir(&real).unwrap().flatten().collect();
+    assert_eq!(names.len(), 1, "nothing staged is left");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
 }
