@@ -14,7 +14,7 @@ use crate::limits::{self, Limit, Origin};
 use crate::request::key::{self, KeyError};
 use crate::store::StoreKind;
 use crate::strategy::orm::Orm;
-use crate::strategy::spec::TransactionRule;
+use crate::strategy::spec::{Can, TransactionRule};
 use crate::strategy::transaction::Transaction;
 use crate::strategy::{LoserPolicy, StrategyKind};
 
@@ -315,10 +315,11 @@ impl RaceSettings {
 
     /// ActiveRecord's statements are check-then-store's, lesson 1's code.
     fn check_orm(&self, origin: Origin) -> Result<()> {
-        if self.app.orm != Orm::Bare && self.app.strategy != StrategyKind::CheckThenStore {
+        if self.app.orm != Orm::Bare && !self.app.strategy.spec().can.orm {
             bail!(
-                "{} {} shapes check-then-store's statements (lesson 1's code), not {}",
+                "{} {} shapes {}'s statements (lesson 1's code), not {}",
                 origin.name("--orm", "race.orm ="),
+                able(|c| c.orm),
                 self.app.orm.name(),
                 self.app.strategy
             );
@@ -386,10 +387,11 @@ impl RaceSettings {
     /// The cache store takes claim-work-complete's fail-fast claims only.
     fn check_store(&self, origin: Origin) -> Result<()> {
         if self.store.kind == StoreKind::Cache {
-            if self.app.strategy != StrategyKind::ClaimWorkComplete {
+            if !self.app.strategy.spec().can.cache_claims {
                 bail!(
-                    "{} applies to claim-work-complete; {} keeps no claims",
+                    "{} applies to {}; {} keeps no claims",
                     origin.name("--store", "race.store"),
+                    able(|c| c.cache_claims),
                     self.app.strategy
                 );
             }
@@ -469,12 +471,13 @@ impl RaceSettings {
             .app
             .guard_file
             .is_some_and(|f| f.shape == crate::strategy::guard_file::Shape::ClaimWorkComplete);
-        if self.app.strategy != StrategyKind::Guard && !file_claims {
+        if !self.app.strategy.spec().can.rescue && !file_claims {
             bail!(
-                "{} needs {} guard (or a claim-work-complete guard file, whose release \
+                "{} needs {} {} (or a claim-work-complete guard file, whose release \
                  step lets the claim go): only those rescue failed work",
                 name(&limits::FAIL_WORK),
-                origin.name("--strategy", "race.strategy =")
+                origin.name("--strategy", "race.strategy ="),
+                able(|c| c.rescue)
             );
         }
         Ok(())
@@ -483,11 +486,12 @@ impl RaceSettings {
     /// `--heartbeat-ms`: the guard's, and at least twice a stale-claim age.
     fn check_heartbeat(&self, every: Duration, origin: Origin) -> Result<()> {
         let name = |limit: &Limit| limit.name(origin);
-        if self.app.strategy != StrategyKind::Guard {
+        if !self.app.strategy.spec().can.heartbeat {
             bail!(
-                "{} needs {} guard: only the whole guard takes stale claims over",
+                "{} needs {} {}: only the whole guard takes stale claims over",
                 name(&limits::HEARTBEAT_MS),
-                origin.name("--strategy", "race.strategy =")
+                origin.name("--strategy", "race.strategy ="),
+                able(|c| c.heartbeat)
             );
         }
         if every * 2 > self.app.lock_timeout {
@@ -542,4 +546,15 @@ impl RaceSettings {
         }
         Ok(())
     }
+}
+
+/// The strategies able to take an option (see [`Can`]), as its refusal
+/// names them: `guard`, or `a or b`.
+fn able(can: fn(Can) -> bool) -> String {
+    let names: Vec<&str> = StrategyKind::ALL
+        .iter()
+        .filter(|k| can(k.spec().can))
+        .map(|k| k.name())
+        .collect();
+    names.join(" or ")
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::Race;
@@ -57,6 +57,12 @@ pub async fn measure(
     plan: StoresPlan,
     tick: impl Fn(),
 ) -> Result<Vec<StoreFigures>> {
+    // Both stores race the strategy whose claims the cache can keep.
+    let claims = StrategyKind::ALL
+        .iter()
+        .copied()
+        .find(|k| k.spec().can.cache_claims)
+        .context("no strategy keeps its claims in the cache")?;
     let mut rows = Vec::new();
     for store in [StoreKind::Table, StoreKind::Cache] {
         let input = RaceInput {
@@ -65,7 +71,7 @@ pub async fn measure(
             store: Some(store),
             cache_max_entries: Some(plan.cache.max_entries),
             cache_max_age: Some(plan.cache.max_age),
-            ..RaceInput::with_strategy(StrategyKind::ClaimWorkComplete)
+            ..RaceInput::with_strategy(claims)
         };
         let settings = input.build(Origin::Flags)?;
 

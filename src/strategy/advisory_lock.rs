@@ -5,7 +5,9 @@
 //! it waits.
 
 use super::check_then_store::{CheckThenStore, FindLock};
-use super::spec::{Figure, Keys, MatrixCell, SERIALIZABLE_RETRIES, Spec, Story, TransactionRule};
+use super::spec::{
+    Can, Figure, Keys, MatrixCell, SERIALIZABLE_RETRIES, Spec, Story, TransactionRule,
+};
 use super::transaction::Isolation;
 
 /// `advisory-lock`.
@@ -26,6 +28,7 @@ pub const SPEC: Spec = Spec {
         MatrixCell::Within(Isolation::Serializable, 0),
         MatrixCell::Within(Isolation::Serializable, SERIALIZABLE_RETRIES),
     ],
+    can: Can::NOTHING,
     build: |options| {
         Box::new(CheckThenStore {
             orm: options.orm,

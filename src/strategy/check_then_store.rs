@@ -14,7 +14,8 @@ use super::answers::mismatch;
 use super::fingerprint;
 use super::orm::{Orm, VERIFY};
 use super::spec::{
-    Figure, Keys, MatrixCell, Note, RailsLine, SERIALIZABLE_RETRIES, Spec, Story, TransactionRule,
+    Can, Figure, Keys, MatrixCell, Note, RailsLine, SERIALIZABLE_RETRIES, Spec, Story,
+    TransactionRule,
 };
 use super::transaction::Isolation;
 use super::{Handled, OPERATION, Step, Strategy, work};
@@ -273,6 +274,10 @@ pub const SPEC: Spec = Spec {
         MatrixCell::Within(Isolation::Serializable, 0),
         MatrixCell::Within(Isolation::Serializable, SERIALIZABLE_RETRIES),
     ],
+    can: Can {
+        orm: true,
+        ..Can::NOTHING
+    },
     build: |options| {
         Box::new(CheckThenStore {
             orm: options.orm,

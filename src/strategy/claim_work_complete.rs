@@ -15,7 +15,7 @@ use super::answers::{completed, conflict, mismatch, replay};
 use super::claims::{claim, complete, key_of};
 use super::fingerprint;
 use super::loser::LoserPolicy;
-use super::spec::{Figure, Keys, MatrixCell, Note, RailsLine, Spec, Story, TransactionRule};
+use super::spec::{Can, Figure, Keys, MatrixCell, Note, RailsLine, Spec, Story, TransactionRule};
 use super::{Handled, OPERATION, Step, Strategy, work};
 use crate::db::pool::Conn;
 use crate::db::statements::{Sends, Sql};
@@ -308,6 +308,10 @@ pub const SPEC: Spec = Spec {
         },
     ],
     matrix: &MatrixCell::PLAIN_AND_EVERY_LEVEL,
+    can: Can {
+        cache_claims: true,
+        ..Can::NOTHING
+    },
     build: |options| {
         Box::new(ClaimWorkComplete {
             loser: options.loser,

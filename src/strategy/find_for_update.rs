@@ -4,7 +4,7 @@
 //! when there is none, as in every first request of a race, it locks nothing.
 
 use super::check_then_store::{CheckThenStore, FindLock};
-use super::spec::{Figure, Keys, MatrixCell, Spec, Story, TransactionRule};
+use super::spec::{Can, Figure, Keys, MatrixCell, Spec, Story, TransactionRule};
 
 /// `find-for-update`.
 pub const SPEC: Spec = Spec {
@@ -19,6 +19,7 @@ pub const SPEC: Spec = Spec {
     story: Story::RequestTransaction,
     rails: &[],
     matrix: &MatrixCell::EVERY_LEVEL,
+    can: Can::NOTHING,
     build: |options| {
         Box::new(CheckThenStore {
             orm: options.orm,

@@ -6,7 +6,7 @@
 use tokio_postgres::types::Type;
 
 use super::fingerprint::Params;
-use super::spec::{Figure, Keys, MatrixCell, Spec, Story, TransactionRule};
+use super::spec::{Can, Figure, Keys, MatrixCell, Spec, Story, TransactionRule};
 use super::{Handled, Step, Strategy, work};
 use crate::db::statements::{Sends, Sql};
 use crate::request::{Answer, Lease, Outcome, Request, Trace};
@@ -106,5 +106,6 @@ pub const SPEC: Spec = Spec {
     story: Story::IndexAtInsert,
     rails: &[],
     matrix: &MatrixCell::PLAIN_AND_EVERY_LEVEL,
+    can: Can::NOTHING,
     build: |_| Box::new(InsertUnique),
 };

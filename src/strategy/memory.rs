@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::answers::{completed, conflict, mismatch, replay};
 use super::fingerprint;
-use super::spec::{Figure, Keys, Spec, Story, TransactionRule};
+use super::spec::{Can, Figure, Keys, Spec, Story, TransactionRule};
 use super::{Handled, Step, Strategy, work};
 use crate::request::{Answer, Lease, Request, Trace};
 
@@ -149,5 +149,6 @@ pub const SPEC: Spec = Spec {
     story: Story::ProcessMap,
     rails: &[],
     matrix: &[],
+    can: Can::NOTHING,
     build: |_| Box::new(Memory::default()),
 };

@@ -1,6 +1,6 @@
 //! `none`: the work with no key at all, the baseline every guard is measured against.
 
-use super::spec::{Figure, Keys, Spec, Story, TransactionRule};
+use super::spec::{Can, Figure, Keys, Spec, Story, TransactionRule};
 use super::{Handled, Step, Strategy, work};
 use crate::request::{Answer, Lease, Outcome, Request, Trace};
 
@@ -46,5 +46,6 @@ pub const SPEC: Spec = Spec {
     story: Story::NoKey,
     rails: &[],
     matrix: &[],
+    can: Can::NOTHING,
     build: |_| Box::new(NoGuard),
 };

@@ -39,8 +39,34 @@ pub struct Spec {
     pub rails: &'static [RailsLine],
     /// Its rows in lesson 8's matrix; empty for none.
     pub matrix: &'static [MatrixCell],
+    /// The options that need a strategy able to take them.
+    pub can: Can,
     /// Makes it from the settings that shape a strategy.
     pub build: fn(&Options) -> Box<dyn Strategy>,
+}
+
+/// What a strategy can do beyond its race, for the options that need it:
+/// a race's checks ask the spec, never a strategy's name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Can {
+    /// Send ActiveRecord's statements (`--orm`): lesson 1's Rails code.
+    pub orm: bool,
+    /// Keep its claims in the cache store (`--store cache`, lesson 5).
+    pub cache_claims: bool,
+    /// Rescue work that failed (`--fail-work`, lesson 7).
+    pub rescue: bool,
+    /// Renew a running claim (`--heartbeat-ms`, lesson 9).
+    pub heartbeat: bool,
+}
+
+impl Can {
+    /// No option beyond the race.
+    pub const NOTHING: Can = Can {
+        orm: false,
+        cache_claims: false,
+        rescue: false,
+        heartbeat: false,
+    };
 }
 
 /// The settings a strategy is built from: the app's side of a race.

@@ -12,7 +12,7 @@ use crate::db::pool::Workers;
 use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
 use crate::strategy::answers::{self, mismatch};
 use crate::strategy::claims::key_of;
-use crate::strategy::spec::{Figure, Keys, MatrixCell, Spec, Story, TransactionRule};
+use crate::strategy::spec::{Can, Figure, Keys, MatrixCell, Spec, Story, TransactionRule};
 use crate::strategy::{Handled, OPERATION, Starting, Strategy, work};
 
 /// `guard`: lesson 7's whole guard, as idem races it.
@@ -32,6 +32,11 @@ pub const SPEC: Spec = Spec {
     story: Story::Guard,
     rails: &[],
     matrix: &[MatrixCell::Plain],
+    can: Can {
+        rescue: true,
+        heartbeat: true,
+        ..Can::NOTHING
+    },
     build: |options| {
         Box::new(Guard {
             lock_timeout: options.lock_timeout,
