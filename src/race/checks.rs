@@ -319,8 +319,8 @@ impl RaceSettings {
             bail!(
                 "{} {} shapes {}'s statements (lesson 1's code), not {}",
                 origin.name("--orm", "race.orm ="),
-                able(|c| c.orm),
                 self.app.orm.name(),
+                able(|c| c.orm),
                 self.app.strategy
             );
         }
