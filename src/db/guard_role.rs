@@ -39,7 +39,6 @@ pub fn role(schema: &str) -> String {
 /// file's, for a message.
 pub async fn grant(tx: &mut PgConnection, schema: &str, name: &str) -> Result<String> {
     let role = role(schema);
-    // The same race run again (`--runs`) finds its role made.
     let statements = format!(
         "DO $$ BEGIN
              CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION
@@ -51,8 +50,8 @@ pub async fn grant(tx: &mut PgConnection, schema: &str, name: &str) -> Result<St
          GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA \"{schema}\" TO {role};
          GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA \"{schema}\" TO {role};"
     );
-    // An app replica finds its run's role made by the process that started
-    // it; granting again at once from several would collide.
+    // The same race run again, or an app replica, finds its run's role
+    // made; granting again at once from several processes would collide.
     let made: bool = book::query_scalar(
         "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)
                 THEN has_schema_privilege($1, $2, 'USAGE') ELSE false END",

@@ -109,12 +109,9 @@ impl Bouncer {
         let ini = dir.join("pgbouncer.ini");
         let ini_text = config(&dir, cluster.server_socket, server_connections);
         write::replace(&ini, ini_text.as_bytes(), "PgBouncer's settings")?;
-        let users = users_file(
-            &[Some("postgres"), guard_role]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>(),
-        );
+        let mut users = vec!["postgres"];
+        users.extend(guard_role);
+        let users = users_file(&users);
         write::replace(
             &dir.join("users.txt"),
             users.as_bytes(),

@@ -14,20 +14,12 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 
-/// Where the tests' sandboxes go: `/dev/shm` where it is a directory
-/// this user can write (as idem's own run directories do when TMPDIR is
-/// unset: a cluster's copy of its template takes a tenth of the time in
-/// memory that it takes on a disk), else the system's temporary directory.
+/// Where the tests' sandboxes go: where idem itself puts its run
+/// directories (`/dev/shm` when TMPDIR is unset and it can be written, as
+/// a cluster's copy of its template takes a tenth of the time in memory
+/// that it takes on a disk).
 pub fn scratch_parent() -> PathBuf {
-    let shm = Path::new("/dev/shm");
-    let writable = std::ffi::CString::new("/dev/shm")
-        // SAFETY: a valid C string.
-        .map(|p| unsafe { libc::access(p.as_ptr(), libc::W_OK | libc::X_OK) } == 0)
-        .unwrap_or(false);
-    match shm.is_dir() && writable {
-        true => shm.to_path_buf(),
-        false => std::env::temp_dir(),
-    }
+    idem::db::cluster::runs_parent()
 }
 
 /// A private TMPDIR for one test: every cluster idem starts lives below it.
