@@ -14,7 +14,7 @@ use crate::db::Database;
 use crate::limits::Origin;
 use crate::probe::conformance::Check;
 use crate::race::fault::FaultPoint;
-use crate::race::input::RaceInput;
+use crate::race::options::RaceInput;
 use crate::race::{CrashPlan, Outcome, Race, RaceResult, xp_rows};
 use crate::strategy::{Strategy, StrategyKind};
 
@@ -24,10 +24,8 @@ pub const LOCK_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Runs the four cases against `guard`.
 pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<Check>> {
-    let base = RaceInput {
-        lock_timeout_ms: Some(LOCK_TIMEOUT.as_millis() as u64),
-        ..RaceInput::with_strategy(StrategyKind::Guard)
-    };
+    let base = RaceInput::with_strategy(StrategyKind::Guard)
+        .with(|r| r.guard.lock_timeout_ms = Some(LOCK_TIMEOUT.as_millis() as u64));
     let mut checks = Vec::new();
     for (input, verdict) in cases(&base) {
         let settings = input.build(Origin::Flags)?;
@@ -46,34 +44,29 @@ pub type Judge = fn(&RaceResult) -> Check;
 /// Each case: the race it runs on top of `base` (which names the guard
 /// and sets [`LOCK_TIMEOUT`]), and how its result is judged.
 pub fn cases(base: &RaceInput) -> [(RaceInput, Judge); 4] {
-    let crash = RaceInput {
-        crash: Some(CrashPlan {
+    let crash = base.clone().with(|r| {
+        r.faults.crash = Some(CrashPlan {
             worker: None,
             at: FaultPoint::AfterClaim,
-        }),
-        pool_size: Some(6),
-        ..base.clone()
-    };
+        });
+        r.app.pool_size = Some(6);
+    });
     [
         // 1. Lesson 1's race: five workers, one key, four connections.
         (base.clone(), five_workers),
         // 2. Lesson 4: the same key with other amounts.
         (
-            RaceInput {
-                amounts: Some(vec![10, 20, 10, 30, 10]),
-                pool_size: Some(6),
-                ..base.clone()
-            },
+            base.clone().with(|r| {
+                r.amounts.amounts = Some(vec![10, 20, 10, 30, 10]);
+                r.app.pool_size = Some(6);
+            }),
             fingerprint,
         ),
         // 3. Lesson 7: the winner crashes after claiming; a retry comes after the lock timeout.
         (crash.clone(), crash_after_claim),
         // 4. Two retries race for the same stale claim.
         (
-            RaceInput {
-                recovery_retries: Some(2),
-                ..crash
-            },
+            crash.with(|r| r.faults.recovery_retries = Some(2)),
             two_takers,
         ),
     ]

@@ -18,7 +18,7 @@ use uuid::Uuid;
 use crate::db::pool::{Workers, warm_pool};
 use crate::db::{Database, book};
 use crate::limits::Origin;
-use crate::race::input::RaceInput;
+use crate::race::options::RaceInput;
 use crate::race::{Lease, Outcome, Request, Trace};
 use crate::strategy::fingerprint::Params;
 use crate::strategy::{OPERATION, Strategy, StrategyKind, work};

@@ -117,6 +117,12 @@ const fn flag(flag: &'static str, min: u64, max: u64) -> Limit {
     limit(flag, flag, min, max)
 }
 
+/// A flag's help line with the default the builder applies, as clap shows
+/// the defaults it applies itself.
+pub fn help_with_default(text: &str, default: impl std::fmt::Display) -> String {
+    format!("{} [default: {default}]", text.trim_end_matches('.'))
+}
+
 const fn with_default(limit: Limit, default: u64) -> Limit {
     Limit {
         default: Some(default),

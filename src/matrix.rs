@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::db::via::Via;
 use crate::limits::Origin;
-use crate::race::input::RaceInput;
+use crate::race::options::RaceInput;
 use crate::race::{Outcome, RaceResult, RaceSettings, WorkerReport};
 use crate::strategy::StrategyKind;
 use crate::strategy::spec::MatrixCell;
@@ -68,18 +68,16 @@ impl Cell {
     /// The settings this cell races with, on top of the shared ones.
     pub fn settings(&self, base: &RaceInput) -> Result<RaceSettings> {
         let base = match self.strategy_file {
-            Some(file) => RaceInput {
-                strategy_file: Some(file.into()),
-                ..base.clone()
-            },
+            Some(file) => base
+                .clone()
+                .with(|r| r.strategy.strategy_file = Some(file.into())),
             None => base.for_strategy(self.strategy),
         };
-        RaceInput {
-            transaction: Some(self.transaction),
-            isolation: self.isolation,
-            retry_serialization: Some(u64::from(self.retry_serialization)),
-            ..base
-        }
+        base.with(|r| {
+            r.transaction.transaction = Some(self.transaction);
+            r.transaction.isolation = self.isolation;
+            r.transaction.retry_serialization = Some(u64::from(self.retry_serialization));
+        })
         .build(Origin::Flags)
     }
 

@@ -18,7 +18,7 @@ use crate::http::app::{App, Shape};
 use crate::http::client::{self, Outgoing, Target};
 use crate::http::contract::{KEY_HEADER, quote_key};
 use crate::limits::Origin;
-use crate::race::input::RaceInput;
+use crate::race::options::RaceInput;
 use crate::strategy::StrategyKind;
 
 /// The guard's requests per second, over HTTP and in-process.

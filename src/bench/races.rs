@@ -9,7 +9,7 @@ use super::meter::GUARDS;
 use super::{HotKey, RaceRate, ScaleFigure};
 use crate::db::Database;
 use crate::limits::Origin;
-use crate::race::input::RaceInput;
+use crate::race::options::RaceInput;
 use crate::race::{Outcome, Race, percentile};
 use crate::strategy::StrategyKind;
 
@@ -17,11 +17,9 @@ use crate::strategy::StrategyKind;
 pub async fn race_rate(db: &Database, races: usize, tick: impl Fn()) -> Result<Vec<RaceRate>> {
     let mut race_rate = Vec::new();
     for strategy in StrategyKind::course() {
-        let settings = RaceInput {
-            work_ms: Some(0),
-            ..RaceInput::with_strategy(strategy)
-        }
-        .build(Origin::Flags)?;
+        let settings = RaceInput::with_strategy(strategy)
+            .with(|r| r.app.work_ms = Some(0))
+            .build(Origin::Flags)?;
         let race = Race::prepare(db, settings).await?;
         let mut xp_rows = BTreeMap::new();
         let began = Instant::now();
@@ -46,13 +44,13 @@ pub async fn race_rate(db: &Database, races: usize, tick: impl Fn()) -> Result<V
 pub async fn hot_key(db: &Database, requests: usize, tick: impl Fn()) -> Result<Vec<HotKey>> {
     let mut hot_key = Vec::new();
     for strategy in GUARDS {
-        let settings = RaceInput {
-            workers: Some(requests as u64),
-            pool_size: Some(50),
-            work_ms: Some(0),
-            ..RaceInput::with_strategy(strategy)
-        }
-        .build(Origin::Flags)?;
+        let settings = RaceInput::with_strategy(strategy)
+            .with(|r| {
+                r.shape.workers = Some(requests as u64);
+                r.app.pool_size = Some(50);
+                r.app.work_ms = Some(0);
+            })
+            .build(Origin::Flags)?;
         let result = Race::prepare(db, settings).await?.run(1).await?;
         let mut latencies: Vec<f64> = result.reports.iter().map(|w| w.answer_ms).collect();
         hot_key.push(HotKey {
@@ -81,13 +79,13 @@ pub async fn scale(
             StrategyKind::ClaimWorkComplete,
             StrategyKind::InsertUnique,
         ] {
-            let settings = RaceInput {
-                workers: Some(workers as u64),
-                pool_size: Some(pool_size as u64),
-                work_ms: Some(0),
-                ..RaceInput::with_strategy(strategy)
-            }
-            .build(Origin::Flags)?;
+            let settings = RaceInput::with_strategy(strategy)
+                .with(|r| {
+                    r.shape.workers = Some(workers as u64);
+                    r.app.pool_size = Some(pool_size as u64);
+                    r.app.work_ms = Some(0);
+                })
+                .build(Origin::Flags)?;
             let race = Race::prepare(db, settings).await?;
             let began = Instant::now();
             let result = race.run(1).await?;

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::db::{Backend, Database};
 use crate::limits::Origin;
-use crate::race::input::RaceInput;
+use crate::race::options::RaceInput;
 use crate::race::{Race, Synchronous, percentile};
 use crate::strategy::StrategyKind;
 
@@ -35,14 +35,14 @@ pub async fn measure(
     }
     let mut figures = Vec::new();
     for synchronous in [Synchronous::Off, Synchronous::RemoteApply] {
-        let settings = RaceInput {
-            workers: Some(1),
-            work_ms: Some(0),
-            standby: Some(true),
-            synchronous: Some(synchronous),
-            ..RaceInput::with_strategy(StrategyKind::ClaimWorkComplete)
-        }
-        .build(Origin::Flags)?;
+        let settings = RaceInput::with_strategy(StrategyKind::ClaimWorkComplete)
+            .with(|r| {
+                r.shape.workers = Some(1);
+                r.app.work_ms = Some(0);
+                r.standby.standby = true;
+                r.standby.synchronous = Some(synchronous);
+            })
+            .build(Origin::Flags)?;
         let race = Race::prepare(db, settings).await?;
         let mut latencies = Vec::with_capacity(requests);
         for run in 1..=requests {

@@ -12,7 +12,7 @@ use super::script::{Prepared, Script};
 use crate::db::Database;
 use crate::db::pool::{Workers, checkout, warm_pool};
 use crate::limits::Origin;
-use crate::race::input::RaceInput;
+use crate::race::options::RaceInput;
 use crate::race::{Lease, Request, Trace};
 use crate::strategy::fingerprint::Params;
 use crate::strategy::{OPERATION, Strategy, StrategyKind};
@@ -325,10 +325,8 @@ pub fn guards() -> Vec<(String, RaceInput)> {
         .collect();
     guards.push((
         format!("{}, heartbeat", StrategyKind::Guard.name()),
-        RaceInput {
-            heartbeat_ms: Some(HEARTBEAT_MS),
-            ..RaceInput::with_strategy(StrategyKind::Guard)
-        },
+        RaceInput::with_strategy(StrategyKind::Guard)
+            .with(|r| r.guard.heartbeat_ms = Some(HEARTBEAT_MS)),
     ));
     guards
 }

@@ -18,7 +18,7 @@ use super::script::Script;
 use super::throughput::{Budget, Handler, Throughput, measure};
 use crate::db::Database;
 use crate::limits::Origin;
-use crate::race::input::RaceInput;
+use crate::race::options::RaceInput;
 use crate::strategy::StrategyKind;
 
 /// The target: idem's loop at least this share of its reference.

@@ -113,3 +113,14 @@ impl ConnectArgs {
         }
     }
 }
+
+impl ConnectArgs {
+    /// Where the tables live, with the user's standby if one is named;
+    /// refuses a standby idem would have to make of a user's server.
+    pub fn with_standby(
+        &self,
+        standby: &crate::race::options::StandbyInput,
+    ) -> anyhow::Result<ConnectOptions> {
+        standby.connect(self.options(), self.database_url.is_some())
+    }
+}

@@ -12,7 +12,6 @@
 pub mod connection;
 pub mod measure;
 pub mod output;
-pub mod parse;
 pub mod race;
 pub mod race_shape;
 pub mod teaching;

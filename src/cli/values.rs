@@ -2,8 +2,6 @@
 //!
 //! clap knows the domain types from here, and they know nothing of clap.
 
-use std::fmt::Display;
-
 use clap::ValueEnum;
 
 use crate::db::via::Via;
@@ -18,11 +16,7 @@ use crate::strategy::orm::Orm;
 use crate::strategy::transaction::{Isolation, Transaction};
 use crate::strategy::{LoserKind, StrategyKind};
 
-/// A flag's help line with the default the builder applies, as clap shows
-/// the defaults it applies itself.
-pub fn with_default(text: &str, default: impl Display) -> String {
-    format!("{} [default: {default}]", text.trim_end_matches('.'))
-}
+pub use crate::limits::help_with_default as with_default;
 
 /// Implements `ValueEnum` for a domain type from its `name()` and a help line per value.
 macro_rules! value_enum {

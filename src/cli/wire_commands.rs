@@ -6,15 +6,15 @@ use std::time::Duration;
 use clap::Args;
 
 use super::connection::ConnectArgs;
-use super::race_shape::{
-    AppFlags, FingerprintFlags, GuardFlags, HangUpFlags, LoserFlags, StandbyFlags, StoreFlags,
-    TransactionFlags, app_input,
-};
 use crate::http::caller::KeyScope;
 use crate::limits;
 use crate::probe::Mode;
 use crate::race::DEFAULT_STRATEGY;
-use crate::race::input::RaceInput;
+use crate::race::options::RaceInput;
+use crate::race::options::{
+    AppInput, FingerprintInput, GuardInput, HangUpInput, LoserInput, StandbyInput, StoreInput,
+    StrategyInput, TransactionInput,
+};
 use crate::strategy::StrategyKind;
 
 #[derive(Debug, Args)]
@@ -43,28 +43,31 @@ pub struct ServeArgs {
     pub key_scope: Option<KeyScope>,
 
     #[command(flatten)]
-    pub hangups: HangUpFlags,
+    pub hang_up: HangUpInput,
 
     #[command(flatten)]
-    pub app: AppFlags,
+    pub guard_shape: StrategyInput,
 
     #[command(flatten)]
-    pub losers: LoserFlags,
+    pub app: AppInput,
 
     #[command(flatten)]
-    pub fingerprints: FingerprintFlags,
+    pub losers: LoserInput,
 
     #[command(flatten)]
-    pub stores: StoreFlags,
+    pub fingerprints: FingerprintInput,
 
     #[command(flatten)]
-    pub guard: GuardFlags,
+    pub store: StoreInput,
 
     #[command(flatten)]
-    pub transactions: TransactionFlags,
+    pub guard: GuardInput,
 
     #[command(flatten)]
-    pub standby: StandbyFlags,
+    pub transaction: TransactionInput,
+
+    #[command(flatten)]
+    pub standby: StandbyInput,
 
     #[command(flatten)]
     pub limits: ServeLimitFlags,
@@ -92,20 +95,23 @@ impl ServeArgs {
     /// over HTTP, as in `race --http`.
     pub fn input(&self) -> RaceInput {
         RaceInput {
-            http: Some(true),
-            replicas: self.replicas,
-            key_scope: self.key_scope,
-            on_hangup: self.hangups.on_hangup,
-            ..self.standby.input(app_input(
-                self.strategy,
-                &self.app,
-                &self.losers,
-                &self.fingerprints,
-                &self.stores,
-                &self.guard,
-                &self.transactions,
-            ))
+            strategy: self.guard_shape.clone(),
+            app: self.app.clone(),
+            losers: self.losers.clone(),
+            fingerprints: self.fingerprints.clone(),
+            store: self.store.clone(),
+            guard: self.guard.clone(),
+            transaction: self.transaction.clone(),
+            standby: self.standby.clone(),
+            hang_up: self.hang_up.clone(),
+            ..RaceInput::default()
         }
+        .with(|r| {
+            r.strategy.strategy = self.strategy;
+            r.wire.http = true;
+            r.wire.replicas = self.replicas;
+            r.shape.key_scope = self.key_scope;
+        })
     }
 }
 

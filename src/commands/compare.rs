@@ -6,7 +6,6 @@ use super::command::OnDatabase;
 use crate::cli::race::CompareArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::limits::Origin;
-use crate::race::input::RaceInput;
 use crate::race::{Race, RaceResult, RaceSettings};
 use crate::report::losers::LoserRow;
 use crate::report::runs::{RunsSummary, render_compare};
@@ -38,7 +37,7 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
     }
     let mut left_out = None;
     let (compared, rows) = if args.losers {
-        if args.race.losers.loser.is_some() {
+        if args.race.input.losers.loser.is_some() {
             bail!("--losers runs every loser policy; drop --loser");
         }
         let rows = LoserKind::ALL
@@ -51,12 +50,13 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
             .collect::<Result<Vec<_>>>()?;
         (Compared::Losers, rows)
     } else {
-        let course = RaceInput {
-            strategy_file: None,
-            ..args.race.input(None)
-        };
+        let course = args
+            .race
+            .input(None)
+            .with(|r| r.strategy.strategy_file = None);
         // Finds read on a standby: only the strategies that have one.
-        let finds_on_standby = args.race.standby.read_from == Some(crate::race::ReadFrom::Standby);
+        let finds_on_standby =
+            args.race.input.standby.read_from == Some(crate::race::ReadFrom::Standby);
         let skipped: Vec<&str> = StrategyKind::course()
             .filter(|s| finds_on_standby && !s.finds_by_reading())
             .map(|s| s.name())
@@ -75,14 +75,14 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
             })
             .collect::<Result<Vec<_>>>()?;
         // A guard file is one more row, beside the course's five.
-        if let Some(path) = &args.race.app.strategy_file {
+        if let Some(path) = &args.race.input.strategy.strategy_file {
             let settings = args.race.input(None).build(Origin::Flags)?;
             rows.push((path.display().to_string(), settings));
         }
         (Compared::Strategies, rows)
     };
     Ok(Plan {
-        db: args.race.standby.connect(&args.connect)?,
+        db: args.connect.with_standby(&args.race.input.standby)?,
         compared,
         rows,
         runs: args.race.runs(),

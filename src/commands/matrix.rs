@@ -7,7 +7,7 @@ use crate::cli::race::MatrixArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::limits;
 use crate::matrix::{Cell, Matrix, MatrixRow, cells, file_cells};
-use crate::race::input::RaceInput;
+use crate::race::options::RaceInput;
 use crate::race::{Race, RaceSettings};
 use crate::report::{self, Output};
 
@@ -23,16 +23,15 @@ pub struct Plan {
 }
 
 pub fn plan(args: &MatrixArgs) -> Result<Plan> {
-    let base = args.standby.input(RaceInput {
-        workers: args.workers,
-        pool_size: args.pool_size,
-        work_ms: args.work_ms,
-        via: args.via,
+    let base = RaceInput {
+        shape: args.shape.clone(),
+        app: args.app.clone(),
+        standby: args.standby.clone(),
         ..RaceInput::default()
-    });
+    };
     // Finds read on a standby: only the cells that find by reading, outside
     // a request transaction.
-    let finds_on_standby = base.read_from == Some(crate::race::ReadFrom::Standby);
+    let finds_on_standby = base.standby.read_from == Some(crate::race::ReadFrom::Standby);
     // With a guard file, its rows, and the built-in ones -s names.
     let file = args
         .strategy_file
@@ -63,7 +62,7 @@ pub fn plan(args: &MatrixArgs) -> Result<Plan> {
         );
     }
     Ok(Plan {
-        db: args.standby.connect(&args.connect)?,
+        db: args.connect.with_standby(&args.standby)?,
         left_out: finds_on_standby.then_some(
             "left out, with no find to send to a standby: the rows in a request transaction, \
              and the strategies that decide by a write or a lock",
@@ -84,11 +83,11 @@ impl OnDatabase for Plan {
         let progress = out.progress(self.runs * self.cells.len() as u64, "races");
         let shared = &self.cells[0].1;
         let mut matrix = Matrix {
-            workers: shared.requests().workers,
-            pool_size: shared.app().pool_size,
-            runner_holds_connection: shared.app().runner_holds_connection,
+            workers: shared.requests().workers(),
+            pool_size: shared.app().pool.size(),
+            runner_holds_connection: shared.app().pool.runner_holds_connection(),
             work_ms: shared.work_ms(),
-            via: shared.app().via,
+            via: shared.app().pool.via(),
             standby: None,
             left_out: self.left_out,
             runs: self.runs,

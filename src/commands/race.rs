@@ -27,7 +27,10 @@ pub struct Plan {
 }
 
 pub fn plan(args: &RaceArgs) -> Result<Plan> {
-    let settings = args.race.input(args.strategy).build(Origin::Flags)?;
+    let settings = args
+        .race
+        .input(args.strategy.strategy)
+        .build(Origin::Flags)?;
     let runs = args.race.runs();
     let show = &args.race.show;
     let files = trace_files(show);
@@ -38,19 +41,19 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
              they stay in each replica's process; drop --replicas to see them"
         );
     }
-    if (show.trace || show.sql || args.race.eviction.audit || !files.is_empty()) && runs > 1 {
+    if (show.trace || show.sql || args.race.input.eviction.audit || !files.is_empty()) && runs > 1 {
         bail!(
             "--trace, --sql, --timeline, --trace-json and --audit show a single race; drop --runs"
         );
     }
     Ok(Plan {
-        db: args.race.standby.connect(&args.connect)?,
+        db: args.connect.with_standby(&args.race.input.standby)?,
         settings,
         runs,
         trace: show.trace || show.sql,
         sql: show.sql,
         files,
-        audit: args.race.eviction.audit,
+        audit: args.race.input.eviction.audit,
         out: Output::from_json_flag(args.race.show.json),
     })
 }

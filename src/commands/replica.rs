@@ -17,7 +17,7 @@ use super::command::OnDatabase;
 use crate::cli::wire_commands::ReplicaArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::http::listener::{self, Limits};
-use crate::race::input::RaceInput;
+use crate::race::options::RaceInput;
 use crate::race::{App, Race, RaceSettings};
 use crate::request::service::ServiceCalls;
 

@@ -40,7 +40,7 @@ pub fn plan(args: &ServeArgs) -> Result<Plan> {
         );
     }
     Ok(Plan {
-        db: args.standby.connect(&args.connect)?,
+        db: args.connect.with_standby(&args.standby)?,
         settings,
         listen: args.listen,
         limits: args.limits.limits(),
@@ -73,7 +73,7 @@ impl Command for Plan {
 
     async fn run(self, db: &Database, _: Given) -> Result<()> {
         let out = self.out;
-        let pooled = self.settings.app().pool_size;
+        let pooled = self.settings.app().pool.size();
         let Some(cap) = self.limits.connections_allowed(pooled) else {
             bail!(
                 "the descriptor limit (ulimit -n {}) leaves no room for connections beside a pool of {pooled}; raise it",

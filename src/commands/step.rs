@@ -10,7 +10,6 @@ use anyhow::{Result, bail};
 use super::command::OnDatabase;
 use crate::cli::race::StepArgs;
 use crate::db::{ConnectOptions, Database, book};
-use crate::race::input::RaceInput;
 use crate::race::stepper::{Controller, Standing};
 use crate::race::{Race, RaceSettings};
 use crate::report::style::{dim, strong, warn};
@@ -28,11 +27,11 @@ pub struct Plan {
 }
 
 pub fn plan(args: &StepArgs) -> Result<Plan> {
-    let settings = RaceInput {
-        schedule: args.schedule.clone(),
-        ..args.race.input(args.strategy)
-    }
-    .build_stepped()?;
+    let settings = args
+        .race
+        .input(args.strategy.strategy)
+        .with(|r| r.shape.schedule = args.schedule.clone())
+        .build_stepped()?;
     if args.schedule.is_none() && !std::io::stdin().is_terminal() {
         bail!(
             "idem step asks which worker moves next: run it in a terminal, or give --schedule 1,2,..."
@@ -59,12 +58,12 @@ impl OnDatabase for Plan {
     async fn run_on(self, db: &Database) -> Result<()> {
         let race = Race::prepare(db, self.settings.clone()).await?;
         let quiet = !self.out.for_people();
-        let schedule = self.settings.requests().schedule.clone();
+        let schedule = self.settings.requests().schedule();
         let result = race
             .run_stepped(async |controller: &mut Controller| {
                 controller.settle_all().await;
                 match schedule {
-                    Some(schedule) => scripted(controller, &schedule, quiet).await,
+                    Some(schedule) => scripted(controller, schedule, quiet).await,
                     None => interactive(controller, db).await,
                 }
             })

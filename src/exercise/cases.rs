@@ -10,7 +10,7 @@ use crate::http::app::OnHangup;
 use crate::limits::Origin;
 use crate::probe::conformance::Check;
 use crate::race::fault::FaultPoint;
-use crate::race::input::RaceInput;
+use crate::race::options::RaceInput;
 use crate::race::{CrashPlan, Outcome, Race, RaceResult, xp_rows};
 use crate::request::Step;
 use crate::strategy::LoserKind;
@@ -25,23 +25,21 @@ const WORK_MS: u64 = 100;
 /// Lesson `lesson`'s cases for the guard file at `file`; none for a lesson
 /// without an exercise.
 pub fn cases(lesson: u8, file: &Path) -> Vec<Case> {
-    let base = RaceInput {
-        strategy_file: Some(file.to_path_buf()),
+    let base = RaceInput::default().with(|r| {
+        r.strategy.strategy_file = Some(file.to_path_buf());
         // Five workers, each with a connection: the widest race of five.
-        pool_size: Some(6),
-        work_ms: Some(WORK_MS),
-        lock_timeout_ms: Some(challenge::LOCK_TIMEOUT.as_millis() as u64),
-        ..RaceInput::default()
-    };
+        r.app.pool_size = Some(6);
+        r.app.work_ms = Some(WORK_MS);
+        r.guard.lock_timeout_ms = Some(challenge::LOCK_TIMEOUT.as_millis() as u64);
+    });
     match lesson {
         1 => vec![
             (base.clone(), one_call),
             (
-                RaceInput {
-                    workers: Some(20),
-                    pool_size: Some(21),
-                    ..base
-                },
+                base.with(|r| {
+                    r.shape.workers = Some(20);
+                    r.app.pool_size = Some(21);
+                }),
                 one_call_of_twenty,
             ),
         ],
@@ -49,35 +47,29 @@ pub fn cases(lesson: u8, file: &Path) -> Vec<Case> {
         3 => vec![
             (base.clone(), pending_is_409),
             (
-                RaceInput {
-                    loser: Some(LoserKind::Poll),
-                    ..base
-                },
+                base.with(|r| r.losers.loser = Some(LoserKind::Poll)),
                 completed_is_replayed,
             ),
         ],
         4 => vec![(
-            RaceInput {
-                amounts: Some(vec![10, 20, 10, 30, 10]),
-                ..base
-            },
+            base.with(|r| r.amounts.amounts = Some(vec![10, 20, 10, 30, 10])),
             challenge::fingerprint,
         )],
         7 => challenge::cases(&base).to_vec(),
         8 => vec![(base, every_answer_201)],
         9 => {
-            let wire = RaceInput {
-                http: Some(true),
-                work_ms: Some(200),
-                ..base
-            };
-            let hang_up = |on_hangup| RaceInput {
-                hang_up: Some(CrashPlan {
-                    worker: None,
-                    at: FaultPoint::DuringWork,
-                }),
-                on_hangup: Some(on_hangup),
-                ..wire.clone()
+            let wire = base.with(|r| {
+                r.wire.http = true;
+                r.app.work_ms = Some(200);
+            });
+            let hang_up = |on_hangup| {
+                wire.clone().with(|r| {
+                    r.faults.hang_up = Some(CrashPlan {
+                        worker: None,
+                        at: FaultPoint::DuringWork,
+                    });
+                    r.hang_up.on_hangup = Some(on_hangup);
+                })
             };
             vec![
                 (wire.clone(), one_call),

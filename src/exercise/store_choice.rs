@@ -9,7 +9,7 @@ use crate::challenge::Judge;
 use crate::db::Database;
 use crate::limits::Origin;
 use crate::probe::conformance::Check;
-use crate::race::input::RaceInput;
+use crate::race::options::RaceInput;
 use crate::race::{Outcome, Race, RaceResult, xp_rows};
 use crate::store::StoreKind;
 use crate::strategy::StrategyKind;
@@ -56,13 +56,12 @@ impl StoreChoice {
 
     /// One award, then `pressure` other cache writes, then the retry.
     fn race(&self, pressure: u64) -> RaceInput {
-        RaceInput {
-            workers: Some(1),
-            store: Some(self.store),
-            cache_max_entries: (self.store == StoreKind::Cache).then(|| self.entries()),
-            cache_pressure: Some(pressure),
-            ..RaceInput::with_strategy(StrategyKind::ClaimWorkComplete)
-        }
+        RaceInput::with_strategy(StrategyKind::ClaimWorkComplete).with(|r| {
+            r.shape.workers = Some(1);
+            r.store.store = Some(self.store);
+            r.store.cache_max_entries = (self.store == StoreKind::Cache).then(|| self.entries());
+            r.eviction.cache_pressure = Some(pressure);
+        })
     }
 }
 

@@ -1,14 +1,12 @@
-//! What a race's settings may not be: each check refuses, in one line and before anything starts, a value or a combination no race can run with, naming each setting as the user wrote it (a flag or a scenario file's key).
+//! What a race's settings may not be as a whole (each option group checks its own in its file): each check refuses, in one line and before anything starts, a value or a combination no race can run with, naming each setting as the user wrote it (a flag or a scenario file's key).
 
 use std::time::Duration;
 
 use anyhow::{Result, bail};
 
 use super::fault::FaultPoint;
-use super::settings::{
-    HangUpPlan, MAX_CACHE_AGE, MAX_HTTP_WORKERS, MAX_KEY_LEN, RaceSettings, ReadFrom, Synchronous,
-    Transport,
-};
+use super::options::{HangUpPlan, MAX_CACHE_AGE, ReadFrom, Synchronous};
+use super::settings::{MAX_HTTP_WORKERS, MAX_KEY_LEN, RaceSettings, Transport};
 use crate::db::via::Via;
 use crate::limits::{self, Limit, Origin};
 use crate::request::key::{self, KeyError};
@@ -30,14 +28,15 @@ impl RaceSettings {
     /// Every number within the one table of limits.
     fn check_bounds(&self, origin: Origin) -> Result<()> {
         let ms = |d: Duration| d.as_millis().min(u128::from(u64::MAX)) as u64;
-        limits::WORKERS.check(self.requests.workers as u64, origin)?;
-        limits::POOL_SIZE.check(self.app.pool_size as u64, origin)?;
-        limits::WORK_MS.check(ms(self.app.work), origin)?;
-        limits::CHECKOUT_TIMEOUT_MS.check(ms(self.app.checkout_timeout), origin)?;
-        for amount in &self.requests.amounts {
+        let app = &self.app;
+        limits::WORKERS.check(self.requests.workers() as u64, origin)?;
+        limits::POOL_SIZE.check(app.pool.size() as u64, origin)?;
+        limits::WORK_MS.check(ms(app.work), origin)?;
+        limits::CHECKOUT_TIMEOUT_MS.check(ms(app.pool.checkout_timeout()), origin)?;
+        for amount in self.requests.amounts() {
             limits::AMOUNT.check(u64::try_from(*amount).unwrap_or(0), origin)?;
         }
-        match self.app.loser {
+        match app.loser {
             LoserPolicy::FailFast => {}
             LoserPolicy::Poll {
                 every,
@@ -50,33 +49,18 @@ impl RaceSettings {
                 limits::WAIT_TIMEOUT_MS.check(ms(give_up_after), origin)?;
             }
         }
-        limits::CACHE_MAX_ENTRIES.check(self.store.cache.max_entries, origin)?;
-        if self.store.cache.max_age > MAX_CACHE_AGE {
-            bail!(
-                "{} is longer than {} weeks (about 100 years), the longest age the cache store takes",
-                origin.name("--cache-max-age", "race.cache_max_age"),
-                MAX_CACHE_AGE.as_secs() / 604_800
-            );
-        }
-        limits::CACHE_PRESSURE.check(self.store.cache_pressure, origin)?;
-        limits::LOCK_TIMEOUT_MS.check(ms(self.app.lock_timeout), origin)?;
-        limits::RECOVERY_RETRIES.check(self.faults.recovery_retries as u64, origin)?;
-        limits::THREADS.check(self.app.threads as u64, origin)?;
-        limits::REPLICAS.check(self.app.replicas as u64, origin)?;
-        limits::RETRY_SERIALIZATION.check(u64::from(self.app.retry_serialization), origin)?;
-        if let Some(worker) = self.faults.fail_work {
-            limits::FAIL_WORK.check(worker as u64, origin)?;
-        }
-        if let Some(worker) = self.faults.crash.and_then(|c| c.worker) {
-            limits::CRASH_WORKER.check(worker as u64, origin)?;
-        }
-        Ok(())
+        self.check_cache_bounds(origin)?;
+        limits::LOCK_TIMEOUT_MS.check(ms(app.recovery.lock_timeout()), origin)?;
+        limits::THREADS.check(app.threads as u64, origin)?;
+        limits::REPLICAS.check(app.replicas as u64, origin)?;
+        limits::RETRY_SERIALIZATION.check(u64::from(app.transaction.retries()), origin)?;
+        self.check_fault_bounds(origin)
     }
 
     /// A key every transport can carry: the one rule of [`key::check`].
     fn check_key(&self, origin: Origin) -> Result<()> {
         let name = origin.name("--key", "race.key");
-        match key::check(&self.requests.key) {
+        match key::check(self.requests.key()) {
             Ok(()) => Ok(()),
             Err(KeyError::Empty) => bail!("{name} must not be empty"),
             Err(KeyError::TooLong(n)) => {
@@ -105,7 +89,7 @@ impl RaceSettings {
     /// its own only inside a transaction: what finds a worker by its
     /// process (`pg_backend_pid()` at checkout) would find someone else.
     fn check_via(&self, origin: Origin) -> Result<()> {
-        if self.app.via != Via::Pgbouncer {
+        if self.app.pool.via() != Via::Pgbouncer {
             return Ok(());
         }
         let via = origin.name("--via pgbouncer", "race.via = \"pgbouncer\"");
@@ -120,9 +104,9 @@ impl RaceSettings {
     /// transactions takes away.
     pub fn needs_own_process(&self) -> Option<&'static str> {
         match (
-            self.faults.crash,
-            self.faults.kill_connection,
-            &self.requests.schedule,
+            self.faults.crash(),
+            self.faults.kill_connection(),
+            self.requests.schedule(),
         ) {
             (Some(_), ..) | (_, true, _) => Some(
                 "a fault ends the worker's server process, found by pg_backend_pid() at \
@@ -136,44 +120,10 @@ impl RaceSettings {
         }
     }
 
-    /// A hang-up is a client's, over the wire to the app in this process
-    /// (which tells the client when the work begins), during the work.
-    fn check_hang_up(&self, plan: HangUpPlan, origin: Origin) -> Result<()> {
-        let name = origin.name("--hang-up", "race.hang_up");
-        if self.requests.transport != Transport::Http {
-            bail!(
-                "{name} closes a client's connection: race over the wire with {}",
-                origin.name("--http", "race.http = true")
-            );
-        }
-        if self.app.replicas > 1 {
-            bail!(
-                "{name} needs the app in this process, which tells the client when the work \
-                 begins; drop {}",
-                limits::REPLICAS.name(origin)
-            );
-        }
-        if plan.at != FaultPoint::DuringWork {
-            bail!(
-                "{name} at={}: a client hangs up during-work only (it sees no other step)",
-                plan.at.name()
-            );
-        }
-        if let Some(worker) = plan.worker
-            && !(1..=self.requests.workers).contains(&worker)
-        {
-            bail!(
-                "{name} worker={worker} is not one of the {} workers",
-                self.requests.workers
-            );
-        }
-        Ok(())
-    }
-
     /// The pool, the workers and what is said of each worker.
     fn check_shape(&self, origin: Origin) -> Result<()> {
         let name = |limit: &Limit| limit.name(origin);
-        if self.app.runner_holds_connection && self.app.pool_size == 1 {
+        if self.app.pool.runner_holds_connection() && self.app.pool.size() == 1 {
             bail!(
                 "{} 1 leaves no connection for the workers while the runner holds one; \
                  use a larger pool or {}",
@@ -184,13 +134,12 @@ impl RaceSettings {
                 )
             );
         }
-        if !self.requests.amounts.is_empty() && self.requests.amounts.len() != self.requests.workers
-        {
+        let (amounts, workers) = (self.requests.amounts(), self.requests.workers());
+        if !amounts.is_empty() && amounts.len() != workers {
             bail!(
-                "{} has {} values for {} workers; give one amount per worker",
+                "{} has {} values for {workers} workers; give one amount per worker",
                 name(&limits::AMOUNT),
-                self.requests.amounts.len(),
-                self.requests.workers
+                amounts.len(),
             );
         }
         Ok(())
@@ -209,7 +158,7 @@ impl RaceSettings {
                 origin.name("--orm", "race.orm")
             );
         }
-        if self.store.kind == StoreKind::Cache {
+        if self.store.kind() == StoreKind::Cache {
             bail!(
                 "{name} keeps its claims in its own statements; drop {}",
                 origin.name("--store cache", "race.store")
@@ -221,94 +170,6 @@ impl RaceSettings {
                  take fail-fast or poll",
                 origin.name("--loser", "race.loser =")
             );
-        }
-        Ok(())
-    }
-
-    /// A standby races in-process for now, and only finds that are plain
-    /// reads go to it.
-    fn check_standby(&self, origin: Origin) -> Result<()> {
-        let Some(plan) = self.app.standby else {
-            return Ok(());
-        };
-        if plan.failover.is_some() {
-            self.check_failover(origin)?;
-        }
-        let standby = origin.name("--standby", "race.standby");
-        if self.app.replicas > 1 {
-            bail!(
-                "{standby} stands beside one app process for now; drop {}",
-                origin.name("--replicas", "race.replicas")
-            );
-        }
-        if self.app.via != Via::Direct && plan.synchronous == Synchronous::RemoteApply {
-            bail!(
-                "--synchronous remote_apply is each session's synchronous_commit, which \
-                 PgBouncer does not pass at start-up; drop {}",
-                origin.name("--via", "race.via")
-            );
-        }
-        if plan.failover.is_some() && self.requests.transport == Transport::Http {
-            bail!(
-                "{} points idem's own pool at the new primary, and an app over HTTP keeps its \
-                 own: race in-process (drop {})",
-                origin.name("--failover", "race.failover"),
-                origin.name("--http", "race.http")
-            );
-        }
-        if self.requests.schedule.is_some() {
-            bail!("{standby} is for `idem race`; idem step drives one server");
-        }
-        if self.app.read_from != ReadFrom::Standby {
-            return Ok(());
-        }
-        let reads = origin.name("--read-from standby", "race.read_from = \"standby\"");
-        let plain_find = match self.app.guard_file {
-            Some(_) => true,
-            None => self.app.strategy.finds_by_reading(),
-        };
-        if !plain_find || self.app.orm != Orm::Bare {
-            bail!(
-                "{reads} sends check-then-store's find and claim-work-complete's read of the claim \
-                 to the standby; {} has no plain find to send there",
-                self.app.strategy
-            );
-        }
-        if self.app.transaction == Transaction::Request {
-            bail!(
-                "{reads}: a find on the standby is outside the request's transaction; drop {}",
-                origin.name("--transaction request", "race.transaction")
-            );
-        }
-        Ok(())
-    }
-
-    /// A failover sends the completed request again to the new primary:
-    /// another fault beside it would muddle whose retry is whose.
-    fn check_failover(&self, origin: Origin) -> Result<()> {
-        let failover = origin.name("--failover", "race.failover");
-        let f = &self.faults;
-        let other = [
-            (f.crash.is_some(), origin.name("--crash", "race.crash")),
-            (
-                f.kill_connection,
-                origin.name("--kill-connection", "race.kill_connection"),
-            ),
-            (
-                f.fail_work.is_some(),
-                origin.name("--fail-work", "race.fail_work"),
-            ),
-            (
-                f.hang_up.is_some(),
-                origin.name("--hang-up", "race.hang_up"),
-            ),
-            (
-                self.store.cache_pressure > 0,
-                origin.name("--cache-pressure", "race.cache_pressure"),
-            ),
-        ];
-        if let Some((_, name)) = other.into_iter().find(|(given, _)| *given) {
-            bail!("{failover} retries the completed request on the new primary; drop {name}");
         }
         Ok(())
     }
@@ -327,66 +188,63 @@ impl RaceSettings {
         Ok(())
     }
 
-    /// The request's transaction, where it means something, and the locks
-    /// that mean something only inside it.
-    fn check_transaction(&self, origin: Origin) -> Result<()> {
-        let transaction = origin.name("--transaction request", "race.transaction = \"request\"");
-        if self.app.transaction == Transaction::None {
-            if self.app.strategy.needs_transaction() {
-                bail!(
-                    "{} takes its lock inside the request's transaction; {} would release it \
-                     as soon as its statement ends",
-                    self.app.strategy,
-                    origin.name("--transaction none", "race.transaction = \"none\"")
-                );
-            }
-            if self.app.retry_serialization > 0 {
-                bail!(
-                    "{} retries the request's transaction; it needs {transaction}",
-                    limits::RETRY_SERIALIZATION.name(origin)
-                );
-            }
-            return Ok(());
-        }
-        let refused = match self.app.strategy.spec().transaction {
-            TransactionRule::Refused(why) => Some(why),
-            TransactionRule::Optional | TransactionRule::Needed => None,
-        };
-        if let Some(why) = refused {
-            bail!("{transaction} is refused for {}: {why}", self.app.strategy);
-        }
-        let loser = match self.app.loser {
-            LoserPolicy::FailFast => None,
-            LoserPolicy::Poll { .. } => Some("poll gives its connection back while it waits"),
-            LoserPolicy::Block { .. } => {
-                Some("block already runs the claim in its own transaction")
-            }
-        };
-        if let (true, Some(why)) = (self.app.strategy.has_losers(), loser) {
-            bail!("{transaction} takes fail-fast losers only: {why}");
-        }
-        if self.store.kind == StoreKind::Cache {
+    /// What a race over the wire cannot do.
+    fn check_http(&self, origin: Origin) -> Result<()> {
+        let name = |limit: &Limit| limit.name(origin);
+        if self.app.replicas > 1 && self.requests.transport() != Transport::Http {
             bail!(
-                "{transaction} runs on the key table; drop {}",
-                origin.name("--store cache", "race.store")
+                "{} are processes of the app; race them over the wire with {}",
+                name(&limits::REPLICAS),
+                origin.name("--http", "race.http = true")
             );
         }
-        if self.app.orm != Orm::Bare {
+        if self.app.replicas > 1
+            && (self.faults.fail_work().is_some() || self.store.kind() == StoreKind::Cache)
+        {
             bail!(
-                "{transaction} and {} activerecord: ActiveRecord sends no BEGIN of its own inside a \
-                 transaction, so the two would be the same race",
-                origin.name("--orm", "race.orm =")
+                "{} race the course's app as it serves; --fail-work and the cache store stay with one",
+                name(&limits::REPLICAS)
             );
         }
-        if self.faults.crash.is_some() || self.faults.kill_connection {
-            bail!("the crash and kill faults are shown without {transaction}");
+        if self.requests.transport() == Transport::Http {
+            let http = origin.name("--http", "race.http = true");
+            if self.faults.crash().is_some() || self.faults.kill_connection() {
+                bail!(
+                    "{http} races requests on the wire; the crash and kill faults are in-process only"
+                );
+            }
+            if self.store.cache_pressure() > 0 {
+                bail!(
+                    "{http} does not send the cache traffic of {}; race in-process",
+                    name(&limits::CACHE_PRESSURE)
+                );
+            }
+            if self.requests.workers() > MAX_HTTP_WORKERS {
+                bail!(
+                    "{http} opens one connection per worker, both ends in this process: \
+                     at most {MAX_HTTP_WORKERS} workers"
+                );
+            }
         }
         Ok(())
     }
 
+    /// The cache store's bounds.
+    pub(super) fn check_cache_bounds(&self, origin: Origin) -> Result<()> {
+        limits::CACHE_MAX_ENTRIES.check(self.store.cache().max_entries, origin)?;
+        if self.store.cache().max_age > MAX_CACHE_AGE {
+            bail!(
+                "{} is longer than {} weeks (about 100 years), the longest age the cache store takes",
+                origin.name("--cache-max-age", "race.cache_max_age"),
+                MAX_CACHE_AGE.as_secs() / 604_800
+            );
+        }
+        limits::CACHE_PRESSURE.check(self.store.cache_pressure(), origin)
+    }
+
     /// The cache store takes claim-work-complete's fail-fast claims only.
-    fn check_store(&self, origin: Origin) -> Result<()> {
-        if self.store.kind == StoreKind::Cache {
+    pub(super) fn check_store(&self, origin: Origin) -> Result<()> {
+        if self.store.kind() == StoreKind::Cache {
             if !self.app.strategy.spec().can.cache_claims {
                 bail!(
                     "{} applies to {}; {} keeps no claims",
@@ -405,49 +263,137 @@ impl RaceSettings {
         Ok(())
     }
 
-    /// Faults name workers that exist, and one demonstration at a time.
-    fn check_faults(&self, origin: Origin) -> Result<()> {
+    /// `--heartbeat-ms`: the guard's, and at least twice a stale-claim age.
+    pub(super) fn check_heartbeat(&self, origin: Origin) -> Result<()> {
+        let Some(every) = self.app.recovery.heartbeat() else {
+            return Ok(());
+        };
         let name = |limit: &Limit| limit.name(origin);
-        if let Some(worker) = self.faults.crash.and_then(|c| c.worker)
-            && !(1..=self.requests.workers).contains(&worker)
-        {
+        if !self.app.strategy.spec().can.heartbeat {
             bail!(
-                "{}{worker} is not one of the {} workers",
-                name(&limits::CRASH_WORKER),
-                self.requests.workers
+                "{} needs {} {}: only the whole guard takes stale claims over",
+                name(&limits::HEARTBEAT_MS),
+                origin.name("--strategy", "race.strategy ="),
+                able(|c| c.heartbeat)
             );
         }
-        if let Some(worker) = self.faults.fail_work {
+        let stale = self.app.recovery.lock_timeout();
+        if every * 2 > stale {
+            bail!(
+                "{} {} is more than half {} {}: a claim could go stale between two beats",
+                name(&limits::HEARTBEAT_MS),
+                every.as_millis(),
+                name(&limits::LOCK_TIMEOUT_MS),
+                stale.as_millis()
+            );
+        }
+        Ok(())
+    }
+
+    /// The request's transaction, where it means something, and the locks
+    /// that mean something only inside it.
+    pub(super) fn check_transaction(&self, origin: Origin) -> Result<()> {
+        let transaction = origin.name("--transaction request", "race.transaction = \"request\"");
+        let strategy = self.app.strategy;
+        if self.app.transaction.scope() == Transaction::None {
+            if strategy.needs_transaction() {
+                bail!(
+                    "{strategy} takes its lock inside the request's transaction; {} would release it \
+                     as soon as its statement ends",
+                    origin.name("--transaction none", "race.transaction = \"none\"")
+                );
+            }
+            if self.app.transaction.retries() > 0 {
+                bail!(
+                    "{} retries the request's transaction; it needs {transaction}",
+                    limits::RETRY_SERIALIZATION.name(origin)
+                );
+            }
+            return Ok(());
+        }
+        if let TransactionRule::Refused(why) = strategy.spec().transaction {
+            bail!("{transaction} is refused for {strategy}: {why}");
+        }
+        let loser = match self.app.loser {
+            LoserPolicy::FailFast => None,
+            LoserPolicy::Poll { .. } => Some("poll gives its connection back while it waits"),
+            LoserPolicy::Block { .. } => {
+                Some("block already runs the claim in its own transaction")
+            }
+        };
+        if let (true, Some(why)) = (strategy.has_losers(), loser) {
+            bail!("{transaction} takes fail-fast losers only: {why}");
+        }
+        if self.store.kind() == StoreKind::Cache {
+            bail!(
+                "{transaction} runs on the key table; drop {}",
+                origin.name("--store cache", "race.store")
+            );
+        }
+        if self.app.orm != Orm::Bare {
+            bail!(
+                "{transaction} and {} activerecord: ActiveRecord sends no BEGIN of its own inside a \
+                 transaction, so the two would be the same race",
+                origin.name("--orm", "race.orm =")
+            );
+        }
+        if self.faults.crash().is_some() || self.faults.kill_connection() {
+            bail!("the crash and kill faults are shown without {transaction}");
+        }
+        Ok(())
+    }
+
+    /// The faults' numbers within the one table of limits.
+    pub(super) fn check_fault_bounds(&self, origin: Origin) -> Result<()> {
+        limits::RECOVERY_RETRIES.check(self.faults.recovery_retries() as u64, origin)?;
+        if let Some(worker) = self.faults.fail_work() {
+            limits::FAIL_WORK.check(worker as u64, origin)?;
+        }
+        if let Some(worker) = self.faults.crash().and_then(|c| c.worker) {
+            limits::CRASH_WORKER.check(worker as u64, origin)?;
+        }
+        Ok(())
+    }
+
+    /// Faults name workers that exist, and one demonstration at a time.
+    pub(super) fn check_faults(&self, origin: Origin) -> Result<()> {
+        let workers = self.requests.workers();
+        if let Some(worker) = self.faults.crash().and_then(|c| c.worker)
+            && !(1..=workers).contains(&worker)
+        {
+            bail!(
+                "{}{worker} is not one of the {workers} workers",
+                limits::CRASH_WORKER.name(origin),
+            );
+        }
+        if let Some(worker) = self.faults.fail_work() {
             self.check_fail_work(worker, origin)?;
         }
-        if let Some(hang_up) = self.faults.hang_up {
+        if let Some(hang_up) = self.faults.hang_up() {
             self.check_hang_up(hang_up, origin)?;
         }
-        if let Some(every) = self.app.heartbeat {
-            self.check_heartbeat(every, origin)?;
-        }
+        self.check_heartbeat(origin)?;
         if let Some(bad) = self
             .requests
-            .schedule
-            .iter()
+            .schedule()
+            .into_iter()
             .flatten()
-            .find(|w| !(1..=self.requests.workers).contains(*w))
+            .find(|w| !(1..=workers).contains(*w))
         {
             bail!(
-                "{} names worker {bad}, but there are {} workers",
+                "{} names worker {bad}, but there are {workers} workers",
                 origin.name("--schedule", "race.schedule"),
-                self.requests.workers
             );
         }
-        if self.faults.crash.is_some() && self.faults.kill_connection {
+        if self.faults.crash().is_some() && self.faults.kill_connection() {
             bail!(
                 "{} and {} are two demonstrations; choose one",
                 origin.name("--crash", "race.crash"),
                 origin.name("--kill-connection", "race.kill_connection")
             );
         }
-        if (self.faults.crash.is_some() || self.faults.kill_connection)
-            && self.store.kind == StoreKind::Cache
+        if (self.faults.crash().is_some() || self.faults.kill_connection())
+            && self.store.kind() == StoreKind::Cache
         {
             bail!(
                 "faults are shown on the key table; drop {} cache",
@@ -460,11 +406,11 @@ impl RaceSettings {
     /// `--fail-work N`: a worker of the race, and a guard that rescues it.
     fn check_fail_work(&self, worker: usize, origin: Origin) -> Result<()> {
         let name = |limit: &Limit| limit.name(origin);
-        if !(1..=self.requests.workers).contains(&worker) {
+        if !(1..=self.requests.workers()).contains(&worker) {
             bail!(
                 "{} {worker} is not one of the {} workers",
                 name(&limits::FAIL_WORK),
-                self.requests.workers
+                self.requests.workers()
             );
         }
         let file_claims = self
@@ -483,66 +429,127 @@ impl RaceSettings {
         Ok(())
     }
 
-    /// `--heartbeat-ms`: the guard's, and at least twice a stale-claim age.
-    fn check_heartbeat(&self, every: Duration, origin: Origin) -> Result<()> {
-        let name = |limit: &Limit| limit.name(origin);
-        if !self.app.strategy.spec().can.heartbeat {
+    /// A hang-up is a client's, over the wire to the app in this process
+    /// (which tells the client when the work begins), during the work.
+    fn check_hang_up(&self, plan: HangUpPlan, origin: Origin) -> Result<()> {
+        let name = origin.name("--hang-up", "race.hang_up");
+        if self.requests.transport() != Transport::Http {
             bail!(
-                "{} needs {} {}: only the whole guard takes stale claims over",
-                name(&limits::HEARTBEAT_MS),
-                origin.name("--strategy", "race.strategy ="),
-                able(|c| c.heartbeat)
+                "{name} closes a client's connection: race over the wire with {}",
+                origin.name("--http", "race.http = true")
             );
         }
-        if every * 2 > self.app.lock_timeout {
+        if self.app.replicas > 1 {
             bail!(
-                "{} {} is more than half {} {}: a claim could go stale between two beats",
-                name(&limits::HEARTBEAT_MS),
-                every.as_millis(),
-                name(&limits::LOCK_TIMEOUT_MS),
-                self.app.lock_timeout.as_millis()
+                "{name} needs the app in this process, which tells the client when the work \
+                 begins; drop {}",
+                limits::REPLICAS.name(origin)
+            );
+        }
+        if plan.at != FaultPoint::DuringWork {
+            bail!(
+                "{name} at={}: a client hangs up during-work only (it sees no other step)",
+                plan.at.name()
+            );
+        }
+        let workers = self.requests.workers();
+        if let Some(worker) = plan.worker
+            && !(1..=workers).contains(&worker)
+        {
+            bail!("{name} worker={worker} is not one of the {workers} workers");
+        }
+        Ok(())
+    }
+
+    /// A standby races in-process for now, and only finds that are plain
+    /// reads go to it.
+    pub(super) fn check_standby(&self, origin: Origin) -> Result<()> {
+        let Some(plan) = self.app.standby else {
+            return Ok(());
+        };
+        if plan.failover.is_some() {
+            self.check_failover(origin)?;
+        }
+        let standby = origin.name("--standby", "race.standby");
+        if self.app.replicas > 1 {
+            bail!(
+                "{standby} stands beside one app process for now; drop {}",
+                origin.name("--replicas", "race.replicas")
+            );
+        }
+        if self.app.pool.via() != Via::Direct && plan.synchronous == Synchronous::RemoteApply {
+            bail!(
+                "--synchronous remote_apply is each session's synchronous_commit, which \
+                 PgBouncer does not pass at start-up; drop {}",
+                origin.name("--via", "race.via")
+            );
+        }
+        if plan.failover.is_some() && self.requests.transport() == Transport::Http {
+            bail!(
+                "{} points idem's own pool at the new primary, and an app over HTTP keeps its \
+                 own: race in-process (drop {})",
+                origin.name("--failover", "race.failover"),
+                origin.name("--http", "race.http")
+            );
+        }
+        if self.requests.schedule().is_some() {
+            bail!("{standby} is for `idem race`; idem step drives one server");
+        }
+        self.check_reads_on_standby(origin)
+    }
+
+    /// `--read-from standby`: a plain find, outside a request transaction.
+    fn check_reads_on_standby(&self, origin: Origin) -> Result<()> {
+        if self.app.read_from != ReadFrom::Standby {
+            return Ok(());
+        }
+        let reads = origin.name("--read-from standby", "race.read_from = \"standby\"");
+        let plain_find = match self.app.guard_file {
+            Some(_) => true,
+            None => self.app.strategy.finds_by_reading(),
+        };
+        if !plain_find || self.app.orm != Orm::Bare {
+            bail!(
+                "{reads} sends check-then-store's find and claim-work-complete's read of the claim \
+                 to the standby; {} has no plain find to send there",
+                self.app.strategy
+            );
+        }
+        if self.app.transaction.scope() == Transaction::Request {
+            bail!(
+                "{reads}: a find on the standby is outside the request's transaction; drop {}",
+                origin.name("--transaction request", "race.transaction")
             );
         }
         Ok(())
     }
 
-    /// What a race over the wire cannot do.
-    fn check_http(&self, origin: Origin) -> Result<()> {
-        let name = |limit: &Limit| limit.name(origin);
-        if self.app.replicas > 1 && self.requests.transport != Transport::Http {
-            bail!(
-                "{} are processes of the app; race them over the wire with {}",
-                name(&limits::REPLICAS),
-                origin.name("--http", "race.http = true")
-            );
-        }
-        if self.app.replicas > 1
-            && (self.faults.fail_work.is_some() || self.store.kind == StoreKind::Cache)
-        {
-            bail!(
-                "{} race the course's app as it serves; --fail-work and the cache store stay with one",
-                name(&limits::REPLICAS)
-            );
-        }
-        if self.requests.transport == Transport::Http {
-            let http = origin.name("--http", "race.http = true");
-            if self.faults.crash.is_some() || self.faults.kill_connection {
-                bail!(
-                    "{http} races requests on the wire; the crash and kill faults are in-process only"
-                );
-            }
-            if self.store.cache_pressure > 0 {
-                bail!(
-                    "{http} does not send the cache traffic of {}; race in-process",
-                    name(&limits::CACHE_PRESSURE)
-                );
-            }
-            if self.requests.workers > MAX_HTTP_WORKERS {
-                bail!(
-                    "{http} opens one connection per worker, both ends in this process: \
-                     at most {MAX_HTTP_WORKERS} workers"
-                );
-            }
+    /// A failover sends the completed request again to the new primary:
+    /// another fault beside it would muddle whose retry is whose.
+    fn check_failover(&self, origin: Origin) -> Result<()> {
+        let failover = origin.name("--failover", "race.failover");
+        let f = &self.faults;
+        let other = [
+            (f.crash().is_some(), origin.name("--crash", "race.crash")),
+            (
+                f.kill_connection(),
+                origin.name("--kill-connection", "race.kill_connection"),
+            ),
+            (
+                f.fail_work().is_some(),
+                origin.name("--fail-work", "race.fail_work"),
+            ),
+            (
+                f.hang_up().is_some(),
+                origin.name("--hang-up", "race.hang_up"),
+            ),
+            (
+                self.store.cache_pressure() > 0,
+                origin.name("--cache-pressure", "race.cache_pressure"),
+            ),
+        ];
+        if let Some((_, name)) = other.into_iter().find(|(given, _)| *given) {
+            bail!("{failover} retries the completed request on the new primary; drop {name}");
         }
         Ok(())
     }
@@ -550,7 +557,7 @@ impl RaceSettings {
 
 /// The strategies able to take an option (see [`Can`]), as its refusal
 /// names them: `guard`, or `a or b`.
-fn able(can: fn(Can) -> bool) -> String {
+pub(super) fn able(can: fn(Can) -> bool) -> String {
     let names: Vec<&str> = StrategyKind::ALL
         .iter()
         .filter(|k| can(k.spec().can))

@@ -1,9 +1,8 @@
 //! The race: N concurrent workers, one key, one strategy, a real connection pool.
 
-mod beside;
 mod blocking;
 mod checks;
-pub mod input;
+pub mod options;
 mod over_http;
 pub mod replicas;
 mod result;
@@ -18,6 +17,7 @@ pub use crate::request::fault;
 #[cfg(feature = "internals")]
 pub use crate::request::{Answer, Failure};
 pub use crate::request::{Lease, Outcome, Request, StepEvent, Trace};
+pub use options::{ReadFrom, Synchronous};
 #[cfg(feature = "internals")]
 pub use result::EXPECTED_XP_ROWS;
 pub use result::{
@@ -27,8 +27,5 @@ pub use result::{
 pub use runner::Race;
 #[cfg(feature = "internals")]
 pub use settings::MAX_KEY_LEN;
-pub use settings::{
-    App, CrashPlan, DEFAULT_KEY, DEFAULT_ON_FAILURE, DEFAULT_STORE, DEFAULT_STRATEGY, Failover,
-    RaceSettings, ReadFrom, Synchronous, Transport,
-};
+pub use settings::{App, CrashPlan, DEFAULT_KEY, DEFAULT_STRATEGY, RaceSettings, Transport};
 pub use worker_report::WorkerReport;

@@ -72,8 +72,8 @@ impl RaceSettings {
         Shape {
             fingerprint: self.app.fingerprint,
             work: self.app.work,
-            checkout_timeout: self.app.checkout_timeout,
-            fail_work: self.faults.fail_work,
+            checkout_timeout: self.app.pool.checkout_timeout(),
+            fail_work: self.faults.fail_work(),
             key_scope: self.app.key_scope,
             on_hangup: self.app.on_hangup,
         }
@@ -96,12 +96,12 @@ impl Wire {
         let end = Arc::new(WireEnd {
             target: Target::parse(&format!(
                 "http://{addr}/lessons/{}/complete",
-                s.requests.lesson
+                s.requests.lesson()
             ))?,
             handled: Mutex::new(HashMap::new()),
             hang_ups: s
                 .faults
-                .hang_up
+                .hang_up()
                 .map(|plan| (Arc::new(HangUps::new(plan.worker)), s.app.work / 2)),
         });
         let told = end.clone();
@@ -138,7 +138,8 @@ impl Wire {
         let end = Arc::new(WireEnd {
             target: Target::parse(&format!(
                 "http://{}/lessons/{}/complete",
-                replicas.front, s.requests.lesson
+                replicas.front,
+                s.requests.lesson()
             ))?,
             handled: Mutex::new(HashMap::new()),
             hang_ups: None,

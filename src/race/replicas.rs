@@ -109,13 +109,13 @@ impl Replicas {
         let n = app.replicas;
         // Through PgBouncer, each replica is given PgBouncer's address as
         // its database, bookkeeping and all, and goes there directly.
-        let url = match app.via {
+        let url = match app.pool.via() {
             Via::Direct => db.url_for_replicas().to_string(),
             Via::Pgbouncer => db.pgbouncer_url().await?,
         };
         let settings = serde_json::to_string(&App {
             replicas: 1,
-            via: Via::Direct,
+            pool: app.pool.direct(),
             ..app.clone()
         })?;
         let exe = program()?;

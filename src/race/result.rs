@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::settings::{CrashPlan, RaceSettings, Synchronous, Transport};
+use super::options::Synchronous;
+use super::settings::{CrashPlan, RaceSettings, Transport};
 use super::worker_report::WorkerReport;
 use crate::db::RowCounts;
 use crate::db::via::Via;
@@ -24,7 +25,7 @@ pub struct StandbyFigures {
     /// Its `recovery_min_apply_delay`, in ms (`--replica-delay-ms`).
     pub apply_delay_ms: u64,
     /// Where the strategy's finds read.
-    pub read_from: super::settings::ReadFrom,
+    pub read_from: super::options::ReadFrom,
     /// WAL the standby had not replayed, in bytes: the primary's
     /// `pg_current_wal_lsn()` less the standby's `pg_last_wal_replay_lsn()`.
     pub lag_bytes: i64,
@@ -185,24 +186,25 @@ impl RaceResult {
             run,
             strategy: s.app.strategy,
             strategy_file: s.app.guard_file.map(|f| f.0.name.as_str()),
-            transport: s.requests.transport,
-            threads: (s.requests.transport == Transport::Http).then_some(s.app.threads),
+            transport: s.requests.transport(),
+            threads: (s.requests.transport() == Transport::Http).then_some(s.app.threads),
             replicas: s.app.replicas,
-            via: s.app.via,
-            workers: s.requests.workers,
-            pool_size: s.app.pool_size,
-            runner_holds_connection: s.app.runner_holds_connection,
+            via: s.app.pool.via(),
+            workers: s.requests.workers(),
+            pool_size: s.app.pool.size(),
+            runner_holds_connection: s.app.pool.runner_holds_connection(),
             work_ms: s.work_ms(),
             loser_policy: s.loser_kind(),
-            store: s.store.kind,
-            cache_pressure: s.store.cache_pressure,
-            crash: s.faults.crash,
-            hang_up: s.faults.hang_up,
+            store: s.store.kind(),
+            cache_pressure: s.store.cache_pressure(),
+            crash: s.faults.crash(),
+            hang_up: s.faults.hang_up(),
             on_hangup: s.app.on_hangup,
-            transaction: s.app.transaction,
-            isolation: (s.app.transaction == Transaction::Request).then_some(s.app.isolation),
-            retry_serialization: s.app.retry_serialization,
-            key: s.requests.key.clone(),
+            transaction: s.app.transaction.scope(),
+            isolation: (s.app.transaction.scope() == Transaction::Request)
+                .then_some(s.app.transaction.isolation()),
+            retry_serialization: s.app.transaction.retries(),
+            key: s.requests.key().to_string(),
             orm: s.app.orm,
             key_rows: counts.key_rows,
             pending_key_rows: counts.pending_key_rows,

@@ -9,13 +9,14 @@ use anyhow::{Context, Result, bail};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
-use super::beside::{Beside, catch_up_limit, with_setting};
 use super::blocking::BlockWatch;
+use super::options::ReadFrom;
+use super::options::{self, Beside, catch_up_limit, with_setting};
 use super::over_http::{Wire, WireEnd, run_client};
 use super::result::RaceResult;
-use super::settings::{RaceSettings, ReadFrom, Transport};
+use super::settings::{RaceSettings, Transport};
 use super::stepper::Controller;
-use super::worker_report::{WorkerReport, abandoned, mark_duplicates};
+use super::worker_report::{WorkerReport, mark_duplicates};
 use crate::db::pool::{self, Conn, Workers, warm_pool};
 use crate::db::standby;
 use crate::db::via::Via;
@@ -24,8 +25,7 @@ use crate::http::app::{App, Watch};
 use crate::request::fault::{Fault, FaultKind, FaultPoint};
 use crate::request::ledger::Ledger;
 use crate::request::service::ServiceCalls;
-use crate::request::{Lease, Outcome, Request, StepHook, Trace};
-use crate::store::cache;
+use crate::request::{Lease, Request, StepHook, Trace};
 use crate::strategy::{LoserPolicy, Strategy, respond};
 
 /// One replica's app, its strategy (to forget between runs) and the
@@ -90,17 +90,17 @@ impl<'db> Race<'db> {
         let own = fits(db, &settings).await?;
         let standby = match settings.app.standby {
             Some(plan) => {
-                let pool_size = settings.app.pool_size;
+                let pool_size = settings.app.pool.size();
                 Some(Beside::start(db, plan, pool_size, role.as_deref()).await?)
             }
             None => None,
         };
-        let mut connect = db.workers_via(settings.app().via).await?;
+        let mut connect = db.workers_via(settings.app().pool.via()).await?;
         if let Some(role) = &role {
             connect.config.user(role);
         }
         if let Some(plan) = settings.app.standby
-            && settings.app().via == Via::Direct
+            && settings.app().pool.via() == Via::Direct
         {
             // How long the app's commits wait for the standby is the
             // sessions' own setting; the bookkeeping's never waits.
@@ -118,7 +118,7 @@ impl<'db> Race<'db> {
             strategy.start(&pool).await?;
         }
         let service = ServiceCalls::default();
-        let wire = match settings.requests.transport {
+        let wire = match settings.requests.transport() {
             Transport::Http if settings.app.replicas > 1 => {
                 Some(Wire::replicas(db, &settings).await?)
             }
@@ -197,7 +197,7 @@ impl<'db> Race<'db> {
         drive: impl AsyncFnOnce(&mut Controller) -> Result<()>,
     ) -> Result<RaceResult> {
         let (mut controller, hooks) =
-            Controller::new(self.settings.requests.workers, self.db.meta.clone());
+            Controller::new(self.settings.requests.workers(), self.db.meta.clone());
         let started = self.start(Some(hooks)).await?;
         let driven = drive(&mut controller).await;
         // Whatever the driver did, let the rest run to the end.
@@ -227,9 +227,9 @@ impl<'db> Race<'db> {
         // The runner's own connection, held for the whole race as the app's
         // main thread holds one: the pool has one fewer for the workers.
         // Over replicas, each replica's runner holds its own.
-        let held = match s.app.runner_holds_connection && s.app.replicas == 1 {
+        let held = match s.app.pool.runner_holds_connection() && s.app.replicas == 1 {
             true => Some(
-                pool::checkout(&self.pool, s.app.checkout_timeout)
+                pool::checkout(&self.pool, s.app.pool.checkout_timeout())
                     .await
                     .map_err(|e| {
                         anyhow::anyhow!(
@@ -254,7 +254,7 @@ impl<'db> Race<'db> {
             strategy: self.strategy.clone(),
             gate: gate_rx,
             ready: Arc::new(Semaphore::new(0)),
-            checkout_timeout: s.app.checkout_timeout,
+            checkout_timeout: s.app.pool.checkout_timeout(),
             strike_delay: s.app.work / 2,
             wire: self.wire.as_ref().map(|w| w.end.clone()),
             reader: self.reader(),
@@ -267,19 +267,19 @@ impl<'db> Race<'db> {
         });
         let calls_before = self.service.count();
         let mut workers = JoinSet::new();
-        for worker in 1..=s.requests.workers {
+        for worker in 1..=s.requests.workers() {
             let mut req = Request::new(
                 worker,
-                s.requests.key.clone(),
+                s.requests.key().to_string(),
                 s.params(worker),
                 s.app.fingerprint,
                 s.app.work,
             );
-            req.work_fails = s.faults.fail_work == Some(worker);
+            req.work_fails = s.faults.fail_work() == Some(worker);
             req.service = Some(self.service.for_request());
             // A fault fires once, for the first worker that reaches its point
             // (or only for the named worker).
-            let fault = match (s.faults.crash, s.faults.kill_connection) {
+            let fault = match (s.faults.crash(), s.faults.kill_connection()) {
                 (Some(crash), _) if crash.worker.is_none_or(|w| w == worker) => Some(Fault::new(
                     crash.at,
                     FaultKind::Crash,
@@ -301,7 +301,7 @@ impl<'db> Race<'db> {
         }
         // Open the gate only when every worker stands at it.
         crew.ready
-            .acquire_many(u32::try_from(s.requests.workers).context("too many workers")?)
+            .acquire_many(u32::try_from(s.requests.workers()).context("too many workers")?)
             .await?
             .forget();
         // Blocking losers wait on locks: watch who waits for whom.
@@ -319,7 +319,8 @@ impl<'db> Race<'db> {
         })
     }
 
-    /// Waits for the workers, sends any retries, and counts the rows.
+    /// Waits for the workers, has each option do what it does after the
+    /// race, and counts the rows.
     async fn finish(&self, run: usize, st: Started) -> Result<RaceResult> {
         let s = &self.settings;
         let Started {
@@ -330,7 +331,7 @@ impl<'db> Race<'db> {
             started,
             calls_before,
         } = st;
-        let mut reports = Vec::with_capacity(s.requests.workers);
+        let mut reports = Vec::with_capacity(s.requests.workers());
         let mut pids = Vec::new();
         while let Some(joined) = workers.join_next().await {
             let (report, pid) = joined.context("a worker panicked")?;
@@ -345,141 +346,18 @@ impl<'db> Race<'db> {
         if let Some(watch) = watch {
             attribute_blocking(&mut reports, &pids, &watch.finish().await);
         }
-
-        self.after_the_race(&crew, &mut reports, started).await?;
-        // The standby's lag, before a failover cuts it off.
-        let standby = match (s.app.standby, &self.standby) {
-            (Some(plan), Some(beside)) => {
-                Some(beside.figures(self.db, plan, s.app.read_from).await?)
-            }
-            _ => None,
-        };
-        let (counts, failover) = match s.app.standby.and_then(|p| p.failover) {
-            Some(_) => {
-                let beside = self
-                    .standby
-                    .as_ref()
-                    .context("--failover needs the standby")?;
-                let retry = async |pool: Workers, worker: usize| {
-                    let crew = crew.on(pool);
-                    let retried = self.retries(&crew, worker, 1).await?.pop();
-                    retried.context("the retry on the new primary did not run")
-                };
-                let (figures, retry, counts) = beside
-                    .fail_over(self.db, s, &reports, started, retry)
-                    .await?;
-                reports.push(retry);
-                (counts, Some(figures))
-            }
-            None => {
-                let counts = self.db.counts(&s.requests.key).await?;
-                mark_duplicates(&mut reports, counts.kept_xp);
-                (counts, None)
-            }
-        };
-        let mut result = RaceResult::new(run, s, counts, reports, elapsed);
+        for step in AfterRace::IN_ORDER {
+            step.run(self, &crew, &mut reports, started).await?;
+        }
+        let counted = self.count(&crew, &mut reports, started).await?;
+        let mut result = RaceResult::new(run, s, counted.counts, reports, elapsed);
         result.service_calls = match self.replicas() {
             Some(replicas) => replicas.calls().await?,
             None => self.service.count() - calls_before,
         };
-        result.standby = standby;
-        result.failover = failover;
+        result.standby = counted.standby;
+        result.failover = counted.failover;
         Ok(result)
-    }
-
-    /// What each lesson's option does once the workers are done, in order:
-    /// lesson 5's eviction and retry, lesson 7's recovery after a crash or
-    /// a failed work, lesson 9's retry after a hang-up. Their retries join
-    /// `reports`.
-    async fn after_the_race(
-        &self,
-        crew: &Crew,
-        reports: &mut Vec<WorkerReport>,
-        started: Instant,
-    ) -> Result<()> {
-        let s = &self.settings;
-        // Lesson 5's eviction: other traffic fills the cache, then the
-        // client whose response was lost sends the same request again.
-        if s.store.cache_pressure > 0 {
-            self.press_cache().await?;
-            reports.extend(self.retries(crew, 1, 1).await?);
-        }
-        // Lesson 7's recovery: after a crash, the client retries once the
-        // claim's lock has timed out; after a failure, at once.
-        let crashed = reports
-            .iter()
-            .find(|w| w.outcome == Outcome::Crashed)
-            .map(|w| (w.worker, w.answer_ms));
-        if let Some((worker, crashed_at)) = crashed {
-            let due = started + Duration::from_secs_f64(crashed_at / 1000.0) + s.app.lock_timeout;
-            tokio::time::sleep_until(due.into()).await;
-            reports.extend(
-                self.retries(crew, worker, s.faults.recovery_retries)
-                    .await?,
-            );
-        } else if let Some(worker) = s.faults.fail_work {
-            reports.extend(
-                self.retries(crew, worker, s.faults.recovery_retries)
-                    .await?,
-            );
-        }
-        // A client that hung up retries until it gets a final answer.
-        let hung_up = reports
-            .iter()
-            .find(|w| w.outcome == Outcome::HungUp)
-            .map(|w| w.worker);
-        if let Some(worker) = hung_up {
-            let retry = self.retry_after_hang_up(crew, worker).await?;
-            reports.push(retry);
-            // What the app did with the abandoned request, if it went on.
-            if let (Some(end), Some(report)) = (
-                crew.wire.as_ref(),
-                reports.iter_mut().find(|w| w.worker == worker),
-            ) {
-                abandoned(report, end.take_handled(worker), s.app.on_hangup);
-            }
-        }
-        Ok(())
-    }
-
-    /// The retry of a client that hung up: the same request from a new
-    /// worker, sent again every [`HANG_UP_RETRY_EVERY`] while it is
-    /// answered 409, until it gets another answer or the claim's lock
-    /// timeout and the work have passed twice over: past that, the key is
-    /// stuck. Returns the last answer's report, saying how many 409s came
-    /// before it.
-    async fn retry_after_hang_up(&self, crew: &Crew, of: usize) -> Result<WorkerReport> {
-        let s = &self.settings;
-        let settle = 2 * (s.app.lock_timeout + s.app.work) + HANG_UP_RETRY_EVERY;
-        let began = Instant::now();
-        let mut conflicts = 0;
-        loop {
-            let mut req = Request::new(
-                s.requests.workers + 1,
-                s.requests.key.clone(),
-                s.params(of),
-                s.app.fingerprint,
-                s.app.work,
-            );
-            req.service = Some(self.service.for_request());
-            let (mut report, _) = run(crew.clone(), req, None, None).await;
-            report.retry = true;
-            if report.outcome != Outcome::Conflict {
-                if conflicts > 0 {
-                    report.did = format!("after {conflicts} × 409: {}", report.did);
-                }
-                return Ok(report);
-            }
-            conflicts += 1;
-            if began.elapsed() >= settle {
-                report.did = format!(
-                    "still 409 after {:.1} s ({conflicts} tries): the key is stuck",
-                    began.elapsed().as_secs_f64()
-                );
-                return Ok(report);
-            }
-            tokio::time::sleep(HANG_UP_RETRY_EVERY).await;
-        }
     }
 
     /// Sends `count` retries of worker `of`'s request at once, as new
@@ -489,8 +367,8 @@ impl<'db> Race<'db> {
         let mut retries = JoinSet::new();
         for i in 1..=count {
             let mut req = Request::new(
-                s.requests.workers + i,
-                s.requests.key.clone(),
+                s.requests.workers() + i,
+                s.requests.key().to_string(),
                 s.params(of),
                 s.app.fingerprint,
                 s.app.work,
@@ -509,31 +387,120 @@ impl<'db> Race<'db> {
     }
 }
 
-impl Race<'_> {
-    /// Writes `cache_pressure` entries of other keys through the cache, as
-    /// the rest of the application's cache traffic would, evicting as it goes.
-    async fn press_cache(&self) -> Result<()> {
-        let s = &self.settings;
-        let conn = pool::checkout(&self.pool, s.app.checkout_timeout)
-            .await
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "could not get a connection for cache traffic: {}",
-                    pool::describe(&e)
-                )
-            })?;
-        let entry = cache::Entry::new(
-            crate::store::ClaimStatus::Completed,
-            None,
-            None,
-            Duration::from_secs(3600),
-        );
-        for i in 0..s.store.cache_pressure {
-            cache::write(&conn, &format!("other-traffic-{i}"), &entry, s.store.cache)
-                .await
-                .context("cache traffic failed")?;
+/// What the options do once the workers are done, in this order; their
+/// retries join the reports.
+#[derive(Debug, Clone, Copy)]
+enum AfterRace {
+    /// Lesson 5: cache traffic, then the same request again.
+    Eviction,
+    /// Lesson 7: the retries after a crash or a failed work.
+    Recovery,
+    /// Lesson 9: a client that hung up retries until it is answered.
+    HangUp,
+}
+
+impl AfterRace {
+    const IN_ORDER: [AfterRace; 3] = [AfterRace::Eviction, AfterRace::Recovery, AfterRace::HangUp];
+
+    /// Has the option do its step, with what it needs of the race.
+    async fn run(
+        self,
+        race: &Race<'_>,
+        crew: &Crew,
+        reports: &mut Vec<WorkerReport>,
+        started: Instant,
+    ) -> Result<()> {
+        let s = &race.settings;
+        let retries = async |of, count| race.retries(crew, of, count).await;
+        match self {
+            AfterRace::Eviction => {
+                let timeout = s.app.pool.checkout_timeout();
+                let retry = async || retries(1, 1).await;
+                options::press_and_retry(&s.store, &race.pool, timeout, reports, retry).await
+            }
+            AfterRace::Recovery => {
+                let stale_after = s.app.recovery.lock_timeout();
+                options::recover(&s.faults, stale_after, reports, started, retries).await
+            }
+            AfterRace::HangUp => {
+                let settle = options::settle(s.app.recovery.lock_timeout(), s.app.work);
+                let send_again = async |of| race.send_again(crew, of).await;
+                let handled = |worker| crew.wire.as_ref().map(|end| end.take_handled(worker));
+                options::retry_after_hang_up(s.app.on_hangup, settle, reports, send_again, handled)
+                    .await;
+                Ok(())
+            }
         }
-        Ok(())
+    }
+}
+
+/// The rows the race left, counted where they live after the standby's
+/// step: on the primary, or, after a failover, on the new one.
+struct Counted {
+    counts: crate::db::RowCounts,
+    standby: Option<super::result::StandbyFigures>,
+    failover: Option<super::result::FailoverFigures>,
+}
+
+impl Race<'_> {
+    /// The request of worker `of` sent once more, by a new worker.
+    async fn send_again(&self, crew: &Crew, of: usize) -> WorkerReport {
+        let s = &self.settings;
+        let mut req = Request::new(
+            s.requests.workers() + 1,
+            s.requests.key().to_string(),
+            s.params(of),
+            s.app.fingerprint,
+            s.app.work,
+        );
+        req.service = Some(self.service.for_request());
+        run(crew.clone(), req, None, None).await.0
+    }
+
+    /// Lesson 10's step after the race: the standby's lag (before a
+    /// failover cuts it off), then the failover and its retry on the new
+    /// primary if one is asked for; the rows counted where they are then.
+    async fn count(
+        &self,
+        crew: &Crew,
+        reports: &mut Vec<WorkerReport>,
+        started: Instant,
+    ) -> Result<Counted> {
+        let (s, db) = (&self.settings, self.db);
+        let standby = match (s.app.standby, &self.standby) {
+            (Some(plan), Some(beside)) => Some(beside.figures(db, plan, s.app.read_from).await?),
+            _ => None,
+        };
+        if s.app.standby.and_then(|p| p.failover).is_none() {
+            let counts = db.counts(s.requests.key()).await?;
+            mark_duplicates(reports, counts.kept_xp);
+            let failover = None;
+            return Ok(Counted {
+                counts,
+                standby,
+                failover,
+            });
+        }
+        let beside = self
+            .standby
+            .as_ref()
+            .context("--failover needs the standby")?;
+        let retry = async |pool: Workers, worker: usize| {
+            let crew = crew.on(pool);
+            let retried = self.retries(&crew, worker, 1).await?.pop();
+            retried.context("the retry on the new primary did not run")
+        };
+        let (key, pool_size) = (s.requests.key(), s.app.pool.size());
+        let (figures, retry, counts) = beside
+            .fail_over(db, key, pool_size, reports, started, retry)
+            .await?;
+        reports.push(retry);
+        let failover = Some(figures);
+        Ok(Counted {
+            counts,
+            standby,
+            failover,
+        })
     }
 }
 
@@ -546,10 +513,10 @@ async fn fits(db: &Database, settings: &RaceSettings) -> Result<usize> {
     // Over replicas each process has a pool of its own; this one needs
     // a connection only for its bookkeeping.
     // The guard's heartbeat, if it beats, has a connection of its own.
-    let aside = usize::from(settings.app.heartbeat.is_some());
+    let aside = usize::from(settings.app.recovery.heartbeat().is_some());
     let (own, wanted) = match settings.app.replicas {
-        1 => (settings.app.pool_size, settings.app.pool_size + aside),
-        n => (1, n * (settings.app.pool_size + aside) + 1),
+        1 => (settings.app.pool.size(), settings.app.pool.size() + aside),
+        n => (1, n * (settings.app.pool.size() + aside) + 1),
     };
     if let (Some(why), Backend::Server { .. }) = (settings.needs_own_process(), &db.backend) {
         let pooled = pooled::look(db.workers_config()).await;
@@ -561,7 +528,7 @@ async fn fits(db: &Database, settings: &RaceSettings) -> Result<usize> {
             );
         }
     }
-    let via = settings.app().via;
+    let via = settings.app().pool.via();
     // Through PgBouncer the pools are its clients; the server sees at
     // most PgBouncer's own pool.
     let server_side = match via {
@@ -572,7 +539,7 @@ async fn fits(db: &Database, settings: &RaceSettings) -> Result<usize> {
         bail!(
             "--pool-size {} {}is more than the {free} connections the server has free \
              (max_connections less those in use)",
-            settings.app.pool_size,
+            settings.app.pool.size(),
             match settings.app.replicas {
                 1 => String::new(),
                 n => format!("for each of {n} replicas "),
@@ -733,10 +700,6 @@ fn attribute_blocking(
     }
 }
 
-/// How often the client that hung up sends its request again while it is
-/// answered 409.
-const HANG_UP_RETRY_EVERY: Duration = Duration::from_millis(100);
-
 impl Race<'_> {
     /// The course's app on this race's pool and strategy, on fresh tables,
     /// with the runner's connection held (if the settings say so) for as
@@ -746,9 +709,9 @@ impl Race<'_> {
     /// one, is held for as long as the replica lives.
     pub async fn replica_app(&self, number: usize, service: ServiceCalls) -> Result<Replica> {
         let s = &self.settings;
-        let held = match s.app.runner_holds_connection {
+        let held = match s.app.pool.runner_holds_connection() {
             true => Some(
-                pool::checkout(&self.pool, s.app.checkout_timeout)
+                pool::checkout(&self.pool, s.app.pool.checkout_timeout())
                     .await
                     .map_err(|e| anyhow::anyhow!("the replica's runner: {}", pool::describe(&e)))?,
             ),

@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::Race;
-use super::input::RaceInput;
+use super::options::RaceInput;
 use crate::db::Database;
 use crate::limits::Origin;
 use crate::store::StoreKind;
@@ -65,14 +65,13 @@ pub async fn measure(
         .context("no strategy keeps its claims in the cache")?;
     let mut rows = Vec::new();
     for store in [StoreKind::Table, StoreKind::Cache] {
-        let input = RaceInput {
-            workers: Some(plan.workers as u64),
-            work_ms: Some(plan.work.as_millis() as u64),
-            store: Some(store),
-            cache_max_entries: Some(plan.cache.max_entries),
-            cache_max_age: Some(plan.cache.max_age),
-            ..RaceInput::with_strategy(claims)
-        };
+        let input = RaceInput::with_strategy(claims).with(|r| {
+            r.shape.workers = Some(plan.workers as u64);
+            r.app.work_ms = Some(plan.work.as_millis() as u64);
+            r.store.store = Some(store);
+            r.store.cache_max_entries = Some(plan.cache.max_entries);
+            r.store.cache_max_age = Some(plan.cache.max_age);
+        });
         let settings = input.build(Origin::Flags)?;
 
         // 1. The claim race, many times.
@@ -83,15 +82,17 @@ pub async fn measure(
             tick();
         }
         // 2. What is left to audit after the last race.
-        let audit = what_is_left(db, store, &settings.requests().key).await?;
+        let audit = what_is_left(db, store, settings.requests().key()).await?;
 
         // 3. Other traffic past the cache's limit, then the client's retry.
-        let pressed = RaceInput {
-            workers: Some(1),
-            cache_pressure: Some(plan.cache.max_entries + plan.cache.max_entries / 10 + 1),
-            ..input.clone()
-        }
-        .build(Origin::Flags)?;
+        let pressed = input
+            .clone()
+            .with(|r| {
+                r.shape.workers = Some(1);
+                r.eviction.cache_pressure =
+                    Some(plan.cache.max_entries + plan.cache.max_entries / 10 + 1);
+            })
+            .build(Origin::Flags)?;
         let result = Race::prepare(db, pressed).await?.run(1).await?;
         tick();
         let retry = result.reports.iter().find(|w| w.retry).map(|w| w.outcome);
@@ -137,11 +138,10 @@ async fn what_is_left(db: &Database, store: StoreKind, key: &str) -> Result<Stri
 
 /// The mean time of one request alone, its checkout left out, over 50 races.
 async fn uncontended_ms(db: &Database, input: &RaceInput, tick: &impl Fn()) -> Result<f64> {
-    let alone = RaceInput {
-        workers: Some(1),
-        work_ms: Some(0),
-        ..input.clone()
-    };
+    let alone = input.clone().with(|r| {
+        r.shape.workers = Some(1);
+        r.app.work_ms = Some(0);
+    });
     let race = Race::prepare(db, alone.build(Origin::Flags)?).await?;
     let mut total = 0.0;
     for run in 1..=50 {

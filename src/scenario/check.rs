@@ -10,7 +10,7 @@ use crate::db::Database;
 use crate::db::via::Via;
 use crate::keys::{KeysResult, simulate};
 use crate::limits::Origin;
-use crate::race::input::RaceInput;
+use crate::race::options::RaceInput;
 use crate::race::stepper::Controller;
 use crate::race::{Outcome, Race, RaceResult, histogram};
 
@@ -59,11 +59,8 @@ pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
         || scenario
             .race
             .as_ref()
-            .is_some_and(|r| r.via == Some(Via::Pgbouncer));
-    let needs_standby = scenario
-        .race
-        .as_ref()
-        .is_some_and(|r| r.standby == Some(true));
+            .is_some_and(|r| r.app.via == Some(Via::Pgbouncer));
+    let needs_standby = scenario.race.as_ref().is_some_and(|r| r.standby.wanted());
     let front = match needs_pgbouncer {
         true => db.pgbouncer_front().map(Some),
         false => Ok(None),
@@ -161,7 +158,7 @@ async fn race_results(
     let mut results = Vec::new();
     for run in 1..=runs.unwrap_or(1).max(1) as usize {
         race = race.again(run).await?;
-        results.push(match race.settings.requests().schedule.as_deref() {
+        results.push(match race.settings.requests().schedule() {
             Some(schedule) => {
                 race.run_stepped(async |c: &mut Controller| c.follow(schedule, |_, _| Ok(())).await)
                     .await?

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::keys::{CrashPoint, DEFAULT_CRASH_AT, DEFAULT_KEYS_WORK_MS, KeyKind, KeysSettings};
 use crate::limits::{self, Origin};
 use crate::race::Outcome;
-use crate::race::input::RaceInput;
+use crate::race::options::RaceInput;
 
 /// One demonstration.
 #[derive(Debug, Clone, Deserialize)]
@@ -118,11 +118,11 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
     scenario.source = name.clone();
     // A guard file the scenario names sits beside it, wherever it is run from.
     if let Some(race) = &mut scenario.race
-        && let Some(file) = &race.strategy_file
+        && let Some(file) = &race.strategy.strategy_file
         && file.is_relative()
     {
         let beside = path.parent().unwrap_or(Path::new(""));
-        race.strategy_file = Some(beside.join(file));
+        race.strategy.strategy_file = Some(beside.join(file));
     }
     let sections = [
         scenario.race.is_some(),

@@ -602,3 +602,84 @@ fn ctrl_c_during_runs_shows_the_races_that_finished() {
     assert!(stdout.contains("XP rows per run"), "{stdout}");
     assert!(sandbox.leftovers().is_empty(), "{:?}", sandbox.leftovers());
 }
+
+/// Each option group reads its own keys of `[race]`: a bad key or value is
+/// still refused at its own line and column, inside a sub-table too.
+#[test]
+fn a_race_tables_bad_key_or_value_is_refused_where_it_is() {
+    let sandbox = Sandbox::new("race-table");
+    let head = "title = \"t\"\nlesson = 1\nexplain = \"e\"\n[race]\nworkers = 3\n";
+    let cases = [
+        ("wrkers = 5\n", "bad.toml:6:1: unknown field `wrkers`"),
+        (
+            "pool_size = \"six\"\n",
+            "bad.toml:6:13: invalid type: string \"six\"",
+        ),
+        (
+            "cache_max_age = \"soon\"\n",
+            "bad.toml:6:17: \"soon\" is not a duration",
+        ),
+        (
+            "crash = { at = \"mid\" }\n",
+            "bad.toml:6:16: unknown variant `mid`",
+        ),
+        (
+            "[race.crash]\nworker = 2\nat = \"mid\"\n",
+            "bad.toml:8:6: unknown variant `mid`",
+        ),
+        (
+            "http = \"yes\"\n",
+            "bad.toml:6:8: invalid type: string \"yes\"",
+        ),
+        (
+            "no_fingerprint = true\n",
+            "bad.toml:6:1: unknown field `no_fingerprint`",
+        ),
+    ];
+    for (rest, expected) in cases {
+        let file = sandbox.dir.join("bad.toml");
+        std::fs::write(&file, format!("{head}{rest}[expect]\nxp_rows = 1\n")).unwrap();
+        let line = refused(&["scenario", "run", file.to_str().unwrap()]);
+        assert!(line.contains(expected), "{rest:?}: {line}");
+    }
+}
+
+/// What a `[race]` table says reaches the race: each group's keys are read.
+#[test]
+fn a_race_tables_keys_reach_every_group() {
+    let text = "[race]\nstrategy = \"claim-work-complete\"\nworkers = 3\npool_size = 7\n\
+                loser = \"poll\"\npoll_ms = 5\namounts = [1, 2, 3]\nfingerprint = false\n\
+                cache_max_age = \"1500ms\"\nlock_timeout_ms = 900\nretry_serialization = 0\n\
+                recovery_retries = 2\non_hangup = \"finish\"\nrunner_holds_connection = false\n";
+    #[derive(serde::Deserialize)]
+    struct File {
+        race: idem::race::options::RaceInput,
+    }
+    let race = toml::from_str::<File>(text).unwrap().race;
+    assert_eq!(
+        race.strategy.strategy,
+        Some(idem::strategy::StrategyKind::ClaimWorkComplete)
+    );
+    assert_eq!((race.shape.workers, race.app.pool_size), (Some(3), Some(7)));
+    assert_eq!(
+        (race.losers.loser, race.losers.poll_ms),
+        (Some(idem::strategy::LoserKind::Poll), Some(5))
+    );
+    assert_eq!(race.amounts.amounts, Some(vec![1, 2, 3]));
+    assert_eq!(race.fingerprints.fingerprint, Some(false));
+    assert_eq!(
+        race.store.cache_max_age,
+        Some(std::time::Duration::from_millis(1500))
+    );
+    assert_eq!(race.guard.lock_timeout_ms, Some(900));
+    assert_eq!(race.faults.recovery_retries, Some(2));
+    assert_eq!(
+        race.hang_up.on_hangup,
+        Some(idem::http::app::OnHangup::Finish)
+    );
+    assert_eq!(race.app.runner_holds_connection, Some(false));
+    let settings = race.build(idem::limits::Origin::File).unwrap();
+    assert_eq!(settings.app().pool.size(), 7);
+    assert!(!settings.app().pool.runner_holds_connection());
+    assert!(!settings.app().fingerprint);
+}

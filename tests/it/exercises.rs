@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use idem::db::{ConnectOptions, Database};
 use idem::exercise::{EXERCISES, judge};
 use idem::limits::Origin;
-use idem::race::input::RaceInput;
+use idem::race::options::RaceInput;
 
 use crate::common::races::race;
 use crate::common::{Sandbox, refused_in_one_line};
@@ -47,13 +47,13 @@ async fn a_guard_file_of_lesson_one_makes_the_course_figure() {
     let dir = Sandbox::new("guard-file-figure");
     let file = dir.dir.join("1-one-row.toml");
     std::fs::write(&file, EXERCISES[0].start).unwrap();
-    let settings = RaceInput {
-        strategy_file: Some(file.clone()),
-        work_ms: Some(100),
-        ..RaceInput::default()
-    }
-    .build(Origin::Flags)
-    .unwrap();
+    let settings = RaceInput::default()
+        .with(|r| {
+            r.strategy.strategy_file = Some(file.clone());
+            r.app.work_ms = Some(100);
+        })
+        .build(Origin::Flags)
+        .unwrap();
     let r = race(&db, settings).await;
     // Five workers on a pool of five, the runner holding one: at most four
     // find nothing (four in 99% of runs, as race.rs measures for the built-in).
@@ -103,14 +103,14 @@ async fn a_release_step_lets_the_retry_work_after_failed_work() {
     ] {
         let file = dir.dir.join(name);
         std::fs::write(&file, text).unwrap();
-        let settings = RaceInput {
-            strategy_file: Some(file),
-            workers: Some(1),
-            fail_work: Some(1),
-            ..RaceInput::default()
-        }
-        .build(Origin::Flags)
-        .unwrap();
+        let settings = RaceInput::default()
+            .with(|r| {
+                r.strategy.strategy_file = Some(file);
+                r.shape.workers = Some(1);
+                r.faults.fail_work = Some(1);
+            })
+            .build(Origin::Flags)
+            .unwrap();
         let r = race(&db, settings).await;
         seen.push((r.xp_rows, r.pending_key_rows, r.retry_statuses()));
     }
@@ -282,13 +282,13 @@ async fn a_guard_files_request_dropped_mid_work_leaves_no_open_transaction() {
         db.reset().await.unwrap();
         let file = dir.dir.join(name);
         std::fs::write(&file, text).unwrap();
-        let settings = RaceInput {
-            strategy_file: Some(file),
-            lock_timeout_ms: Some(300),
-            ..RaceInput::default()
-        }
-        .build(Origin::Flags)
-        .unwrap();
+        let settings = RaceInput::default()
+            .with(|r| {
+                r.strategy.strategy_file = Some(file);
+                r.guard.lock_timeout_ms = Some(300);
+            })
+            .build(Origin::Flags)
+            .unwrap();
         let strategy = settings.build_strategy();
         // Its own name, so that only its connection is counted below.
         let mut connect = db.workers_config().clone();

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
 use idem::keys::{CrashPoint, KeyKind, KeysSettings, simulate};
-use idem::race::input::RaceInput;
+use idem::race::options::RaceInput;
 use idem::race::{Outcome, RaceResult};
 use idem::strategy::StrategyKind;
 
@@ -31,17 +31,16 @@ async fn a_key_reused_with_other_amounts_gets_422_and_no_work() {
     ] {
         // claim-work-complete: a wide window, every loser sees the pending claim.
         // check-then-store: one worker at a time (pool 2), so it cannot duplicate.
-        let s = RaceInput {
-            strategy: Some(strategy),
-            amounts: Some(AMOUNTS.to_vec()),
-            work_ms: Some(200),
-            pool_size: Some(if strategy == StrategyKind::CheckThenStore {
+        let s = RaceInput::default().with(|r| {
+            r.strategy.strategy = Some(strategy);
+            r.amounts.amounts = Some(AMOUNTS.to_vec());
+            r.app.work_ms = Some(200);
+            r.app.pool_size = Some(if strategy == StrategyKind::CheckThenStore {
                 2
             } else {
                 5
-            }),
-            ..RaceInput::default()
-        };
+            });
+        });
         let r = race(&db, s.built()).await;
         assert_eq!(r.xp_rows, 1, "{strategy}");
         let winner = winner_amount(&r);
@@ -69,16 +68,15 @@ async fn a_key_reused_with_other_amounts_gets_422_and_no_work() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_fingerprints_a_reused_key_silently_replays_the_wrong_result() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
-    let s = RaceInput {
-        strategy: Some(StrategyKind::ClaimWorkComplete),
-        amounts: Some(AMOUNTS.to_vec()),
-        fingerprint: Some(false),
-        work_ms: Some(200),
-        loser: Some(idem::strategy::LoserKind::Poll),
-        poll_ms: Some(5),
-        wait_timeout_ms: Some(5000),
-        ..RaceInput::default()
-    };
+    let s = RaceInput::default().with(|r| {
+        r.strategy.strategy = Some(StrategyKind::ClaimWorkComplete);
+        r.amounts.amounts = Some(AMOUNTS.to_vec());
+        r.fingerprints.fingerprint = Some(false);
+        r.app.work_ms = Some(200);
+        r.losers.loser = Some(idem::strategy::LoserKind::Poll);
+        r.losers.poll_ms = Some(5);
+        r.losers.wait_timeout_ms = Some(5000);
+    });
     let r = race(&db, s.built()).await;
     db.close().await.unwrap();
     assert_eq!(r.xp_rows, 1);
@@ -133,12 +131,12 @@ async fn insert_unique_replays_the_row_that_was_made_not_the_request() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     let r = race(
         &db,
-        RaceInput {
-            strategy: Some(StrategyKind::InsertUnique),
-            amounts: Some(AMOUNTS.to_vec()),
-            ..RaceInput::default()
-        }
-        .built(),
+        RaceInput::default()
+            .with(|r| {
+                r.strategy.strategy = Some(StrategyKind::InsertUnique);
+                r.amounts.amounts = Some(AMOUNTS.to_vec());
+            })
+            .built(),
     )
     .await;
     let made: i32 = sqlx::query_scalar(&db.sql("SELECT amount FROM experience_points"))

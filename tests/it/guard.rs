@@ -7,7 +7,7 @@ use std::time::Duration;
 use idem::db::{ConnectOptions, Database};
 use idem::guard::{Guard, OnFailure};
 use idem::race::fault::FaultPoint;
-use idem::race::input::RaceInput;
+use idem::race::options::RaceInput;
 use idem::race::{CrashPlan, Outcome};
 use idem::request::Step;
 use idem::strategy::StrategyKind;
@@ -18,13 +18,12 @@ use crate::common::races::race;
 const LOCK_TIMEOUT: Duration = Duration::from_millis(300);
 
 fn crash(strategy: StrategyKind, at: FaultPoint) -> RaceInput {
-    RaceInput {
-        strategy: Some(strategy),
-        pool_size: Some(6),
-        lock_timeout_ms: Some(LOCK_TIMEOUT.as_millis() as u64),
-        crash: Some(CrashPlan { worker: None, at }),
-        ..RaceInput::default()
-    }
+    RaceInput::default().with(|r| {
+        r.strategy.strategy = Some(strategy);
+        r.app.pool_size = Some(6);
+        r.guard.lock_timeout_ms = Some(LOCK_TIMEOUT.as_millis() as u64);
+        r.faults.crash = Some(CrashPlan { worker: None, at });
+    })
 }
 
 async fn key_status(db: &Database) -> String {
@@ -67,10 +66,8 @@ async fn after_a_crash_at_any_point_the_retry_finishes_with_one_xp_row() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_owner_stops_beating_and_its_claim_is_taken_over() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
-    let input = RaceInput {
-        heartbeat_ms: Some(LOCK_TIMEOUT.as_millis() as u64 / 3),
-        ..crash(StrategyKind::Guard, FaultPoint::DuringWork)
-    };
+    let input = crash(StrategyKind::Guard, FaultPoint::DuringWork)
+        .with(|r| r.guard.heartbeat_ms = Some(LOCK_TIMEOUT.as_millis() as u64 / 3));
     let r = race(&db, input.built()).await;
     assert_eq!(r.count(Outcome::Crashed), 1);
     assert_eq!(r.xp_rows, 1);
@@ -91,21 +88,19 @@ fn a_heartbeat_is_the_guards_and_faster_than_half_its_timeout() {
             .map(|e| e.to_string())
             .unwrap_or_default()
     };
-    let slow = refused(RaceInput {
-        strategy: Some(StrategyKind::Guard),
-        lock_timeout_ms: Some(100),
-        heartbeat_ms: Some(60),
-        ..RaceInput::default()
-    });
+    let slow = refused(RaceInput::default().with(|r| {
+        r.strategy.strategy = Some(StrategyKind::Guard);
+        r.guard.lock_timeout_ms = Some(100);
+        r.guard.heartbeat_ms = Some(60);
+    }));
     assert!(
         slow.contains("more than half --lock-timeout-ms 100"),
         "{slow}"
     );
-    let other = refused(RaceInput {
-        strategy: Some(StrategyKind::ClaimWorkComplete),
-        heartbeat_ms: Some(60),
-        ..RaceInput::default()
-    });
+    let other = refused(RaceInput::default().with(|r| {
+        r.strategy.strategy = Some(StrategyKind::ClaimWorkComplete);
+        r.guard.heartbeat_ms = Some(60);
+    }));
     assert!(
         other.contains("--heartbeat-ms needs --strategy guard"),
         "{other}"
@@ -118,11 +113,9 @@ async fn two_retries_racing_for_a_stale_claim_still_make_one_xp_row() {
     for _ in 0..5 {
         let r = race(
             &db,
-            RaceInput {
-                recovery_retries: Some(2),
-                ..crash(StrategyKind::Guard, FaultPoint::AfterClaim)
-            }
-            .built(),
+            crash(StrategyKind::Guard, FaultPoint::AfterClaim)
+                .with(|r| r.faults.recovery_retries = Some(2))
+                .built(),
         )
         .await;
         assert_eq!(r.xp_rows, 1);
@@ -142,13 +135,13 @@ async fn a_killed_connection_mid_work_is_retried_and_the_claim_ends_completed() 
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     let r = race(
         &db,
-        RaceInput {
-            strategy: Some(StrategyKind::Guard),
-            pool_size: Some(6),
-            kill_connection: Some(true),
-            ..RaceInput::default()
-        }
-        .built(),
+        RaceInput::default()
+            .with(|r| {
+                r.strategy.strategy = Some(StrategyKind::Guard);
+                r.app.pool_size = Some(6);
+                r.faults.kill_connection = true;
+            })
+            .built(),
     )
     .await;
     // 1 XP row, no duplicate: scenarios/7-guard-kill-connection.toml.
@@ -188,12 +181,13 @@ async fn without_the_guard_the_same_crashes_go_wrong() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_work_is_stored_and_replayed_or_released_and_run_again() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
-    let failing = |on_failure| RaceInput {
-        strategy: Some(StrategyKind::Guard),
-        workers: Some(1),
-        fail_work: Some(1),
-        on_failure: Some(on_failure),
-        ..RaceInput::default()
+    let failing = |on_failure| {
+        RaceInput::default().with(|r| {
+            r.strategy.strategy = Some(StrategyKind::Guard);
+            r.shape.workers = Some(1);
+            r.faults.fail_work = Some(1);
+            r.guard.on_failure = Some(on_failure);
+        })
     };
     let stored = race(&db, failing(OnFailure::Store).built()).await;
     assert_eq!(stored.xp_rows, 0);

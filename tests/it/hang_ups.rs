@@ -191,7 +191,7 @@ async fn a_client_that_hangs_up_mid_work_leaves_what_the_app_and_strategy_make_o
     use idem::db::{ConnectOptions, Database};
     use idem::http::app::OnHangup;
     use idem::race::fault::FaultPoint;
-    use idem::race::input::RaceInput;
+    use idem::race::options::RaceInput;
     use idem::race::{CrashPlan, Outcome};
     use idem::strategy::StrategyKind;
 
@@ -199,17 +199,18 @@ async fn a_client_that_hangs_up_mid_work_leaves_what_the_app_and_strategy_make_o
     use crate::common::races::race;
 
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
-    let hang_up = |strategy: StrategyKind, on_hangup: OnHangup| RaceInput {
-        strategy: Some(strategy),
-        http: Some(true),
-        work_ms: Some(200),
-        lock_timeout_ms: Some(500),
-        on_hangup: Some(on_hangup),
-        hang_up: Some(CrashPlan {
-            worker: None,
-            at: FaultPoint::DuringWork,
-        }),
-        ..RaceInput::default()
+    let hang_up = |strategy: StrategyKind, on_hangup: OnHangup| {
+        RaceInput::default().with(|r| {
+            r.strategy.strategy = Some(strategy);
+            r.wire.http = true;
+            r.app.work_ms = Some(200);
+            r.guard.lock_timeout_ms = Some(500);
+            r.hang_up.on_hangup = Some(on_hangup);
+            r.faults.hang_up = Some(CrashPlan {
+                worker: None,
+                at: FaultPoint::DuringWork,
+            });
+        })
     };
     let retry_of = |r: &idem::race::RaceResult| {
         assert_eq!(r.count(Outcome::HungUp), 1, "one client hung up");

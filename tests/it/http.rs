@@ -6,7 +6,7 @@
 //! as rates over many runs, as the in-process races are.
 
 use idem::db::{ConnectOptions, Database};
-use idem::race::input::RaceInput;
+use idem::race::options::RaceInput;
 use idem::race::{Outcome, Transport};
 use idem::strategy::StrategyKind;
 use serde_json::Value;
@@ -18,11 +18,10 @@ use crate::common::app::{Served, expected_marks, marks_of};
 use crate::common::races::races;
 
 fn over_http(strategy: StrategyKind) -> RaceInput {
-    RaceInput {
-        strategy: Some(strategy),
-        http: Some(true),
-        ..RaceInput::default()
-    }
+    RaceInput::default().with(|r| {
+        r.strategy.strategy = Some(strategy);
+        r.wire.http = true;
+    })
 }
 
 const AWARD: &str = r#"{"user_id": 42, "amount": 10}"#;
@@ -41,10 +40,8 @@ async fn race_over_http_reproduces_the_course_figures() {
 
     // Lesson 1 as the course runs it, its test runner holding a
     // connection: 1 key row, 4 XP rows; every client was told 201.
-    let course = RaceInput {
-        runner_holds_connection: Some(true),
-        ..over_http(StrategyKind::CheckThenStore)
-    };
+    let course = over_http(StrategyKind::CheckThenStore)
+        .with(|r| r.app.runner_holds_connection = Some(true));
     let r = races(&db, course.clone().built(), 100).await;
     assert!(
         r.iter()
@@ -64,10 +61,7 @@ async fn race_over_http_reproduces_the_course_figures() {
     // Every worker has a connection, five XP rows: with a pool of six, or
     // by default, as a Rails server on Puma holds no connection outside
     // its requests.
-    let six = RaceInput {
-        pool_size: Some(6),
-        ..course
-    };
+    let six = course.with(|r| r.app.pool_size = Some(6));
     for (what, input) in [
         ("a pool of six", six),
         (

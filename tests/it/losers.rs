@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
-use idem::race::input::RaceInput;
+use idem::race::options::RaceInput;
 use idem::race::{Outcome, Race, RaceResult, RaceSettings};
 use idem::strategy::{LoserPolicy, StrategyKind};
 
@@ -19,11 +19,10 @@ const LONGER: Duration = Duration::from_secs(5);
 const SHORTER: Duration = Duration::from_millis(50);
 
 fn settings(loser: LoserPolicy) -> RaceInput {
-    RaceInput {
-        strategy: Some(StrategyKind::ClaimWorkComplete),
-        work_ms: Some(WORK.as_millis() as u64),
-        ..crate::common::races::loser_input(loser)
-    }
+    crate::common::races::loser_input(loser).with(|r| {
+        r.strategy.strategy = Some(StrategyKind::ClaimWorkComplete);
+        r.app.work_ms = Some(WORK.as_millis() as u64);
+    })
 }
 
 /// Runs a race while another session watches the server, and returns the
@@ -209,12 +208,12 @@ async fn a_waiting_loser_gives_up_when_its_wait_runs_out() {
     ] {
         let r = race(
             &db,
-            RaceInput {
-                pool_size: Some(6),
-                work_ms: Some(work.as_millis() as u64),
-                ..settings(policy)
-            }
-            .built(),
+            settings(policy)
+                .with(|r| {
+                    r.app.pool_size = Some(6);
+                    r.app.work_ms = Some(work.as_millis() as u64);
+                })
+                .built(),
         )
         .await;
         let winner = r

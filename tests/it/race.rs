@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
 use idem::race::Outcome;
-use idem::race::input::RaceInput;
+use idem::race::options::RaceInput;
 use idem::strategy::StrategyKind;
 
 use crate::common::Built;
@@ -15,10 +15,7 @@ use crate::common::TIMING;
 use crate::common::races::races;
 
 fn settings(strategy: StrategyKind) -> RaceInput {
-    RaceInput {
-        strategy: Some(strategy),
-        ..RaceInput::default()
-    }
+    RaceInput::default().with(|r| r.strategy.strategy = Some(strategy))
 }
 
 async fn open() -> Database {
@@ -73,14 +70,13 @@ async fn check_then_store_duplicates_as_many_times_as_the_workers_have_connectio
         (8, 5, true, 4),
     ];
     for (workers, pool_size, runner, expected) in cases {
-        let s = RaceInput {
-            strategy: Some(StrategyKind::CheckThenStore),
-            workers: Some(workers as u64),
-            pool_size: Some(pool_size as u64),
-            runner_holds_connection: Some(runner),
-            work_ms: Some(wide.as_millis() as u64),
-            ..RaceInput::default()
-        };
+        let s = RaceInput::default().with(|r| {
+            r.strategy.strategy = Some(StrategyKind::CheckThenStore);
+            r.shape.workers = Some(workers as u64);
+            r.app.pool_size = Some(pool_size as u64);
+            r.app.runner_holds_connection = Some(runner);
+            r.app.work_ms = Some(wide.as_millis() as u64);
+        });
         let s = s.built();
         assert_eq!(s.lesson_figure(), expected);
         for r in races(&db, s, 5).await {
@@ -113,13 +109,12 @@ async fn claim_work_complete_and_insert_unique_make_exactly_one_xp_row() {
     for strategy in [StrategyKind::ClaimWorkComplete, StrategyKind::InsertUnique] {
         for (workers, pool_size) in cases {
             for work_ms in [0, 20] {
-                let s = RaceInput {
-                    strategy: Some(strategy),
-                    workers: Some(workers as u64),
-                    pool_size: Some(pool_size as u64),
-                    work_ms: Some(work_ms),
-                    ..RaceInput::default()
-                };
+                let s = RaceInput::default().with(|r| {
+                    r.strategy.strategy = Some(strategy);
+                    r.shape.workers = Some(workers as u64);
+                    r.app.pool_size = Some(pool_size as u64);
+                    r.app.work_ms = Some(work_ms);
+                });
                 let runs = if workers >= 100 { 2 } else { 10 };
                 for r in races(&db, s.built(), runs).await {
                     let what = format!(
@@ -160,12 +155,11 @@ async fn claim_losers_answer_409_while_pending_and_replay_when_completed() {
     let _serial = TIMING.lock().await;
     let db = open().await;
     // Six connections, five workers: all claim at once while the winner works 200 ms.
-    let pending = RaceInput {
-        strategy: Some(StrategyKind::ClaimWorkComplete),
-        pool_size: Some(6),
-        work_ms: Some(200),
-        ..RaceInput::default()
-    };
+    let pending = RaceInput::default().with(|r| {
+        r.strategy.strategy = Some(StrategyKind::ClaimWorkComplete);
+        r.app.pool_size = Some(6);
+        r.app.work_ms = Some(200);
+    });
     for r in races(&db, pending.built(), 3).await {
         assert_eq!(
             (r.count(Outcome::Created), r.count(Outcome::Conflict)),
@@ -178,12 +172,11 @@ async fn claim_losers_answer_409_while_pending_and_replay_when_completed() {
     }
     // Pool 2 with the runner's connection: the workers go one at a time,
     // so every loser finds the claim completed and replays the winner's body.
-    let serial = RaceInput {
-        strategy: Some(StrategyKind::ClaimWorkComplete),
-        pool_size: Some(2),
-        work_ms: Some(5),
-        ..RaceInput::default()
-    };
+    let serial = RaceInput::default().with(|r| {
+        r.strategy.strategy = Some(StrategyKind::ClaimWorkComplete);
+        r.app.pool_size = Some(2);
+        r.app.work_ms = Some(5);
+    });
     for r in races(&db, serial.built(), 3).await {
         assert_eq!(
             (r.count(Outcome::Created), r.count(Outcome::Replayed)),
@@ -210,13 +203,12 @@ async fn without_a_guard_xp_rows_equal_workers() {
     let _serial = TIMING.lock().await;
     let db = open().await;
     for (workers, pool_size) in [(1, 2), (5, 5), (30, 4)] {
-        let s = RaceInput {
-            strategy: Some(StrategyKind::None),
-            workers: Some(workers as u64),
-            pool_size: Some(pool_size as u64),
-            work_ms: Some(1),
-            ..RaceInput::default()
-        };
+        let s = RaceInput::default().with(|r| {
+            r.strategy.strategy = Some(StrategyKind::None);
+            r.shape.workers = Some(workers as u64);
+            r.app.pool_size = Some(pool_size as u64);
+            r.app.work_ms = Some(1);
+        });
         for r in races(&db, s.built(), 3).await {
             assert_eq!(r.xp_rows, workers as u64);
             assert_eq!(r.key_rows, 0);
@@ -234,10 +226,7 @@ async fn without_a_guard_xp_rows_equal_workers() {
 async fn with_no_work_time_check_then_store_reports_its_distribution() {
     let _serial = TIMING.lock().await;
     let db = open().await;
-    let s = RaceInput {
-        work_ms: Some(0),
-        ..RaceInput::default()
-    };
+    let s = RaceInput::default().with(|r| r.app.work_ms = Some(0));
     let results = races(&db, s.built(), 200).await;
     db.close().await.unwrap();
     let mut histogram = std::collections::BTreeMap::new();
@@ -257,14 +246,13 @@ async fn with_no_work_time_check_then_store_reports_its_distribution() {
 async fn a_checkout_timeout_is_reported_as_an_outcome() {
     let _serial = TIMING.lock().await;
     let db = open().await;
-    let s = RaceInput {
-        strategy: Some(StrategyKind::ClaimWorkComplete),
-        workers: Some(3),
-        pool_size: Some(2),
-        work_ms: Some(300),
-        checkout_timeout_ms: Some(50),
-        ..RaceInput::default()
-    };
+    let s = RaceInput::default().with(|r| {
+        r.strategy.strategy = Some(StrategyKind::ClaimWorkComplete);
+        r.shape.workers = Some(3);
+        r.app.pool_size = Some(2);
+        r.app.work_ms = Some(300);
+        r.app.checkout_timeout_ms = Some(50);
+    });
     let r = races(&db, s.built(), 1).await.remove(0);
     db.close().await.unwrap();
     // One connection for three workers; the winner holds it for 300 ms, longer than the others wait.
@@ -281,11 +269,10 @@ async fn a_checkout_timeout_is_reported_as_an_outcome() {
 async fn activerecords_statements_give_the_course_figure_too() {
     let _serial = TIMING.lock().await;
     let db = open().await;
-    let input = RaceInput {
-        orm: Some(idem::strategy::orm::Orm::Activerecord),
-        work_ms: Some(200),
-        ..RaceInput::with_strategy(StrategyKind::CheckThenStore)
-    };
+    let input = RaceInput::with_strategy(StrategyKind::CheckThenStore).with(|r| {
+        r.strategy.orm = Some(idem::strategy::orm::Orm::Activerecord);
+        r.app.work_ms = Some(200);
+    });
     for r in races(&db, input.clone().built(), 3).await {
         assert_eq!((r.key_rows, r.xp_rows), (1, 4));
         for w in &r.reports {
@@ -298,10 +285,7 @@ async fn activerecords_statements_give_the_course_figure_too() {
         }
     }
     db.close().await.unwrap();
-    let guard = RaceInput {
-        strategy: Some(StrategyKind::Guard),
-        ..input
-    };
+    let guard = input.with(|r| r.strategy.strategy = Some(StrategyKind::Guard));
     let err = guard
         .build(idem::limits::Origin::Flags)
         .unwrap_err()
@@ -320,10 +304,7 @@ async fn activerecords_statements_give_the_course_figure_too() {
 async fn every_race_counts_the_service_calls_beside_the_rows() {
     let _serial = TIMING.lock().await;
     let db = open().await;
-    let wide = |strategy| RaceInput {
-        work_ms: Some(200),
-        ..RaceInput::with_strategy(strategy)
-    };
+    let wide = |strategy| RaceInput::with_strategy(strategy).with(|r| r.app.work_ms = Some(200));
     for (strategy, rows, calls) in [
         (StrategyKind::CheckThenStore, 4, 4),
         (StrategyKind::ClaimWorkComplete, 1, 1),
@@ -336,15 +317,14 @@ async fn every_race_counts_the_service_calls_beside_the_rows() {
     }
     // A crash halfway through the work: the call was made, and the retry
     // that takes the stale claim over makes it again. One row, two calls.
-    let crash = RaceInput {
-        pool_size: Some(6),
-        lock_timeout_ms: Some(300),
-        crash: Some(idem::race::CrashPlan {
+    let crash = wide(StrategyKind::Guard).with(|r| {
+        r.app.pool_size = Some(6);
+        r.guard.lock_timeout_ms = Some(300);
+        r.faults.crash = Some(idem::race::CrashPlan {
             worker: None,
             at: idem::race::fault::FaultPoint::DuringWork,
-        }),
-        ..wide(StrategyKind::Guard)
-    };
+        });
+    });
     for r in races(&db, crash.built(), 2).await {
         assert_eq!((r.xp_rows, r.service_calls), (1, 2));
     }

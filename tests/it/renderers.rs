@@ -8,7 +8,7 @@
 use idem::db::RowCounts;
 use idem::limits::Origin;
 use idem::probe::conformance::Check;
-use idem::race::input::RaceInput;
+use idem::race::options::RaceInput;
 use idem::race::{Outcome, RaceResult, RaceSettings, WorkerReport};
 use idem::report;
 use idem::report::runs::RunsSummary;

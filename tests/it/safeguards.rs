@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
-use idem::race::input::RaceInput;
+use idem::race::options::RaceInput;
 use idem::race::stepper::{Controller, Standing};
 use idem::race::{Outcome, Race, RaceResult, RaceSettings, WorkerReport};
 use idem::store::StoreKind;
@@ -24,14 +24,13 @@ const LOCK_TIMEOUT: Duration = Duration::from_millis(300);
 const PAST_THE_TIMEOUT: Duration = Duration::from_millis(400);
 
 fn guard(workers: usize) -> RaceInput {
-    RaceInput {
-        strategy: Some(StrategyKind::Guard),
-        workers: Some(workers as u64),
-        pool_size: Some((workers + 1) as u64),
-        work_ms: Some(0),
-        lock_timeout_ms: Some(LOCK_TIMEOUT.as_millis() as u64),
-        ..RaceInput::default()
-    }
+    RaceInput::default().with(|r| {
+        r.strategy.strategy = Some(StrategyKind::Guard);
+        r.shape.workers = Some(workers as u64);
+        r.app.pool_size = Some((workers + 1) as u64);
+        r.app.work_ms = Some(0);
+        r.guard.lock_timeout_ms = Some(LOCK_TIMEOUT.as_millis() as u64);
+    })
 }
 
 /// Every shape that keeps a claim: the guard, and claim-work-complete in both stores.
@@ -127,12 +126,12 @@ async fn a_request_arriving_while_the_claim_is_pending_gets_409_and_does_no_work
     for (strategy, store) in CLAIM_SHAPES {
         let r = stepped(
             &db,
-            RaceInput {
-                strategy: Some(strategy),
-                store: Some(store),
-                ..guard(2)
-            }
-            .built(),
+            guard(2)
+                .with(|r| {
+                    r.strategy.strategy = Some(strategy);
+                    r.store.store = Some(store);
+                })
+                .built(),
             async |c| {
                 until_before(c, 1, Step::Work).await?;
                 until_finished(c, 2).await?;
@@ -166,12 +165,12 @@ async fn a_request_after_completion_replays_the_stored_response() {
     for (strategy, store) in CLAIM_SHAPES {
         let r = stepped(
             &db,
-            RaceInput {
-                strategy: Some(strategy),
-                store: Some(store),
-                ..guard(2)
-            }
-            .built(),
+            guard(2)
+                .with(|r| {
+                    r.strategy.strategy = Some(strategy);
+                    r.store.store = Some(store);
+                })
+                .built(),
             async |c| {
                 until_finished(c, 1).await?;
                 until_finished(c, 2).await
@@ -245,15 +244,12 @@ async fn a_reused_key_with_other_parameters_gets_422_before_any_work_on_every_pa
             ("after completion", Step::Checkout),
         ] {
             let loser = crate::common::races::loser_input(loser);
-            let settings = RaceInput {
-                strategy: Some(strategy),
-                store: Some(store),
-                loser: loser.loser,
-                poll_ms: loser.poll_ms,
-                wait_timeout_ms: loser.wait_timeout_ms,
-                amounts: Some(vec![10, 20]),
-                ..guard(2)
-            };
+            let settings = guard(2).with(|r| {
+                r.strategy.strategy = Some(strategy);
+                r.store.store = Some(store);
+                r.losers = loser.losers.clone();
+                r.amounts.amounts = Some(vec![10, 20]);
+            });
             let r = stepped(&db, settings.built(), async |c| {
                 if winner == Step::Work {
                     until_before(c, 1, Step::Work).await?;
@@ -396,16 +392,16 @@ async fn a_crash_before_the_completion_never_leaves_its_xp_row() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     let race = Race::prepare(
         &db,
-        RaceInput {
-            workers: Some(1),
-            pool_size: Some(3),
-            crash: Some(CrashPlan {
-                worker: Some(1),
-                at: FaultPoint::BeforeComplete,
-            }),
-            ..guard(1)
-        }
-        .built(),
+        guard(1)
+            .with(|r| {
+                r.shape.workers = Some(1);
+                r.app.pool_size = Some(3);
+                r.faults.crash = Some(CrashPlan {
+                    worker: Some(1),
+                    at: FaultPoint::BeforeComplete,
+                });
+            })
+            .built(),
     )
     .await
     .unwrap();

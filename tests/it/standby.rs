@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
 use idem::limits::Origin;
-use idem::race::input::RaceInput;
+use idem::race::options::RaceInput;
 use idem::race::{Race, ReadFrom};
 use idem::strategy::StrategyKind;
 
@@ -93,12 +93,13 @@ fn a_standby_of_a_users_server_is_refused() {
 async fn a_find_on_a_lagging_standby_duplicates_where_the_primary_would_not() {
     let _timing = crate::common::TIMING.lock().await;
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
-    let race = |strategy, read_from| RaceInput {
-        strategy: Some(strategy),
-        standby: Some(true),
-        read_from: Some(read_from),
-        replica_delay_ms: Some(200),
-        ..RaceInput::default()
+    let race = |strategy, read_from| {
+        RaceInput::default().with(|r| {
+            r.strategy.strategy = Some(strategy);
+            r.standby.standby = true;
+            r.standby.read_from = Some(read_from);
+            r.standby.replica_delay_ms = Some(200);
+        })
     };
     let mut seen = Vec::new();
     for (strategy, read_from) in [

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
-use idem::race::input::RaceInput;
+use idem::race::options::RaceInput;
 use idem::race::{Outcome, Race, RaceResult, RaceSettings};
 use idem::store::StoreKind;
 use idem::store::audit::audit;
@@ -13,12 +13,11 @@ use idem::strategy::StrategyKind;
 use crate::common::Built;
 
 fn settings(store: StoreKind) -> RaceInput {
-    RaceInput {
-        strategy: Some(StrategyKind::ClaimWorkComplete),
-        store: Some(store),
-        cache_max_entries: Some(50),
-        ..RaceInput::default()
-    }
+    RaceInput::default().with(|r| {
+        r.strategy.strategy = Some(StrategyKind::ClaimWorkComplete);
+        r.store.store = Some(store);
+        r.store.cache_max_entries = Some(50);
+    })
 }
 
 async fn races(db: &Database, s: RaceSettings, runs: usize) -> Vec<RaceResult> {
@@ -34,10 +33,7 @@ async fn races(db: &Database, s: RaceSettings, runs: usize) -> Vec<RaceResult> {
 async fn the_table_store_makes_one_xp_row_with_and_without_cache_pressure() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     for pressure in [0, 60] {
-        let s = RaceInput {
-            cache_pressure: Some(pressure),
-            ..settings(StoreKind::Table)
-        };
+        let s = settings(StoreKind::Table).with(|r| r.eviction.cache_pressure = Some(pressure));
         for r in races(&db, s.built(), 10).await {
             assert_eq!(r.xp_rows, 1, "pressure {pressure}");
             if pressure > 0 {
@@ -78,11 +74,10 @@ async fn claims_in_the_cache_store_duplicate_when_the_entry_is_absent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eviction_makes_the_retry_do_the_work_again_on_the_cache_store() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
-    let s = RaceInput {
-        workers: Some(1),
-        cache_pressure: Some(60),
-        ..settings(StoreKind::Cache)
-    };
+    let s = settings(StoreKind::Cache).with(|r| {
+        r.shape.workers = Some(1);
+        r.eviction.cache_pressure = Some(60);
+    });
     let r = races(&db, s.built(), 1).await.remove(0);
     db.close().await.unwrap();
     // 2 XP rows: scenarios/5-cache-eviction.toml. Here, who made the second.

@@ -6,7 +6,7 @@
 //! machine (docs/transactions.md).
 
 use idem::db::{ConnectOptions, Database};
-use idem::race::input::RaceInput;
+use idem::race::options::RaceInput;
 use idem::race::{Outcome, RaceResult};
 use idem::strategy::Step;
 use idem::strategy::StrategyKind;
@@ -21,13 +21,12 @@ async fn open() -> Database {
 }
 
 fn within(strategy: StrategyKind, isolation: Isolation, retries: u64) -> RaceInput {
-    RaceInput {
-        strategy: Some(strategy),
-        transaction: Some(Transaction::Request),
-        isolation: Some(isolation),
-        retry_serialization: Some(retries),
-        ..RaceInput::default()
-    }
+    RaceInput::default().with(|r| {
+        r.strategy.strategy = Some(strategy);
+        r.transaction.transaction = Some(Transaction::Request);
+        r.transaction.isolation = Some(isolation);
+        r.transaction.retry_serialization = Some(retries);
+    })
 }
 
 /// The SQLSTATEs the requests that did not create the row met.

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use idem::db::{ConnectOptions, Database};
 use idem::limits::Origin;
-use idem::race::input::RaceInput;
+use idem::race::options::RaceInput;
 
 use crate::common::server::Server;
 use crate::common::{Sandbox, refused_in_one_line};
@@ -29,14 +29,14 @@ fn guard_file(dir: &Path, name: &str, find: &str, store: &str) -> PathBuf {
 /// or the one line the race was refused with when the server refused a
 /// statement as the file's statements are checked before the race.
 async fn raced(db: &Database, file: PathBuf) -> Vec<String> {
-    let settings = RaceInput {
-        strategy_file: Some(file),
-        workers: Some(2),
-        work_ms: Some(0),
-        ..RaceInput::default()
-    }
-    .build(Origin::Flags)
-    .unwrap();
+    let settings = RaceInput::default()
+        .with(|r| {
+            r.strategy.strategy_file = Some(file);
+            r.shape.workers = Some(2);
+            r.app.work_ms = Some(0);
+        })
+        .build(Origin::Flags)
+        .unwrap();
     match Race::prepare(db, settings).await {
         Ok(prepared) => {
             let r = prepared.run(1).await.unwrap();

@@ -312,7 +312,7 @@ pub trait Built {
     fn built(self) -> idem::race::RaceSettings;
 }
 
-impl Built for idem::race::input::RaceInput {
+impl Built for idem::race::options::RaceInput {
     fn built(self) -> idem::race::RaceSettings {
         self.build(idem::limits::Origin::Flags)
             .expect("a test's settings are valid")

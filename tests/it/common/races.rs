@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use idem::db::Database;
-use idem::race::input::RaceInput;
+use idem::race::options::RaceInput;
 use idem::race::{Race, RaceResult, RaceSettings};
 use idem::strategy::LoserPolicy;
 
@@ -18,12 +18,11 @@ pub fn loser_input(loser: LoserPolicy) -> RaceInput {
         } => (Some(loser.kind()), ms(every), ms(give_up_after)),
         LoserPolicy::Block { give_up_after } => (Some(loser.kind()), None, ms(give_up_after)),
     };
-    RaceInput {
-        loser: kind,
-        poll_ms,
-        wait_timeout_ms,
-        ..RaceInput::default()
-    }
+    RaceInput::default().with(|r| {
+        r.losers.loser = kind;
+        r.losers.poll_ms = poll_ms;
+        r.losers.wait_timeout_ms = wait_timeout_ms;
+    })
 }
 
 /// One race with these settings.

@@ -4,9 +4,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::result::{FailoverFigures, StandbyFigures};
-use super::settings::{RaceSettings, ReadFrom, StandbyPlan, Synchronous};
-use super::worker_report::WorkerReport;
+use super::super::super::result::{FailoverFigures, StandbyFigures};
+use super::super::super::worker_report::WorkerReport;
+use super::{ReadFrom, StandbyPlan, Synchronous};
 use crate::db::Database;
 use crate::db::pool::{self, Workers, warm_pool};
 use crate::db::standby::{self, Standby, StandbyShape};
@@ -19,28 +19,30 @@ const CATCH_UP_SLACK: Duration = Duration::from_secs(10);
 /// How long a standby may take to replay what the primary wrote: its
 /// apply delay, and its link's a few times over (a connection across the
 /// link takes several trips to start streaming).
-pub(super) fn catch_up_limit(plan: StandbyPlan) -> Duration {
+pub(crate) fn catch_up_limit(plan: StandbyPlan) -> Duration {
     plan.apply_delay + plan.link_delay.unwrap_or_default() * 10 + CATCH_UP_SLACK
 }
 
 /// The hot standby beside a race (`--standby`, `--standby-url`), and what reads it.
-pub(super) struct Beside {
+pub(crate) struct Beside {
     /// idem's own standby; `None` for the user's, which idem only reads.
     standby: Option<Standby>,
     /// The pool the finds read from with `--read-from standby`.
-    pub(super) reader: Workers,
+    pub(crate) reader: Workers,
     /// How the app's connections reach the standby: after a failover, the
     /// new primary's pool is made with it.
     connect: pool::Connect,
     /// A connection that asks the standby how far it has replayed.
-    pub(super) watch: pool::Conn,
+    pub(crate) watch: pool::Conn,
+    /// How the app's commits wait for it.
+    synchronous: Synchronous,
 }
 
 impl Beside {
     /// Starts idem's standby (a second or so of pg_basebackup and
     /// start-up, before the race), or finds the user's, and opens what
     /// reads it.
-    pub(super) async fn start(
+    pub(crate) async fn start(
         db: &Database,
         plan: StandbyPlan,
         pool_size: usize,
@@ -79,13 +81,14 @@ impl Beside {
             reader,
             connect,
             watch,
+            synchronous: plan.synchronous,
         })
     }
 
     /// idem's own standby, which a failover promotes.
     /// The standby's lag (lesson 10) once the workers are done, before a
     /// failover cuts it off.
-    pub(super) async fn figures(
+    pub(crate) async fn figures(
         &self,
         db: &Database,
         plan: StandbyPlan,
@@ -115,15 +118,15 @@ impl Beside {
     /// proxy or a DNS switch would) and has `retry` send the first
     /// completed request's worker again there. Returns the figures, the
     /// retry's report, and the new primary's counts after it.
-    pub(super) async fn fail_over(
+    pub(crate) async fn fail_over(
         &self,
         db: &Database,
-        s: &RaceSettings,
+        key: &str,
+        pool_size: usize,
         reports: &[WorkerReport],
         started: Instant,
         retry: impl AsyncFnOnce(Workers, usize) -> Result<WorkerReport>,
     ) -> Result<(FailoverFigures, WorkerReport, crate::db::RowCounts)> {
-        let key = &s.requests.key;
         let link = self
             .own()?
             .link()
@@ -145,14 +148,11 @@ impl Beside {
         let promote = self.own()?.promote().await?;
         let new_primary = self.own()?.connect().await?;
         let promoted = db.counts_on(&new_primary, key).await?;
-        let pool = warm_pool(&self.connect, s.app.pool_size).await?;
+        let pool = warm_pool(&self.connect, pool_size).await?;
         let mut retry = retry(pool, acknowledged.worker).await?;
         retry.did = format!("on the new primary: {}", retry.did);
         let after = db.counts_on(&new_primary, key).await?;
-        if s.app
-            .standby
-            .is_some_and(|p| p.synchronous == Synchronous::RemoteApply)
-        {
+        if self.synchronous == Synchronous::RemoteApply {
             // The old primary no longer waits for the standby it lost.
             standby::make_synchronous(db, false, CATCH_UP_SLACK).await?;
         }
@@ -173,7 +173,7 @@ impl Beside {
         Ok((figures, retry, after))
     }
 
-    pub(super) fn own(&self) -> Result<&Standby> {
+    pub(crate) fn own(&self) -> Result<&Standby> {
         self.standby
             .as_ref()
             .context("idem promotes only a standby of its own")
@@ -181,7 +181,7 @@ impl Beside {
 }
 
 /// `config` with a server setting for every session it opens.
-pub(super) fn with_setting(
+pub(crate) fn with_setting(
     mut config: tokio_postgres::Config,
     name: &str,
     value: &str,

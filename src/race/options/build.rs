@@ -1,0 +1,167 @@
+//! The one builder: a race as the user described it (flags or a scenario file) turned into checked settings.
+//!
+//! [`RaceInput::build`] is the only place that asks each option group to
+//! resolve itself (its defaults and its own checks) and then validates the
+//! whole, naming settings as the user wrote them; the [`RaceSettings`] it
+//! returns cannot be made or changed anywhere else.
+
+use anyhow::{Result, bail};
+
+use super::super::settings::{App, DEFAULT_STRATEGY, RaceSettings};
+use super::{RaceInput, STEPPED_WORKERS};
+use crate::limits::{self, Origin};
+use crate::strategy::guard_file::{self, GuardRef};
+use crate::strategy::transaction::{Isolation, Transaction};
+use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
+
+impl RaceInput {
+    /// The checked settings.
+    pub fn build(&self, origin: Origin) -> Result<RaceSettings> {
+        let loser = self.losers.resolve(None, true, origin)?;
+        self.assemble(loser, origin)
+    }
+
+    /// The checked settings with `loser` in place of the given policy, as
+    /// `compare --losers` runs each policy in turn: a timing given for
+    /// another policy is then not an error, merely unused.
+    pub fn build_with_loser(&self, loser: LoserKind, origin: Origin) -> Result<RaceSettings> {
+        let loser = self.losers.resolve(Some(loser), false, origin)?;
+        self.assemble(loser, origin)
+    }
+
+    /// The same input for `strategy`, as `compare` runs every strategy in
+    /// turn: the loser's settings go to the strategies that have losers.
+    pub fn for_strategy(&self, strategy: StrategyKind) -> RaceInput {
+        self.clone().with(|r| {
+            r.strategy.strategy = Some(strategy);
+            if !strategy.has_losers() {
+                r.losers = super::LoserInput::none();
+            }
+        })
+    }
+
+    /// The checked settings of a race `idem step` drives from the command
+    /// line: two to five workers, each with a connection of its own unless
+    /// the pool size is given, and none of the faults, which need a race
+    /// that runs by itself.
+    pub fn build_stepped(&self) -> Result<RaceSettings> {
+        let workers = self.shape.workers.unwrap_or(limits::WORKERS.default());
+        // Before the pool is sized from it, so that no message names a pool
+        // the user never asked for.
+        if !STEPPED_WORKERS.contains(&(workers as usize)) {
+            bail!("idem step drives 2 to 5 workers; give --workers from 2 to 5, not {workers}");
+        }
+        if self.faults.any() || self.eviction.cache_pressure.is_some_and(|n| n > 0) {
+            bail!("idem step drives one plain race; faults and cache pressure are for `idem race`");
+        }
+        if self.wire.http {
+            bail!(
+                "idem step pauses workers inside idem, between statements; --http is for `idem race`"
+            );
+        }
+        let own_connections = workers + 1 > limits::POOL_SIZE.default();
+        self.clone()
+            .with(|r| {
+                r.app.pool_size = r.app.pool_size.or(own_connections.then_some(workers + 1));
+            })
+            .build(Origin::Flags)
+    }
+
+    fn assemble(&self, loser: LoserPolicy, origin: Origin) -> Result<RaceSettings> {
+        let Some(path) = self.strategy.strategy_file.as_deref() else {
+            return self.assemble_with(loser, None, origin);
+        };
+        let file = guard_file::load(path)?;
+        self.with_guard_file(file, origin)?
+            .assemble_with(loser, Some(file), origin)
+    }
+
+    /// This input with what a guard file says of the app: its shape for
+    /// the strategy, its request transaction where the flags say nothing.
+    fn with_guard_file(&self, file: GuardRef, origin: Origin) -> Result<RaceInput> {
+        if let Some(strategy) = self.strategy.strategy {
+            bail!(
+                "{} is the strategy; drop {} {strategy}",
+                origin.name("--strategy-file", "race.strategy_file"),
+                origin.name("--strategy", "race.strategy =")
+            );
+        }
+        let t = &self.transaction;
+        let agreed = |given: Option<&str>, said: Option<&str>, flag, key| match (given, said) {
+            (Some(given), Some(said)) if given != said => bail!(
+                "{} says {said}; {} {given} says otherwise",
+                file.name,
+                origin.name(flag, key)
+            ),
+            _ => Ok(()),
+        };
+        agreed(
+            t.transaction.map(Transaction::name),
+            file.transaction.map(Transaction::name),
+            "--transaction",
+            "race.transaction =",
+        )?;
+        agreed(
+            t.isolation.map(Isolation::name),
+            file.isolation.map(Isolation::name),
+            "--isolation",
+            "race.isolation =",
+        )?;
+        Ok(self.clone().with(|r| {
+            r.strategy.strategy = Some(file.shape.kind());
+            r.transaction.transaction = r.transaction.transaction.or(file.transaction);
+            r.transaction.isolation = r.transaction.isolation.or(file.isolation);
+        }))
+    }
+
+    fn assemble_with(
+        &self,
+        loser: LoserPolicy,
+        guard_file: Option<GuardRef>,
+        origin: Origin,
+    ) -> Result<RaceSettings> {
+        let strategy = self.strategy.strategy.unwrap_or(DEFAULT_STRATEGY);
+        if self.losers.loser.is_some() && !strategy.has_losers() {
+            bail!(
+                "{} applies to claim-work-complete; with {strategy} no request loses a claim",
+                origin.name("--loser", "race.loser")
+            );
+        }
+        let settings = RaceSettings {
+            requests: self.shape.resolve(&self.wire, self.amounts.amounts()),
+            app: App {
+                strategy,
+                guard_file,
+                pool: self.app.pool(self.wire.http),
+                work: self.app.work(),
+                orm: self.strategy.orm.unwrap_or_default(),
+                threads: self.app.threads(),
+                replicas: self.wire.replicas.unwrap_or(limits::REPLICAS.default()) as usize,
+                fingerprint: self.fingerprints.fingerprint(),
+                loser,
+                recovery: self.guard.resolve(),
+                transaction: self.transaction.resolve(strategy, origin)?,
+                key_scope: self.shape.key_scope.unwrap_or_default(),
+                on_hangup: self.hang_up.on_hangup.unwrap_or_default(),
+                standby: self.standby.resolve(origin)?,
+                read_from: self.standby.read_from(),
+            },
+            store: self.store.resolve(&self.eviction),
+            faults: self.faults.resolve(),
+        };
+        settings.validate_from(origin)?;
+        Ok(settings)
+    }
+
+    /// An app replica's settings: the app group it was sent, in a race over
+    /// HTTP of one process, checked as any race's.
+    pub fn replica(app: App) -> Result<RaceSettings> {
+        let http = RaceInput::default().with(|r| r.wire.http = true);
+        let settings = RaceSettings {
+            app: App { replicas: 1, ..app },
+            ..http.build(Origin::Flags)?
+        };
+        settings.validate_from(Origin::Flags)?;
+        Ok(settings)
+    }
+}

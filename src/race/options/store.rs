@@ -1,0 +1,164 @@
+//! Lesson 5: where claim-work-complete keeps its claims, what the store remembers, and the cache traffic after the race.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::super::worker_report::WorkerReport;
+use crate::db::pool::{self, Workers};
+use crate::limits::{self, help_with_default as with_default};
+use crate::store::StoreKind;
+use crate::store::cache::{self, CacheLimits};
+
+/// Where claims live unless told otherwise.
+pub const DEFAULT_STORE: StoreKind = StoreKind::Table;
+
+/// The longest `--cache-max-age`: about a hundred years, far from where the
+/// store's `now() - max_age` would leave PostgreSQL's timestamp range.
+pub const MAX_CACHE_AGE: Duration = Duration::from_secs(5218 * 604_800);
+
+/// `--store` and the cache store's limits.
+#[derive(Debug, Clone, Default, Args, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreInput {
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_enum,
+          help = with_default(
+              "Where claim-work-complete keeps its claims: the key table, or a \
+               Solid-Cache-like store (lesson 5).",
+              DEFAULT_STORE.name()))]
+    pub store: Option<StoreKind>,
+
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::CACHE_MAX_ENTRIES.parser(),
+          help = limits::CACHE_MAX_ENTRIES.help(
+              "The cache store's entry limit; past it the oldest entries are evicted."))]
+    pub cache_max_entries: Option<u64>,
+
+    /// The cache store's age limit (e.g. 90s, 24h, 2w) [default: 2w].
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_name = "DURATION", value_parser = limits::duration, allow_hyphen_values = true)]
+    #[serde(
+        deserialize_with = "duration_text",
+        serialize_with = "as_duration_text"
+    )]
+    pub cache_max_age: Option<Duration>,
+}
+
+/// What the race does to the store afterwards, and what it shows.
+#[derive(Debug, Clone, Default, Args, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EvictionInput {
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::CACHE_PRESSURE.parser(),
+          help = limits::CACHE_PRESSURE.help(
+              "After the race, write N other keys to the cache, then retry the same \
+               request: does its claim survive eviction?"))]
+    pub cache_pressure: Option<u64>,
+
+    /// After the race, show what each store can still tell about the key.
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long)]
+    #[serde(skip)]
+    pub audit: bool,
+}
+
+/// A duration written as text in a file: `cache_max_age = "2w"`.
+fn duration_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let text = String::deserialize(d)?;
+    limits::duration(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+/// A duration as a file may write it, in milliseconds: `"90000ms"`.
+fn as_duration_text<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_some(&format!("{}ms", d.as_millis())),
+        None => s.serialize_none(),
+    }
+}
+
+/// Where claim-work-complete keeps its claims, and the cache traffic
+/// after the race.
+#[derive(Debug, Clone, Copy)]
+pub struct Store {
+    kind: StoreKind,
+    cache: CacheLimits,
+    /// After the race: this many writes of other keys to the cache, then
+    /// one retry of the same request (lesson 5's eviction demonstration).
+    cache_pressure: u64,
+}
+
+impl StoreInput {
+    /// The store, with the eviction after the race.
+    pub(super) fn resolve(&self, eviction: &EvictionInput) -> Store {
+        Store {
+            kind: self.store.unwrap_or(DEFAULT_STORE),
+            cache: CacheLimits {
+                max_entries: self
+                    .cache_max_entries
+                    .unwrap_or(limits::CACHE_MAX_ENTRIES.default()),
+                max_age: self.cache_max_age.unwrap_or(CacheLimits::default().max_age),
+            },
+            cache_pressure: eviction
+                .cache_pressure
+                .unwrap_or(limits::CACHE_PRESSURE.default()),
+        }
+    }
+}
+
+impl Store {
+    /// Where the claims live.
+    pub fn kind(&self) -> StoreKind {
+        self.kind
+    }
+
+    /// The cache store's limits.
+    pub fn cache(&self) -> CacheLimits {
+        self.cache
+    }
+
+    /// How many other keys are written to the cache after the race.
+    pub fn cache_pressure(&self) -> u64 {
+        self.cache_pressure
+    }
+}
+/// Lesson 5's eviction, after the race: other traffic fills the cache
+/// through `pool`, then `retry` sends the request whose response was lost
+/// again.
+pub(crate) async fn press_and_retry(
+    store: &Store,
+    pool: &Workers,
+    checkout_timeout: Duration,
+    reports: &mut Vec<WorkerReport>,
+    retry: impl AsyncFnOnce() -> Result<Vec<WorkerReport>>,
+) -> Result<()> {
+    if store.cache_pressure == 0 {
+        return Ok(());
+    }
+    let conn = pool::checkout(pool, checkout_timeout).await.map_err(|e| {
+        anyhow::anyhow!(
+            "could not get a connection for cache traffic: {}",
+            pool::describe(&e)
+        )
+    })?;
+    let entry = cache::Entry::new(
+        crate::store::ClaimStatus::Completed,
+        None,
+        None,
+        Duration::from_secs(3600),
+    );
+    for i in 0..store.cache_pressure {
+        cache::write(&conn, &format!("other-traffic-{i}"), &entry, store.cache)
+            .await
+            .context("cache traffic failed")?;
+    }
+    drop(conn);
+    reports.extend(retry().await?);
+    Ok(())
+}
