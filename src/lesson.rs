@@ -70,6 +70,8 @@ pub enum View {
     /// A row of the lesson's matrix (`idem matrix`), shown after the last
     /// of them; the scenario itself is shown in one line.
     Matrix,
+    /// An `[explore]` scenario: held and failed in how many interleavings.
+    Explore,
 }
 
 impl View {
@@ -83,6 +85,7 @@ impl View {
             "losers" => View::Losers,
             "audit" => View::Audit,
             "matrix" => View::Matrix,
+            "explore" => View::Explore,
             _ => return None,
         })
     }

@@ -27,9 +27,9 @@ macro_rules! internal {
 }
 
 internal!(
-    app, bench, challenge, cli, commands, controls, db, exercise, files, http, keys, lesson,
-    limits, matrix, pooler, probe, progress, race, report, request, scenario, signals, store,
-    strategy, trust,
+    app, bench, challenge, cli, commands, controls, db, exercise, explore, files, http, keys,
+    lesson, limits, matrix, pooler, probe, progress, race, report, request, scenario, signals,
+    store, strategy, trust,
 );
 
 pub use app::main;
@@ -55,6 +55,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Matrix(a) => dispatch(c::matrix::plan(&a)?, s).await,
         Command::Stores(a) => dispatch(c::stores::plan(&a)?, s).await,
         Command::Step(a) => dispatch(c::step::plan(&a)?, s).await,
+        Command::Explore(a) => dispatch(c::explore::plan(&a)?, s).await,
         Command::Keys(a) => dispatch(c::keys::plan(&a)?, s).await,
         Command::Bench(a) => dispatch(c::bench::plan(&a)?, s).await,
         Command::Audit(a) => dispatch(c::audit::plan(&a)?, s).await,

@@ -214,6 +214,10 @@ pub const STORES_CACHE_MAX_ENTRIES: Limit =
 
 /// A worker `idem step --schedule` may name: it drives two to five.
 pub const SCHEDULE_WORKER: Limit = flag("--schedule", 1, 5);
+/// `idem step --goal`: the XP rows a puzzle asks the scheduler to make.
+pub const GOAL_XP_ROWS: Limit = flag("--goal", 0, 5);
+/// `idem explore`: the most interleavings one exploration runs.
+pub const MAX_INTERLEAVINGS: Limit = with_default(flag("--max-interleavings", 1, 1_000_000), 5_000);
 /// A lesson of the course.
 pub const LESSON: Limit = flag("<NUMBER>", 1, 10);
 

@@ -64,6 +64,9 @@ pub enum Command {
     Matrix(race::MatrixArgs),
     /// Drive the interleaving step by step, by hand or with --schedule.
     Step(race::StepArgs),
+    /// Run the guard under every interleaving of its requests' steps, each
+    /// from fresh tables, and show the shortest one that breaks it.
+    Explore(race::ExploreArgs),
     /// List or run the scenario files, each checked against its expected figures.
     Scenario(teaching::ScenarioArgs),
     /// Clients that crash and retry with random or derived keys (lesson 6).

@@ -26,6 +26,11 @@ pub struct CompareArgs {
     #[arg(long)]
     pub losers: bool,
 
+    /// Explore every interleaving of each strategy's requests (two unless
+    /// --workers says otherwise) instead of racing them: held in K of N.
+    #[arg(long, conflicts_with_all = ["losers", "runs"])]
+    pub explore: bool,
+
     #[command(flatten)]
     pub race: RaceFlags,
 
@@ -43,6 +48,13 @@ pub struct StepArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',',
           value_parser = limits::SCHEDULE_WORKER.parser())]
     pub schedule: Option<Vec<u64>>,
+
+    /// A puzzle: you are the scheduler, and the goal is to make the guard
+    /// leave N XP rows. At the end idem says whether you did, and in how
+    /// many of all the orders it can be done (exit 1 if you did not).
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::GOAL_XP_ROWS.parser())]
+    pub goal: Option<u64>,
 
     #[command(flatten)]
     pub race: RaceFlags,
@@ -85,6 +97,29 @@ pub struct MatrixArgs {
 
     #[command(flatten)]
     pub standby: StandbyInput,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ExploreArgs {
+    #[command(flatten)]
+    pub strategy: StrategyFlag,
+
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::MAX_INTERLEAVINGS.parser(),
+          help = limits::MAX_INTERLEAVINGS.help(
+              "The most interleavings to run; past it the exploration stops and says how \
+               many it ran, never that the guard holds in all."))]
+    pub max_interleavings: Option<u64>,
+
+    /// Print the exploration as one JSON object and nothing else on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub input: crate::race::options::RaceInput,
 
     #[command(flatten)]
     pub connect: ConnectArgs,

@@ -6,17 +6,23 @@ use super::command::OnDatabase;
 use crate::cli::race::CompareArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::limits::Origin;
+use crate::race::options::RaceInput;
 use crate::race::{Race, RaceResult, RaceSettings};
 use crate::report::losers::LoserRow;
 use crate::report::runs::{RunsSummary, render_compare};
 use crate::report::{self, Output};
 use crate::strategy::{LoserKind, StrategyKind};
 
+/// The requests `compare --explore` explores unless `--workers` says otherwise.
+const EXPLORED_WORKERS: u64 = 2;
+
 /// What the table's rows compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compared {
     Strategies,
     Losers,
+    /// The strategies, each under every interleaving (`--explore`).
+    Interleavings,
 }
 
 pub struct Plan {
@@ -67,19 +73,24 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
                 skipped.join(", ")
             )
         });
+        let build = |input: RaceInput| match args.explore {
+            true => input
+                .with(|r| r.shape.workers = r.shape.workers.or(Some(EXPLORED_WORKERS)))
+                .build_stepped(),
+            false => input.build(Origin::Flags),
+        };
         let mut rows = StrategyKind::course()
             .filter(|s| !finds_on_standby || s.finds_by_reading())
-            .map(|s| {
-                let settings = course.for_strategy(s).build(Origin::Flags)?;
-                Ok((s.name().to_string(), settings))
-            })
+            .map(|s| Ok((s.name().to_string(), build(course.for_strategy(s))?)))
             .collect::<Result<Vec<_>>>()?;
         // A guard file is one more row, beside the course's five.
         if let Some(path) = &args.race.input.strategy.strategy_file {
-            let settings = args.race.input(None).build(Origin::Flags)?;
-            rows.push((path.display().to_string(), settings));
+            rows.push((path.display().to_string(), build(args.race.input(None))?));
         }
-        (Compared::Strategies, rows)
+        match args.explore {
+            true => (Compared::Interleavings, rows),
+            false => (Compared::Strategies, rows),
+        }
     };
     Ok(Plan {
         db: args.connect.with_standby(&args.race.input.standby)?,
@@ -97,6 +108,9 @@ impl OnDatabase for Plan {
     }
 
     async fn run_on(self, db: &Database) -> Result<()> {
+        if self.compared == Compared::Interleavings {
+            return explore_each(db, self.rows, self.out).await;
+        }
         let total = self.runs * self.rows.len() as u64;
         let out = self.out;
         let progress = out.progress(total, "races");
@@ -112,7 +126,7 @@ impl OnDatabase for Plan {
                 if line.is_empty() {
                     line = match self.compared {
                         Compared::Losers => report::race::settings_line_for_every_loser(&result),
-                        Compared::Strategies => report::race::settings_line(&result),
+                        _ => report::race::settings_line(&result),
                     };
                 }
                 // Worker details are only needed for the loser table's latencies.
@@ -138,6 +152,7 @@ impl OnDatabase for Plan {
                 }
                 text
             }
+            Compared::Interleavings => String::new(),
             Compared::Losers => {
                 let rows: Vec<LoserRow> = results
                     .iter()
@@ -147,4 +162,29 @@ impl OnDatabase for Plan {
             }
         })
     }
+}
+
+/// `compare --explore`: each row explored whole (or reduced, past the
+/// bound), one JSON object per row, then the table.
+async fn explore_each(db: &Database, rows: Vec<(String, RaceSettings)>, out: Output) -> Result<()> {
+    let progress = report::progress::counter(!out.for_people(), "interleavings");
+    let mut found = Vec::new();
+    let mut done = 0;
+    for (label, settings) in rows {
+        let replay = match settings.app().guard_file {
+            Some(file) => format!("idem step --strategy-file {}", file.0.name),
+            None => format!("idem step -s {label}"),
+        };
+        let replay = format!("{replay} --workers {}", settings.requests().workers());
+        let e =
+            crate::explore::explore(db, settings, crate::explore::DEFAULT_BOUND, &replay, |n| {
+                progress.set_position(done + n)
+            })
+            .await?;
+        done += e.interleavings;
+        out.record(&e, |_| String::new())?;
+        found.push((label, e));
+    }
+    progress.finish_and_clear();
+    out.text(|| report::explore::render_compare(&found))
 }

@@ -319,8 +319,11 @@ fn show_view(
     losers: &mut Vec<LoserRow>,
 ) -> Result<()> {
     let first = verdict.results.first();
+    if let (View::Explore, Some(found)) = (view, &verdict.explored) {
+        return emit(&format!("{}\n", report::explore::render(found)));
+    }
     match (view, first) {
-        (View::Verdict, _) | (_, None) => {}
+        (View::Verdict | View::Explore, _) | (_, None) => {}
         (View::Race, Some(r)) => emit(&format!("{}\n", report::race::render(r)))?,
         (View::Trace, Some(r)) => emit(&format!(
             "{}\n{}\n",

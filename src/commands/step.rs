@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Result, bail};
 
 use super::command::OnDatabase;
+use super::step_puzzle as puzzle;
 use crate::cli::race::StepArgs;
 use crate::db::{ConnectOptions, Database, book};
 use crate::race::stepper::{Controller, Standing};
@@ -24,6 +25,8 @@ pub struct Plan {
     pub sql: bool,
     pub files: report::trace_file::Files,
     pub out: Output,
+    /// `--goal`: the XP rows the scheduler is asked to make.
+    pub goal: Option<u64>,
 }
 
 pub fn plan(args: &StepArgs) -> Result<Plan> {
@@ -47,6 +50,7 @@ pub fn plan(args: &StepArgs) -> Result<Plan> {
             files
         },
         out: Output::from_json_flag(args.race.show.json),
+        goal: args.goal,
     })
 }
 
@@ -58,6 +62,9 @@ impl OnDatabase for Plan {
     async fn run_on(self, db: &Database) -> Result<()> {
         let race = Race::prepare(db, self.settings.clone()).await?;
         let quiet = !self.out.for_people();
+        if let Some(goal) = self.goal {
+            self.out.text(|| puzzle::told(&self.settings, goal))?;
+        }
         let schedule = self.settings.requests().schedule();
         let result = race
             .run_stepped(async |controller: &mut Controller| {
@@ -77,7 +84,11 @@ impl OnDatabase for Plan {
         };
         self.out
             .text(|| report::timeline::render_with(&result, shown))?;
-        self.files.write(&result, self.out)
+        self.files.write(&result, self.out)?;
+        match self.goal {
+            Some(goal) => puzzle::judged(db, self.settings, goal, &result, self.out).await,
+            None => Ok(()),
+        }
     }
 }
 

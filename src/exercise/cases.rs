@@ -89,6 +89,9 @@ pub async fn judge(db: &Database, lesson: u8, file: &Path) -> Result<Vec<Check>>
         let r = Race::prepare(db, settings).await?.run(1).await?;
         checks.push(verdict(&r));
     }
+    if super::explored::LESSONS.contains(&lesson) {
+        checks.push(super::explored::every_interleaving(db, file).await?);
+    }
     Ok(checks)
 }
 

@@ -7,6 +7,7 @@
 //! must pass their own cases (the tests hold them to it).
 
 pub mod cases;
+pub mod explored;
 pub mod key_design;
 pub mod store_choice;
 

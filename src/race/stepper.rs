@@ -48,6 +48,11 @@ pub struct Controller {
     found: BTreeMap<usize, String>,
     meta: PgPool,
     free_running: bool,
+    /// How long a step runs before the controller looks for a lock wait.
+    settle: Duration,
+    /// Whether a checkout can wait for the pool: not when it holds a
+    /// connection for every worker.
+    pool_can_run_out: bool,
 }
 
 /// How long a step may run before the controller looks for a lock wait.
@@ -75,8 +80,25 @@ impl Controller {
             found: BTreeMap::new(),
             meta,
             free_running: false,
+            settle: SETTLE,
+            pool_can_run_out: true,
         };
         (controller, hooks)
+    }
+
+    /// Looks for lock waits this often while a step runs: sooner costs a
+    /// query to the server each time, never a different answer, as a step
+    /// counts as waiting only when the server says it waits.
+    pub fn look_every(&mut self, every: Duration) {
+        self.settle = every;
+    }
+
+    /// The pool holds a connection for every worker: a checkout that has
+    /// not ended is slow, never waiting for the pool. (Without this, a
+    /// checkout still running after a look is taken to wait for the pool,
+    /// which on a loaded machine is a guess.)
+    pub fn pool_is_ample(&mut self) {
+        self.pool_can_run_out = false;
     }
 
     /// Waits until every worker is paused or finished.
@@ -86,7 +108,7 @@ impl Controller {
             .values()
             .any(|s| matches!(s, Standing::Running(_)))
         {
-            match tokio::time::timeout(SETTLE, self.events.recv()).await {
+            match tokio::time::timeout(self.settle, self.events.recv()).await {
                 Ok(Some(event)) => self.apply(event),
                 Ok(None) => break,
                 Err(_) => self.look_for_waits().await,
@@ -135,7 +157,7 @@ impl Controller {
             {
                 break;
             }
-            match tokio::time::timeout(SETTLE, self.events.recv()).await {
+            match tokio::time::timeout(self.settle, self.events.recv()).await {
                 Ok(Some(event)) => self.apply(event),
                 Ok(None) => break,
                 Err(_) => {
@@ -276,7 +298,11 @@ impl Controller {
         let pool_waits: Vec<usize> = self
             .standing
             .iter()
-            .filter(|(w, s)| **s == Standing::Running(Step::Checkout) && !self.pids.contains_key(w))
+            .filter(|(w, s)| {
+                self.pool_can_run_out
+                    && **s == Standing::Running(Step::Checkout)
+                    && !self.pids.contains_key(w)
+            })
             .map(|(w, _)| *w)
             .collect();
         for worker in pool_waits {

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod challenge;
 pub mod exercise;
 pub mod explain;
+pub mod explore;
 pub mod failover;
 pub mod keys;
 pub mod losers;

@@ -49,6 +49,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/2-claim-work-complete.toml"),
     ),
     (
+        "2-explore-check-then-store.toml",
+        include_str!("../../scenarios/2-explore-check-then-store.toml"),
+    ),
+    (
+        "2-explore-claim-work-complete.toml",
+        include_str!("../../scenarios/2-explore-claim-work-complete.toml"),
+    ),
+    (
         "2-schedule-claim-work-complete.toml",
         include_str!("../../scenarios/2-schedule-claim-work-complete.toml"),
     ),

@@ -36,6 +36,9 @@ pub struct Verdict {
     /// The races it ran, for whoever shows more than the checks (a lesson).
     #[serde(skip)]
     pub results: Vec<RaceResult>,
+    /// What an `[explore]` scenario's walk found.
+    #[serde(skip)]
+    pub explored: Option<crate::explore::Exploration>,
 }
 
 impl Verdict {
@@ -72,9 +75,18 @@ pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
         )),
         _ => front,
     };
-    let (checks, results, skipped) = match front {
-        Err(why) => (Vec::new(), Vec::new(), Some(why.to_string())),
-        Ok(front) => {
+    let explored = match &scenario.explore {
+        Some(spec) => {
+            let settings = super::explored_settings(spec)?;
+            let bound = crate::explore::DEFAULT_BOUND;
+            Some(crate::explore::explore(db, settings, bound, "idem step", |_| {}).await?)
+        }
+        None => None,
+    };
+    let (checks, results, skipped) = match (front, &explored) {
+        (_, Some(found)) => (explore_checks(&scenario.expect, found), Vec::new(), None),
+        (Err(why), None) => (Vec::new(), Vec::new(), Some(why.to_string())),
+        (Ok(front), None) => {
             let (checks, results) = checked(db, scenario, front).await?;
             (checks, results, None)
         }
@@ -86,7 +98,21 @@ pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
         checks,
         skipped,
         results,
+        explored,
     })
+}
+
+/// The figures an `[expect]` may state of an exploration.
+fn explore_checks(e: &super::file::Expect, found: &crate::explore::Exploration) -> Vec<Check> {
+    let total = found.total.unwrap_or(0);
+    [
+        ("interleavings", e.interleavings, total),
+        ("held in", e.held, found.held),
+        ("failing in", e.failing, found.failing),
+    ]
+    .into_iter()
+    .filter_map(|(what, x, got)| x.map(|x| check(what, x, got, got == x && found.total.is_some())))
+    .collect()
 }
 
 /// Runs the scenario's one section, and checks what it showed; `front` is

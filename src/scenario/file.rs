@@ -24,8 +24,11 @@ pub struct Scenario {
     pub race: Option<RaceInput>,
     /// ...or clients with a key design (lesson 6)...
     pub keys: Option<KeysSpec>,
-    /// ...or two clients through a real PgBouncer (`idem pooler`'s findings).
+    /// ...or two clients through a real PgBouncer (`idem pooler`'s findings)...
     pub pooler: Option<PoolerSpec>,
+    /// ...or a race's requests under every interleaving of their steps
+    /// (`idem explore`): the `[race]` keys, two workers unless it says.
+    pub explore: Option<RaceInput>,
     pub expect: Expect,
     /// The file it came from, for messages.
     #[serde(skip)]
@@ -84,6 +87,11 @@ pub struct Expect {
     /// Pooler findings: the runs in which the client through PgBouncer saw
     /// other than the client straight to PostgreSQL.
     pub broken_runs: Option<u64>,
+    /// Explorations: how many interleavings there are, and in how many the
+    /// guard held and failed.
+    pub interleavings: Option<u64>,
+    pub held: Option<u64>,
+    pub failing: Option<u64>,
 }
 
 /// The most of a TOML error's message shown: it may quote the value it
@@ -116,24 +124,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
         )
     })?;
     scenario.source = name.clone();
-    // A guard file the scenario names sits beside it, wherever it is run from.
-    if let Some(race) = &mut scenario.race
-        && let Some(file) = &race.strategy.strategy_file
-        && file.is_relative()
-    {
-        let beside = path.parent().unwrap_or(Path::new(""));
-        race.strategy.strategy_file = Some(beside.join(file));
-    }
-    let sections = [
-        scenario.race.is_some(),
-        scenario.keys.is_some(),
-        scenario.pooler.is_some(),
-    ];
-    match sections.iter().filter(|s| **s).count() {
-        0 => bail!("{name}: a scenario needs a [race], a [keys] or a [pooler] section"),
-        1 => {}
-        _ => bail!("{name}: a scenario has one of [race], [keys] and [pooler], not more"),
-    }
+    beside_the_file(&mut scenario, path);
+    one_section(&scenario, &name)?;
     if !(1..=10).contains(&scenario.lesson) {
         bail!("{name}: lesson must be 1 to 10, not {}", scenario.lesson);
     }
@@ -161,6 +153,9 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
     if let Some(keys) = &scenario.keys {
         keys.checked(Origin::File).map_err(in_file)?;
     }
+    if let Some(explore) = &scenario.explore {
+        super::explored_settings(explore).map_err(in_file)?;
+    }
     if let Some(pooler) = &scenario.pooler
         && !crate::pooler::FINDINGS.contains(&pooler.finding.as_str())
     {
@@ -173,6 +168,40 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
     }
     check_expectations(&scenario, &name, text)?;
     Ok(scenario)
+}
+
+/// A guard file the scenario names sits beside it, wherever it is run from.
+fn beside_the_file(scenario: &mut Scenario, path: &Path) {
+    for race in [&mut scenario.race, &mut scenario.explore]
+        .into_iter()
+        .flatten()
+    {
+        if let Some(file) = &race.strategy.strategy_file
+            && file.is_relative()
+        {
+            let beside = path.parent().unwrap_or(Path::new(""));
+            race.strategy.strategy_file = Some(beside.join(file));
+        }
+    }
+}
+
+/// A scenario has one section of [race], [keys], [pooler] and [explore].
+fn one_section(scenario: &Scenario, name: &str) -> Result<()> {
+    let sections = [
+        scenario.race.is_some(),
+        scenario.keys.is_some(),
+        scenario.pooler.is_some(),
+        scenario.explore.is_some(),
+    ];
+    match sections.iter().filter(|s| **s).count() {
+        0 => {
+            bail!("{name}: a scenario needs a [race], a [keys], a [pooler] or an [explore] section")
+        }
+        1 => Ok(()),
+        _ => {
+            bail!("{name}: a scenario has one of [race], [keys], [pooler] and [explore], not more")
+        }
+    }
 }
 
 /// The figures a `[race]` scenario produces.
@@ -195,6 +224,10 @@ const KEYS_FIGURES: &[&str] = &["xp_rows", "duplicates", "keys_used", "merged_in
 
 /// The figures a `[pooler]` finding produces.
 const POOLER_FIGURES: &[&str] = &["runs", "broken_runs"];
+
+/// The figures an `[explore]` produces: none depends on timing, so there
+/// are no runs and no rates.
+const EXPLORE_FIGURES: &[&str] = &["interleavings", "held", "failing"];
 
 /// Settings of a run rather than figures it checks.
 const NOT_CHECKS: &[&str] = &[
@@ -230,6 +263,9 @@ impl Expect {
             ("keys_used", self.keys_used.is_some()),
             ("merged_intents", self.merged_intents.is_some()),
             ("broken_runs", self.broken_runs.is_some()),
+            ("interleavings", self.interleavings.is_some()),
+            ("held", self.held.is_some()),
+            ("failing", self.failing.is_some()),
         ]
         .into_iter()
         .filter_map(|(key, given)| given.then_some(key))
@@ -248,10 +284,11 @@ impl Expect {
 impl Scenario {
     /// The scenario's kind as its file names it, and the figures it produces.
     fn kind_and_figures(&self) -> (&'static str, &'static [&'static str]) {
-        match (&self.pooler, &self.keys) {
-            (Some(_), _) => ("[pooler]", POOLER_FIGURES),
-            (None, Some(_)) => ("[keys]", KEYS_FIGURES),
-            (None, None) => ("[race]", RACE_FIGURES),
+        match (&self.pooler, &self.keys, &self.explore) {
+            (Some(_), ..) => ("[pooler]", POOLER_FIGURES),
+            (None, Some(_), _) => ("[keys]", KEYS_FIGURES),
+            (None, None, Some(_)) => ("[explore]", EXPLORE_FIGURES),
+            (None, None, None) => ("[race]", RACE_FIGURES),
         }
     }
 }

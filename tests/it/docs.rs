@@ -129,6 +129,11 @@ fn races() {
 }
 
 #[test]
+fn explore() {
+    check("docs/explore.md");
+}
+
+#[test]
 fn losers() {
     check("docs/losers.md");
 }

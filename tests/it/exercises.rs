@@ -247,7 +247,7 @@ fn an_exercise_is_written_checked_hinted_and_kept_when_passed() {
         .args(["check", "2", "2-one-winner.solution.toml"])
         .assert()
         .success();
-    assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("1 of 1 cases hold"));
+    assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("2 of 2 cases hold"));
     let out = sandbox.idem().args(["hint", "2"]).assert().success();
     assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("Why it works"));
     let out = sandbox.idem().arg("progress").assert().success();

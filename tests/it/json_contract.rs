@@ -223,6 +223,7 @@ fn the_schemas_name_every_strategy_in_the_registry() {
     for file in [
         "schemas/race-result.schema.json",
         "schemas/matrix.schema.json",
+        "schemas/explore.schema.json",
     ] {
         let schema: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
         let mut found = Vec::new();

@@ -17,6 +17,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "challenge",
             "exercise",
+            "explore",
             "scenario",
             "bench",
             "lesson",

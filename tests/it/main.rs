@@ -14,6 +14,7 @@ mod cluster;
 mod common;
 mod docs;
 mod exercises;
+mod explore;
 mod files;
 mod fingerprints_and_keys;
 mod front_door;

@@ -98,13 +98,13 @@ fn a_malformed_scenario_names_the_file_line_and_column() {
             "no-race.toml",
             "title = \"t\"\nlesson = 1\nexplain = \"e\"\n[expect]\n",
             "no-race.toml",
-            "needs a [race], a [keys] or a [pooler] section",
+            "needs a [race], a [keys], a [pooler] or an [explore] section",
         ),
         (
             "two-kinds.toml",
             "title = \"t\"\nlesson = 1\nexplain = \"e\"\n[race]\n[pooler]\nfinding = \"setting\"\n[expect]\nbroken_runs = 1\n",
             "two-kinds.toml",
-            "one of [race], [keys] and [pooler], not more",
+            "one of [race], [keys], [pooler] and [explore], not more",
         ),
         (
             "bad-finding.toml",

@@ -1,0 +1,164 @@
+//! `idem explore`: the guard under every interleaving of its requests' steps, held or failed in each, and the shortest failing one to replay.
+
+use std::ffi::OsString;
+
+use anyhow::{Result, bail};
+
+use super::command::{Command, Given, Needs};
+use crate::cli::race::ExploreArgs;
+use crate::db::{ConnectOptions, Database};
+use crate::explore;
+use crate::race::RaceSettings;
+use crate::report::{self, Output};
+
+/// Requests explored unless `--workers` says otherwise: two, whose every
+/// interleaving fits in seconds.
+pub const DEFAULT_WORKERS: u64 = 2;
+
+pub struct Plan {
+    pub db: ConnectOptions,
+    pub settings: RaceSettings,
+    pub bound: u64,
+    /// `idem step ...` without its schedule: how to replay one.
+    pub replay: String,
+    pub out: Output,
+}
+
+pub fn plan(args: &ExploreArgs) -> Result<Plan> {
+    let input = args.input.clone().with(|r| {
+        r.strategy.strategy = args.strategy.strategy;
+        r.shape.workers = r.shape.workers.or(Some(DEFAULT_WORKERS));
+    });
+    let settings = input.build_stepped()?;
+    Ok(Plan {
+        db: args.connect.with_standby(&args.input.standby)?,
+        replay: replay_command(std::env::args_os().collect(), settings.requests().workers()),
+        settings,
+        bound: args.max_interleavings.unwrap_or(explore::DEFAULT_BOUND),
+        out: Output::from_json_flag(args.json),
+    })
+}
+
+impl Command for Plan {
+    type On = Database;
+
+    fn needs(&self) -> Needs<ConnectOptions> {
+        Needs::on(self.db.clone()).verdict()
+    }
+
+    async fn run(self, db: &Database, _: Given) -> Result<()> {
+        let out = self.out;
+        let progress = report::progress::counter(!out.for_people(), "interleavings");
+        let found = explore::explore(db, self.settings, self.bound, &self.replay, |n| {
+            progress.set_position(n)
+        })
+        .await;
+        progress.finish_and_clear();
+        let found = found?;
+        out.record(&found, report::explore::render)?;
+        if let Some(race) = &found.shortest_race {
+            let shown = report::timeline::Shown {
+                axis: report::timeline::Axis::StepOrder,
+                sql: false,
+            };
+            out.text(|| report::explore::render_shortest(&found))?;
+            out.text(|| format!("\n{}", report::race::render(race)))?;
+            out.text(|| report::timeline::render_with(race, shown))?;
+        }
+        if found.failing > 0 {
+            bail!(
+                "the guard failed in {} of {} interleavings",
+                found.failing,
+                found.interleavings
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The `idem step` command line that replays this exploration's races:
+/// the arguments given to `idem explore`, less its own, with the workers
+/// said, each quoted for a shell.
+fn replay_command(argv: Vec<OsString>, workers: usize) -> String {
+    let args: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().to_string())
+        .collect();
+    let after = args
+        .iter()
+        .position(|a| a == "explore")
+        .map_or(args.len(), |i| i + 1);
+    let mut kept = Vec::new();
+    let mut rest = args[after..].iter();
+    let mut workers_said = false;
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--json" => {}
+            "--max-interleavings" => {
+                rest.next();
+            }
+            a if a.starts_with("--max-interleavings=") => {}
+            a => {
+                workers_said |= a == "-w" || a == "--workers" || a.starts_with("--workers=");
+                kept.push(quoted(a));
+            }
+        }
+    }
+    if !workers_said {
+        kept.push(format!("--workers {workers}"));
+    }
+    format!("idem step {}", kept.join(" "))
+}
+
+/// `arg` as a POSIX shell reads it back: as it is when it is plain,
+/// single-quoted otherwise.
+fn quoted(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_=.,/:@+".contains(c));
+    match plain {
+        true => arg.to_string(),
+        false => format!("'{}'", arg.replace('\'', "'\\''")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_replay_keeps_the_race_and_drops_what_only_explore_takes() {
+        let line = replay_command(
+            argv(&[
+                "idem",
+                "--color",
+                "never",
+                "explore",
+                "-s",
+                "guard",
+                "--json",
+                "--max-interleavings",
+                "9",
+            ]),
+            2,
+        );
+        assert_eq!(line, "idem step -s guard --workers 2");
+        let line = replay_command(
+            argv(&[
+                "idem",
+                "explore",
+                "--strategy-file",
+                "my guard.toml",
+                "-w",
+                "3",
+            ]),
+            3,
+        );
+        assert_eq!(line, "idem step --strategy-file 'my guard.toml' -w 3");
+    }
+}

@@ -1,0 +1,56 @@
+//! The case no race can settle: a lesson's guard file run under every interleaving of two requests' steps, FAIL with the shortest order that breaks it.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::db::Database;
+use crate::explore;
+use crate::probe::conformance::Check;
+use crate::race::options::RaceInput;
+
+/// The lessons whose file is judged on every interleaving too: the claim
+/// (2) and the whole guard (7), whose promise is "never twice", whatever
+/// the order.
+pub const LESSONS: [u8; 2] = [2, 7];
+
+const CASE: &str = "every interleaving of two requests";
+const DEMANDS: &str =
+    "the guard holds in every order of the two requests' steps, not only in a burst";
+
+/// The file at `file`, explored with two requests.
+pub async fn every_interleaving(db: &Database, file: &Path) -> Result<Check> {
+    let settings = RaceInput::default()
+        .with(|r| {
+            r.strategy.strategy_file = Some(file.to_path_buf());
+            r.shape.workers = Some(2);
+        })
+        .build_stepped()?;
+    let replay = format!("idem step --strategy-file {} --workers 2", file.display());
+    let e = explore::explore(db, settings, explore::DEFAULT_BOUND, &replay, |_| {}).await?;
+    let saw = match (&e.shortest, e.total) {
+        (Some(schedule), _) => format!(
+            "failed in {} of {}; the shortest: --schedule {} ({}); replay it with idem step",
+            e.failing,
+            e.interleavings,
+            explore::joined(schedule),
+            e.shortest_failures
+                .iter()
+                .map(|f| f.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        (None, Some(total)) => format!("held in all {total}"),
+        (None, None) => {
+            return Ok(Check::not_applicable(
+                CASE,
+                DEMANDS,
+                format!(
+                    "held in the {} run; the bound stopped the walk",
+                    e.interleavings
+                ),
+            ));
+        }
+    };
+    Ok(Check::judged(CASE, DEMANDS, e.failing == 0, saw))
+}

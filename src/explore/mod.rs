@@ -1,0 +1,371 @@
+//! Every interleaving: a guard's requests run step by step in every order their steps can take, each order from fresh tables, and the guard judged on each; no timing enters the verdict.
+//!
+//! As PostgreSQL's isolation tester runs every permutation of its
+//! sessions' steps, the explorer walks every schedule of the race's
+//! workers (see `tree.rs`), driving them with `idem step`'s controller: one
+//! step at a time, a step that waits on a lock recorded as waiting while
+//! the others move. What each schedule left (`verdict.rs`) is counted; the
+//! shortest failing schedule (fewest steps, then fewest switches between
+//! workers) is kept to be shown and replayed with `idem step --schedule`.
+
+mod tree;
+pub mod verdict;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+pub use tree::switches;
+
+use tree::{Choice, Walk};
+pub use verdict::Failure;
+
+use crate::db::Database;
+use crate::race::stepper::{Controller, Standing};
+use crate::race::{Race, RaceResult, RaceSettings};
+use crate::request::Step;
+use crate::strategy::StrategyKind;
+
+/// The most interleavings one exploration runs unless told otherwise.
+pub const DEFAULT_BOUND: u64 = crate::limits::MAX_INTERLEAVINGS.default();
+
+/// How often, while a step runs, the explorer asks the server whether it
+/// waits on a lock: a person stepping by hand needs no haste; a walk of
+/// hundreds of interleavings does.
+const LOOK_EVERY: Duration = Duration::from_millis(10);
+
+/// How long the explorer waits, at a turn where no worker is free, for a
+/// lock wait to end (a deadlock is broken by the server within a second).
+const STALL: Duration = Duration::from_secs(30);
+
+/// What an exploration found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Exploration {
+    /// The strategy; with a guard file, the built-in of the file's shape.
+    pub strategy: StrategyKind,
+    /// The guard file explored in the strategy's place, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy_file: Option<&'static str>,
+    pub workers: usize,
+    /// Interleavings run, each from fresh tables.
+    pub interleavings: u64,
+    /// How many interleavings there are: known once the walk was whole;
+    /// `null` when the bound stopped it first.
+    pub total: Option<u64>,
+    /// The most interleavings this exploration could run.
+    pub bound: u64,
+    /// Whether steps that touch no row another request uses (checkout,
+    /// begin, work) were taken as soon as they could be, each order of the
+    /// others standing for every order of those: the walk of a space too
+    /// large to run whole.
+    pub reduced: bool,
+    /// Interleavings in which the guard held.
+    pub held: u64,
+    /// Interleavings in which it failed, one way or more.
+    pub failing: u64,
+    /// For each way of failing, in how many interleavings.
+    pub kinds: BTreeMap<Failure, u64>,
+    /// For each number of XP rows left, in how many interleavings.
+    pub xp_rows: BTreeMap<u64, u64>,
+    /// The shortest failing schedule, one worker number per step (fewest
+    /// steps, then fewest switches); `null` when none failed.
+    pub shortest: Option<Vec<usize>>,
+    /// What the shortest failing schedule broke.
+    pub shortest_failures: Vec<Failure>,
+    /// The command that replays it, step by step.
+    pub replay: Option<String>,
+    pub elapsed_ms: f64,
+    /// The mean time of one interleaving, its reset included.
+    pub ms_per_interleaving: f64,
+    /// The shortest failing interleaving's race, to draw it.
+    #[serde(skip)]
+    pub shortest_race: Option<RaceResult>,
+}
+
+/// Explores `settings`'s race (a stepped race: two to five workers) under
+/// every interleaving, up to `bound`; `replay` is the `idem step` command
+/// line, without its schedule, that replays one; `each` is told after
+/// every interleaving how many have run. When the first run shows a space
+/// larger than `bound`, the walk is the reduced one (see [`Independence`]).
+pub async fn explore(
+    db: &Database,
+    settings: RaceSettings,
+    bound: u64,
+    replay: &str,
+    mut each: impl FnMut(u64),
+) -> Result<Exploration> {
+    let began = Instant::now();
+    let independence = Independence::of(&settings);
+    if !independence.checkout {
+        bail!(
+            "idem explore needs a connection for every worker, so that no step waits for the \
+             pool by chance: give --pool-size {} or more",
+            settings.requests().workers()
+                + usize::from(settings.app().pool.runner_holds_connection())
+        );
+    }
+    let race = Race::prepare(db, settings.clone()).await?;
+    let mut reduced = false;
+    let (found, complete) = loop {
+        let reduce = reduced.then_some(independence);
+        let (found, complete) = walk(&race, bound, reduce, &mut each).await?;
+        if complete || reduced {
+            break (found, complete);
+        }
+        // Too large to run whole: walk it reduced instead.
+        reduced = true;
+    };
+    let elapsed_ms = began.elapsed().as_secs_f64() * 1000.0;
+    let first = settings.requests();
+    Ok(Exploration {
+        strategy: settings.strategy(),
+        strategy_file: settings.app().guard_file.map(|f| f.0.name.as_str()),
+        workers: first.workers(),
+        interleavings: found.runs,
+        total: complete.then_some(found.runs),
+        bound,
+        reduced,
+        held: found.runs - found.failing,
+        failing: found.failing,
+        kinds: found.kinds,
+        xp_rows: found.xp_rows,
+        replay: found
+            .shortest
+            .as_ref()
+            .map(|(s, _, _)| format!("{replay} --schedule {}", joined(s))),
+        shortest_failures: found
+            .shortest
+            .as_ref()
+            .map(|(_, f, _)| f.clone())
+            .unwrap_or_default(),
+        shortest_race: found.shortest.as_ref().map(|(_, _, r)| r.clone()),
+        shortest: found.shortest.map(|(s, _, _)| s),
+        elapsed_ms,
+        ms_per_interleaving: elapsed_ms / found.runs.max(1) as f64,
+    })
+}
+
+/// One walk of the tree, whole or up to `bound`: the counts, and whether
+/// it was whole. A walk whose first run shows a space larger than `bound`
+/// stops there, to be walked reduced instead.
+async fn walk(
+    race: &Race<'_>,
+    bound: u64,
+    reduce: Option<Independence>,
+    each: &mut impl FnMut(u64),
+) -> Result<(Tally, bool)> {
+    let mut walk = Walk::default();
+    let mut found = Tally::default();
+    loop {
+        let result = race
+            .run_stepped(async |controller: &mut Controller| {
+                drive(controller, &mut walk, reduce).await
+            })
+            .await?;
+        let schedule = walk.schedule();
+        if found.runs == 0 {
+            found.first_space = Some(space(&schedule));
+            if reduce.is_none() && found.first_space.is_some_and(|n| n > u128::from(bound)) {
+                return Ok((found, false));
+            }
+        }
+        found.add(schedule, result);
+        each(found.runs);
+        if !walk.next() {
+            return Ok((found, true));
+        }
+        if found.runs >= bound {
+            return Ok((found, false));
+        }
+    }
+}
+
+/// How many orders there would be if every worker took as many steps as
+/// the busiest one in `schedule`: the multinomial of those counts, an
+/// estimate made from the first run to choose the walk.
+fn space(schedule: &[usize]) -> u128 {
+    let mut counts = BTreeMap::new();
+    for w in schedule {
+        *counts.entry(*w).or_insert(0u128) += 1;
+    }
+    let most = counts.values().copied().max().unwrap_or(0);
+    let mut total: u128 = 1;
+    let mut placed: u128 = 0;
+    for _ in counts.into_values() {
+        let n = most;
+        for k in 1..=n {
+            placed += 1;
+            total = total.saturating_mul(placed) / k;
+        }
+    }
+    total
+}
+
+/// The steps of one request that touch nothing another request's steps
+/// read or write, so that taking them at once, or later, leaves every
+/// request the same answers and the tables the same: getting a connection
+/// when the pool has one for every worker, opening a transaction (its
+/// snapshot is taken by its first statement), and the work (the service
+/// call and the request's own XP row), unless a heartbeat renews the
+/// claim meanwhile or a guard file's statements read the XP rows. A reduced walk takes such a step as soon as it can,
+/// never branching on it: every order of the other steps is still run,
+/// and each stands for the orders that differ only in where those steps
+/// fall (a partial-order reduction).
+#[derive(Debug, Clone, Copy)]
+pub struct Independence {
+    checkout: bool,
+    work: bool,
+}
+
+impl Independence {
+    fn of(settings: &RaceSettings) -> Independence {
+        let app = settings.app();
+        // A guard file is someone else's SQL: if it names the XP table at
+        // all, the work is not taken to be independent of its steps.
+        let file_reads_work = app.guard_file.is_some_and(|f| {
+            f.0.statements
+                .iter()
+                .any(|s| s.written.to_ascii_lowercase().contains("experience_points"))
+        });
+        Independence {
+            checkout: app.pool.for_workers() >= settings.requests().workers(),
+            work: app.recovery.heartbeat().is_none() && !file_reads_work,
+        }
+    }
+
+    fn of_step(self, step: Step) -> bool {
+        match step {
+            Step::Checkout => self.checkout,
+            Step::Begin => true,
+            Step::Work => self.work,
+            _ => false,
+        }
+    }
+}
+
+/// A schedule as `--schedule` takes it: `1,1,2,2`.
+pub fn joined(schedule: &[usize]) -> String {
+    schedule
+        .iter()
+        .map(|w| w.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The counts so far, and the shortest failing schedule.
+#[derive(Default)]
+struct Tally {
+    /// The orders the first run's steps have, if no run takes others.
+    first_space: Option<u128>,
+    runs: u64,
+    failing: u64,
+    kinds: BTreeMap<Failure, u64>,
+    xp_rows: BTreeMap<u64, u64>,
+    shortest: Option<(Vec<usize>, Vec<Failure>, RaceResult)>,
+}
+
+impl Tally {
+    fn add(&mut self, schedule: Vec<usize>, result: RaceResult) {
+        self.runs += 1;
+        *self.xp_rows.entry(result.xp_rows).or_default() += 1;
+        let failures = verdict::failures(&result);
+        if failures.is_empty() {
+            return;
+        }
+        self.failing += 1;
+        for f in &failures {
+            *self.kinds.entry(*f).or_default() += 1;
+        }
+        let size = |s: &[usize]| (s.len(), switches(s));
+        let shorter = match &self.shortest {
+            Some((best, ..)) => size(&schedule) < size(best),
+            None => true,
+        };
+        if shorter {
+            self.shortest = Some((schedule, failures, result));
+        }
+    }
+}
+
+/// One interleaving: at each turn the walk picks a free worker, which
+/// takes its step; a worker waiting on a lock is not free until the lock
+/// is released. A reduced walk takes an independent step as the only
+/// choice of its turn.
+async fn drive(
+    controller: &mut Controller,
+    walk: &mut Walk,
+    reduce: Option<Independence>,
+) -> Result<()> {
+    controller.look_every(LOOK_EVERY);
+    controller.pool_is_ample();
+    controller.settle_all().await;
+    let mut at = 0;
+    while !controller.all_finished() {
+        let free = free_workers(controller).await?;
+        if free.is_empty() {
+            break;
+        }
+        let alone = reduce.and_then(|r| {
+            free.iter().copied().find(|w| {
+                matches!(controller.standing.get(w), Some(Standing::Before(step)) if r.of_step(*step))
+            })
+        });
+        let choices = match alone {
+            Some(worker) => vec![worker],
+            None => free,
+        };
+        match walk.choose(at, &choices) {
+            Choice::Move(worker) => {
+                if let Err(why) = controller.advance(worker).await {
+                    bail!("worker {worker} could not take its step {}: {why}", at + 1);
+                }
+            }
+            Choice::Diverged => bail!(
+                "replaying the same steps, turn {} found other workers free than before: \
+                 the database did not answer the same way twice, so the exploration stops",
+                at + 1
+            ),
+        }
+        at += 1;
+    }
+    Ok(())
+}
+
+/// The workers paused before a step, once every step in flight has ended
+/// or is seen waiting; at a turn where every unfinished worker waits on a
+/// lock, waits (up to [`STALL`]) for the server to end a wait.
+async fn free_workers(controller: &mut Controller) -> Result<Vec<usize>> {
+    let began = Instant::now();
+    loop {
+        controller.refresh().await;
+        let free: Vec<usize> = controller
+            .standing
+            .iter()
+            .filter(|(_, s)| matches!(s, Standing::Before(_)))
+            .map(|(w, _)| *w)
+            .collect();
+        if !free.is_empty() || controller.all_finished() {
+            return Ok(free);
+        }
+        if began.elapsed() > STALL {
+            bail!(
+                "every unfinished worker has waited on a lock for {} s",
+                STALL.as_secs()
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_space_is_the_multinomial_of_the_step_counts() {
+        assert_eq!(super::space(&[1, 1, 1, 1, 2, 2, 2, 2]), 70);
+        let three: Vec<usize> = [1, 2, 3].iter().flat_map(|&w| [w; 4]).collect();
+        assert_eq!(super::space(&three), 34_650);
+        // A loser that took fewer steps counts as the busiest worker.
+        assert_eq!(super::space(&[1, 1, 1, 1, 2, 2, 3, 3, 3]), 34_650);
+    }
+}

@@ -1,0 +1,158 @@
+//! `idem explore` for people: how many interleavings there are and how many ran, in how many the guard held and failed (by kind), and the shortest failing one drawn as `idem step` draws a schedule, with the command that replays it.
+
+use std::fmt::Write;
+
+use super::style::{bad, dim, good, strong, warn};
+use crate::explore::{Exploration, Failure, switches};
+
+pub fn render(e: &Exploration) -> String {
+    let mut out = String::new();
+    let name = crate::strategy::guard_file::label(e.strategy, e.strategy_file);
+    let _ = writeln!(
+        out,
+        "{}",
+        strong(format!("idem explore · {name} · {} workers", e.workers))
+    );
+    let space = match (e.total, e.reduced) {
+        (Some(total), false) => format!("{} of {total} explored: every one", e.interleavings),
+        (Some(total), true) => format!(
+            "{} of {total} explored: every order of the steps that touch a row another \
+             request uses, each standing for the orders of the rest (checkout, begin, work)",
+            e.interleavings
+        ),
+        (None, _) => format!(
+            "{} explored, the bound (--max-interleavings); there are more, not run",
+            e.interleavings
+        ),
+    };
+    let _ = writeln!(out, "  interleavings  {space}");
+    let _ = writeln!(
+        out,
+        "  {}",
+        dim(format!(
+            "each from fresh tables, one step at a time; {:.0} ms each",
+            e.ms_per_interleaving
+        ))
+    );
+    let _ = writeln!(out, "  held           {}", e.held);
+    let failing = match e.failing {
+        0 => good("0").to_string(),
+        n => bad(n.to_string()).to_string(),
+    };
+    let _ = writeln!(out, "  failing        {failing}");
+    for kind in Failure::ALL {
+        if let Some(n) = e.kinds.get(&kind) {
+            let _ = writeln!(out, "    {:<24} {n}", kind.name());
+        }
+    }
+    out.push('\n');
+    let _ = writeln!(out, "{}", verdict(e));
+    out
+}
+
+/// One sentence on what the exploration shows, and no more than it shows.
+fn verdict(e: &Exploration) -> String {
+    match (e.failing, e.total) {
+        (0, Some(total)) => good(format!(
+            "The guard held in all {total} {}: no order of these steps breaks it.",
+            if e.reduced {
+                "orders explored"
+            } else {
+                "interleavings"
+            }
+        ))
+        .to_string(),
+        (0, None) => warn(format!(
+            "The guard held in the {} interleavings run, but the walk stopped at its bound: \
+             that is not every order.",
+            e.interleavings
+        ))
+        .to_string(),
+        (n, _) => bad(format!(
+            "The guard failed in {n} of {} interleavings: the order of the steps alone \
+             decides it, no timing needed.",
+            e.interleavings
+        ))
+        .to_string(),
+    }
+}
+
+/// The shortest failing interleaving: what it broke, how long it is, and
+/// how to replay it.
+pub fn render_shortest(e: &Exploration) -> String {
+    let (Some(schedule), Some(replay)) = (&e.shortest, &e.replay) else {
+        return String::new();
+    };
+    let broke: Vec<&str> = e.shortest_failures.iter().map(|f| f.name()).collect();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n{}",
+        strong(format!(
+            "The shortest failing interleaving: {} steps, {} between workers ({})",
+            schedule.len(),
+            match switches(schedule) {
+                1 => "1 switch".to_string(),
+                n => format!("{n} switches"),
+            },
+            broke.join(", ")
+        ))
+    );
+    let _ = writeln!(out, "Replay it, one step at a time:\n  {replay}");
+    out
+}
+
+/// `compare --explore`: a row per strategy, held in K of N.
+pub fn render_compare(rows: &[(String, Exploration)]) -> String {
+    let Some((_, first)) = rows.first() else {
+        return String::new();
+    };
+    let mut out = format!(
+        "{}\n",
+        strong(format!(
+            "idem compare --explore · {} workers · every interleaving of their steps",
+            first.workers
+        ))
+    );
+    let lines: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(label, e)| {
+            let held = match e.total {
+                Some(total) => format!("{} of {total}", e.held),
+                None => format!("{} of {} run (bound)", e.held, e.interleavings),
+            };
+            let kinds: Vec<String> = Failure::ALL
+                .iter()
+                .filter_map(|k| e.kinds.get(k).map(|n| format!("{} {n}", k.name())))
+                .collect();
+            let failed = match e.failing {
+                0 => good("none").to_string(),
+                _ => bad(kinds.join(", ")).to_string(),
+            };
+            let shortest = e
+                .shortest
+                .as_ref()
+                .map_or("-".to_string(), |s| crate::explore::joined(s));
+            vec![label.clone(), held, failed, shortest]
+        })
+        .collect();
+    out.push_str(&super::table::render(
+        &[
+            "strategy",
+            "held in",
+            "failed by",
+            "shortest failing schedule",
+        ],
+        lines,
+        &[],
+    ));
+    out.push('\n');
+    if rows.iter().any(|(_, e)| e.reduced) {
+        let _ = writeln!(
+            out,
+            "{}",
+            dim("reduced: steps that touch no row another request uses were taken at once")
+        );
+    }
+    out
+}
