@@ -13,9 +13,6 @@ use crate::report::runs::{RunsSummary, render_compare};
 use crate::report::{self, Output};
 use crate::strategy::{LoserKind, StrategyKind};
 
-/// The requests `compare --explore` explores unless `--workers` says otherwise.
-const EXPLORED_WORKERS: u64 = 2;
-
 /// What the table's rows compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compared {
@@ -74,9 +71,7 @@ pub fn plan(args: &CompareArgs) -> Result<Plan> {
             )
         });
         let build = |input: RaceInput| match args.explore {
-            true => input
-                .with(|r| r.shape.workers = r.shape.workers.or(Some(EXPLORED_WORKERS)))
-                .build_stepped(),
+            true => crate::explore::settings(&input),
             false => input.build(Origin::Flags),
         };
         let mut rows = StrategyKind::course()
@@ -171,11 +166,11 @@ async fn explore_each(db: &Database, rows: Vec<(String, RaceSettings)>, out: Out
     let mut found = Vec::new();
     let mut done = 0;
     for (label, settings) in rows {
-        let replay = match settings.app().guard_file {
-            Some(file) => format!("idem step --strategy-file {}", file.0.name),
-            None => format!("idem step -s {label}"),
+        let guard = match settings.app().guard_file {
+            Some(file) => format!("--strategy-file {}", file.0.name),
+            None => format!("-s {label}"),
         };
-        let replay = format!("{replay} --workers {}", settings.requests().workers());
+        let replay = crate::explore::replay_for(&guard, &settings);
         let e =
             crate::explore::explore(db, settings, crate::explore::DEFAULT_BOUND, &replay, |n| {
                 progress.set_position(done + n)

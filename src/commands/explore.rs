@@ -11,10 +11,6 @@ use crate::explore;
 use crate::race::RaceSettings;
 use crate::report::{self, Output};
 
-/// Requests explored unless `--workers` says otherwise: two, whose every
-/// interleaving fits in seconds.
-pub const DEFAULT_WORKERS: u64 = 2;
-
 pub struct Plan {
     pub db: ConnectOptions,
     pub settings: RaceSettings,
@@ -25,14 +21,14 @@ pub struct Plan {
 }
 
 pub fn plan(args: &ExploreArgs) -> Result<Plan> {
-    let input = args.input.clone().with(|r| {
-        r.strategy.strategy = args.strategy.strategy;
-        r.shape.workers = r.shape.workers.or(Some(DEFAULT_WORKERS));
-    });
-    let settings = input.build_stepped()?;
+    let input = args
+        .input
+        .clone()
+        .with(|r| r.strategy.strategy = args.strategy.strategy);
+    let settings = explore::settings(&input)?;
     Ok(Plan {
         db: args.connect.with_standby(&args.input.standby)?,
-        replay: replay_command(std::env::args_os().collect(), settings.requests().workers()),
+        replay: replay_command(std::env::args_os().collect(), &settings),
         settings,
         bound: args.max_interleavings.unwrap_or(explore::DEFAULT_BOUND),
         out: Output::from_json_flag(args.json),
@@ -78,8 +74,8 @@ impl Command for Plan {
 
 /// The `idem step` command line that replays this exploration's races:
 /// the arguments given to `idem explore`, less its own, with the workers
-/// said, each quoted for a shell.
-fn replay_command(argv: Vec<OsString>, workers: usize) -> String {
+/// and the work's length said, each quoted for a shell.
+fn replay_command(argv: Vec<OsString>, settings: &RaceSettings) -> String {
     let args: Vec<String> = argv
         .iter()
         .map(|a| a.to_string_lossy().to_string())
@@ -90,7 +86,7 @@ fn replay_command(argv: Vec<OsString>, workers: usize) -> String {
         .map_or(args.len(), |i| i + 1);
     let mut kept = Vec::new();
     let mut rest = args[after..].iter();
-    let mut workers_said = false;
+    let (mut workers_said, mut work_said) = (false, false);
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             "--json" => {}
@@ -100,12 +96,16 @@ fn replay_command(argv: Vec<OsString>, workers: usize) -> String {
             a if a.starts_with("--max-interleavings=") => {}
             a => {
                 workers_said |= a == "-w" || a == "--workers" || a.starts_with("--workers=");
+                work_said |= a == "--work-ms" || a.starts_with("--work-ms=");
                 kept.push(quoted(a));
             }
         }
     }
     if !workers_said {
-        kept.push(format!("--workers {workers}"));
+        kept.push(format!("--workers {}", settings.requests().workers()));
+    }
+    if !work_said {
+        kept.push(format!("--work-ms {}", settings.work_ms()));
     }
     format!("idem step {}", kept.join(" "))
 }
@@ -133,6 +133,8 @@ mod tests {
 
     #[test]
     fn the_replay_keeps_the_race_and_drops_what_only_explore_takes() {
+        let input = crate::race::options::RaceInput::default();
+        let settings = explore::settings(&input).unwrap();
         let line = replay_command(
             argv(&[
                 "idem",
@@ -145,9 +147,9 @@ mod tests {
                 "--max-interleavings",
                 "9",
             ]),
-            2,
+            &settings,
         );
-        assert_eq!(line, "idem step -s guard --workers 2");
+        assert_eq!(line, "idem step -s guard --workers 2 --work-ms 0");
         let line = replay_command(
             argv(&[
                 "idem",
@@ -156,9 +158,14 @@ mod tests {
                 "my guard.toml",
                 "-w",
                 "3",
+                "--work-ms",
+                "5",
             ]),
-            3,
+            &settings,
         );
-        assert_eq!(line, "idem step --strategy-file 'my guard.toml' -w 3");
+        assert_eq!(
+            line,
+            "idem step --strategy-file 'my guard.toml' -w 3 --work-ms 5"
+        );
     }
 }

@@ -146,7 +146,7 @@ async fn tell(
         emit(&format!(
             "{}\n{}\n",
             strong("Explore on your own:"),
-            shell_lines(&lesson.experiment, report::width::width())
+            report::width::shell_lines(&lesson.experiment, report::width::width())
         ))?;
         Progress::read(lesson.number);
         if n + 1 < lessons.len() {
@@ -180,39 +180,6 @@ async fn tell(
         })
         .unwrap_or_default();
     emit(&format!("\n{}{exercise}{next}\n", strong(end)))
-}
-
-/// A command to copy, indented, in lines no wider than `width`: each
-/// break comes before a flag, which keeps its value beside it, and the
-/// line before it ends in ` \`, so a paste runs all of it.
-fn shell_lines(command: &str, width: usize) -> String {
-    // The command's words in groups: what precedes the first flag, then
-    // each flag with the values that follow it.
-    let mut groups: Vec<String> = Vec::new();
-    for word in command.split(' ') {
-        match groups.last_mut() {
-            Some(group) if !word.starts_with('-') => {
-                group.push(' ');
-                group.push_str(word);
-            }
-            _ => groups.push(word.to_string()),
-        }
-    }
-    let mut lines = vec![String::from("  ")];
-    for group in groups {
-        let line = lines.last_mut().expect("one line at least");
-        let fits = line.chars().count() + 1 + group.chars().count() + 2 <= width;
-        if line.trim().is_empty() {
-            line.push_str(&group);
-        } else if fits {
-            line.push(' ');
-            line.push_str(&group);
-        } else {
-            line.push_str(" \\");
-            lines.push(format!("    {group}"));
-        }
-    }
-    lines.join("\n")
 }
 
 /// "Look at: x" as a sentence.
@@ -428,7 +395,7 @@ mod tests {
     #[test]
     fn every_command_to_try_pastes_whole_at_80_columns() {
         for lesson in LESSONS.iter() {
-            let printed = shell_lines(&lesson.experiment, 80);
+            let printed = report::width::shell_lines(&lesson.experiment, 80);
             let lines: Vec<&str> = printed.lines().collect();
             assert!(lines.iter().all(|l| l.chars().count() <= 80), "{printed}");
             for line in &lines[..lines.len() - 1] {

@@ -20,13 +20,9 @@ const DEMANDS: &str =
 
 /// The file at `file`, explored with two requests.
 pub async fn every_interleaving(db: &Database, file: &Path) -> Result<Check> {
-    let settings = RaceInput::default()
-        .with(|r| {
-            r.strategy.strategy_file = Some(file.to_path_buf());
-            r.shape.workers = Some(2);
-        })
-        .build_stepped()?;
-    let replay = format!("idem step --strategy-file {} --workers 2", file.display());
+    let input = RaceInput::default().with(|r| r.strategy.strategy_file = Some(file.to_path_buf()));
+    let settings = explore::settings(&input)?;
+    let replay = explore::replay_for(&format!("--strategy-file {}", file.display()), &settings);
     let e = explore::explore(db, settings, explore::DEFAULT_BOUND, &replay, |_| {}).await?;
     let saw = match (&e.shortest, e.total) {
         (Some(schedule), _) => format!(

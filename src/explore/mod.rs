@@ -28,6 +28,40 @@ use crate::race::{Race, RaceResult, RaceSettings};
 use crate::request::Step;
 use crate::strategy::StrategyKind;
 
+/// Requests explored unless told otherwise: two, whose every interleaving
+/// fits in seconds.
+pub const WORKERS: u64 = 2;
+
+/// How long the work takes unless told otherwise, in ms. A step runs
+/// alone, so the work's length changes no order and no verdict (unless a
+/// heartbeat renews the claim while it runs); without it a walk is mostly
+/// waiting: check-then-store's 70 orders take 0.2 s instead of 3.
+pub const WORK_MS: u64 = 0;
+
+/// The settings of an exploration: a stepped race of [`WORKERS`] requests
+/// whose work takes [`WORK_MS`], unless the input says otherwise.
+pub fn settings(input: &crate::race::options::RaceInput) -> Result<RaceSettings> {
+    input
+        .clone()
+        .with(|r| {
+            r.shape.workers = r.shape.workers.or(Some(WORKERS));
+            if r.guard.heartbeat_ms.is_none() {
+                r.app.work_ms = r.app.work_ms.or(Some(WORK_MS));
+            }
+        })
+        .build_stepped()
+}
+
+/// The `idem step` command line (without its schedule) that replays one
+/// of `settings`'s interleavings: for `-s NAME` or `--strategy-file FILE`.
+pub fn replay_for(guard: &str, settings: &RaceSettings) -> String {
+    format!(
+        "idem step {guard} --workers {} --work-ms {}",
+        settings.requests().workers(),
+        settings.work_ms()
+    )
+}
+
 /// The most interleavings one exploration runs unless told otherwise.
 pub const DEFAULT_BOUND: u64 = crate::limits::MAX_INTERLEAVINGS.default();
 

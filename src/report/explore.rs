@@ -98,7 +98,11 @@ pub fn render_shortest(e: &Exploration) -> String {
             broke.join(", ")
         ))
     );
-    let _ = writeln!(out, "Replay it, one step at a time:\n  {replay}");
+    let _ = writeln!(
+        out,
+        "Replay it, one step at a time:\n{}",
+        super::width::shell_lines(replay, super::width::width())
+    );
     out
 }
 

@@ -153,6 +153,39 @@ pub fn fit(text: &str, width: usize) -> String {
     out
 }
 
+/// A command to copy, indented, in lines no wider than `width`: each
+/// break comes before a flag, which keeps its value beside it, and the
+/// line before it ends in ` \`, so a paste runs all of it.
+pub fn shell_lines(command: &str, width: usize) -> String {
+    // The command's words in groups: what precedes the first flag, then
+    // each flag with the values that follow it.
+    let mut groups: Vec<String> = Vec::new();
+    for word in command.split(' ') {
+        match groups.last_mut() {
+            Some(group) if !word.starts_with('-') => {
+                group.push(' ');
+                group.push_str(word);
+            }
+            _ => groups.push(word.to_string()),
+        }
+    }
+    let mut lines = vec![String::from("  ")];
+    for group in groups {
+        let line = lines.last_mut().expect("one line at least");
+        let fits = line.chars().count() + 1 + group.chars().count() + 2 <= width;
+        if line.trim().is_empty() {
+            line.push_str(&group);
+        } else if fits {
+            line.push(' ');
+            line.push_str(&group);
+        } else {
+            line.push_str(" \\");
+            lines.push(format!("    {group}"));
+        }
+    }
+    lines.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -77,7 +77,7 @@ pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
     };
     let explored = match &scenario.explore {
         Some(spec) => {
-            let settings = super::explored_settings(spec)?;
+            let settings = crate::explore::settings(spec)?;
             let bound = crate::explore::DEFAULT_BOUND;
             Some(crate::explore::explore(db, settings, bound, "idem step", |_| {}).await?)
         }

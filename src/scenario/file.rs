@@ -154,7 +154,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
         keys.checked(Origin::File).map_err(in_file)?;
     }
     if let Some(explore) = &scenario.explore {
-        super::explored_settings(explore).map_err(in_file)?;
+        crate::explore::settings(explore).map_err(in_file)?;
     }
     if let Some(pooler) = &scenario.pooler
         && !crate::pooler::FINDINGS.contains(&pooler.finding.as_str())

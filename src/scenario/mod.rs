@@ -16,14 +16,3 @@ pub use check::{Verdict, run};
 #[cfg(feature = "internals")]
 pub use file::{Expect, KeysSpec};
 pub use file::{Scenario, parse};
-
-/// The settings of an `[explore]` scenario: a stepped race of two
-/// workers unless it says otherwise.
-pub(crate) fn explored_settings(
-    input: &crate::race::options::RaceInput,
-) -> anyhow::Result<crate::race::RaceSettings> {
-    input
-        .clone()
-        .with(|r| r.shape.workers = r.shape.workers.or(Some(2)))
-        .build_stepped()
-}

@@ -16,10 +16,7 @@ async fn open() -> Database {
 
 /// Two workers of `strategy`, explored up to `bound` interleavings.
 async fn explored(db: &Database, input: RaceInput, bound: u64) -> Exploration {
-    let settings = input
-        .with(|r| r.shape.workers = r.shape.workers.or(Some(2)))
-        .build_stepped()
-        .unwrap();
+    let settings = explore::settings(&input).unwrap();
     explore::explore(db, settings, bound, "idem step", |_| {})
         .await
         .unwrap()
