@@ -9,6 +9,7 @@ use super::command::{Command, Given, Needs, Nothing};
 use crate::cli::teaching::CheckArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::exercise::{self, Exercise, for_lesson, none_for};
+use crate::probe::conformance::Mark;
 use crate::progress::Progress;
 use crate::report::challenge::render_checks;
 use crate::report::{Output, exercise as said};
@@ -106,12 +107,26 @@ impl Command for CheckFile {
         }
         let title = format!("idem check {} · {}", e.lesson, self.file.display());
         out.text(|| render_checks(&title, &checks))?;
-        let failed = checks.iter().filter(|c| !c.passed()).count();
+        let failed = checks.iter().filter(|c| c.mark == Mark::Fail).count();
+        let unjudged = checks
+            .iter()
+            .filter(|c| c.mark == Mark::NotApplicable)
+            .count();
+        let judged = checks.len() - unjudged;
+        let unjudged_said = match unjudged {
+            0 => String::new(),
+            n => format!(" ({n} more could not be judged here)"),
+        };
         if failed > 0 {
             bail!(
-                "{failed} of {} cases did not hold; a hint: idem hint {}",
-                checks.len(),
+                "{failed} of {judged} cases did not hold{unjudged_said}; a hint: idem hint {}",
                 e.lesson
+            );
+        }
+        if unjudged > 0 {
+            bail!(
+                "the {judged} cases judged hold, but {unjudged} could not be judged here: \
+                 not a pass"
             );
         }
         if out.for_people() {

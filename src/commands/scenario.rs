@@ -8,7 +8,7 @@ use super::command::{Command, Given, Needs, Nothing};
 use crate::cli::teaching::{ScenarioArgs, ScenarioCommand};
 use crate::db::{ConnectOptions, Database};
 use crate::report::style::{bad, dim, good, strong};
-use crate::report::{Output, emit, table};
+use crate::report::{Output, emit};
 use crate::scenario::{self, Scenario, builtin};
 
 /// Loads the scenarios named (files, folders, or built-in scenarios by
@@ -108,15 +108,29 @@ impl Command for Ran {
     }
 }
 
+/// The scenarios in lesson order (10 after 9), each by the name `idem
+/// scenario run` takes, whole, with its title below it.
 fn list(scenarios: &[Scenario]) -> Result<()> {
-    let rows = scenarios
-        .iter()
-        .map(|s| vec![s.lesson.to_string(), s.title.clone(), s.source.clone()])
-        .collect();
-    emit(&format!(
-        "{}\n",
-        table::render(&["lesson", "title", "file"], rows, &[0])
-    ))
+    let mut sorted: Vec<&Scenario> = scenarios.iter().collect();
+    sorted.sort_by_key(|s| s.lesson);
+    let mut out = String::new();
+    let mut lesson = None;
+    for s in sorted {
+        if lesson != Some(s.lesson) {
+            lesson = Some(s.lesson);
+            out.push_str(&format!("{}\n", strong(format!("Lesson {}", s.lesson))));
+        }
+        out.push_str(&format!(
+            "  {}\n      {}\n",
+            super::lesson::name_of(s),
+            dim(&s.title)
+        ));
+    }
+    out.push_str(&format!(
+        "\n{}\n",
+        dim("run one with `idem scenario run NAME`, all with `idem scenario run`")
+    ));
+    emit(&out)
 }
 
 async fn run(scenarios: Vec<Scenario>, out: Output, db: &Database) -> Result<()> {

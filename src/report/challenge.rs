@@ -21,6 +21,7 @@ pub fn render_checks(title: &str, checks: &[Check]) -> String {
 fn verdicts(title: &str, rows: Vec<(&str, &str, &str, Mark)>) -> String {
     let passed = rows.iter().filter(|r| r.3 == Mark::Pass).count();
     let judged = rows.iter().filter(|r| r.3 != Mark::NotApplicable).count();
+    let total = rows.len();
     let table = rows
         .into_iter()
         .map(|(case, demands, saw, mark)| {
@@ -32,8 +33,12 @@ fn verdicts(title: &str, rows: Vec<(&str, &str, &str, Mark)>) -> String {
             vec![case.to_string(), demands.to_string(), saw.to_string(), mark]
         })
         .collect();
+    let unjudged = match total - judged {
+        0 => String::new(),
+        n => format!("; {n} n/a, not judged"),
+    };
     format!(
-        "{}\n\n{}\n\n{passed} of {judged} cases hold\n",
+        "{}\n\n{}\n\n{passed} of {judged} cases hold{unjudged}\n",
         strong(title),
         super::table::render(&["case", "demands", "saw", ""], table, &[]),
     )

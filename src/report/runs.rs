@@ -152,6 +152,7 @@ pub fn render_compare(rows: &[(String, RunsSummary)], settings_line: &str) -> St
                 name.clone(),
                 histogram(&s.key_histogram),
                 histogram(&s.xp_histogram),
+                histogram(&s.calls_histogram),
                 dup_runs,
                 count(Outcome::Created),
                 count(Outcome::Replayed),
@@ -167,6 +168,8 @@ pub fn render_compare(rows: &[(String, RunsSummary)], settings_line: &str) -> St
             "strategy",
             "key rows",
             "XP rows",
+            // Calls to the award service: what no rollback undoes.
+            "calls",
             "runs w/ dup",
             // Short, so that at 80 columns the strategies stay side by side.
             "created",
@@ -177,8 +180,12 @@ pub fn render_compare(rows: &[(String, RunsSummary)], settings_line: &str) -> St
             "time/race",
         ],
         body,
-        &[1, 2, 3, 4, 5, 6, 7, 8, 9],
+        &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
     ));
     out.push('\n');
+    out.push_str(&format!(
+        "{}\n",
+        dim("calls: the times the work called the award service, which no rollback undoes")
+    ));
     out
 }

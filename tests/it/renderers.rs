@@ -189,6 +189,23 @@ fn a_challenge_renders_each_case_with_its_mark() {
     insta::assert_snapshot!(shown(report::challenge::render("a made-up guard", &cases)));
 }
 
+/// A case that could not be judged is counted apart: the count of cases
+/// that hold is out of the cases judged, and the n/a are said.
+#[test]
+fn a_case_not_judged_is_counted_apart_from_the_held_and_failed() {
+    plain();
+    let cases = vec![
+        Check::judged("one", "holds", true, "held".into()),
+        Check::judged("two", "holds", false, "broke".into()),
+        Check::not_applicable("three", "holds", "the bound stopped the walk".into()),
+    ];
+    let text = shown(report::challenge::render_checks("three cases", &cases));
+    assert!(
+        text.contains("1 of 2 cases hold; 1 n/a, not judged"),
+        "{text}"
+    );
+}
+
 /// Lesson 1's race again, as lesson 8 runs it in one serializable
 /// transaction per request: the three duplicates rolled back on 40001.
 fn lesson_one_serializable(run: usize) -> RaceResult {
