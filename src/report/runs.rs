@@ -89,7 +89,7 @@ pub fn render_summary(s: &RunsSummary, settings_line: &str, strategy: &str) -> S
     );
     let _ = writeln!(
         out,
-        "  the lesson's figure   {} in {}",
+        "  predicted             {} in {}",
         xp_rows(s.lesson_figure),
         strong(share)
     );
