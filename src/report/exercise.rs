@@ -20,13 +20,16 @@ fn paragraph(text: &str, indent: &str) -> String {
 /// The exercise's file is written: what to do with it next.
 pub fn written(e: &Exercise, path: &Path) -> String {
     let path = path.display();
+    // Each command broken before a flag with ` \`, so that it pastes whole
+    // from a screen of any width.
+    let try_it = e.try_it.replace("{file}", &path.to_string());
     format!(
-        "{} {path}\n\n{}\n{}\n{}\n  {}\n  idem check {} {path}\n  idem hint {}\n",
+        "{} {path}\n\n{}\n{}\n{}\n{}\n  idem check {} {path}\n  idem hint {}\n",
         strong("wrote"),
         strong(format!("Lesson {}'s exercise", e.lesson)),
         paragraph(&format!("Goal: {}.", e.goal), "  "),
         dim("See what it does, judge it, and ask for a hint when stuck:"),
-        e.try_it.replace("{file}", &path.to_string()),
+        super::width::shell_lines(&try_it, super::width::width()),
         e.lesson,
         e.lesson,
     )

@@ -356,3 +356,39 @@ async fn a_guard_files_request_dropped_mid_work_leaves_no_open_transaction() {
     }
     db.close().await.unwrap();
 }
+
+/// Every command an exercise prints pastes whole from an 80-column
+/// screen: no line is wider, and a command broken over lines ends each
+/// but its last with ` \`, so the shell reads it back as one.
+#[test]
+fn every_exercises_commands_paste_whole_at_80_columns() {
+    for e in &EXERCISES {
+        let sandbox = Sandbox::new("exercise-paste");
+        let out = sandbox
+            .idem()
+            .current_dir(&sandbox.dir)
+            .env("COLUMNS", "80")
+            .args(["exercise", &e.lesson.to_string()])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(out.status.success(), "{text}");
+        assert!(
+            text.lines().all(|l| l.chars().count() <= 80),
+            "lesson {}: {text}",
+            e.lesson
+        );
+        let commands: String = text
+            .split("when stuck:\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("lesson {}: {text}", e.lesson))
+            .replace(" \\\n    ", " ");
+        let first = commands.lines().next().unwrap().trim();
+        assert_eq!(
+            first,
+            e.try_it.replace("{file}", e.file),
+            "lesson {}",
+            e.lesson
+        );
+    }
+}
