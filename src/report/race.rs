@@ -152,22 +152,7 @@ pub fn figures(r: &RaceResult) -> String {
         dim(format!("expected {}", r.expected_xp_rows))
     );
     let _ = writeln!(out, "  duplicates            {dup}");
-    let calls = match r.service_calls {
-        0 => dim("0  the work never ran").to_string(),
-        1 => format!("1  {}", dim("the work ran once")),
-        n if n <= 1 + cut_off(r) && r.duplicates == 0 && right => format!(
-            "{n}  {}",
-            warn(
-                "as it must: a request cut off mid-work had already called, and no guard \
-                 takes a call back; a service that is idempotent itself, sent the same \
-                 key, would make the retry's call a replay"
-            )
-        ),
-        n => bad(format!(
-            "{n}  ✗ the work ran {n} times; no rollback undoes a call"
-        ))
-        .to_string(),
-    };
+    let calls = calls_line(r, right);
     let _ = writeln!(out, "  service calls         {calls}");
     // After a crash, no XP row means the request's award was lost: the
     // client was never told, and no retry did the work.
@@ -312,6 +297,42 @@ pub fn outcome_cell(outcome: Outcome, status: u16) -> String {
         | Outcome::Failed
         | Outcome::Crashed => bad(text).to_string(),
         Outcome::HungUp => warn(text).to_string(),
+    }
+}
+
+/// The service calls, and whether they are more than the race meant:
+/// a retry after a request cut off mid-work, or after a failed call whose
+/// claim was released, calls again as it must.
+fn calls_line(r: &RaceResult, right: bool) -> String {
+    let failed_first = r
+        .reports
+        .iter()
+        .filter(|w| w.outcome == Outcome::Failed && !w.retry)
+        .count() as u64;
+    match r.service_calls {
+        0 => dim("0  the work never ran").to_string(),
+        1 => format!("1  {}", dim("the work ran once")),
+        n if failed_first > 0 && n <= 1 + failed_first && r.duplicates == 0 && right => {
+            format!(
+                "{n}  {}",
+                warn(
+                    "as it must: the first call failed, its claim was released, and the \
+                     retry called again"
+                )
+            )
+        }
+        n if n <= 1 + cut_off(r) && r.duplicates == 0 && right => format!(
+            "{n}  {}",
+            warn(
+                "as it must: a request cut off mid-work had already called, and no guard \
+                 takes a call back; a service that is idempotent itself, sent the same \
+                 key, would make the retry's call a replay"
+            )
+        ),
+        n => bad(format!(
+            "{n}  ✗ the work ran {n} times; no rollback undoes a call"
+        ))
+        .to_string(),
     }
 }
 

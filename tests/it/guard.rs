@@ -305,3 +305,24 @@ async fn the_crash_trace_says_what_the_readme_says_of_every_crash_point() {
     }
     db.close().await.unwrap();
 }
+
+/// Lesson 7's released failure: the first call failed, the claim was
+/// released, and the retry called again. Two calls are what the
+/// demonstration intends, so they are not marked as duplicate work.
+#[test]
+fn a_released_failures_second_call_is_said_as_intended_not_marked() {
+    let sandbox = crate::common::Sandbox::new("released-failure");
+    let out = sandbox
+        .idem()
+        .args(["race", "-s", "guard", "--workers", "1", "--fail-work", "1"])
+        .args(["--on-failure", "release"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("service calls         2  as it must"),
+        "{text}"
+    );
+    assert!(!text.contains("✗"), "{text}");
+}
