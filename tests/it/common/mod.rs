@@ -4,6 +4,7 @@
 
 pub mod app;
 pub mod certs;
+pub mod memory;
 pub mod races;
 pub mod segments;
 pub mod server;
