@@ -35,14 +35,11 @@ fn interleavings_of_two(steps: usize) -> Vec<Vec<usize>> {
     all
 }
 
-/// Lesson 2's claim, counted on every order: check-then-store does the
-/// work twice exactly when each find comes before the other's store. The
-/// test counts those orders itself and the explorer must agree.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn check_then_store_fails_in_exactly_the_orders_where_both_finds_precede_both_stores() {
-    let _serial = TIMING.lock().await;
-    let orders = interleavings_of_two(4);
-    let expected = orders
+/// How many of `orders` have each worker's find (its `find`-th step)
+/// before the other's store (its `store`-th step): the orders in which
+/// check-then-store does the work twice.
+fn both_find_first(orders: &[Vec<usize>], find: usize, store: usize) -> u64 {
+    orders
         .iter()
         .filter(|order| {
             // The k-th step of worker w is at the position of w's k-th entry.
@@ -55,10 +52,19 @@ async fn check_then_store_fails_in_exactly_the_orders_where_both_finds_precede_b
                     .unwrap()
                     .0
             };
-            let (find, store) = (1, 3);
             at(1, find) < at(2, store) && at(2, find) < at(1, store)
         })
-        .count() as u64;
+        .count() as u64
+}
+
+/// Lesson 2's claim, counted on every order: check-then-store does the
+/// work twice exactly when each find comes before the other's store. The
+/// test counts those orders itself and the explorer must agree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_then_store_fails_in_exactly_the_orders_where_both_finds_precede_both_stores() {
+    let _serial = TIMING.lock().await;
+    let orders = interleavings_of_two(4);
+    let expected = both_find_first(&orders, 1, 3);
     assert_eq!(expected, 60, "the test's own count");
     let db = open().await;
     let e = explored(
@@ -291,22 +297,7 @@ async fn lesson_twos_check_fails_a_claim_that_only_an_order_breaks() {
 async fn a_space_past_the_bound_is_walked_reduced_and_agrees_with_the_finds_and_stores() {
     let _serial = TIMING.lock().await;
     let orders = interleavings_of_two(2);
-    let (find, store) = (0, 1);
-    let failing = orders
-        .iter()
-        .filter(|order| {
-            let at = |w: usize, k: usize| {
-                order
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, x)| **x == w)
-                    .nth(k)
-                    .unwrap()
-                    .0
-            };
-            at(1, find) < at(2, store) && at(2, find) < at(1, store)
-        })
-        .count() as u64;
+    let failing = both_find_first(&orders, 0, 1);
     let db = open().await;
     let e = explored(
         &db,

@@ -35,7 +35,7 @@ impl RaceInput {
         self.clone().with(|r| {
             r.strategy.strategy = Some(strategy);
             if !strategy.has_losers() {
-                r.losers = super::LoserInput::none();
+                r.losers = super::LoserInput::default();
             }
         })
     }

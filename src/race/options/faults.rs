@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 
 use super::super::fault::FaultPoint;
 use super::super::worker_report::WorkerReport;
-use super::said;
 use crate::limits::{self};
 use crate::request::Outcome;
 
@@ -81,7 +80,7 @@ impl FaultInput {
         Faults {
             fail_work: self.fail_work.map(|w| w as usize),
             crash: self.crash,
-            kill_connection: said(self.kill_connection, true).unwrap_or(false),
+            kill_connection: self.kill_connection,
             recovery_retries: self
                 .recovery_retries
                 .unwrap_or(limits::RECOVERY_RETRIES.default())

@@ -86,10 +86,4 @@ impl LoserInput {
             LoserKind::Block => LoserPolicy::Block { give_up_after },
         })
     }
-
-    /// The same input without the loser's settings, for a strategy that
-    /// has no losers (`compare` runs every strategy in turn).
-    pub(super) fn none() -> LoserInput {
-        LoserInput::default()
-    }
 }

@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use beside::{Beside, catch_up_limit, with_setting};
 
-use super::said;
 use crate::limits::{self, Origin, help_with_default as with_default};
 
 const HEADING: &str = "Lesson 10: more than one database";
@@ -161,7 +160,7 @@ impl ReadFrom {
 impl StandbyInput {
     /// Whether a standby is asked for: idem's, or the user's by URL.
     pub fn wanted(&self) -> bool {
-        said(self.standby || self.standby_url.is_some(), true).unwrap_or(false)
+        self.standby || self.standby_url.is_some()
     }
 
     /// Where the strategy's finds read.
