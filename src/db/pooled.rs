@@ -100,7 +100,12 @@ pub async fn look(connect: &Connect) -> Pooled {
         }
         Err(_) => {}
     }
-    pooled.shared_process = shared_process(connect).await;
+    // The whole look, its queries too, within one bound: a pooler that
+    // stalls mid-answer says nothing rather than holding doctor up.
+    pooled.shared_process = tokio::time::timeout(LOOK_TIMEOUT, shared_process(connect))
+        .await
+        .ok()
+        .flatten();
     pooled
 }
 
