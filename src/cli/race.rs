@@ -5,6 +5,7 @@ use clap::Args;
 use super::connection::ConnectArgs;
 use super::race_shape::{RaceFlags, StrategyFlag};
 use crate::limits;
+use crate::race::moves::Move;
 use crate::race::options::{AppInput, ShapeInput, StandbyInput};
 use crate::strategy::StrategyKind;
 
@@ -44,10 +45,12 @@ pub struct StepArgs {
     pub strategy: StrategyFlag,
 
     /// The order of steps, one worker number per step (e.g. 1,2,1,2):
-    /// replays an interleaving without asking.
+    /// replays an interleaving without asking. `clock` moves every pending
+    /// claim past the stale-claim age; `crash2` kills worker 2's
+    /// connection before its next step (lesson 7's crash).
     #[arg(long, value_name = "LIST", value_delimiter = ',',
-          value_parser = limits::SCHEDULE_WORKER.parser())]
-    pub schedule: Option<Vec<u64>>,
+          value_parser = Move::parse)]
+    pub schedule: Option<Vec<Move>>,
 
     /// A puzzle: you are the scheduler, and the goal is to make the guard
     /// leave N XP rows. At the end idem says whether you did, and in how
@@ -113,6 +116,18 @@ pub struct ExploreArgs {
               "The most interleavings to run; past it the exploration stops and says how \
                many it ran, never that the guard holds in all."))]
     pub max_interleavings: Option<u64>,
+
+    /// Also branch on crashes: at every turn, a worker's server process
+    /// may be killed before its next step (once a run), and the crashed
+    /// request is retried after the race, once its claim is stale.
+    #[arg(long)]
+    pub crashes: bool,
+
+    /// Also branch on the clock: at every turn where a pending claim could
+    /// go stale, it may (once a run), its time moved past the stale-claim
+    /// age (--lock-timeout-ms) instead of waiting for it.
+    #[arg(long)]
+    pub clock: bool,
 
     /// Print the exploration as one JSON object and nothing else on stdout.
     #[arg(long)]

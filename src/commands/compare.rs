@@ -172,7 +172,7 @@ async fn explore_each(db: &Database, rows: Vec<(String, RaceSettings)>, out: Out
         };
         let replay = crate::explore::replay_for(&guard, &settings);
         let e =
-            crate::explore::explore(db, settings, crate::explore::DEFAULT_BOUND, &replay, |n| {
+            crate::explore::explore(db, settings, &crate::explore::Walking::steps(&replay), |n| {
                 progress.set_position(done + n)
             })
             .await?;

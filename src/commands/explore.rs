@@ -14,9 +14,7 @@ use crate::report::{self, Output};
 pub struct Plan {
     pub db: ConnectOptions,
     pub settings: RaceSettings,
-    pub bound: u64,
-    /// `idem step ...` without its schedule: how to replay one.
-    pub replay: String,
+    pub walking: explore::Walking,
     pub out: Output,
 }
 
@@ -28,9 +26,15 @@ pub fn plan(args: &ExploreArgs) -> Result<Plan> {
     let settings = explore::settings(&input)?;
     Ok(Plan {
         db: args.connect.with_standby(&args.input.standby)?,
-        replay: replay_command(std::env::args_os().collect(), &settings),
+        walking: explore::Walking {
+            bound: args.max_interleavings.unwrap_or(explore::DEFAULT_BOUND),
+            branches: explore::Branches {
+                crashes: args.crashes,
+                clock: args.clock,
+            },
+            replay: replay_command(std::env::args_os().collect(), &settings),
+        },
         settings,
-        bound: args.max_interleavings.unwrap_or(explore::DEFAULT_BOUND),
         out: Output::from_json_flag(args.json),
     })
 }
@@ -45,7 +49,7 @@ impl Command for Plan {
     async fn run(self, db: &Database, _: Given) -> Result<()> {
         let out = self.out;
         let progress = report::progress::counter(!out.for_people(), "interleavings");
-        let found = explore::explore(db, self.settings, self.bound, &self.replay, |n| {
+        let found = explore::explore(db, self.settings, &self.walking, |n| {
             progress.set_position(n)
         })
         .await;
@@ -89,7 +93,7 @@ fn replay_command(argv: Vec<OsString>, settings: &RaceSettings) -> String {
     let (mut workers_said, mut work_said) = (false, false);
     while let Some(arg) = rest.next() {
         match arg.as_str() {
-            "--json" => {}
+            "--json" | "--crashes" | "--clock" => {}
             "--max-interleavings" => {
                 rest.next();
             }

@@ -11,6 +11,7 @@ use super::command::OnDatabase;
 use super::step_puzzle as puzzle;
 use crate::cli::race::StepArgs;
 use crate::db::{ConnectOptions, Database, book};
+use crate::race::moves::Move;
 use crate::race::stepper::{Controller, Standing};
 use crate::race::{Race, RaceSettings};
 use crate::report::style::{dim, strong, warn};
@@ -93,7 +94,7 @@ impl OnDatabase for Plan {
 }
 
 /// Follows the schedule, printing each step unless `quiet`.
-async fn scripted(controller: &mut Controller, schedule: &[usize], quiet: bool) -> Result<()> {
+async fn scripted(controller: &mut Controller, schedule: &[Move], quiet: bool) -> Result<()> {
     controller
         .follow(schedule, |turn, line| match quiet {
             true => Ok(()),
@@ -110,8 +111,10 @@ async fn scripted(controller: &mut Controller, schedule: &[usize], quiet: bool) 
 }
 
 /// Asks at the terminal which worker moves next: one key moves a worker
-/// (Enter is not needed, and is ignored); `a` lets all run; `q` or Ctrl-D
-/// stops, with a summary, and the rest run to the end so nothing is left.
+/// (Enter is not needed, and is ignored); `c` moves the clock past the
+/// stale-claim age; `x` and a number crash that worker; `a` lets all run;
+/// `q` or Ctrl-D stops, with a summary, and the rest run to the end so
+/// nothing is left.
 async fn interactive(controller: &mut Controller, db: &Database) -> Result<()> {
     let workers = controller.standing.len();
     let mut keys = Keyboard::open();
@@ -122,7 +125,8 @@ async fn interactive(controller: &mut Controller, db: &Database) -> Result<()> {
         emit(&format!(
             "{} ",
             strong(format!(
-                "press 1-{workers} to move that worker, a to let all run, q to stop{}:",
+                "press 1-{workers} to move that worker, c the clock, x and a number to crash \
+                 one, a to let all run, q to stop{}:",
                 keys.enter_hint()
             ))
         ))?;
@@ -135,24 +139,49 @@ async fn interactive(controller: &mut Controller, db: &Database) -> Result<()> {
                 emit(&summary(&taken, why))?;
                 return Ok(());
             }
-            Key::Char(c) => match c.to_digit(10).map(|d| d as usize) {
-                Some(worker) if (1..=workers).contains(&worker) => {
-                    match controller.advance(worker).await {
-                        Ok(what) => {
-                            emit(&format!("{}\n", strong(&what)))?;
-                            taken.push(what);
-                        }
-                        Err(why) => emit(&format!("{}\n", warn(why)))?,
-                    }
+            Key::Char('c') => take(controller, Move::Clock, &mut taken).await?,
+            Key::Char('x') => {
+                emit(&format!("{} ", strong(format!("crash which worker (1-{workers})?"))))?;
+                let key = keys.next().await?;
+                emit("\n")?;
+                match worker_of(key, workers) {
+                    Some(worker) => take(controller, Move::Crash(worker), &mut taken).await?,
+                    None => emit(&format!("{}\n", warn("no worker crashed")))?,
                 }
-                _ => emit(&format!(
+            }
+            Key::Char(c) => match worker_of(key, workers) {
+                Some(worker) => take(controller, Move::Step(worker), &mut taken).await?,
+                None => emit(&format!(
                     "{}\n",
                     warn(format!(
-                        "{c:?}: press a worker's number (1-{workers}), a or q"
+                        "{c:?}: press a worker's number (1-{workers}), c, x, a or q"
                     ))
                 ))?,
             },
         }
+    }
+    Ok(())
+}
+
+/// The worker a key names, if it names one of `workers`.
+fn worker_of(key: Key, workers: usize) -> Option<usize> {
+    match key {
+        Key::Char(c) => c
+            .to_digit(10)
+            .map(|d| d as usize)
+            .filter(|w| (1..=workers).contains(w)),
+        Key::End => None,
+    }
+}
+
+/// Makes one move by hand and says what it did, or why it could not.
+async fn take(controller: &mut Controller, m: Move, taken: &mut Vec<String>) -> Result<()> {
+    match controller.take(m).await {
+        Ok(what) => {
+            emit(&format!("{}\n", strong(&what)))?;
+            taken.push(what);
+        }
+        Err(why) => emit(&format!("{}\n", warn(why)))?,
     }
     Ok(())
 }

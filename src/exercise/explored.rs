@@ -23,7 +23,7 @@ pub async fn every_interleaving(db: &Database, file: &Path) -> Result<Check> {
     let input = RaceInput::default().with(|r| r.strategy.strategy_file = Some(file.to_path_buf()));
     let settings = explore::settings(&input)?;
     let replay = explore::replay_for(&format!("--strategy-file {}", file.display()), &settings);
-    let e = explore::explore(db, settings, explore::DEFAULT_BOUND, &replay, |_| {}).await?;
+    let e = explore::explore(db, settings, &explore::Walking::steps(&replay), |_| {}).await?;
     let saw = match (&e.shortest, e.total) {
         (Some(schedule), _) => format!(
             "failed in {} of {}; the shortest: --schedule {} ({}); replay it with idem step",

@@ -23,6 +23,7 @@ use tree::{Choice, Walk};
 pub use verdict::Failure;
 
 use crate::db::Database;
+use crate::race::moves::Move;
 use crate::race::stepper::{Controller, Standing};
 use crate::race::{Race, RaceResult, RaceSettings};
 use crate::request::Step;
@@ -74,6 +75,39 @@ const LOOK_EVERY: Duration = Duration::from_millis(10);
 /// lock wait to end (a deadlock is broken by the server within a second).
 const STALL: Duration = Duration::from_secs(30);
 
+/// The moves besides the workers' steps that a walk branches on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Branches {
+    /// At every turn, also: a worker's server process killed before its
+    /// next step (lesson 7's crash), once a run; a crashed request is
+    /// retried once the race is over, after the clock has made its claim
+    /// stale.
+    pub crashes: bool,
+    /// At every turn where it would age a pending claim, also: the clock
+    /// moved past the stale-claim age (lessons 7 and 9), once a run.
+    pub clock: bool,
+}
+
+/// How to walk: up to how many interleavings, on which branches, and the
+/// `idem step` command line (without its schedule) that replays one.
+#[derive(Debug, Clone)]
+pub struct Walking {
+    pub bound: u64,
+    pub branches: Branches,
+    pub replay: String,
+}
+
+impl Walking {
+    /// A walk of the workers' steps alone, up to [`DEFAULT_BOUND`].
+    pub fn steps(replay: &str) -> Walking {
+        Walking {
+            bound: DEFAULT_BOUND,
+            branches: Branches::default(),
+            replay: replay.to_string(),
+        }
+    }
+}
+
 /// What an exploration found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Exploration {
@@ -90,6 +124,8 @@ pub struct Exploration {
     pub total: Option<u64>,
     /// The most interleavings this exploration could run.
     pub bound: u64,
+    /// The crashes and the clock, where the walk branched on them.
+    pub branches: Branches,
     /// Whether steps that touch no row another request uses (checkout,
     /// begin, work) were taken as soon as they could be, each order of the
     /// others standing for every order of those: the walk of a space too
@@ -99,13 +135,16 @@ pub struct Exploration {
     pub held: u64,
     /// Interleavings in which it failed, one way or more.
     pub failing: u64,
+    /// Of those, the ones with neither a crash nor the clock in them.
+    pub failing_on_steps_alone: u64,
     /// For each way of failing, in how many interleavings.
     pub kinds: BTreeMap<Failure, u64>,
     /// For each number of XP rows left, in how many interleavings.
     pub xp_rows: BTreeMap<u64, u64>,
-    /// The shortest failing schedule, one worker number per step (fewest
-    /// steps, then fewest switches); `null` when none failed.
-    pub shortest: Option<Vec<usize>>,
+    /// The shortest failing schedule, one worker number per step,
+    /// `"clock"` and `"crashN"` for the branches (fewest moves, then fewest
+    /// switches); `null` when none failed.
+    pub shortest: Option<Vec<Move>>,
     /// What the shortest failing schedule broke.
     pub shortest_failures: Vec<Failure>,
     /// The command that replays it, step by step.
@@ -119,17 +158,17 @@ pub struct Exploration {
 }
 
 /// Explores `settings`'s race (a stepped race: two to five workers) under
-/// every interleaving, up to `bound`; `replay` is the `idem step` command
-/// line, without its schedule, that replays one; `each` is told after
-/// every interleaving how many have run. When the first run shows a space
-/// larger than `bound`, the walk is the reduced one (see [`Independence`]).
+/// every interleaving, as `walking` says; `each` is told after every
+/// interleaving how many have run. When the first run shows a space
+/// larger than the bound, the walk is the reduced one (see
+/// [`Independence`]).
 pub async fn explore(
     db: &Database,
     settings: RaceSettings,
-    bound: u64,
-    replay: &str,
+    walking: &Walking,
     mut each: impl FnMut(u64),
 ) -> Result<Exploration> {
+    let (bound, replay) = (walking.bound, walking.replay.as_str());
     let began = Instant::now();
     let independence = Independence::of(&settings);
     if !independence.checkout {
@@ -144,7 +183,12 @@ pub async fn explore(
     let mut reduced = false;
     let (found, complete) = loop {
         let reduce = reduced.then_some(independence);
-        let (found, complete) = walk(&race, bound, reduce, &mut each).await?;
+        let how = How {
+            bound,
+            reduce,
+            branches: walking.branches,
+        };
+        let (found, complete) = walk(&race, how, &mut each).await?;
         if complete || reduced {
             break (found, complete);
         }
@@ -160,9 +204,11 @@ pub async fn explore(
         interleavings: found.runs,
         total: complete.then_some(found.runs),
         bound,
+        branches: walking.branches,
         reduced,
         held: found.runs - found.failing,
         failing: found.failing,
+        failing_on_steps_alone: found.failing_on_steps,
         kinds: found.kinds,
         xp_rows: found.xp_rows,
         replay: found
@@ -181,21 +227,25 @@ pub async fn explore(
     })
 }
 
-/// One walk of the tree, whole or up to `bound`: the counts, and whether
-/// it was whole. A walk whose first run shows a space larger than `bound`
-/// stops there, to be walked reduced instead.
-async fn walk(
-    race: &Race<'_>,
+/// One walk's settings: its bound, its reduction if any, its branches.
+#[derive(Debug, Clone, Copy)]
+struct How {
     bound: u64,
     reduce: Option<Independence>,
-    each: &mut impl FnMut(u64),
-) -> Result<(Tally, bool)> {
+    branches: Branches,
+}
+
+/// One walk of the tree, whole or up to its bound: the counts, and whether
+/// it was whole. A walk whose first run shows a space larger than the
+/// bound stops there, to be walked reduced instead.
+async fn walk(race: &Race<'_>, how: How, each: &mut impl FnMut(u64)) -> Result<(Tally, bool)> {
+    let (bound, reduce) = (how.bound, how.reduce);
     let mut walk = Walk::default();
     let mut found = Tally::default();
     loop {
         let result = race
             .run_stepped(async |controller: &mut Controller| {
-                drive(controller, &mut walk, reduce).await
+                drive(controller, &mut walk, how).await
             })
             .await?;
         let schedule = walk.schedule();
@@ -218,11 +268,16 @@ async fn walk(
 
 /// How many orders there would be if every worker took as many steps as
 /// the busiest one in `schedule`: the multinomial of those counts, an
-/// estimate made from the first run to choose the walk.
-fn space(schedule: &[usize]) -> u128 {
+/// estimate made from the first run to choose the walk (the branches'
+/// moves are left out: they only make the space larger).
+fn space(schedule: &[Move]) -> u128 {
     let mut counts = BTreeMap::new();
-    for w in schedule {
-        *counts.entry(*w).or_insert(0u128) += 1;
+    let steps = schedule.iter().filter_map(|m| match m {
+        Move::Step(w) => Some(*w),
+        _ => None,
+    });
+    for w in steps {
+        *counts.entry(w).or_insert(0u128) += 1;
     }
     let most = counts.values().copied().max().unwrap_or(0);
     let mut total: u128 = 1;
@@ -279,14 +334,7 @@ impl Independence {
     }
 }
 
-/// A schedule as `--schedule` takes it: `1,1,2,2`.
-pub fn joined(schedule: &[usize]) -> String {
-    schedule
-        .iter()
-        .map(|w| w.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
-}
+pub use crate::race::moves::joined;
 
 /// The counts so far, and the shortest failing schedule.
 #[derive(Default)]
@@ -295,13 +343,14 @@ struct Tally {
     first_space: Option<u128>,
     runs: u64,
     failing: u64,
+    failing_on_steps: u64,
     kinds: BTreeMap<Failure, u64>,
     xp_rows: BTreeMap<u64, u64>,
-    shortest: Option<(Vec<usize>, Vec<Failure>, RaceResult)>,
+    shortest: Option<(Vec<Move>, Vec<Failure>, RaceResult)>,
 }
 
 impl Tally {
-    fn add(&mut self, schedule: Vec<usize>, result: RaceResult) {
+    fn add(&mut self, schedule: Vec<Move>, result: RaceResult) {
         self.runs += 1;
         *self.xp_rows.entry(result.xp_rows).or_default() += 1;
         let failures = verdict::failures(&result);
@@ -309,10 +358,11 @@ impl Tally {
             return;
         }
         self.failing += 1;
+        self.failing_on_steps += u64::from(schedule.iter().all(|m| m.is_step()));
         for f in &failures {
             *self.kinds.entry(*f).or_default() += 1;
         }
-        let size = |s: &[usize]| (s.len(), switches(s));
+        let size = |s: &[Move]| (s.len(), switches(s));
         let shorter = match &self.shortest {
             Some((best, ..)) => size(&schedule) < size(best),
             None => true,
@@ -323,41 +373,44 @@ impl Tally {
     }
 }
 
-/// One interleaving: at each turn the walk picks a free worker, which
-/// takes its step; a worker waiting on a lock is not free until the lock
-/// is released. A reduced walk takes an independent step as the only
-/// choice of its turn.
-async fn drive(
-    controller: &mut Controller,
-    walk: &mut Walk,
-    reduce: Option<Independence>,
-) -> Result<()> {
+/// One interleaving: at each turn the walk picks a move: a free worker's
+/// step (a worker waiting on a lock is not free until the lock is
+/// released), or, on the walk's branches, a crash or the clock, each at
+/// most once a run. A reduced walk takes an independent step as the only
+/// step of its turn, with its worker's crash beside it.
+async fn drive(controller: &mut Controller, walk: &mut Walk, how: How) -> Result<()> {
     controller.look_every(LOOK_EVERY);
     controller.pool_is_ample();
     controller.settle_all().await;
-    let mut at = 0;
+    let (mut at, mut crashed, mut jumped) = (0, false, false);
     while !controller.all_finished() {
         let free = free_workers(controller).await?;
         if free.is_empty() {
             break;
         }
-        let alone = reduce.and_then(|r| {
+        let alone = how.reduce.and_then(|r| {
             free.iter().copied().find(|w| {
                 matches!(controller.standing.get(w), Some(Standing::Before(step)) if r.of_step(*step))
             })
         });
-        let choices = match alone {
-            Some(worker) => vec![worker],
-            None => free,
-        };
-        match walk.choose(at, &choices) {
-            Choice::Move(worker) => {
-                if let Err(why) = controller.advance(worker).await {
-                    bail!("worker {worker} could not take its step {}: {why}", at + 1);
+        let movers = alone.map_or(free, |w| vec![w]);
+        let mut moves: Vec<Move> = movers.iter().map(|&w| Move::Step(w)).collect();
+        if how.branches.clock && !jumped && alone.is_none() && controller.clock_would_age().await.map_err(anyhow::Error::msg)? {
+            moves.push(Move::Clock);
+        }
+        if how.branches.crashes && !crashed {
+            moves.extend(movers.iter().filter(|&&w| controller.can_crash(w)).map(|&w| Move::Crash(w)));
+        }
+        match walk.choose(at, &moves) {
+            Choice::Make(m) => {
+                crashed |= matches!(m, Move::Crash(_));
+                jumped |= m == Move::Clock;
+                if let Err(why) = controller.take(m).await {
+                    bail!("{m} could not be made at turn {}: {why}", at + 1);
                 }
             }
             Choice::Diverged => bail!(
-                "replaying the same steps, turn {} found other workers free than before: \
+                "replaying the same steps, turn {} found other moves possible than before: \
                  the database did not answer the same way twice, so the exploration stops",
                 at + 1
             ),
@@ -396,10 +449,11 @@ async fn free_workers(controller: &mut Controller) -> Result<Vec<usize>> {
 mod tests {
     #[test]
     fn the_space_is_the_multinomial_of_the_step_counts() {
-        assert_eq!(super::space(&[1, 1, 1, 1, 2, 2, 2, 2]), 70);
+        use crate::race::moves::steps;
+        assert_eq!(super::space(&steps(&[1, 1, 1, 1, 2, 2, 2, 2])), 70);
         let three: Vec<usize> = [1, 2, 3].iter().flat_map(|&w| [w; 4]).collect();
-        assert_eq!(super::space(&three), 34_650);
+        assert_eq!(super::space(&steps(&three)), 34_650);
         // A loser that took fewer steps counts as the busiest worker.
-        assert_eq!(super::space(&[1, 1, 1, 1, 2, 2, 3, 3, 3]), 34_650);
+        assert_eq!(super::space(&steps(&[1, 1, 1, 1, 2, 2, 3, 3, 3])), 34_650);
     }
 }

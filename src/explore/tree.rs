@@ -7,12 +7,15 @@
 //! finished) is what the run saw there; a replay that sees otherwise is
 //! reported, never glossed over.
 
-/// One turn of a run: the workers that were free to move, and the one
-/// that moved.
+use crate::race::moves::Move;
+
+/// One turn of a run: the moves that could be made (a free worker's step,
+/// and where the walk branches on them, a crash or the clock), and the
+/// one that was.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Turn {
-    pub free: Vec<usize>,
-    pub moved: usize,
+    pub free: Vec<Move>,
+    pub moved: Move,
 }
 
 /// The walk: the path of the run in hand, turn by turn.
@@ -26,22 +29,22 @@ pub struct Walk {
 /// What a run is told at a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Choice {
-    /// Move this worker.
-    Move(usize),
+    /// Make this move.
+    Make(Move),
     /// The replay expected other free workers here than the run saw.
     Diverged,
 }
 
 impl Walk {
-    /// Which worker moves at turn `at` (from 0), given the workers free
-    /// there: the path's on a replay, the first free one past it.
-    pub fn choose(&mut self, at: usize, free: &[usize]) -> Choice {
+    /// Which move is made at turn `at` (from 0), given the moves that can
+    /// be: the path's on a replay, the first one past it.
+    pub fn choose(&mut self, at: usize, free: &[Move]) -> Choice {
         if at < self.replay {
             let turn = &self.path[at];
             if turn.free != free {
                 return Choice::Diverged;
             }
-            return Choice::Move(turn.moved);
+            return Choice::Make(turn.moved);
         }
         self.path.truncate(at);
         let moved = free[0];
@@ -49,11 +52,11 @@ impl Walk {
             free: free.to_vec(),
             moved,
         });
-        Choice::Move(moved)
+        Choice::Make(moved)
     }
 
-    /// The schedule the run took: one worker per turn.
-    pub fn schedule(&self) -> Vec<usize> {
+    /// The schedule the run took: one move per turn.
+    pub fn schedule(&self) -> Vec<Move> {
         self.path.iter().map(|t| t.moved).collect()
     }
 
@@ -73,26 +76,31 @@ impl Walk {
     }
 }
 
-/// How many times a schedule switches from one worker to another.
-pub fn switches(schedule: &[usize]) -> usize {
+/// How many times a schedule switches from one worker to another (the
+/// clock counts as one more).
+pub fn switches(schedule: &[Move]) -> usize {
     schedule.windows(2).filter(|w| w[0] != w[1]).count()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::race::moves::steps;
 
     /// Two workers of `steps` steps each, every one free until done: the
     /// walk visits every interleaving once.
-    fn walk_all(steps: [usize; 2]) -> Vec<Vec<usize>> {
+    fn walk_all(counts: [usize; 2]) -> Vec<Vec<Move>> {
         let mut walk = Walk::default();
         let mut seen = Vec::new();
         loop {
-            let mut left = steps;
+            let mut left = counts;
             let mut at = 0;
             while left.iter().any(|&n| n > 0) {
-                let free: Vec<usize> = (1..=2).filter(|&w| left[w - 1] > 0).collect();
-                let Choice::Move(w) = walk.choose(at, &free) else {
+                let free: Vec<Move> = (1..=2)
+                    .filter(|&w| left[w - 1] > 0)
+                    .map(Move::Step)
+                    .collect();
+                let Choice::Make(Move::Step(w)) = walk.choose(at, &free) else {
                     panic!("diverged")
                 };
                 left[w - 1] -= 1;
@@ -111,22 +119,24 @@ mod tests {
         assert_eq!(seen.len(), 70);
         let unique: std::collections::BTreeSet<_> = seen.iter().collect();
         assert_eq!(unique.len(), 70);
-        assert_eq!(seen[0], vec![1, 1, 1, 1, 2, 2, 2, 2]);
+        assert_eq!(seen[0], steps(&[1, 1, 1, 1, 2, 2, 2, 2]));
     }
 
     #[test]
     fn a_replay_that_sees_other_free_workers_is_told_so() {
         let mut walk = Walk::default();
-        assert_eq!(walk.choose(0, &[1, 2]), Choice::Move(1));
-        assert_eq!(walk.choose(1, &[1, 2]), Choice::Move(1));
+        let both = steps(&[1, 2]);
+        assert_eq!(walk.choose(0, &both), Choice::Make(Move::Step(1)));
+        assert_eq!(walk.choose(1, &both), Choice::Make(Move::Step(1)));
         assert!(walk.next());
-        assert_eq!(walk.choose(0, &[1]), Choice::Diverged);
+        assert_eq!(walk.choose(0, &steps(&[1])), Choice::Diverged);
     }
 
     #[test]
     fn switches_count_the_changes_of_worker() {
-        assert_eq!(switches(&[1, 1, 2, 2]), 1);
-        assert_eq!(switches(&[1, 2, 1, 2]), 3);
+        assert_eq!(switches(&steps(&[1, 1, 2, 2])), 1);
+        assert_eq!(switches(&steps(&[1, 2, 1, 2])), 3);
+        assert_eq!(switches(&[Move::Step(1), Move::Clock, Move::Step(1)]), 2);
         assert_eq!(switches(&[]), 0);
     }
 }

@@ -378,7 +378,8 @@ impl RaceSettings {
             .schedule()
             .into_iter()
             .flatten()
-            .find(|w| !(1..=workers).contains(*w))
+            .filter_map(|m| m.worker())
+            .find(|w| !(1..=workers).contains(w))
         {
             bail!(
                 "{} names worker {bad}, but there are {workers} workers",

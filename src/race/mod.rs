@@ -2,6 +2,8 @@
 
 mod blocking;
 mod checks;
+pub mod clock;
+pub mod moves;
 pub mod options;
 mod over_http;
 pub mod replicas;

@@ -10,6 +10,7 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
 use super::blocking::BlockWatch;
+use super::clock::Clock;
 use super::options::ReadFrom;
 use super::options::{self, Beside, catch_up_limit, with_setting};
 use super::over_http::{Wire, WireEnd, run_client};
@@ -198,6 +199,7 @@ impl<'db> Race<'db> {
     ) -> Result<RaceResult> {
         let (mut controller, hooks) =
             Controller::new(self.settings.requests.workers(), self.db.meta.clone());
+        controller.set_clock(self.clock());
         let started = self.start(Some(hooks)).await?;
         let driven = drive(&mut controller).await;
         // Whatever the driver did, let the rest run to the end.
@@ -260,6 +262,7 @@ impl<'db> Race<'db> {
             reader: self.reader(),
         };
         let fired = Arc::new(AtomicBool::new(false));
+        let stepped = hooks.is_some();
         // Hooks are handed out by worker number: worker 1's is last, popped first.
         let mut hooks = hooks.map(|mut h| {
             h.sort_by_key(|h| std::cmp::Reverse(h.worker));
@@ -316,7 +319,19 @@ impl<'db> Race<'db> {
             watch,
             started,
             calls_before,
+            stepped,
         })
+    }
+
+    /// The clock of a stepped race: claims aged by the stale-claim age.
+    fn clock(&self) -> Clock {
+        let recovery = &self.settings.app.recovery;
+        Clock::new(
+            self.db.meta.clone(),
+            &self.db.schema,
+            recovery.lock_timeout(),
+            recovery.heartbeat().is_some(),
+        )
     }
 
     /// Waits for the workers, has each option do what it does after the
@@ -330,6 +345,7 @@ impl<'db> Race<'db> {
             watch,
             started,
             calls_before,
+            stepped,
         } = st;
         let mut reports = Vec::with_capacity(s.requests.workers());
         let mut pids = Vec::new();
@@ -346,8 +362,11 @@ impl<'db> Race<'db> {
         if let Some(watch) = watch {
             attribute_blocking(&mut reports, &pids, &watch.finish().await);
         }
+        // A stepped race keeps time by its schedule: its clock, not a sleep.
+        let clock = stepped.then(|| self.clock());
         for step in AfterRace::IN_ORDER {
-            step.run(self, &crew, &mut reports, started).await?;
+            step.run(self, &crew, &mut reports, (started, clock.as_ref()))
+                .await?;
         }
         let counted = self.count(&crew, &mut reports, started).await?;
         let mut result = RaceResult::new(run, s, counted.counts, reports, elapsed);
@@ -408,7 +427,7 @@ impl AfterRace {
         race: &Race<'_>,
         crew: &Crew,
         reports: &mut Vec<WorkerReport>,
-        started: Instant,
+        (started, clock): (Instant, Option<&Clock>),
     ) -> Result<()> {
         let s = &race.settings;
         let retries = async |of, count| race.retries(crew, of, count).await;
@@ -420,7 +439,11 @@ impl AfterRace {
             }
             AfterRace::Recovery => {
                 let stale_after = s.app.recovery.lock_timeout();
-                options::recover(&s.faults, stale_after, reports, started, retries).await
+                let stale = options::Stale {
+                    after: stale_after,
+                    clock,
+                };
+                options::recover(&s.faults, stale, reports, started, retries).await
             }
             AfterRace::HangUp => {
                 let settle = options::settle(s.app.recovery.lock_timeout(), s.app.work);
@@ -565,6 +588,8 @@ struct Started {
     started: Instant,
     /// The service's calls before this run's workers started.
     calls_before: u64,
+    /// Whether a controller moves the workers one step at a time.
+    stepped: bool,
 }
 
 /// What every worker of one race shares.

@@ -24,7 +24,10 @@ async fn blockers_of(meta: &PgPool, pid: i32) -> sqlx::Result<Vec<i32>> {
 }
 use tokio::sync::mpsc;
 
-use crate::request::{Step, StepHook, TurnEvent};
+use super::clock::Clock;
+use super::moves::Move;
+use crate::request::fault::terminate;
+use crate::request::{Go, Step, StepHook, TurnEvent};
 
 /// Where a worker stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +44,7 @@ pub enum Standing {
 /// The controller's end.
 pub struct Controller {
     events: mpsc::UnboundedReceiver<TurnEvent>,
-    go: BTreeMap<usize, mpsc::UnboundedSender<()>>,
+    go: BTreeMap<usize, mpsc::UnboundedSender<Go>>,
     pids: BTreeMap<usize, i32>,
     pub standing: BTreeMap<usize, Standing>,
     /// What each worker's last step found or did, as its trace noted it.
@@ -53,6 +56,10 @@ pub struct Controller {
     /// Whether a checkout can wait for the pool: not when it holds a
     /// connection for every worker.
     pool_can_run_out: bool,
+    /// Moves pending claims past the stale-claim age (`clock`).
+    clock: Option<Clock>,
+    /// The workers killed on purpose (`crashN`).
+    crashed: Vec<usize>,
 }
 
 /// How long a step may run before the controller looks for a lock wait.
@@ -82,6 +89,8 @@ impl Controller {
             free_running: false,
             settle: SETTLE,
             pool_can_run_out: true,
+            clock: None,
+            crashed: Vec::new(),
         };
         (controller, hooks)
     }
@@ -99,6 +108,11 @@ impl Controller {
     /// which on a loaded machine is a guess.)
     pub fn pool_is_ample(&mut self) {
         self.pool_can_run_out = false;
+    }
+
+    /// Gives the schedule its clock.
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = Some(clock);
     }
 
     /// Waits until every worker is paused or finished.
@@ -141,10 +155,17 @@ impl Controller {
             Some(Standing::Before(step)) => {
                 self.standing.insert(worker, Standing::Running(step));
                 if let Some(go) = self.go.get(&worker) {
-                    let _ = go.send(());
+                    let _ = go.send(Go::Step);
                 }
             }
         }
+        self.wait_for(worker).await?;
+        Ok(self.said(worker))
+    }
+
+    /// Waits until `worker`'s step, and any other it set moving, ended or
+    /// is seen blocked.
+    async fn wait_for(&mut self, worker: usize) -> Result<(), String> {
         let began = Instant::now();
         loop {
             // Another blocked worker may move on too, when this step frees its lock.
@@ -172,7 +193,12 @@ impl Controller {
                 }
             }
         }
-        Ok(match self.standing.get(&worker) {
+        Ok(())
+    }
+
+    /// What `worker`'s last move came to, for the screen.
+    fn said(&self, worker: usize) -> String {
+        match self.standing.get(&worker) {
             Some(Standing::Blocked(step, by)) => {
                 format!(
                     "worker {worker}: {} <waiting for {}>",
@@ -186,27 +212,108 @@ impl Controller {
                 None => format!("worker {worker} done; next: {}", next.name()),
             },
             _ => format!("worker {worker} moved"),
-        })
+        }
     }
 
-    /// Follows a schedule, one step per entry, handing each step's line to
-    /// `each`; fails naming the first step that cannot proceed.
+    /// Follows a schedule, one move per entry, handing each move's line to
+    /// `each`; fails naming the first move that cannot be made.
     pub async fn follow(
         &mut self,
-        schedule: &[usize],
+        schedule: &[Move],
         mut each: impl FnMut(usize, &str) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         self.settle_all().await;
-        for (turn, &worker) in schedule.iter().enumerate() {
-            match self.advance(worker).await {
+        for (turn, &m) in schedule.iter().enumerate() {
+            match self.take(m).await {
                 Ok(line) => each(turn + 1, &line)?,
                 Err(why) => anyhow::bail!(
-                    "the schedule cannot proceed at step {} (worker {worker}): {why}",
+                    "the schedule cannot proceed at step {} ({m}): {why}",
                     turn + 1
                 ),
             }
         }
         Ok(())
+    }
+
+    /// Makes one move of a schedule.
+    pub async fn take(&mut self, m: Move) -> Result<String, String> {
+        match m {
+            Move::Step(worker) => self.advance(worker).await,
+            Move::Clock => self.jump().await,
+            Move::Crash(worker) => self.crash(worker).await,
+        }
+    }
+
+    /// The workers that still run: not finished, not crashed.
+    fn running(&self) -> Vec<usize> {
+        self.standing
+            .iter()
+            .filter(|(w, s)| **s != Standing::Finished && !self.crashed.contains(w))
+            .map(|(w, _)| *w)
+            .collect()
+    }
+
+    /// Whether the clock would age a claim now.
+    pub async fn clock_would_age(&self) -> Result<bool, String> {
+        let Some(clock) = &self.clock else {
+            return Ok(false);
+        };
+        match clock.would_age(&self.running()).await {
+            Ok(n) => Ok(n > 0),
+            Err(e) => Err(format!("could not read the claims' ages: {e}")),
+        }
+    }
+
+    /// Moves the pending claims past the stale-claim age.
+    pub async fn jump(&mut self) -> Result<String, String> {
+        self.refresh().await;
+        let Some(clock) = &self.clock else {
+            return Err("this race has no clock to move".into());
+        };
+        match clock.jump(&self.running()).await {
+            Ok(0) => Ok("the clock jumps: no pending claim to age".into()),
+            Ok(n) => Ok(format!(
+                "the clock jumps: {n} pending claim{} now older than the stale-claim age",
+                if n == 1 { " is" } else { "s are" }
+            )),
+            Err(e) => Err(format!("the clock could not move: {e}")),
+        }
+    }
+
+    /// Whether `worker` can be crashed now: paused before a step other
+    /// than its checkout, with a server process to kill.
+    pub fn can_crash(&self, worker: usize) -> bool {
+        matches!(self.standing.get(&worker), Some(Standing::Before(step)) if *step != Step::Checkout)
+            && self.pids.contains_key(&worker)
+    }
+
+    /// Kills `worker`'s server process before its next step, as its app
+    /// server's crash would, and lets the dead worker run out.
+    pub async fn crash(&mut self, worker: usize) -> Result<String, String> {
+        self.refresh().await;
+        if !self.can_crash(worker) {
+            return Err(format!(
+                "worker {worker} can crash only while paused before a step after its checkout"
+            ));
+        }
+        let (Some(Standing::Before(step)), Some(&pid)) =
+            (self.standing.get(&worker).cloned(), self.pids.get(&worker))
+        else {
+            return Err(format!("worker {worker} is not paused"));
+        };
+        if let Err(e) = terminate(&self.meta, pid).await {
+            return Err(format!("could not kill worker {worker}'s server process: {e}"));
+        }
+        self.crashed.push(worker);
+        self.standing.insert(worker, Standing::Running(step));
+        if let Some(go) = self.go.get(&worker) {
+            let _ = go.send(Go::Crashed);
+        }
+        self.wait_for(worker).await?;
+        Ok(format!(
+            "worker {worker} crashed before its {} step; its server process is gone",
+            step.name()
+        ))
     }
 
     /// Lets every worker run to the end without pausing.
@@ -216,7 +323,7 @@ impl Controller {
             if let Standing::Before(step) = standing {
                 *standing = Standing::Running(*step);
                 if let Some(go) = self.go.get(worker) {
-                    let _ = go.send(());
+                    let _ = go.send(Go::Step);
                 }
             }
         }
@@ -267,7 +374,7 @@ impl Controller {
                 if self.free_running {
                     self.standing.insert(worker, Standing::Running(step));
                     if let Some(go) = self.go.get(&worker) {
-                        let _ = go.send(());
+                        let _ = go.send(Go::Step);
                     }
                 } else {
                     self.standing.insert(worker, Standing::Before(step));

@@ -34,6 +34,9 @@ pub fn render(e: &Exploration) -> String {
             e.ms_per_interleaving
         ))
     );
+    if let Some(branches) = branches(e.branches) {
+        let _ = writeln!(out, "  {}", dim(format!("also branched on {branches}")));
+    }
     let _ = writeln!(out, "  held           {}", e.held);
     let failing = match e.failing {
         0 => good("0").to_string(),
@@ -48,6 +51,25 @@ pub fn render(e: &Exploration) -> String {
     out.push('\n');
     let _ = writeln!(out, "{}", verdict(e));
     out
+}
+
+/// The moves besides steps the walk branched on, in words.
+fn branches(b: crate::explore::Branches) -> Option<&'static str> {
+    match (b.crashes, b.clock) {
+        (true, true) => Some(
+            "a crash before any step (crashN; its request retried once stale) and the clock \
+             (clock: pending claims made older than the stale-claim age)",
+        ),
+        (true, false) => Some(
+            "a crash before any step (crashN: the worker's server process killed; its \
+             request retried once its claim is stale)",
+        ),
+        (false, true) => Some(
+            "the clock (clock: pending claims made older than the stale-claim age, as if \
+             that much time passed)",
+        ),
+        (false, false) => None,
+    }
 }
 
 /// One sentence on what the exploration shows, and no more than it shows.
@@ -66,6 +88,17 @@ fn verdict(e: &Exploration) -> String {
             "The guard held in the {} interleavings run, but the walk stopped at its bound: \
              that is not every order.",
             e.interleavings
+        ))
+        .to_string(),
+        (n, _) if e.failing_on_steps_alone == 0 => bad(format!(
+            "The guard failed in {n} of {} interleavings, each with {} in it: on the \
+             requests' steps alone it held.",
+            e.interleavings,
+            match (e.branches.crashes, e.branches.clock) {
+                (true, true) => "a crash or the clock",
+                (true, false) => "a crash",
+                _ => "the clock",
+            }
         ))
         .to_string(),
         (n, _) => bad(format!(
@@ -89,8 +122,12 @@ pub fn render_shortest(e: &Exploration) -> String {
         out,
         "\n{}",
         strong(format!(
-            "The shortest failing interleaving: {} steps, {} between workers ({})",
+            "The shortest failing interleaving: {} {}, {} between workers ({})",
             schedule.len(),
+            match schedule.iter().all(|m| m.is_step()) {
+                true => "steps",
+                false => "moves",
+            },
             match switches(schedule) {
                 1 => "1 switch".to_string(),
                 n => format!("{n} switches"),

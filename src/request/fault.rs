@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use sqlx::PgPool;
@@ -95,14 +95,36 @@ impl Fault {
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
-        let terminated = async {
-            let mut tx = self.meta.begin().await?;
-            book::query("SELECT pg_terminate_backend($1, 5000)")
-                .bind(pid)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await
-        };
-        let _ = terminated.await;
+        let _ = terminate(&self.meta, pid).await;
     }
+}
+
+/// Ends server process `pid` from another session, as its client's crash
+/// would, and waits (up to 5 s) until it is gone: its transaction rolled
+/// back and its locks released. pg_terminate_backend's own wait looks every
+/// 100 ms; this looks every 2, as an exploration kills a process a run.
+pub async fn terminate(meta: &PgPool, pid: i32) -> sqlx::Result<()> {
+    let mut tx = meta.begin().await?;
+    book::query("SELECT pg_terminate_backend($1)")
+        .bind(pid)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    // A transaction of its own each look: pg_stat_activity is read once
+    // a transaction. The backend leaves it after its transaction aborted.
+    while Instant::now() < deadline {
+        let mut tx = meta.begin().await?;
+        let alive: bool =
+            book::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)")
+                .bind(pid)
+                .fetch_one(&mut *tx)
+                .await?;
+        tx.commit().await?;
+        if !alive {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    Ok(())
 }

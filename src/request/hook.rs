@@ -21,12 +21,21 @@ pub enum TurnEvent {
     Finished { worker: usize },
 }
 
+/// What the controller tells a paused worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Go {
+    /// Take the step.
+    Step,
+    /// Your server process has been killed: you crashed before the step.
+    Crashed,
+}
+
 /// The worker's end: pause before a step until the controller says go.
 #[derive(Debug)]
 pub struct StepHook {
     pub worker: usize,
     events: mpsc::UnboundedSender<TurnEvent>,
-    go: mpsc::UnboundedReceiver<()>,
+    go: mpsc::UnboundedReceiver<Go>,
 }
 
 impl StepHook {
@@ -34,20 +43,20 @@ impl StepHook {
     pub fn new(
         worker: usize,
         events: mpsc::UnboundedSender<TurnEvent>,
-        go: mpsc::UnboundedReceiver<()>,
+        go: mpsc::UnboundedReceiver<Go>,
     ) -> Self {
         Self { worker, events, go }
     }
 
     /// Announces `step`, after a step that `found` something, and waits
-    /// for the turn.
-    pub async fn pause(&mut self, step: Step, found: Option<String>) {
+    /// for the turn; a controller gone lets the step run.
+    pub async fn pause(&mut self, step: Step, found: Option<String>) -> Go {
         let _ = self.events.send(TurnEvent::Paused {
             worker: self.worker,
             step,
             found,
         });
-        let _ = self.go.recv().await;
+        self.go.recv().await.unwrap_or(Go::Step)
     }
 
     pub fn pid(&self, pid: i32) {

@@ -23,7 +23,7 @@ mod trace;
 
 pub use answer::{Answer, Outcome, Waited};
 pub use db_error::DbError;
-pub use hook::{StepHook, TurnEvent};
+pub use hook::{Go, StepHook, TurnEvent};
 pub use lease::{Failure, Lease};
 pub use observer::{Observer, Unobserved};
 pub use params::{MAX_KEY_LEN, Params, Request};

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::fault::{Fault, FaultKind};
+use super::hook::Go;
 use super::{DbError, Step, StepHook};
 
 /// One step one worker took.
@@ -101,14 +102,18 @@ impl Trace {
         if !self.timed {
             return fut.await;
         }
-        // Step by step: wait for this worker's turn first.
-        if let Some(hook) = self.stepper.as_mut() {
+        // Step by step: wait for this worker's turn first (a crashed
+        // worker has no more turns).
+        if let Some(hook) = self.stepper.as_mut().filter(|_| self.faulted != Some(FaultKind::Crash)) {
             let found = self
                 .events
                 .last()
                 .map(|e| e.note.clone())
                 .filter(|n| !n.is_empty());
-            hook.pause(step, found).await;
+            if hook.pause(step, found).await == Go::Crashed {
+                self.crashed_by_controller(step);
+                return fut.await;
+            }
         }
         let start = self.since_gate();
         let out = fut.await;
@@ -199,6 +204,23 @@ impl Trace {
             start_ms: start,
             end_ms: end,
             note: fault_note(fault.kind, fault.at),
+            sql: None,
+        });
+    }
+
+    /// The controller killed this worker's server process before `step`
+    /// (`crashN` in a schedule): it is gone, as after a planned crash.
+    fn crashed_by_controller(&mut self, step: Step) {
+        self.faulted = Some(FaultKind::Crash);
+        if let Some(service) = &self.service {
+            service.silence();
+        }
+        let at = self.since_gate();
+        self.events.push(StepEvent {
+            step: Step::Fault,
+            start_ms: at,
+            end_ms: at,
+            note: format!("crashed before {}", step.name()),
             sql: None,
         });
     }

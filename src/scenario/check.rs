@@ -78,8 +78,8 @@ pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
     let explored = match &scenario.explore {
         Some(spec) => {
             let settings = crate::explore::settings(spec)?;
-            let bound = crate::explore::DEFAULT_BOUND;
-            Some(crate::explore::explore(db, settings, bound, "idem step", |_| {}).await?)
+            let walking = crate::explore::Walking::steps("idem step");
+            Some(crate::explore::explore(db, settings, &walking, |_| {}).await?)
         }
         None => None,
     };

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
 use idem::explore::{self, Exploration, Failure};
+use idem::race::moves::steps;
 use idem::race::options::RaceInput;
 use idem::strategy::StrategyKind;
 
@@ -17,7 +18,11 @@ async fn open() -> Database {
 /// Two workers of `strategy`, explored up to `bound` interleavings.
 async fn explored(db: &Database, input: RaceInput, bound: u64) -> Exploration {
     let settings = explore::settings(&input).unwrap();
-    explore::explore(db, settings, bound, "idem step", |_| {})
+    let walking = explore::Walking {
+        bound,
+        ..explore::Walking::steps("idem step")
+    };
+    explore::explore(db, settings, &walking, |_| {})
         .await
         .unwrap()
 }
@@ -81,7 +86,7 @@ async fn check_then_store_fails_in_exactly_the_orders_where_both_finds_precede_b
     assert_eq!(e.kinds.get(&Failure::DuplicateXpRows), Some(&expected));
     // The shortest: all steps are 8 long, so the fewest switches: worker 1
     // checks out, finds and works, worker 2 runs whole, worker 1 stores.
-    assert_eq!(e.shortest, Some(vec![1, 1, 1, 2, 2, 2, 2, 1]));
+    assert_eq!(e.shortest, Some(steps(&[1, 1, 1, 2, 2, 2, 2, 1])));
 }
 
 /// Lesson 2's other claim, on every order: claim-work-complete never

@@ -15,6 +15,7 @@ mod common;
 mod docs;
 mod exercises;
 mod explore;
+mod explore_branches;
 mod files;
 mod fingerprints_and_keys;
 mod front_door;

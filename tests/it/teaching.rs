@@ -457,11 +457,16 @@ fn a_key_moves_a_worker_and_q_or_ctrl_d_stops_cleanly() {
 fn the_interactive_mode_takes_turns_from_a_terminal() {
     let sandbox = Sandbox::new("interactive");
     // Both find before either stores, typed one turn at a time (Enter is
-    // not needed, and is ignored); "x" is refused politely.
-    let (ok, stdout) = at_a_terminal(&sandbox, b"x\n1\n2\n1\n2\n1\n2\n1\n2\n");
+    // not needed, and is ignored); "z" is refused politely, and "c"
+    // moves the clock, which finds no claim to age in check-then-store.
+    let (ok, stdout) = at_a_terminal(&sandbox, b"z\nc\n1\n2\n1\n2\n1\n2\n1\n2\n");
     assert!(ok, "{stdout}");
     assert!(
-        stdout.contains("press 1-2 to move that worker, a to let all run, q to stop"),
+        stdout.contains("press 1-2 to move that worker, c the clock, x and a number to crash"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the clock jumps: no pending claim to age"),
         "{stdout}"
     );
     assert!(stdout.contains("next: find"), "{stdout}");

@@ -6,6 +6,7 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
+use super::super::clock::Clock;
 use super::super::fault::FaultPoint;
 use super::super::worker_report::WorkerReport;
 use crate::limits::{self};
@@ -172,12 +173,19 @@ fn worker_at(text: &str, what: &str) -> Result<CrashPlan, String> {
         None => Err("say where, e.g. at=after-claim or worker=2,at=during-work".into()),
     }
 }
+/// When a crashed request's claim is stale: `after` this long, or, in a
+/// stepped race, once its `clock` has moved the claims that far.
+pub(crate) struct Stale<'c> {
+    pub after: Duration,
+    pub clock: Option<&'c Clock>,
+}
+
 /// Lesson 7's recovery, after the race: after a crash, `retries` sends
-/// the crashed request again once its claim is `stale_after` old; after a
-/// failed work, at once.
+/// the crashed request again once its claim is stale; after a failed
+/// work, at once.
 pub(crate) async fn recover(
     faults: &Faults,
-    stale_after: Duration,
+    stale: Stale<'_>,
     reports: &mut Vec<WorkerReport>,
     started: Instant,
     retries: impl AsyncFnOnce(usize, usize) -> Result<Vec<WorkerReport>>,
@@ -187,8 +195,12 @@ pub(crate) async fn recover(
         .find(|w| w.outcome == Outcome::Crashed)
         .map(|w| (w.worker, w.answer_ms));
     let retried = match (crashed, faults.fail_work) {
+        (Some((worker, _)), _) if let Some(clock) = stale.clock => {
+            clock.jump(&[]).await?;
+            worker
+        }
         (Some((worker, crashed_at)), _) => {
-            let due = started + Duration::from_secs_f64(crashed_at / 1000.0) + stale_after;
+            let due = started + Duration::from_secs_f64(crashed_at / 1000.0) + stale.after;
             tokio::time::sleep_until(due.into()).await;
             worker
         }

@@ -32,7 +32,7 @@ use serde::{Deserialize, Deserializer};
 pub(crate) use app::Pool;
 pub use app::{AppInput, StrategyInput};
 pub use faults::{CrashPlan, FaultInput, HangUpPlan};
-pub(crate) use faults::{Faults, recover};
+pub(crate) use faults::{Faults, Stale, recover};
 pub use fingerprints::{AmountInput, FingerprintInput};
 pub use guard::GuardInput;
 pub(crate) use guard::Recovery;

@@ -4,6 +4,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::http::caller::KeyScope;
+use crate::race::moves::Move;
 use crate::limits;
 
 /// The key every worker sends unless `--key` says otherwise.
@@ -37,10 +38,10 @@ pub struct ShapeInput {
           help = crate::limits::help_with_default("The idempotency key every worker sends.", DEFAULT_KEY))]
     pub key: Option<String>,
 
-    /// Run step by step in this order (worker numbers), as `idem step
-    /// --schedule`, whose flag it is.
+    /// Run step by step in this order (worker numbers, `clock`, `crashN`),
+    /// as `idem step --schedule`, whose flag it is.
     #[arg(skip)]
-    pub schedule: Option<Vec<u64>>,
+    pub schedule: Option<Vec<Move>>,
 
     /// Over HTTP: whether a key is the caller's own or everyone's
     /// (`idem serve --key-scope`, whose flag it is).
@@ -80,7 +81,7 @@ pub struct Requests {
     /// The lesson the award is for.
     lesson: i32,
     transport: Transport,
-    schedule: Option<Vec<usize>>,
+    schedule: Option<Vec<Move>>,
 }
 
 impl ShapeInput {
@@ -97,10 +98,7 @@ impl ShapeInput {
                 true => Transport::Http,
                 false => Transport::InProcess,
             },
-            schedule: self
-                .schedule
-                .as_ref()
-                .map(|s| s.iter().map(|&w| w as usize).collect()),
+            schedule: self.schedule.clone(),
         }
     }
 }
@@ -142,7 +140,7 @@ impl Requests {
     }
 
     /// A stepped race's order of steps, one worker number each.
-    pub fn schedule(&self) -> Option<&[usize]> {
+    pub fn schedule(&self) -> Option<&[Move]> {
         self.schedule.as_deref()
     }
 }

@@ -1,0 +1,100 @@
+//! The stepped race's clock: pending claims made older than the stale-claim age at a chosen turn, by setting their time, never by sleeping.
+//!
+//! A guard judges a claim stale by `locked_at < now() - age`. Moving every
+//! pending `locked_at` back by more than the age is, to the guard, the same
+//! as that much time passing, and it happens at an exact point of the
+//! schedule, so a takeover is explored as any other step is. Two things
+//! real time would do differently are kept out on purpose:
+//! - a claim whose row another transaction holds locked is skipped (`SKIP
+//!   LOCKED`), so the clock never waits on a worker; that transaction's
+//!   own update of the row, if it commits, writes a time of its own anyway;
+//! - with a heartbeat, the claims of workers still running are skipped: the
+//!   heartbeat would have renewed them meanwhile. A finished or crashed
+//!   owner beats no more, and its claim ages.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+
+use crate::db::book;
+
+/// How far past the stale-claim age the clock moves a claim, so that the
+/// few milliseconds a step takes never decide whether it is stale.
+const MARGIN: Duration = Duration::from_secs(1);
+
+/// The clock of one stepped race.
+#[derive(Debug, Clone)]
+pub struct Clock {
+    meta: PgPool,
+    schema: String,
+    /// The stale-claim age, plus [`MARGIN`].
+    by: Duration,
+    /// Whether a heartbeat keeps running workers' claims young.
+    heartbeat: bool,
+}
+
+impl Clock {
+    /// The clock of a race in `schema` whose claims go stale after
+    /// `stale_after`.
+    pub fn new(meta: PgPool, schema: &str, stale_after: Duration, heartbeat: bool) -> Self {
+        Self {
+            meta,
+            schema: schema.to_string(),
+            by: stale_after + MARGIN,
+            heartbeat,
+        }
+    }
+
+    /// The pending claims the clock would age with `running` workers still
+    /// running, unlocked; the claim ids.
+    fn aging(&self) -> String {
+        format!(
+            "SELECT id FROM \"{}\".idempotency_keys
+             WHERE status = 'pending'
+               AND (NOT $1 OR worker IS NULL OR worker <> ALL($2::int4[]))
+             FOR UPDATE SKIP LOCKED",
+            self.schema
+        )
+    }
+
+    /// How many claims a jump would age now.
+    pub async fn would_age(&self, running: &[usize]) -> sqlx::Result<usize> {
+        let mut tx = self.meta.begin().await?;
+        let ids: Vec<i64> = book::query_scalar(&self.aging())
+            .bind(self.heartbeat)
+            .bind(owners(running))
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.rollback().await?;
+        Ok(ids.len())
+    }
+
+    /// Ages the claims; how many it aged.
+    pub async fn jump(&self, running: &[usize]) -> sqlx::Result<u64> {
+        let sql = format!(
+            "WITH aging AS ({})
+             UPDATE \"{}\".idempotency_keys AS k
+             SET locked_at = k.locked_at - make_interval(secs => $3)
+             FROM aging WHERE k.id = aging.id",
+            self.aging(),
+            self.schema
+        );
+        let mut tx = self.meta.begin().await?;
+        let aged = book::query(&sql)
+            .bind(self.heartbeat)
+            .bind(owners(running))
+            .bind(self.by.as_secs_f64())
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(aged)
+    }
+}
+
+fn owners(running: &[usize]) -> Vec<i32> {
+    running
+        .iter()
+        .map(|&w| i32::try_from(w).unwrap_or(i32::MAX))
+        .collect()
+}
