@@ -19,6 +19,10 @@
 //! Try it: `idem ... (an experiment to run next)`
 //! ```
 //!
+//! A paragraph `Predict: SCENARIO, FIGURE, 0-N | question | why` (any
+//! number, anywhere among the screens) is not a screen: it is asked before
+//! the first screen, and answered beside the scenario's figure.
+//!
 //! `Shows:` lists the lesson's scenarios in the order the screens talk about
 //! them, each with how it is shown ([`View`]); one may appear twice (run
 //! once, shown twice). The tests parse every file and check the list
@@ -38,6 +42,83 @@ pub struct Lesson {
     pub shows: Vec<Show>,
     pub look_at: String,
     pub experiment: String,
+    /// What the learner is asked to predict before the screens.
+    pub predictions: Vec<Prediction>,
+}
+
+/// A question asked before a lesson shows its figure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prediction {
+    /// The scenario whose figure answers it.
+    pub scenario: String,
+    pub figure: Figure,
+    /// The answers offered: 0 to this (a single key).
+    pub most: u8,
+    pub question: String,
+    /// Why the figure is what it is, shown beside the learner's answer.
+    pub why: String,
+}
+
+/// A figure a learner can predict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    XpRows,
+    ServiceCalls,
+    /// Requests answered 409 Conflict.
+    Conflicts,
+    /// Replays that answered a request with another request's result.
+    WrongReplays,
+}
+
+impl Figure {
+    fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "xp_rows" => Figure::XpRows,
+            "service_calls" => Figure::ServiceCalls,
+            "conflicts" => Figure::Conflicts,
+            "wrong_replays" => Figure::WrongReplays,
+            _ => return None,
+        })
+    }
+
+    /// How a sentence names it, for `n` of it.
+    pub fn name(self, n: u64) -> &'static str {
+        match (self, n) {
+            (Figure::XpRows, 1) => "XP row",
+            (Figure::XpRows, _) => "XP rows",
+            (Figure::ServiceCalls, 1) => "service call",
+            (Figure::ServiceCalls, _) => "service calls",
+            (Figure::Conflicts, _) => "answered 409",
+            (Figure::WrongReplays, 1) => "wrong replay",
+            (Figure::WrongReplays, _) => "wrong replays",
+        }
+    }
+}
+
+/// Reads `SCENARIO, FIGURE, 0-N | question | why`.
+fn prediction(text: &str) -> Result<Prediction, String> {
+    let parts: Vec<&str> = text.split(" | ").map(str::trim).collect();
+    let [head, question, why] = parts.as_slice() else {
+        return Err(format!("`Predict: {text}` needs `head | question | why`"));
+    };
+    let head: Vec<&str> = head.split(',').map(str::trim).collect();
+    let [scenario, figure, range] = head.as_slice() else {
+        return Err(format!("`Predict: {text}` starts `SCENARIO, FIGURE, 0-N`"));
+    };
+    let most = range
+        .strip_prefix("0-")
+        .and_then(|n| n.parse::<u8>().ok())
+        .filter(|n| (1..=9).contains(n))
+        .ok_or(format!(
+            "{range:?}: the answers are 0-N, N from 1 to 9 (one key)"
+        ))?;
+    Ok(Prediction {
+        scenario: scenario.to_string(),
+        figure: Figure::parse(figure).ok_or(format!("no figure {figure:?}"))?,
+        most,
+        question: question.to_string(),
+        why: why.to_string(),
+    })
 }
 
 /// One demonstration of a lesson: a scenario, and how it is shown.
@@ -191,6 +272,12 @@ pub fn parse(number: u8, text: &str) -> Result<Lesson, String> {
         .strip_prefix("Try it: `")
         .and_then(|e| e.strip_suffix('`'))
         .ok_or("the last paragraph must be Try it: `a command`")?;
+    let (asked, screens): (Vec<&String>, Vec<&String>) =
+        screens.iter().partition(|p| p.starts_with("Predict: "));
+    let predictions = asked
+        .iter()
+        .map(|p| prediction(&p["Predict: ".len()..]))
+        .collect::<Result<Vec<_>, _>>()?;
     if screens.is_empty() {
         return Err("a lesson has at least one screen".into());
     }
@@ -198,10 +285,11 @@ pub fn parse(number: u8, text: &str) -> Result<Lesson, String> {
         number,
         title: title.to_string(),
         line: line.to_string(),
-        screens: screens.to_vec(),
+        screens: screens.into_iter().cloned().collect(),
         shows,
         look_at: look_at.to_string(),
         experiment: experiment.to_string(),
+        predictions,
     })
 }
 
@@ -218,6 +306,41 @@ mod tests {
                 lesson.experiment.starts_with("idem ") || lesson.experiment.starts_with("cargo ")
             );
             assert!(!lesson.screens.is_empty());
+        }
+    }
+
+    /// Every lesson asks for a prediction, about a scenario it shows, and
+    /// the answer its "why" gives first is the figure the scenario expects.
+    #[test]
+    fn every_lesson_asks_and_its_answer_is_the_scenarios_figure() {
+        let words = ["zero", "one", "two", "three", "four", "five"];
+        for lesson in LESSONS.iter() {
+            assert!(!lesson.predictions.is_empty(), "lesson {}", lesson.number);
+            for p in &lesson.predictions {
+                assert!(
+                    lesson.shows.iter().any(|s| s.scenario == p.scenario),
+                    "{p:?}"
+                );
+                let scenarios = crate::scenario::builtin::for_lesson(lesson.number).unwrap();
+                let scenario = scenarios
+                    .iter()
+                    .find(|s| s.source.ends_with(&format!("/{}.toml", p.scenario)))
+                    .unwrap();
+                let e = &scenario.expect;
+                let expected = match p.figure {
+                    Figure::XpRows => e.xp_rows,
+                    Figure::ServiceCalls => e.service_calls,
+                    Figure::Conflicts => {
+                        e.outcomes.as_ref().and_then(|o| o.get("conflict").copied())
+                    }
+                    Figure::WrongReplays => e.wrong_replays,
+                }
+                .unwrap_or_else(|| panic!("{} expects no figure for {p:?}", p.scenario));
+                let said = p.why.split(':').next().unwrap().to_ascii_lowercase();
+                let said = words.iter().position(|w| *w == said).unwrap_or(99) as u64;
+                assert_eq!(said, expected, "{p:?}");
+                assert!(expected <= u64::from(p.most), "{p:?}");
+            }
         }
     }
 

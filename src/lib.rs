@@ -67,13 +67,23 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Lessons => dispatch(c::lesson::List, s).await,
         Command::Lesson(a) => {
             let numbers = [a.number as u8];
-            let told = c::lesson::plan(&numbers, a.no_pause, page, a.connect.options())?;
+            let how = c::lesson::Telling {
+                no_pause: a.no_pause,
+                page,
+                no_ask: a.no_ask,
+            };
+            let told = c::lesson::plan(&numbers, how, a.connect.options())?;
             dispatch(told, s).await
         }
         Command::Tour(a) => {
             let first = a.from.unwrap_or(1) as u8;
             let numbers: Vec<u8> = (first..=crate::lesson::LESSONS.len() as u8).collect();
-            let told = c::lesson::plan(&numbers, a.no_pause, page, a.connect.options())?;
+            let how = c::lesson::Telling {
+                no_pause: a.no_pause,
+                page,
+                no_ask: a.no_ask,
+            };
+            let told = c::lesson::plan(&numbers, how, a.connect.options())?;
             dispatch(told, s).await
         }
         Command::Progress(a) => dispatch(c::progress::Shown { reset: a.reset }, s).await,

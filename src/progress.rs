@@ -34,6 +34,20 @@ pub struct Progress {
     /// Hints seen, by lesson (TOML keys are text: `"1" = 2`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub hints_seen: BTreeMap<String, u8>,
+    /// Predictions made before a lesson's figure, by scenario: the last
+    /// answer and the figures the runs gave.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub predictions: BTreeMap<String, Predicted>,
+}
+
+/// One prediction, as kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Predicted {
+    pub lesson: u8,
+    pub said: u64,
+    /// The figure of each run (at most the first 20 kept).
+    pub saw: Vec<u64>,
 }
 
 /// Where the progress is kept, if anywhere (see the module's notes).
@@ -109,6 +123,16 @@ impl Progress {
     /// Lesson `number`'s exercise passed `idem check`: saved as [`Progress::read`] saves.
     pub fn passed(number: u8) {
         Self::update(|p| p.exercises_passed.insert(number));
+    }
+
+    /// A prediction for `scenario`: saved as [`Progress::read`] saves.
+    pub fn predicted(lesson: u8, scenario: &str, said: u64, saw: &[u64]) {
+        let kept = Predicted {
+            lesson,
+            said,
+            saw: saw.iter().copied().take(20).collect(),
+        };
+        Self::update(|p| p.predictions.insert(scenario.to_string(), kept.clone()) != Some(kept));
     }
 
     /// The hints of lesson `number` seen so far.

@@ -191,6 +191,11 @@ pub struct LessonArgs {
     #[arg(long)]
     pub no_pause: bool,
 
+    /// Do not ask for predictions before the figures (never asked when
+    /// stdin is not a terminal).
+    #[arg(long)]
+    pub no_ask: bool,
+
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -200,6 +205,11 @@ pub struct TourArgs {
     /// Do not wait for Enter between screens (also when stdin is not a terminal).
     #[arg(long)]
     pub no_pause: bool,
+
+    /// Do not ask for predictions before the figures (never asked when
+    /// stdin is not a terminal).
+    #[arg(long)]
+    pub no_ask: bool,
 
     /// Start the tour at lesson N, where you stopped.
     #[arg(long, value_name = "N", value_parser = limits::LESSON.parser())]

@@ -171,11 +171,13 @@ async fn explore_each(db: &Database, rows: Vec<(String, RaceSettings)>, out: Out
             None => format!("-s {label}"),
         };
         let replay = crate::explore::replay_for(&guard, &settings);
-        let e =
-            crate::explore::explore(db, settings, &crate::explore::Walking::steps(&replay), |n| {
-                progress.set_position(done + n)
-            })
-            .await?;
+        let e = crate::explore::explore(
+            db,
+            settings,
+            &crate::explore::Walking::steps(&replay),
+            |n| progress.set_position(done + n),
+        )
+        .await?;
         done += e.interleavings;
         out.record(&e, |_| String::new())?;
         found.push((label, e));

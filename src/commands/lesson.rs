@@ -1,11 +1,13 @@
 //! `idem lessons`, `idem lesson N`, `idem tour`: the course told, with its demonstrations run live.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, IsTerminal};
+use std::io::IsTerminal;
 
 use anyhow::{Result, bail};
 
 use super::command::{Command, Given, Needs, Nothing};
+use super::keyboard::Keyboard;
+use super::predict;
 use crate::db::{ConnectOptions, Database};
 use crate::lesson::{LESSONS, Lesson, View};
 use crate::matrix::Matrix;
@@ -86,18 +88,29 @@ pub struct Told {
     no_pause: bool,
     /// Paged on a terminal (unless `--no-pager`).
     page: bool,
+    /// Ask for predictions at a terminal (unless `--no-ask`).
+    ask: bool,
     db: ConnectOptions,
 }
 
-pub fn plan(numbers: &[u8], no_pause: bool, page: bool, db: ConnectOptions) -> Result<Told> {
+/// How a lesson is told: paused, paged, asked.
+#[derive(Debug, Clone, Copy)]
+pub struct Telling {
+    pub no_pause: bool,
+    pub page: bool,
+    pub no_ask: bool,
+}
+
+pub fn plan(numbers: &[u8], how: Telling, db: ConnectOptions) -> Result<Told> {
     let lessons = numbers
         .iter()
         .map(|n| Ok((&LESSONS[usize::from(*n) - 1], builtin::for_lesson(*n)?)))
         .collect::<Result<_>>()?;
     Ok(Told {
         lessons,
-        no_pause,
-        page,
+        no_pause: how.no_pause,
+        page: how.page,
+        ask: !how.no_ask,
         db,
     })
 }
@@ -106,11 +119,18 @@ impl Command for Told {
     type On = Database;
 
     fn needs(&self) -> Needs<ConnectOptions> {
-        Needs::on(self.db.clone()).paged(self.page)
+        // A learner asked for predictions answers at the terminal, which a
+        // pager would hold: the pauses between screens stand in for it.
+        let asks = self.ask
+            && std::io::stdin().is_terminal()
+            && self.lessons.iter().any(|(l, _)| !l.predictions.is_empty());
+        Needs::on(self.db.clone()).paged(self.page && !asks)
     }
 
     async fn run(self, db: &Database, given: Given) -> Result<()> {
-        tell(&self.lessons, self.no_pause || given.paged, db).await
+        // Never asked off a terminal, nor in a pager (the pager has the terminal).
+        let ask = self.ask && !given.paged && std::io::stdin().is_terminal();
+        tell(&self.lessons, self.no_pause || given.paged, ask, db).await
     }
 }
 
@@ -123,6 +143,7 @@ pub fn name_of(s: &Scenario) -> &str {
 async fn tell(
     lessons: &[(&'static Lesson, Vec<Scenario>)],
     no_pause: bool,
+    ask: bool,
     db: &Database,
 ) -> Result<()> {
     let pause = !no_pause && std::io::stdin().is_terminal();
@@ -131,9 +152,19 @@ async fn tell(
             "\n{}\n\n",
             strong(format!("Lesson {}: {}", lesson.number, lesson.title))
         ))?;
+        // Ask before showing: the screens tell the answer.
+        let mut guesses = BTreeMap::new();
+        if ask {
+            let mut keys = Keyboard::open();
+            for p in &lesson.predictions {
+                if let Some(guess) = predict::ask(p, &mut keys).await? {
+                    guesses.insert(p.scenario.clone(), guess);
+                }
+            }
+        }
         for screen in &lesson.screens {
             emit(&format!("{screen}\n\n"))?;
-            wait(pause)?;
+            wait(pause).await?;
         }
         emit(&format!(
             "{}\n\n",
@@ -142,7 +173,7 @@ async fn tell(
                 look_at(&lesson.look_at)
             ))
         ))?;
-        show_all(lesson, scenarios, db, pause).await?;
+        show_all(lesson, scenarios, db, (pause, &guesses)).await?;
         emit(&format!(
             "{}\n{}\n",
             strong("Explore on your own:"),
@@ -150,7 +181,7 @@ async fn tell(
         ))?;
         Progress::read(lesson.number);
         if n + 1 < lessons.len() {
-            wait(pause)?;
+            wait(pause).await?;
         }
     }
     let end = match lessons {
@@ -203,7 +234,7 @@ async fn show_all(
     lesson: &Lesson,
     scenarios: &[Scenario],
     db: &Database,
-    pause: bool,
+    (pause, guesses): (bool, &BTreeMap<String, u64>),
 ) -> Result<()> {
     let mut ran: BTreeMap<String, Ran> = BTreeMap::new();
     let mut beside: Option<RaceResult> = None;
@@ -223,7 +254,7 @@ async fn show_all(
         if !ran.contains_key(&show.scenario) {
             // Between demonstrations as between screens: one at a time.
             if !ran.is_empty() && (!row || first_row) {
-                wait(pause)?;
+                wait(pause).await?;
             }
             if !row {
                 emit(&format!("{}\n", scenario.explain.trim()))?;
@@ -250,6 +281,7 @@ async fn show_all(
                 false => format!("{}\n", report::scenario::render_verdict(&verdict)),
             };
             emit(&shown)?;
+            answer(lesson, &show.scenario, guesses, &verdict)?;
             ran.insert(show.scenario.clone(), Ran { verdict, audit });
         }
         let Ran { verdict, audit } = &ran[&show.scenario];
@@ -375,11 +407,36 @@ fn side_by_side(left: &RaceResult, right: &RaceResult) -> String {
     )
 }
 
-fn wait(pause: bool) -> Result<()> {
+/// The learner's prediction for `scenario`, if they made one, beside the
+/// figure it showed; kept in the progress file.
+fn answer(
+    lesson: &Lesson,
+    scenario: &str,
+    guesses: &BTreeMap<String, u64>,
+    verdict: &Verdict,
+) -> Result<()> {
+    let Some(p) = lesson.predictions.iter().find(|p| p.scenario == scenario) else {
+        return Ok(());
+    };
+    let Some(&guess) = guesses.get(scenario) else {
+        return Ok(());
+    };
+    let seen = predict::figures(p.figure, verdict);
+    if let Some(text) = predict::told(p, guess, &seen) {
+        emit(&format!("{text}\n"))?;
+        Progress::predicted(lesson.number, scenario, guess, &seen);
+    }
+    Ok(())
+}
+
+/// Waits for a key (Enter, or any other) on a terminal; Ctrl-C stops at
+/// once, as anywhere else.
+async fn wait(pause: bool) -> Result<()> {
     if pause {
         emit(&dim("(Enter to go on) ").to_string())?;
-        let mut line = String::new();
-        std::io::stdin().lock().read_line(&mut line)?;
+        Keyboard::open().any().await?;
+        // The key was not echoed: the next text starts on a line of its own.
+        emit("\n")?;
     }
     Ok(())
 }

@@ -34,7 +34,8 @@ pub async fn judged(
     out: Output,
 ) -> Result<()> {
     let steps: usize = result.reports.iter().map(|w| w.steps.len()).sum();
-    let found = explore::explore(db, settings, &explore::Walking::steps("idem step"), |_| {}).await?;
+    let found =
+        explore::explore(db, settings, &explore::Walking::steps("idem step"), |_| {}).await?;
     let reach = found.xp_rows.get(&goal).copied().unwrap_or(0);
     let orders = match found.total {
         Some(total) if found.reduced => format!("{reach} of the {total} orders explored"),

@@ -395,11 +395,23 @@ async fn drive(controller: &mut Controller, walk: &mut Walk, how: How) -> Result
         });
         let movers = alone.map_or(free, |w| vec![w]);
         let mut moves: Vec<Move> = movers.iter().map(|&w| Move::Step(w)).collect();
-        if how.branches.clock && !jumped && alone.is_none() && controller.clock_would_age().await.map_err(anyhow::Error::msg)? {
+        if how.branches.clock
+            && !jumped
+            && alone.is_none()
+            && controller
+                .clock_would_age()
+                .await
+                .map_err(anyhow::Error::msg)?
+        {
             moves.push(Move::Clock);
         }
         if how.branches.crashes && !crashed {
-            moves.extend(movers.iter().filter(|&&w| controller.can_crash(w)).map(|&w| Move::Crash(w)));
+            moves.extend(
+                movers
+                    .iter()
+                    .filter(|&&w| controller.can_crash(w))
+                    .map(|&w| Move::Crash(w)),
+            );
         }
         match walk.choose(at, &moves) {
             Choice::Make(m) => {

@@ -72,7 +72,10 @@ pub fn failures(result: &RaceResult) -> Vec<Failure> {
         .count();
     let found = [
         (result.xp_rows > 1, Failure::DuplicateXpRows),
-        (result.service_calls > 1 + cut_off, Failure::DuplicateServiceCalls),
+        (
+            result.service_calls > 1 + cut_off,
+            Failure::DuplicateServiceCalls,
+        ),
         (result.xp_rows == 0, Failure::NoEffect),
         (result.pending_key_rows > 0, Failure::KeyLeftStuck),
         (errors > 0, Failure::ErrorAnswered),

@@ -111,6 +111,7 @@ pub fn joined(schedule: &[Move]) -> String {
 }
 
 /// The plain schedule of these worker numbers.
+#[cfg(test)]
 pub fn steps(workers: &[usize]) -> Vec<Move> {
     workers.iter().map(|&w| Move::Step(w)).collect()
 }

@@ -302,7 +302,9 @@ impl Controller {
             return Err(format!("worker {worker} is not paused"));
         };
         if let Err(e) = terminate(&self.meta, pid).await {
-            return Err(format!("could not kill worker {worker}'s server process: {e}"));
+            return Err(format!(
+                "could not kill worker {worker}'s server process: {e}"
+            ));
         }
         self.crashed.push(worker);
         self.standing.insert(worker, Standing::Running(step));

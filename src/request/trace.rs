@@ -104,7 +104,11 @@ impl Trace {
         }
         // Step by step: wait for this worker's turn first (a crashed
         // worker has no more turns).
-        if let Some(hook) = self.stepper.as_mut().filter(|_| self.faulted != Some(FaultKind::Crash)) {
+        if let Some(hook) = self
+            .stepper
+            .as_mut()
+            .filter(|_| self.faulted != Some(FaultKind::Crash))
+        {
             let found = self
                 .events
                 .last()

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use idem::db::{ConnectOptions, Database};
 use idem::explore::{self, Exploration, Failure};
-use idem::race::moves::steps;
+use idem::race::moves::Move;
 use idem::race::options::RaceInput;
 use idem::strategy::StrategyKind;
 
@@ -13,6 +13,11 @@ use crate::common::{Sandbox, TIMING, signal};
 
 async fn open() -> Database {
     Database::open(&ConnectOptions::default()).await.unwrap()
+}
+
+/// The plain schedule of these worker numbers.
+fn steps(workers: &[usize]) -> Vec<Move> {
+    workers.iter().map(|&w| Move::Step(w)).collect()
 }
 
 /// Two workers of `strategy`, explored up to `bound` interleavings.

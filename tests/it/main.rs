@@ -32,6 +32,7 @@ mod losers;
 mod middleware;
 mod no_race;
 mod pooler;
+mod predictions;
 mod race;
 mod reach;
 mod renderers;

@@ -403,13 +403,14 @@ fn a_schedule_that_cannot_proceed_says_so_instead_of_hanging() {
 /// A shell `command` run in a real pseudo-terminal (util-linux `script`),
 /// in the sandbox, without colour or a database URL; `{idem}` in it names
 /// the idem binary.
-fn in_a_terminal(sandbox: &Sandbox, command: &str) -> Command {
+pub(crate) fn in_a_terminal(sandbox: &Sandbox, command: &str) -> Command {
     let idem = assert_cmd::cargo::cargo_bin("idem");
     let command = command.replace("{idem}", &idem.display().to_string());
     let mut script = Command::new("script");
     script
         .args(["-qfec", &command, "/dev/null"])
         .env("TMPDIR", &sandbox.dir)
+        .env("XDG_STATE_HOME", sandbox.state())
         .env("NO_COLOR", "1")
         .env_remove("DATABASE_URL");
     script

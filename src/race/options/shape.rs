@@ -4,8 +4,8 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::http::caller::KeyScope;
-use crate::race::moves::Move;
 use crate::limits;
+use crate::race::moves::Move;
 
 /// The key every worker sends unless `--key` says otherwise.
 pub const DEFAULT_KEY: &str = "award-xp-lesson-1";
