@@ -89,6 +89,10 @@ pub async fn judge(db: &Database, lesson: u8, file: &Path) -> Result<Vec<Check>>
         let r = Race::prepare(db, settings).await?.run(1).await?;
         checks.push(verdict(&r));
     }
+    if lesson == 7 {
+        let stale_after = crate::challenge::LOCK_TIMEOUT.as_millis() as u64;
+        checks.push(super::owner::owner_completes(db, file, stale_after).await?);
+    }
     if super::explored::LESSONS.contains(&lesson) {
         checks.push(super::explored::every_interleaving(db, file).await?);
     }

@@ -9,6 +9,7 @@
 pub mod cases;
 pub mod explored;
 pub mod key_design;
+pub mod owner;
 pub mod store_choice;
 
 use std::path::Path;
