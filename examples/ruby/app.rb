@@ -8,7 +8,10 @@
 #
 # Run it with a database of its own (it creates two tables there):
 #
-#   idem db -- ruby examples/ruby/app.rb
+#   idem db -- ruby app.rb
+#
+# (`idem challenge --starter ruby` writes this file into the current folder;
+# in a clone of idem it is examples/ruby/app.rb.)
 #
 # (idem db makes a disposable PostgreSQL, sets DATABASE_URL, and prints it.)
 #

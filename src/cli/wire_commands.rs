@@ -326,12 +326,24 @@ pub struct ProbeArgs {
     pub json: bool,
 }
 
+/// A language the challenge has a starting point in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Starter {
+    Ruby,
+}
+
 #[derive(Debug, Args)]
 pub struct ChallengeArgs {
     /// Judge a guard in any language over HTTP: the endpoint of the
     /// course's award (e.g. http://127.0.0.1:4567/lessons/1/complete).
     #[arg(long, value_name = "URL", requires = "count_sql")]
     pub url: Option<String>,
+
+    /// Write the challenge's starting point in LANGUAGE (ruby: app.rb, the
+    /// course's award guarded the naive way) into the current folder,
+    /// never over a file, and print how to run and judge it.
+    #[arg(long, value_name = "LANGUAGE", value_enum, conflicts_with = "url")]
+    pub starter: Option<Starter>,
 
     #[command(flatten)]
     pub count: CountFlags,

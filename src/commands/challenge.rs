@@ -26,10 +26,12 @@ const OTHER_AWARD: &str = r#"{"user_id": 42, "amount": 20}"#;
 /// How long each of the challenge's requests may take over HTTP.
 const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The challenge, planned: at a URL or in-process.
+/// The challenge, planned: at a URL or in-process, or its starting point
+/// written.
 pub enum Challenge {
     AtUrl(Box<AtUrl>),
     InProcess(InProcess),
+    Starter(super::starter::Written),
 }
 
 /// A guard in any language, at a URL, its XP counted by the learner's query.
@@ -48,6 +50,9 @@ pub struct InProcess {
 /// before anything is sent or started.
 pub fn plan(args: &ChallengeArgs) -> Result<Challenge> {
     let out = Output::from_json_flag(args.json);
+    if let Some(language) = args.starter {
+        return Ok(Challenge::Starter(super::starter::Written { language }));
+    }
     let Some(url) = &args.url else {
         if args.count.count_sql.is_some() {
             bail!("--count-sql judges an app over HTTP; add --url");

@@ -54,6 +54,9 @@ pub struct CheckFile {
 /// Checks the arguments, and reads the file, before any database starts.
 pub fn plan(args: &CheckArgs) -> Result<Planned> {
     let n = args.number as u8;
+    if args.judge.starter.is_some() {
+        bail!("--starter writes the challenge's starting point: idem challenge --starter ruby");
+    }
     if args.judge.url.is_some() {
         if n != 7 {
             bail!("--url judges an app with lesson 7's challenge: idem check 7 --url URL");
@@ -66,7 +69,9 @@ pub fn plan(args: &CheckArgs) -> Result<Planned> {
                 at_url,
                 keep: !args.judge.json,
             })),
-            Challenge::InProcess(_) => bail!("--url names no app to judge"),
+            Challenge::InProcess(_) | Challenge::Starter(_) => {
+                bail!("--url names no app to judge")
+            }
         };
     }
     if args.judge.count.count_sql.is_some() {

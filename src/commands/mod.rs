@@ -28,6 +28,7 @@ pub mod replica;
 pub mod scenario;
 pub mod serve;
 pub mod shell;
+pub mod starter;
 pub mod step;
 pub mod step_puzzle;
 pub mod stores;

@@ -43,6 +43,7 @@ mod serve_answers;
 mod server;
 mod shell;
 mod standby;
+mod starter;
 mod stores;
 mod teaching;
 mod terminal_text;
