@@ -162,10 +162,21 @@ async fn tell(
                 }
             }
         }
+        // A pause once a screen is full, not once a paragraph.
+        let mut shown = 0;
         for screen in &lesson.screens {
+            let lines = report::width::fit(screen, report::width::width())
+                .lines()
+                .count()
+                + 1;
+            if shown > 0 && shown + lines > report::width::height().saturating_sub(4) {
+                wait(pause).await?;
+                shown = 0;
+            }
             emit(&format!("{screen}\n\n"))?;
-            wait(pause).await?;
+            shown += lines;
         }
+        wait(pause).await?;
         emit(&format!(
             "{}\n\n",
             dim(format!(

@@ -68,16 +68,21 @@ fn of(figure: Figure, r: &RaceResult) -> u64 {
     }
 }
 
-/// The learner's answer beside the figure, and why it is what it is. The
-/// figure is the one most runs gave.
-pub fn told(p: &Prediction, guess: u64, seen: &[u64]) -> Option<String> {
+/// The figure most runs gave (the smaller on a tie), and in how many.
+pub fn most_seen(seen: &[u64]) -> Option<(u64, usize)> {
     let mut counts = std::collections::BTreeMap::new();
     for n in seen {
         *counts.entry(*n).or_insert(0usize) += 1;
     }
-    let (&figure, &runs) = counts
-        .iter()
-        .max_by_key(|(n, c)| (**c, std::cmp::Reverse(**n)))?;
+    counts
+        .into_iter()
+        .max_by_key(|(n, c)| (*c, std::cmp::Reverse(*n)))
+}
+
+/// The learner's answer beside the figure, and why it is what it is. The
+/// figure is the one most runs gave.
+pub fn told(p: &Prediction, guess: u64, seen: &[u64]) -> Option<String> {
+    let (figure, runs) = most_seen(seen)?;
     let many = match seen.len() {
         1 => String::new(),
         all => format!(" (in {runs} of {all} runs)"),

@@ -39,16 +39,38 @@ impl Command for Shown {
             None => "every lesson read".to_string(),
         };
         let passed: Vec<String> = kept.exercises_passed.iter().map(u8::to_string).collect();
+        let exercises = crate::exercise::EXERCISES.len();
+        let predicted = kept.predictions.len();
+        let right = kept
+            .predictions
+            .values()
+            .filter(|p| super::predict::most_seen(&p.saw).is_some_and(|(n, _)| n == p.said))
+            .count();
+        let predictions = match predicted {
+            0 => String::new(),
+            n => format!("predictions right: {right} of {n}\n"),
+        };
+        // Everything done: the course's guard belongs on your own API now.
+        let next = match (kept.next(lessons), passed.len() == exercises) {
+            (None, true) => format!(
+                "{next}, every exercise passed. Next, your own API: race it and count what \
+                 it did,\n  idem probe http://localhost:3000/awards \\\n    \
+                 --count-sql 'SELECT count(*) FROM experience_points' \\\n    \
+                 --count-database-url \"$DATABASE_URL\"\n  (idem probe --help \
+                 for the rest)"
+            ),
+            _ => next,
+        };
         let listed = |list: &[String]| match list.is_empty() {
             true => String::new(),
             false => format!(" ({})", list.join(", ")),
         };
         emit(&format!(
-            "lessons read: {} of {lessons}{}\nexercises passed: {} of {}{}\n{next}\nkept in {}\n",
+            "lessons read: {} of {lessons}{}\nexercises passed: {} of {exercises}{}\n\
+             {predictions}{next}\nkept in {}\n",
             read.len(),
             listed(&read),
             passed.len(),
-            crate::exercise::EXERCISES.len(),
             listed(&passed),
             path.display()
         ))

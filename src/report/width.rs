@@ -88,13 +88,36 @@ pub fn stderr_width() -> Option<usize> {
     width_of(2).map(|w| w.max(MIN_WIDTH))
 }
 
+/// The rows of the terminal standard output shows on: `LINES`, else the
+/// terminal's, else 24.
+pub fn height() -> usize {
+    let lines = std::env::var("LINES")
+        .ok()
+        .and_then(|l| l.trim().parse::<usize>().ok())
+        .filter(|l| *l > 0);
+    lines
+        .or_else(|| {
+            winsize(1)
+                .filter(|s| s.ws_row > 0)
+                .map(|s| usize::from(s.ws_row))
+        })
+        .unwrap_or(24)
+}
+
 /// The columns of the terminal behind descriptor `fd`.
 fn width_of(fd: i32) -> Option<usize> {
+    winsize(fd)
+        .filter(|s| s.ws_col > 0)
+        .map(|s| usize::from(s.ws_col))
+}
+
+/// The size of the terminal behind descriptor `fd`, if it is one.
+fn winsize(fd: i32) -> Option<libc::winsize> {
     // SAFETY: TIOCGWINSZ fills a winsize struct, which all-zero is a valid value of.
     let mut size: libc::winsize = unsafe { std::mem::zeroed() };
     // SAFETY: `fd` is open; `size` is a valid, writable winsize.
     let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
-    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+    ok.then_some(size)
 }
 
 /// The columns `text` takes on screen: its characters less colour codes.

@@ -497,7 +497,10 @@ fn step_without_a_terminal_or_schedule_is_refused() {
 fn on_a_terminal_a_lesson_goes_through_the_pager_fitted_to_the_terminal() {
     let sandbox = Sandbox::new("pager");
     let paged = sandbox.dir.join("paged.txt");
-    for (flags, through_pager) in [("", true), ("--no-pager --no-pause", false)] {
+    for (flags, through_pager) in [
+        ("--no-ask", true),
+        ("--no-pager --no-pause --no-ask", false),
+    ] {
         let _ = std::fs::remove_file(&paged);
         // `stty cols 72` gives the pseudo-terminal a width to fit to.
         let command = format!("stty cols 72; {{idem}} lesson 1 {flags}");
