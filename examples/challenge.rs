@@ -10,7 +10,7 @@
 //! 1. five-worker race: five requests with one key at once must make 1 XP row;
 //! 2. fingerprint: the same key with other amounts must get 422, no work;
 //! 3. crash after claim: the first worker to claim dies before working; a retry
-//!    sent after the lock timeout must finish the work (201) or replay it (200);
+//!    sent after the stale-claim age must finish the work (201) or replay it (200);
 //! 4. stale claim, two takers: two such retries at once must still make 1 row.
 //!
 //! The starting point below is the course's check-then-store: find the key,
@@ -25,7 +25,7 @@
 //!   answers 422 (`Outcome::Mismatch`) and does no work (lesson 4).
 //! - Do the work and the completion in one transaction, so a crash leaves no
 //!   XP row behind, and let a later request take over a pending claim whose
-//!   `locked_at` is older than `idem::challenge::LOCK_TIMEOUT` — with a single
+//!   `locked_at` is older than `idem::challenge::STALE_AFTER` — with a single
 //!   `UPDATE ... WHERE locked_at < now() - interval ...`, so that of two
 //!   takers only one wins (lesson 7).
 //!

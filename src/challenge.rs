@@ -18,14 +18,14 @@ use crate::race::options::RaceInput;
 use crate::race::{CrashPlan, Outcome, Race, RaceResult, xp_rows};
 use crate::strategy::{Strategy, StrategyKind};
 
-/// The lock timeout the crash cases wait out before retrying: a guard that
+/// The stale-claim age the crash cases wait out before retrying: a guard that
 /// takes over stale claims should use this one.
-pub const LOCK_TIMEOUT: Duration = Duration::from_millis(500);
+pub const STALE_AFTER: Duration = Duration::from_millis(500);
 
 /// Runs the four cases against `guard`.
 pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<Check>> {
     let base = RaceInput::with_strategy(StrategyKind::Guard)
-        .with(|r| r.guard.lock_timeout_ms = Some(LOCK_TIMEOUT.as_millis() as u64));
+        .with(|r| r.guard.stale_after_ms = Some(STALE_AFTER.as_millis() as u64));
     let mut checks = Vec::new();
     for (input, verdict) in cases(&base) {
         let settings = input.build(Origin::Flags)?;
@@ -42,7 +42,7 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<Check>
 pub type Judge = fn(&RaceResult) -> Check;
 
 /// Each case: the race it runs on top of `base` (which names the guard
-/// and sets [`LOCK_TIMEOUT`]), and how its result is judged.
+/// and sets [`STALE_AFTER`]), and how its result is judged.
 pub fn cases(base: &RaceInput) -> [(RaceInput, Judge); 4] {
     let crash = base.clone().with(|r| {
         r.faults.crash = Some(CrashPlan {
@@ -62,7 +62,7 @@ pub fn cases(base: &RaceInput) -> [(RaceInput, Judge); 4] {
             }),
             fingerprint,
         ),
-        // 3. Lesson 7: the winner crashes after claiming; a retry comes after the lock timeout.
+        // 3. Lesson 7: the winner crashes after claiming; a retry comes after the stale-claim age.
         (crash.clone(), crash_after_claim),
         // 4. Two retries race for the same stale claim.
         (
@@ -111,7 +111,7 @@ fn crash_after_claim(r: &RaceResult) -> Check {
     let retry = r.reports.iter().find(|w| w.retry).map(|w| w.status);
     Check::judged(
         "crash after claim",
-        "after the lock timeout, the retry answers 201 and there is exactly 1 XP row",
+        "after the stale-claim age, the retry answers 201 and there is exactly 1 XP row",
         r.xp_rows == 1 && retry == Some(201),
         format!(
             "{}; the retry answered {}",
@@ -125,7 +125,7 @@ fn two_takers(r: &RaceResult) -> Check {
     let retries = r.retry_statuses();
     Check::judged(
         "stale claim, two takers",
-        "two retries after the lock timeout: still exactly 1 XP row, and one of them does the work",
+        "two retries after the stale-claim age: still exactly 1 XP row, and one of them does the work",
         r.xp_rows == 1 && retries.iter().filter(|s| **s == 201).count() == 1,
         format!("{}; the retries answered {retries:?}", xp_rows(r.xp_rows)),
     )

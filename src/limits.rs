@@ -165,8 +165,8 @@ pub const CACHE_PRESSURE: Limit = with_default(
     limit("--cache-pressure", "race.cache_pressure", 0, 1_000_000),
     0,
 );
-pub const LOCK_TIMEOUT_MS: Limit = with_default(
-    limit("--lock-timeout-ms", "race.lock_timeout_ms", 1, 3_600_000),
+pub const STALE_AFTER_MS: Limit = with_default(
+    limit("--stale-after-ms", "race.stale_after_ms", 1, 3_600_000),
     1000,
 );
 pub const HEARTBEAT_MS: Limit = limit("--heartbeat-ms", "race.heartbeat_ms", 1, 1_800_000);

@@ -125,7 +125,7 @@ pub struct ExploreArgs {
 
     /// Also branch on the clock: at every turn where a pending claim could
     /// go stale, it may (once a run), its time moved past the stale-claim
-    /// age (--lock-timeout-ms) instead of waiting for it.
+    /// age (--stale-after-ms) instead of waiting for it.
     #[arg(long)]
     pub clock: bool,
 

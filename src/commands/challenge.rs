@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use bytes::Bytes;
 
 use super::command::{Command, Given, Needs, Nothing};
-use crate::challenge::{LOCK_TIMEOUT, judge};
+use crate::challenge::{STALE_AFTER, judge};
 use crate::cli::wire_commands::ChallengeArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::probe::Probe;
@@ -112,7 +112,7 @@ impl Command for InProcess {
     async fn run(self, db: &Database, _: Given) -> Result<()> {
         let out = self.out;
         let guard = Guard {
-            lock_timeout: LOCK_TIMEOUT,
+            stale_after: STALE_AFTER,
             ..Guard::default()
         };
         let cases = judge(db, Arc::new(guard)).await?;

@@ -30,7 +30,7 @@ pub fn cases(lesson: u8, file: &Path) -> Vec<Case> {
         // Five workers, each with a connection: the widest race of five.
         r.app.pool_size = Some(6);
         r.app.work_ms = Some(WORK_MS);
-        r.guard.lock_timeout_ms = Some(challenge::LOCK_TIMEOUT.as_millis() as u64);
+        r.guard.stale_after_ms = Some(challenge::STALE_AFTER.as_millis() as u64);
     });
     match lesson {
         1 => vec![
@@ -90,7 +90,7 @@ pub async fn judge(db: &Database, lesson: u8, file: &Path) -> Result<Vec<Check>>
         checks.push(verdict(&r));
     }
     if lesson == 7 {
-        let stale_after = crate::challenge::LOCK_TIMEOUT.as_millis() as u64;
+        let stale_after = crate::challenge::STALE_AFTER.as_millis() as u64;
         checks.push(super::owner::owner_completes(db, file, stale_after).await?);
     }
     if super::explored::LESSONS.contains(&lesson) {

@@ -177,8 +177,8 @@ pub const EXERCISES: [Exercise; 9] = [
         hints: [
             "The takeover's WHERE decides which pending claims may be taken. Which pending \
              claims should not be?",
-            "Add to the WHERE that the claim has been pending longer than the lock timeout: \
-             idempotency_keys.locked_at < now() - $lock_timeout_ms * interval '1 millisecond'. \
+            "Add to the WHERE that the claim has been pending longer than the stale-claim age: \
+             idempotency_keys.locked_at < now() - $stale_after_ms * interval '1 millisecond'. \
              Then make complete update the row only WHERE worker = $worker.",
             "One statement both tests and takes: two retries that arrive together queue on \
              the row, and the second re-checks the WHERE on the row the first left, which is \
@@ -215,16 +215,16 @@ pub const EXERCISES: [Exercise; 9] = [
         file: "9-hang-up.toml",
         goal: "after a client hangs up mid-work and the app drops its request, the retry gets through once the claim is stale: one XP row, nothing left pending",
         try_it: "idem race --strategy-file {file} --http --work-ms 200 --hang-up at=during-work \
-                 --on-hangup cancel --lock-timeout-ms 500",
+                 --on-hangup cancel --stale-after-ms 500",
         start: include_str!("../../exercises/9-hang-up.toml"),
         solution: include_str!("../../exercises/solutions/9-hang-up.toml"),
         hints: [
             "Race it with --trace: the dropped request claimed the key and never completed \
              it. Who could ever finish that claim?",
             "Only a later request with the same key. Let the claim take over a pending row \
-             whose locked_at is older than the lock timeout: ON CONFLICT (key) DO UPDATE ... \
+             whose locked_at is older than the stale-claim age: ON CONFLICT (key) DO UPDATE ... \
              WHERE idempotency_keys.status = 'pending' AND idempotency_keys.locked_at < now() \
-             - $lock_timeout_ms * interval '1 millisecond'.",
+             - $stale_after_ms * interval '1 millisecond'.",
             "Lesson 7's takeover, for a request that was dropped rather than crashed: the row \
              lock lets one retry take the stale claim, and complete WHERE worker = $worker \
              keeps a slow request from completing over its successor.",

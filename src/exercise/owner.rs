@@ -39,7 +39,7 @@ pub async fn owner_completes(db: &Database, file: &Path, stale_after_ms: u64) ->
         r.shape.workers = Some(2);
         r.shape.schedule = Some(schedule());
         r.app.work_ms = Some(0);
-        r.guard.lock_timeout_ms = Some(stale_after_ms);
+        r.guard.stale_after_ms = Some(stale_after_ms);
     });
     let settings = input.build_stepped()?;
     let key = settings.requests().key().to_string();

@@ -50,7 +50,7 @@ impl RaceSettings {
             }
         }
         self.check_cache_bounds(origin)?;
-        limits::LOCK_TIMEOUT_MS.check(ms(app.recovery.lock_timeout()), origin)?;
+        limits::STALE_AFTER_MS.check(ms(app.recovery.stale_after()), origin)?;
         limits::THREADS.check(app.threads as u64, origin)?;
         limits::REPLICAS.check(app.replicas as u64, origin)?;
         limits::RETRY_SERIALIZATION.check(u64::from(app.transaction.retries()), origin)?;
@@ -277,13 +277,13 @@ impl RaceSettings {
                 able(|c| c.heartbeat)
             );
         }
-        let stale = self.app.recovery.lock_timeout();
+        let stale = self.app.recovery.stale_after();
         if every * 2 > stale {
             bail!(
                 "{} {} is more than half {} {}: a claim could go stale between two beats",
                 name(&limits::HEARTBEAT_MS),
                 every.as_millis(),
-                name(&limits::LOCK_TIMEOUT_MS),
+                name(&limits::STALE_AFTER_MS),
                 stale.as_millis()
             );
         }

@@ -329,7 +329,7 @@ impl<'db> Race<'db> {
         Clock::new(
             self.db.meta.clone(),
             &self.db.schema,
-            recovery.lock_timeout(),
+            recovery.stale_after(),
             recovery.heartbeat().is_some(),
         )
     }
@@ -438,7 +438,7 @@ impl AfterRace {
                 options::press_and_retry(&s.store, &race.pool, timeout, reports, retry).await
             }
             AfterRace::Recovery => {
-                let stale_after = s.app.recovery.lock_timeout();
+                let stale_after = s.app.recovery.stale_after();
                 let stale = options::Stale {
                     after: stale_after,
                     clock,
@@ -446,7 +446,7 @@ impl AfterRace {
                 options::recover(&s.faults, stale, reports, started, retries).await
             }
             AfterRace::HangUp => {
-                let settle = options::settle(s.app.recovery.lock_timeout(), s.app.work);
+                let settle = options::settle(s.app.recovery.stale_after(), s.app.work);
                 let send_again = async |of| race.send_again(crew, of).await;
                 let handled = |worker| crew.wire.as_ref().map(|end| end.take_handled(worker));
                 options::retry_after_hang_up(s.app.on_hangup, settle, reports, send_again, handled)

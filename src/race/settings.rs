@@ -127,7 +127,7 @@ impl RaceSettings {
 
     /// The strategy itself, with its claims in the chosen store.
     /// The one place a strategy is made: every setting that shapes it
-    /// (store, loser, lock timeout, on-failure) is honoured here.
+    /// (store, loser, stale-claim age, on-failure) is honoured here.
     pub fn build_strategy(&self) -> Box<dyn Strategy> {
         if self.store.kind() == StoreKind::Cache {
             return Box::new(ClaimInCache {
@@ -140,12 +140,12 @@ impl RaceSettings {
             Some(file) => Box::new(FileGuard {
                 file,
                 loser: self.app.loser,
-                lock_timeout: self.app.recovery.lock_timeout(),
+                stale_after: self.app.recovery.stale_after(),
             }),
             None => (self.app.strategy.spec().build)(&Options {
                 orm: self.app.orm,
                 loser: self.app.loser,
-                lock_timeout: self.app.recovery.lock_timeout(),
+                stale_after: self.app.recovery.stale_after(),
                 heartbeat: self.app.recovery.heartbeat(),
                 on_failure: self.app.recovery.on_failure(),
             }),

@@ -425,7 +425,7 @@ fn guard(r: &RaceResult) -> String {
         .find(|w| note(w, "took over a stale claim"))
     {
         text.push_str(&format!(
-            " After the lock timeout a retry (worker {}) took the stale claim over and finished the work.",
+            " After the stale-claim age a retry (worker {}) took the stale claim over and finished the work.",
             w.worker
         ));
     }

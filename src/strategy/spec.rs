@@ -77,7 +77,7 @@ pub struct Options {
     /// What a loser of the claim does.
     pub loser: LoserPolicy,
     /// The guard's stale-claim timeout.
-    pub lock_timeout: Duration,
+    pub stale_after: Duration,
     /// How often the guard renews a running claim, if it does.
     pub heartbeat: Option<Duration>,
     /// What the guard does when the work fails.

@@ -128,7 +128,7 @@ const BAD_INPUT: &[&[&str]] = &[
         "after-claim",
         "--kill-connection",
     ],
-    &["race", "--strategy", "guard", "--lock-timeout-ms", "0"],
+    &["race", "--strategy", "guard", "--stale-after-ms", "0"],
     &["race", "--hang-up", "at=during-work"],
     &["race", "--http", "--hang-up", "at=after-claim"],
     &["race", "--http", "--hang-up", "worker=7,at=during-work"],
@@ -649,7 +649,7 @@ fn a_race_tables_bad_key_or_value_is_refused_where_it_is() {
 fn a_race_tables_keys_reach_every_group() {
     let text = "[race]\nstrategy = \"claim-work-complete\"\nworkers = 3\npool_size = 7\n\
                 loser = \"poll\"\npoll_ms = 5\namounts = [1, 2, 3]\nfingerprint = false\n\
-                cache_max_age = \"1500ms\"\nlock_timeout_ms = 900\nretry_serialization = 0\n\
+                cache_max_age = \"1500ms\"\nstale_after_ms = 900\nretry_serialization = 0\n\
                 recovery_retries = 2\non_hangup = \"finish\"\nrunner_holds_connection = false\n";
     #[derive(serde::Deserialize)]
     struct File {
@@ -671,7 +671,7 @@ fn a_race_tables_keys_reach_every_group() {
         race.store.cache_max_age,
         Some(std::time::Duration::from_millis(1500))
     );
-    assert_eq!(race.guard.lock_timeout_ms, Some(900));
+    assert_eq!(race.guard.stale_after_ms, Some(900));
     assert_eq!(race.faults.recovery_retries, Some(2));
     assert_eq!(
         race.hang_up.on_hangup,

@@ -322,7 +322,7 @@ async fn a_guard_files_request_dropped_mid_work_leaves_no_open_transaction() {
         let settings = RaceInput::default()
             .with(|r| {
                 r.strategy.strategy_file = Some(file);
-                r.guard.lock_timeout_ms = Some(300);
+                r.guard.stale_after_ms = Some(300);
             })
             .build(Origin::Flags)
             .unwrap();

@@ -15,13 +15,13 @@ use idem::strategy::StrategyKind;
 use crate::common::Built;
 use crate::common::races::race;
 
-const LOCK_TIMEOUT: Duration = Duration::from_millis(300);
+const STALE_AFTER: Duration = Duration::from_millis(300);
 
 fn crash(strategy: StrategyKind, at: FaultPoint) -> RaceInput {
     RaceInput::default().with(|r| {
         r.strategy.strategy = Some(strategy);
         r.app.pool_size = Some(6);
-        r.guard.lock_timeout_ms = Some(LOCK_TIMEOUT.as_millis() as u64);
+        r.guard.stale_after_ms = Some(STALE_AFTER.as_millis() as u64);
         r.faults.crash = Some(CrashPlan { worker: None, at });
     })
 }
@@ -67,7 +67,7 @@ async fn after_a_crash_at_any_point_the_retry_finishes_with_one_xp_row() {
 async fn a_crashed_owner_stops_beating_and_its_claim_is_taken_over() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     let input = crash(StrategyKind::Guard, FaultPoint::DuringWork)
-        .with(|r| r.guard.heartbeat_ms = Some(LOCK_TIMEOUT.as_millis() as u64 / 3));
+        .with(|r| r.guard.heartbeat_ms = Some(STALE_AFTER.as_millis() as u64 / 3));
     let r = race(&db, input.built()).await;
     assert_eq!(r.count(Outcome::Crashed), 1);
     assert_eq!(r.xp_rows, 1);
@@ -90,11 +90,11 @@ fn a_heartbeat_is_the_guards_and_faster_than_half_its_timeout() {
     };
     let slow = refused(RaceInput::default().with(|r| {
         r.strategy.strategy = Some(StrategyKind::Guard);
-        r.guard.lock_timeout_ms = Some(100);
+        r.guard.stale_after_ms = Some(100);
         r.guard.heartbeat_ms = Some(60);
     }));
     assert!(
-        slow.contains("more than half --lock-timeout-ms 100"),
+        slow.contains("more than half --stale-after-ms 100"),
         "{slow}"
     );
     let other = refused(RaceInput::default().with(|r| {
@@ -212,7 +212,7 @@ async fn failed_work_is_stored_and_replayed_or_released_and_run_again() {
 async fn idems_own_guard_passes_every_challenge_case() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     let guard = Guard {
-        lock_timeout: idem::challenge::LOCK_TIMEOUT,
+        stale_after: idem::challenge::STALE_AFTER,
         ..Guard::default()
     };
     let cases = idem::challenge::judge(&db, Arc::new(guard)).await.unwrap();
@@ -325,4 +325,68 @@ fn a_released_failures_second_call_is_said_as_intended_not_marked() {
         "{text}"
     );
     assert!(!text.contains("✗"), "{text}");
+}
+
+/// The stale-claim age has its own name (`--stale-after-ms`,
+/// `stale_after_ms`, `$stale_after_ms`), and its old one, which said "lock
+/// timeout" like PostgreSQL's `lock_timeout`, still works and says it is
+/// the old name; given beside the new one it is refused.
+#[test]
+fn the_stale_claim_age_keeps_its_old_names_and_says_so() {
+    let sandbox = crate::common::Sandbox::new("stale-after-old-name");
+    let old = sandbox
+        .idem()
+        .args(["race", "-s", "guard", "--lock-timeout-ms", "300"])
+        .args(["--crash", "after-claim", "--pool-size", "6", "--json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&old.stderr);
+    assert!(old.status.success(), "{err}");
+    assert!(
+        err.contains("note: --lock-timeout-ms is the old name of --stale-after-ms"),
+        "{err}"
+    );
+    let r: serde_json::Value = serde_json::from_slice(&old.stdout).unwrap();
+    assert_eq!(r["xp_rows"], 1, "{r}");
+    let both = sandbox
+        .idem()
+        .args(["race", "-s", "guard", "--lock-timeout-ms", "300"])
+        .args(["--stale-after-ms", "300"])
+        .output()
+        .unwrap();
+    assert!(!both.status.success());
+    let err = String::from_utf8_lossy(&both.stderr);
+    assert!(err.contains("give --stale-after-ms alone"), "{err}");
+    // A guard file that names the age the old way still reads.
+    let e = idem::exercise::EXERCISES
+        .iter()
+        .find(|e| e.lesson == 7)
+        .unwrap();
+    assert!(e.solution.contains("$stale_after_ms"));
+    let file = sandbox.dir.join("old-param.toml");
+    std::fs::write(
+        &file,
+        e.solution.replace("$stale_after_ms", "$lock_timeout_ms"),
+    )
+    .unwrap();
+    let raced = sandbox
+        .idem()
+        .args(["race", "--strategy-file", file.to_str().unwrap()])
+        .args([
+            "--stale-after-ms",
+            "300",
+            "--crash",
+            "after-claim",
+            "--pool-size",
+            "6",
+        ])
+        .arg("--json")
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&raced.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&raced.stderr)));
+    assert_eq!(
+        r["xp_rows"], 1,
+        "the old parameter still carries the age: {r}"
+    );
 }

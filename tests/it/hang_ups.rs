@@ -204,7 +204,7 @@ async fn a_client_that_hangs_up_mid_work_leaves_what_the_app_and_strategy_make_o
             r.strategy.strategy = Some(strategy);
             r.wire.http = true;
             r.app.work_ms = Some(200);
-            r.guard.lock_timeout_ms = Some(500);
+            r.guard.stale_after_ms = Some(500);
             r.hang_up.on_hangup = Some(on_hangup);
             r.faults.hang_up = Some(CrashPlan {
                 worker: None,

@@ -49,7 +49,7 @@ fn the_heartbeat_beats_again_after_its_connection_is_ended() {
         &[
             "-s",
             "guard",
-            "--lock-timeout-ms",
+            "--stale-after-ms",
             "100",
             "--work-ms",
             "300",

@@ -298,7 +298,7 @@ fn a_request_in_flight_is_met_by_the_guard_and_done_twice_by_check_then_store() 
 
 /// A client that gives up as soon as its request is sent, then retries:
 /// `idem serve` drops the abandoned request at its next await (hyper's way).
-/// The guard's claim is taken over after its lock timeout, so the retries
+/// The guard's claim is taken over after its stale-claim age, so the retries
 /// end in a 201 and one effect; claim-work-complete's stays pending for
 /// good, and every retry gets 409: the key is stuck, unless the app runs an
 /// abandoned request to its end (`--on-hangup finish`, Puma's way).
@@ -401,14 +401,7 @@ fn a_retry_schedule_finds_the_work_done_twice_and_the_claim_that_holds() {
 #[test]
 fn a_claim_that_expires_mid_work_runs_the_work_twice_unless_its_owner_beats() {
     let schedule = |extra: &[&str], count: &str| {
-        let mut args = vec![
-            "-s",
-            "guard",
-            "--lock-timeout-ms",
-            "100",
-            "--work-ms",
-            "300",
-        ];
+        let mut args = vec!["-s", "guard", "--stale-after-ms", "100", "--work-ms", "300"];
         args.extend_from_slice(extra);
         let app = Served::start("stale-claim", &args);
         let probe = |a: &[&str]| match count {

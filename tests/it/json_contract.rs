@@ -87,7 +87,7 @@ fn race_and_compare_output_matches_the_published_schema() {
             "guard",
             "--crash",
             "at=after-claim",
-            "--lock-timeout-ms",
+            "--stale-after-ms",
             "100",
             "--pool-size",
             "6",

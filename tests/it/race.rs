@@ -319,7 +319,7 @@ async fn every_race_counts_the_service_calls_beside_the_rows() {
     // that takes the stale claim over makes it again. One row, two calls.
     let crash = wide(StrategyKind::Guard).with(|r| {
         r.app.pool_size = Some(6);
-        r.guard.lock_timeout_ms = Some(300);
+        r.guard.stale_after_ms = Some(300);
         r.faults.crash = Some(idem::race::CrashPlan {
             worker: None,
             at: idem::race::fault::FaultPoint::DuringWork,

@@ -17,7 +17,7 @@ use idem::strategy::{LoserPolicy, Step, StrategyKind};
 use crate::common::Built;
 
 /// The guard's stale-claim timeout in these tests.
-const LOCK_TIMEOUT: Duration = Duration::from_millis(300);
+const STALE_AFTER: Duration = Duration::from_millis(300);
 
 /// A claim older than the timeout, with a margin for the server's clock
 /// reading: waiting this long is what makes a claim stale, by definition.
@@ -29,7 +29,7 @@ fn guard(workers: usize) -> RaceInput {
         r.shape.workers = Some(workers as u64);
         r.app.pool_size = Some((workers + 1) as u64);
         r.app.work_ms = Some(0);
-        r.guard.lock_timeout_ms = Some(LOCK_TIMEOUT.as_millis() as u64);
+        r.guard.stale_after_ms = Some(STALE_AFTER.as_millis() as u64);
     })
 }
 

@@ -139,7 +139,7 @@ impl RaceInput {
                 replicas: self.wire.replicas.unwrap_or(limits::REPLICAS.default()) as usize,
                 fingerprint: self.fingerprints.fingerprint(),
                 loser,
-                recovery: self.guard.resolve(),
+                recovery: self.guard.resolve(origin)?,
                 transaction: self.transaction.resolve(strategy, origin)?,
                 key_scope: self.shape.key_scope.unwrap_or_default(),
                 on_hangup: self.hang_up.on_hangup.unwrap_or_default(),

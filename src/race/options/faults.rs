@@ -30,8 +30,8 @@ pub type HangUpPlan = CrashPlan;
 #[serde(default, deny_unknown_fields)]
 pub struct FaultInput {
     /// Crash on purpose: the connection of the first worker to reach POINT
-    /// (or of worker N only) dies, and the worker with it; after the lock
-    /// timeout its request is retried. POINT: after-claim, during-work,
+    /// (or of worker N only) dies, and the worker with it; once its claim
+    /// is older than the stale-claim age its request is retried. POINT: after-claim, during-work,
     /// before-complete. E.g. --crash after-claim, --crash worker=2,at=during-work.
     #[arg(help_heading = "Lesson 7: faults and recovery")]
     #[arg(long, value_name = "[worker=N,]at=POINT", value_parser = crash_plan)]

@@ -1,32 +1,41 @@
 //! Lesson 7: how the guard recovers: when a pending claim is stale, how often a running one is renewed, what failed work leaves.
 
+use std::sync::Once;
 use std::time::Duration;
 
+use anyhow::{Result, bail};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::limits::{self, help_with_default as with_default};
+use crate::limits::{self, Origin, help_with_default as with_default};
 use crate::strategy::guard::OnFailure;
 
 /// What the guard does with failed work unless told otherwise (Stripe's way).
 pub const DEFAULT_ON_FAILURE: OnFailure = OnFailure::Store;
 
-/// `--lock-timeout-ms`, `--heartbeat-ms`, `--on-failure`.
+/// `--stale-after-ms`, `--heartbeat-ms`, `--on-failure`.
 #[derive(Debug, Clone, Default, Args, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GuardInput {
     #[arg(help_heading = "Lesson 7: faults and recovery")]
     #[arg(long, value_name = "MS", allow_negative_numbers = true,
-          value_parser = limits::LOCK_TIMEOUT_MS.parser(),
-          help = limits::LOCK_TIMEOUT_MS.help(
-              "The guard takes over a pending claim older than this, in ms."))]
+          value_parser = limits::STALE_AFTER_MS.parser(),
+          help = limits::STALE_AFTER_MS.help(
+              "The stale-claim age: the guard lets another request take over a pending \
+               claim older than this, in ms (not PostgreSQL's lock_timeout, which bounds \
+               a blocking loser's wait: --wait-timeout-ms)."))]
+    pub stale_after_ms: Option<u64>,
+
+    /// The old name of --stale-after-ms, still read; it says so.
+    #[arg(long, hide = true, value_name = "MS", allow_negative_numbers = true,
+          value_parser = limits::STALE_AFTER_MS.parser())]
     pub lock_timeout_ms: Option<u64>,
 
     #[arg(help_heading = "Lesson 7: faults and recovery")]
     #[arg(long, value_name = "MS", allow_negative_numbers = true,
           value_parser = limits::HEARTBEAT_MS.parser(),
           help = "The guard renews a running claim this often, in ms, so that only a \
-                  silent owner's claim goes stale (at most half --lock-timeout-ms)")]
+                  silent owner's claim goes stale (at most half --stale-after-ms)")]
     pub heartbeat_ms: Option<u64>,
 
     #[arg(help_heading = "Lesson 7: faults and recovery")]
@@ -42,28 +51,47 @@ pub struct GuardInput {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Recovery {
-    lock_timeout: Duration,
+    stale_after: Duration,
     heartbeat: Option<Duration>,
     on_failure: OnFailure,
 }
 
 impl GuardInput {
-    pub(super) fn resolve(&self) -> Recovery {
-        Recovery {
-            lock_timeout: Duration::from_millis(
-                self.lock_timeout_ms
-                    .unwrap_or(limits::LOCK_TIMEOUT_MS.default()),
+    /// The recovery this says; the stale-claim age may come by its old
+    /// name (`--lock-timeout-ms`, `lock_timeout_ms`), with a note, never
+    /// beside its new one.
+    pub(super) fn resolve(&self, origin: Origin) -> Result<Recovery> {
+        let (new, old) = (
+            origin.name("--stale-after-ms", "race.stale_after_ms"),
+            origin.name("--lock-timeout-ms", "race.lock_timeout_ms"),
+        );
+        let stale_after = match (self.stale_after_ms, self.lock_timeout_ms) {
+            (Some(_), Some(_)) => bail!("{old} is the old name of {new}: give {new} alone"),
+            (None, Some(ms)) => {
+                static SAID: Once = Once::new();
+                SAID.call_once(|| {
+                    eprintln!(
+                        "note: {old} is the old name of {new} (the stale-claim age); it still works"
+                    );
+                });
+                Some(ms)
+            }
+            (ms, None) => ms,
+        };
+        Ok(Recovery {
+            stale_after: Duration::from_millis(
+                stale_after.unwrap_or(limits::STALE_AFTER_MS.default()),
             ),
             heartbeat: self.heartbeat_ms.map(Duration::from_millis),
             on_failure: self.on_failure.unwrap_or(DEFAULT_ON_FAILURE),
-        }
+        })
     }
 }
 
 impl Recovery {
     /// The age past which a pending claim is taken over.
-    pub fn lock_timeout(&self) -> Duration {
-        self.lock_timeout
+    pub fn stale_after(&self) -> Duration {
+        self.stale_after
     }
 
     /// How often a running claim is renewed, if it is.

@@ -142,7 +142,7 @@ async fn lost<C: GuardClient, O: Observer>(
     key: &Key<'_>,
     obs: &mut O,
 ) -> Result<std::result::Result<i64, Verdict>> {
-    let timeout = guard.lock_timeout.as_secs_f64();
+    let timeout = guard.stale_after.as_secs_f64();
     let row = obs
         .step(
             Step::Read,

@@ -39,7 +39,7 @@ pub const SPEC: Spec = Spec {
     },
     build: |options| {
         Box::new(Guard {
-            lock_timeout: options.lock_timeout,
+            stale_after: options.stale_after,
             on_failure: options.on_failure,
             heartbeat: options.heartbeat.map(Heartbeat::every),
             ..Guard::default()

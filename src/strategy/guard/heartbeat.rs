@@ -1,7 +1,7 @@
 //! The heartbeat: a claim's owner renews it while its work runs, so that only a silent owner's claim goes stale.
 //!
 //! The stale-claim rule (take over a pending claim older than
-//! [`lock_timeout`](super::Guard::lock_timeout)) cannot tell an owner that
+//! [`stale_after`](super::Guard::stale_after)) cannot tell an owner that
 //! died from one whose work is slow: with work longer than the timeout, a
 //! retry takes over a live claim and the work runs twice (AWS Powertools'
 //! in-progress expiry). With a heartbeat, the claim's `locked_at` is moved
@@ -50,7 +50,7 @@ pub struct Heartbeat {
 impl Heartbeat {
     /// A heartbeat that will renew claims every `interval`, once
     /// [`start`](Self::start)ed. Give it less than half the guard's
-    /// `lock_timeout`, so that a renewal that is late by one round trip
+    /// `stale_after`, so that a renewal that is late by one round trip
     /// still comes before the claim is stale.
     pub fn every(interval: Duration) -> Self {
         Self {

@@ -35,7 +35,7 @@
 //!   own if it reached the server, and the key stays *pending*, owned by
 //!   [`Key::owner`]. The same request's retry (the same owner) resumes it;
 //!   anyone else gets [`Verdict::InFlight`] until
-//!   [`lock_timeout`](Guard::lock_timeout) has passed, then takes it over.
+//!   [`stale_after`](Guard::stale_after) has passed, then takes it over.
 //! - **during the work**: the guard queues a `ROLLBACK` on your client as
 //!   its future is dropped, so the work's rows are rolled back and the
 //!   client goes back to your pool outside any transaction (its next user

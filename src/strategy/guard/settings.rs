@@ -30,7 +30,7 @@ impl OnFailure {
 #[derive(Debug, Clone)]
 pub struct Guard {
     /// How old a pending claim must be before another request may take it over.
-    pub lock_timeout: Duration,
+    pub stale_after: Duration,
     /// What a failed work leaves behind.
     pub on_failure: OnFailure,
     /// Retries after a transient failure, each after twice the last backoff
@@ -46,7 +46,7 @@ pub struct Guard {
 impl Default for Guard {
     fn default() -> Self {
         Self {
-            lock_timeout: Duration::from_secs(1),
+            stale_after: Duration::from_secs(1),
             on_failure: OnFailure::Store,
             max_retries: 3,
             first_backoff: Duration::from_millis(10),

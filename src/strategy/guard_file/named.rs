@@ -19,8 +19,8 @@ pub enum Param {
     Lesson,
     /// The request's worker number: who owns a claim.
     Worker,
-    /// The race's stale-claim timeout (`--lock-timeout-ms`), in ms.
-    LockTimeoutMs,
+    /// The race's stale-claim timeout (`--stale-after-ms`), in ms.
+    StaleAfterMs,
     /// The XP row the work made.
     XpId,
     /// The response the work answers with, to store for replays.
@@ -40,7 +40,7 @@ impl Param {
         Param::Amount,
         Param::Lesson,
         Param::Worker,
-        Param::LockTimeoutMs,
+        Param::StaleAfterMs,
         Param::XpId,
         Param::Response,
         Param::ResponseCode,
@@ -48,7 +48,7 @@ impl Param {
     ];
 
     /// How many of [`Param::ALL`] a request knows before its work: up to
-    /// `$lock_timeout_ms`.
+    /// `$stale_after_ms`.
     pub const ASKED: usize = 8;
 
     /// How many it knows after its work: up to `$response_code`.
@@ -63,7 +63,7 @@ impl Param {
             Param::Amount => "amount",
             Param::Lesson => "lesson",
             Param::Worker => "worker",
-            Param::LockTimeoutMs => "lock_timeout_ms",
+            Param::StaleAfterMs => "stale_after_ms",
             Param::XpId => "xp_id",
             Param::Response => "response",
             Param::ResponseCode => "response_code",
@@ -75,14 +75,19 @@ impl Param {
     pub fn ty(self) -> Type {
         match self {
             Param::Key | Param::Operation | Param::Fingerprint => Type::TEXT,
-            Param::UserId | Param::LockTimeoutMs | Param::XpId | Param::ClaimId => Type::INT8,
+            Param::UserId | Param::StaleAfterMs | Param::XpId | Param::ClaimId => Type::INT8,
             Param::Amount | Param::Lesson | Param::Worker | Param::ResponseCode => Type::INT4,
             Param::Response => Type::JSONB,
         }
     }
 
+    /// The parameter `name` names; `lock_timeout_ms`, the old name of
+    /// `stale_after_ms`, is still read.
     fn named(name: &str) -> Option<Param> {
-        Param::ALL.into_iter().find(|p| p.name() == name)
+        match name {
+            "lock_timeout_ms" => Some(Param::StaleAfterMs),
+            _ => Param::ALL.into_iter().find(|p| p.name() == name),
+        }
     }
 }
 
@@ -192,7 +197,7 @@ mod tests {
 
     #[test]
     fn what_is_known_before_and_after_the_work_ends_where_it_says() {
-        assert_eq!(Param::ALL[Param::ASKED - 1], Param::LockTimeoutMs);
+        assert_eq!(Param::ALL[Param::ASKED - 1], Param::StaleAfterMs);
         assert_eq!(Param::ALL[Param::WORKED - 1], Param::ResponseCode);
         assert_eq!(Param::ALL.last(), Some(&Param::ClaimId));
     }

@@ -25,8 +25,8 @@ pub struct FileGuard {
     pub file: GuardRef,
     /// What a loser of the claim does (fail-fast or poll).
     pub loser: LoserPolicy,
-    /// The race's stale-claim timeout, given to the file as `$lock_timeout_ms`.
-    pub lock_timeout: Duration,
+    /// The race's stale-claim timeout, given to the file as `$stale_after_ms`.
+    pub stale_after: Duration,
 }
 
 /// What one request gives the file's statements, named as the file names it.
@@ -34,7 +34,7 @@ struct Values<'a> {
     req: &'a Request,
     operation: &'static str,
     worker: i32,
-    lock_timeout_ms: i64,
+    stale_after_ms: i64,
     xp_id: Option<i64>,
     response: Option<Value>,
     response_code: i32,
@@ -42,12 +42,12 @@ struct Values<'a> {
 }
 
 impl<'a> Values<'a> {
-    fn new(req: &'a Request, lock_timeout: Duration) -> Self {
+    fn new(req: &'a Request, stale_after: Duration) -> Self {
         Values {
             req,
             operation: OPERATION,
             worker: req.worker_id(),
-            lock_timeout_ms: lock_timeout.as_millis().min(i64::MAX as u128) as i64,
+            stale_after_ms: stale_after.as_millis().min(i64::MAX as u128) as i64,
             xp_id: None,
             response: None,
             response_code: 201,
@@ -64,7 +64,7 @@ impl<'a> Values<'a> {
             Param::Amount => &self.req.params.amount,
             Param::Lesson => &self.req.params.lesson,
             Param::Worker => &self.worker,
-            Param::LockTimeoutMs => &self.lock_timeout_ms,
+            Param::StaleAfterMs => &self.stale_after_ms,
             Param::XpId => &self.xp_id,
             Param::Response => &self.response,
             Param::ResponseCode => &self.response_code,
@@ -136,7 +136,7 @@ impl FileGuard {
         trace: &mut Trace,
     ) -> Result<Answer, Failure> {
         let conn = lease.conn(trace).await?;
-        let mut values = Values::new(req, self.lock_timeout);
+        let mut values = Values::new(req, self.stale_after);
         let file: &'static super::GuardFile = self.file.0;
         if let Some(lock) = file.statement(StepName::Lock) {
             let params = values.bind(lock);
@@ -188,7 +188,7 @@ impl FileGuard {
         req: &Request,
         trace: &mut Trace,
     ) -> Result<Answer, Failure> {
-        let mut values = Values::new(req, self.lock_timeout);
+        let mut values = Values::new(req, self.stale_after);
         let claim = self.statement(StepName::Claim);
         let conn = lease.conn(trace).await?;
         let params = values.bind(claim);
