@@ -5,24 +5,12 @@
 /// (lesson 10's after lesson 1's).
 pub const SCENARIOS: &[(&str, &str)] = &[
     (
-        "1-check-then-store-through-pgbouncer.toml",
-        include_str!("../../scenarios/1-check-then-store-through-pgbouncer.toml"),
-    ),
-    (
-        "1-check-then-store-two-replicas.toml",
-        include_str!("../../scenarios/1-check-then-store-two-replicas.toml"),
-    ),
-    (
         "1-check-then-store.toml",
         include_str!("../../scenarios/1-check-then-store.toml"),
     ),
     (
-        "1-insert-unique.toml",
-        include_str!("../../scenarios/1-insert-unique.toml"),
-    ),
-    (
-        "1-no-runner-connection.toml",
-        include_str!("../../scenarios/1-no-runner-connection.toml"),
+        "1-pool-of-four.toml",
+        include_str!("../../scenarios/1-pool-of-four.toml"),
     ),
     (
         "1-pool-of-six.toml",
@@ -57,6 +45,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/2-explore-claim-work-complete.toml"),
     ),
     (
+        "2-insert-unique.toml",
+        include_str!("../../scenarios/2-insert-unique.toml"),
+    ),
+    (
         "2-schedule-claim-work-complete.toml",
         include_str!("../../scenarios/2-schedule-claim-work-complete.toml"),
     ),
@@ -77,6 +69,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/3-block-through-pgbouncer.toml"),
     ),
     ("3-block.toml", include_str!("../../scenarios/3-block.toml")),
+    (
+        "3-check-then-store-through-pgbouncer.toml",
+        include_str!("../../scenarios/3-check-then-store-through-pgbouncer.toml"),
+    ),
     (
         "3-fail-fast.toml",
         include_str!("../../scenarios/3-fail-fast.toml"),
@@ -101,6 +97,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "5-cache-eviction.toml",
         include_str!("../../scenarios/5-cache-eviction.toml"),
+    ),
+    (
+        "5-check-then-store-two-replicas.toml",
+        include_str!("../../scenarios/5-check-then-store-two-replicas.toml"),
     ),
     (
         "5-memory-one-process.toml",
@@ -265,6 +265,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "9-heartbeat.toml",
         include_str!("../../scenarios/9-heartbeat.toml"),
+    ),
+    (
+        "9-no-runner-connection.toml",
+        include_str!("../../scenarios/9-no-runner-connection.toml"),
     ),
 ];
 

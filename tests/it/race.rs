@@ -64,7 +64,7 @@ async fn check_then_store_duplicates_as_many_times_as_the_workers_have_connectio
     let cases = [
         // (workers, pool, runner holds one, expected XP rows)
         // (5, 6, runner) → 5 and (5, 5, no runner) → 5 are scenarios/1-pool-of-six.toml
-        // and 1-no-runner-connection.toml.
+        // and 9-no-runner-connection.toml.
         (5, 3, true, 2),
         (3, 10, true, 3),
         (8, 5, true, 4),
