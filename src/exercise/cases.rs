@@ -33,7 +33,7 @@ pub fn cases(lesson: u8, file: &Path) -> Vec<Case> {
         r.guard.stale_after_ms = Some(challenge::STALE_AFTER.as_millis() as u64);
     });
     match lesson {
-        1 => vec![
+        2 => vec![
             (base.clone(), one_call),
             (
                 base.with(|r| {
@@ -43,7 +43,6 @@ pub fn cases(lesson: u8, file: &Path) -> Vec<Case> {
                 one_call_of_twenty,
             ),
         ],
-        2 => vec![(base, one_call)],
         3 => vec![
             (base.clone(), pending_is_409),
             (

@@ -10,6 +10,7 @@ pub mod cases;
 pub mod explored;
 pub mod key_design;
 pub mod owner;
+pub mod scheduler;
 pub mod store_choice;
 
 use std::path::Path;
@@ -53,11 +54,31 @@ const RACE_IT: &str = "idem race --strategy-file {file} --pool-size 6";
 pub const EXERCISES: [Exercise; 9] = [
     Exercise {
         lesson: 1,
-        file: "1-one-row.toml",
+        file: "1-two-orders.toml",
+        goal: "an order of two check-then-store requests' steps that makes two XP rows, and one that makes one",
+        try_it: "idem step -s check-then-store --workers 2 --work-ms 0",
+        start: include_str!("../../exercises/1-two-orders.toml"),
+        solution: include_str!("../../exercises/solutions/1-two-orders.toml"),
+        hints: [
+            "A request works when its find sees no key. When does request 2's find see \
+             request 1's key, and when does it not?",
+            "Request 1's store is its fourth step, request 2's find its second. For two rows, \
+             both finds must come before either store; for one, a store before the other's find.",
+            "makes_two = [1, 1, 2, 2, 1, 1, 2, 2]: both check out and find, then both work and \
+             store. makes_one = [1, 1, 1, 1, 2, 2]: request 1 is done before request 2 looks.",
+        ],
+        why: "Check-then-store is right in every order where one request's store comes \
+              before the other's find, and wrong in every order where both finds come first. \
+              A burst of five at once is almost always the second kind; the pool decides how \
+              many requests can be in it.",
+    },
+    Exercise {
+        lesson: 2,
+        file: "2-claim-first.toml",
         goal: "one XP row when five requests with one key arrive at once, and no work for the other four",
         try_it: RACE_IT,
-        start: include_str!("../../exercises/1-one-row.toml"),
-        solution: include_str!("../../exercises/solutions/1-one-row.toml"),
+        start: include_str!("../../exercises/2-claim-first.toml"),
+        solution: include_str!("../../exercises/solutions/2-claim-first.toml"),
         hints: [
             "The find and the store are two statements with the work between them. Every \
              request that finds nothing before the first store goes on to work. What could \
@@ -72,25 +93,6 @@ pub const EXERCISES: [Exercise; 9] = [
         why: "The decision moved from the store (after the work) to the claim (before it). \
               The unique index lets one INSERT in however the requests interleave, so \
               exactly one of them ever reaches the work.",
-    },
-    Exercise {
-        lesson: 2,
-        file: "2-one-winner.toml",
-        goal: "one request wins the claim; the others lose it and do no work",
-        try_it: RACE_IT,
-        start: include_str!("../../exercises/2-one-winner.toml"),
-        solution: include_str!("../../exercises/solutions/2-one-winner.toml"),
-        hints: [
-            "Look at what the claim returns for the second request with the same key. A \
-             row back means \"you won\".",
-            "ON CONFLICT (key) DO UPDATE ... RETURNING id returns the row to every request, \
-             the first and all the others.",
-            "ON CONFLICT (key) DO NOTHING RETURNING id returns a row only to the INSERT that \
-             got in; the others get none, and lose.",
-        ],
-        why: "A claim is a test-and-set: the winner is told so by the row it gets back. An \
-              upsert sets whatever the test said, so everyone wins; DO NOTHING keeps the \
-              first claim and says so to no one else.",
     },
     Exercise {
         lesson: 3,
@@ -241,6 +243,7 @@ pub const EXERCISES: [Exercise; 9] = [
 /// database starts.
 pub fn read(lesson: u8, path: &Path) -> Result<()> {
     match lesson {
+        1 => scheduler::Orders::load(path).map(drop),
         5 => store_choice::StoreChoice::load(path).map(drop),
         6 => crate::keys::KeyTemplate::load(path).map(drop),
         _ => crate::strategy::guard_file::load(path).map(drop),
@@ -250,6 +253,7 @@ pub fn read(lesson: u8, path: &Path) -> Result<()> {
 /// Judges the file at `path` with lesson `lesson`'s cases, on `db`.
 pub async fn judge(db: &Database, lesson: u8, path: &Path) -> Result<Vec<Check>> {
     match lesson {
+        1 => scheduler::judge(db, path).await,
         5 => store_choice::judge(db, path).await,
         6 => key_design::judge(db, path).await,
         _ => cases::judge(db, lesson, path).await,

@@ -38,6 +38,44 @@ async fn every_exercise_fails_as_given_and_its_solution_passes() {
     db.close().await.unwrap();
 }
 
+/// Exercise 1 is played on the real database: each order replayed step
+/// by step, judged by the XP rows it left; an order that leaves steps to
+/// chance, or names what is not one of the two requests, fails, and two
+/// orders that swap the answers fail both cases.
+#[tokio::test]
+async fn exercise_ones_orders_are_replayed_and_a_wrong_order_fails() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let dir = Sandbox::new("exercise-orders");
+    let cases = [
+        (
+            "makes_two = [1, 1, 2, 2, 1, 1, 2, 2]\nmakes_one = [1, 1, 1, 1, 2, 2]\n",
+            [true, true],
+            ["2 XP rows", "1 XP row"],
+        ),
+        (
+            "makes_two = [1, 1, 1, 1, 2, 2]\nmakes_one = [1, 1, 2, 2, 1, 1, 2, 2]\n",
+            [false, false],
+            ["1 XP row", "2 XP rows"],
+        ),
+        (
+            "makes_two = [1, 1, 2, 2]\nmakes_one = [1, \"crash1\", 2, 2]\n",
+            [false, false],
+            ["give every step", "crash1 is not request 1 or 2"],
+        ),
+    ];
+    for (i, (text, passed, saw)) in cases.into_iter().enumerate() {
+        let file = dir.dir.join(format!("orders-{i}.toml"));
+        std::fs::write(&file, text).unwrap();
+        let checks = judge(&db, 1, &file).await.unwrap();
+        assert_eq!(checks.len(), 2);
+        for ((check, passed), saw) in checks.iter().zip(passed).zip(saw) {
+            assert_eq!(check.passed(), passed, "{text}: {check:?}");
+            assert!(check.saw.contains(saw), "{text}: {check:?}");
+        }
+    }
+    db.close().await.unwrap();
+}
+
 /// Exercise 7's goal "only its owner completes it" is checked: the
 /// solution with its completion's ownership taken out still passes the
 /// burst cases, and fails the case where the claim is taken over while
@@ -76,14 +114,14 @@ async fn exercise_sevens_owner_case_fails_a_completion_that_checks_only_the_id()
 }
 
 /// A guard file races as the built-in strategy of its shape does: lesson
-/// 1's file is check-then-store's figure, and its JSON names the file.
+/// 2's file, lesson 1's guard, is check-then-store's figure, and its JSON names the file.
 #[tokio::test]
 async fn a_guard_file_of_lesson_one_makes_the_course_figure() {
     let _timing = crate::common::TIMING.lock().await;
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     let dir = Sandbox::new("guard-file-figure");
-    let file = dir.dir.join("1-one-row.toml");
-    std::fs::write(&file, EXERCISES[0].start).unwrap();
+    let file = dir.dir.join("2-claim-first.toml");
+    std::fs::write(&file, EXERCISES[1].start).unwrap();
     let settings = RaceInput::default()
         .with(|r| {
             r.strategy.strategy_file = Some(file.clone());
@@ -173,7 +211,7 @@ fn a_broken_guard_file_is_refused_in_one_line_naming_its_line() {
         (
             "syntax.toml",
             good.replace("[steps]", "[steps"),
-            "line 8: unclosed table",
+            "line 9: unclosed table",
         ),
         (
             "step.toml",
@@ -241,8 +279,8 @@ fn an_exercise_is_written_checked_hinted_and_kept_when_passed() {
     here(&mut exercise);
     let out = exercise.args(["exercise", "2"]).assert().success();
     let said = String::from_utf8_lossy(&out.get_output().stdout).to_string();
-    assert!(said.contains("idem check 2 2-one-winner.toml"), "{said}");
-    let file = work.0.join("2-one-winner.toml");
+    assert!(said.contains("idem check 2 2-claim-first.toml"), "{said}");
+    let file = work.0.join("2-claim-first.toml");
     std::fs::write(&file, "# the learner's work\n").unwrap();
     let mut again = sandbox.idem();
     here(&mut again);
@@ -281,10 +319,10 @@ fn an_exercise_is_written_checked_hinted_and_kept_when_passed() {
     let mut check = sandbox.idem();
     here(&mut check);
     let out = check
-        .args(["check", "2", "2-one-winner.solution.toml"])
+        .args(["check", "2", "2-claim-first.solution.toml"])
         .assert()
         .success();
-    assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("2 of 2 cases hold"));
+    assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("3 of 3 cases hold"));
     let out = sandbox.idem().args(["hint", "2"]).assert().success();
     assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("Why it works"));
     let out = sandbox.idem().arg("progress").assert().success();

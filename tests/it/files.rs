@@ -32,7 +32,7 @@ fn writers(dir: &Path, state: &Path) -> Vec<Writer> {
         },
         Writer {
             args: vec!["exercise".into(), "1".into(), "--dir".into(), d],
-            target: dir.join("1-one-row.toml"),
+            target: dir.join("1-two-orders.toml"),
         },
         // `idem hint` saves the hints seen to the progress file.
         Writer {

@@ -568,12 +568,12 @@ fn a_scenarios_guard_file_is_read_beside_the_scenario() {
     let elsewhere = sandbox.dir.join("elsewhere");
     std::fs::create_dir_all(&lesson).unwrap();
     std::fs::create_dir_all(&elsewhere).unwrap();
-    let one_row = idem::exercise::EXERCISES[0].solution;
+    let one_row = idem::exercise::EXERCISES[1].solution;
     std::fs::write(lesson.join("guard.toml"), one_row).unwrap();
-    // Another folder's guard.toml: lesson 1's flawed file, which makes 4.
+    // Another folder's guard.toml: lesson 2's flawed file (lesson 1's guard), which makes 4.
     std::fs::write(
         elsewhere.join("guard.toml"),
-        idem::exercise::EXERCISES[0].start,
+        idem::exercise::EXERCISES[1].start,
     )
     .unwrap();
     std::fs::write(
