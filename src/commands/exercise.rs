@@ -7,6 +7,7 @@ use anyhow::{Result, anyhow, bail};
 use super::command::{Command, Given, Needs, Nothing};
 use crate::cli::teaching::ExerciseArgs;
 use crate::exercise::{Exercise, for_lesson, none_for};
+use crate::progress::Progress;
 use crate::report::{emit, exercise as said};
 
 /// The file to write, and where.
@@ -14,6 +15,23 @@ pub struct Write {
     exercise: &'static Exercise,
     solution: bool,
     dir: PathBuf,
+}
+
+/// The solution is shown once it can teach no longer spoil: after a pass,
+/// or once every hint has been asked for.
+fn solution_earned(e: &Exercise) -> Result<()> {
+    let progress = Progress::load().unwrap_or_default();
+    let seen = usize::from(progress.hints(e.lesson));
+    if progress.exercises_passed.contains(&e.lesson) || seen >= e.hints.len() {
+        return Ok(());
+    }
+    let n = e.lesson;
+    bail!(
+        "the solution comes after you pass (idem check {n}) or after the last hint \
+         (idem hint {n}: {} of {} seen); try the idea first",
+        seen,
+        e.hints.len()
+    )
 }
 
 pub fn plan(args: &ExerciseArgs) -> Result<Write> {
@@ -35,6 +53,9 @@ impl Command for Write {
 
     async fn run(self, _: &Nothing, _: Given) -> Result<()> {
         let e = self.exercise;
+        if self.solution {
+            solution_earned(e)?;
+        }
         let (name, text) = match self.solution {
             true => (e.solution_file(), e.solution),
             false => (e.file.to_string(), e.start),

@@ -299,6 +299,14 @@ fn an_exercise_is_written_checked_hinted_and_kept_when_passed() {
     assert!(String::from_utf8_lossy(&output.stdout).contains("FAIL"));
     assert!(String::from_utf8_lossy(&output.stderr).contains("idem hint 2"));
 
+    // The solution is not shown before the learner tried: after a pass,
+    // or after the last hint.
+    let mut early = sandbox.idem();
+    here(&mut early);
+    let line = refused_in_one_line(early.args(["exercise", "2", "--solution"]));
+    assert!(line.contains("the solution comes after you pass"), "{line}");
+    assert!(!work.0.join("2-claim-first.solution.toml").exists());
+
     let hint = |n: &str| {
         let out = sandbox.idem().args(["hint", "2"]).assert().success();
         let said = String::from_utf8_lossy(&out.get_output().stdout).to_string();
