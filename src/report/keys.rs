@@ -155,6 +155,24 @@ pub fn render_compare(results: &[KeysResult]) -> String {
         &[1, 2, 3, 4, 5],
     ));
     out.push_str("\n\n");
+    // Before-send crashes leave the server nothing to remember: a fresh
+    // key on the retry costs nothing, and the table says random works.
+    if results
+        .first()
+        .is_some_and(|r| r.crash_at == crate::keys::CrashPoint::BeforeSend)
+    {
+        let _ = writeln!(
+            out,
+            "{}",
+            warn(
+                "Random keys look right here because each crash came before its request left: \
+                 the server never saw the first key, so a fresh one on the retry was a first \
+                 request, not a duplicate. Crash after the work (--crash-at after-work, the \
+                 default) and the server has done the work under a key the retry no longer \
+                 sends."
+            )
+        );
+    }
     let _ = writeln!(
         out,
         "{}",

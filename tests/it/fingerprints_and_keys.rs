@@ -260,3 +260,24 @@ async fn a_key_derived_from_too_few_fields_merges_two_intents() {
         (1, 1)
     );
 }
+
+/// Lesson 6's "try it" crashes before the requests leave, where random
+/// keys cannot go wrong: the report says why they look right there, and
+/// says nothing of the kind after the work, where they fail.
+#[test]
+fn a_crash_before_send_is_said_to_be_why_random_keys_look_right() {
+    let sandbox = crate::common::Sandbox::new("keys-before-send");
+    let run = |crash_at: &str| {
+        let out = sandbox
+            .idem()
+            .args(["keys", "--crash-at", crash_at])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let before = run("before-send");
+    assert!(before.contains("Random keys look right here"), "{before}");
+    let after = run("after-work");
+    assert!(!after.contains("Random keys look right here"), "{after}");
+}
