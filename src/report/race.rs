@@ -250,9 +250,16 @@ fn asking_cells(w: &WorkerReport) -> [String; 3] {
         .fingerprint
         .as_deref()
         .map_or("not checked".to_string(), |f| f[..8].to_string());
-    let check = match &w.wrong_replay {
-        Some(wrong) => bad(format!("✗ {wrong}")).to_string(),
-        None => String::new(),
+    // The cell says whose answer it got; the figures above say what that means.
+    let given = w
+        .body
+        .as_ref()
+        .and_then(|b| b.get("amount"))
+        .and_then(serde_json::Value::as_i64);
+    let check = match (&w.wrong_replay, given) {
+        (Some(_), Some(amount)) => bad(format!("✗ got the {amount} XP answer")).to_string(),
+        (Some(wrong), None) => bad(format!("✗ {wrong}")).to_string(),
+        (None, _) => String::new(),
     };
     [format!("{} XP", w.params.amount), fingerprint, check]
 }
