@@ -78,13 +78,11 @@ fn no_question_is_asked_off_a_terminal_or_with_no_ask() {
     assert!(!at_terminal.contains("Predict:"), "{at_terminal}");
 }
 
-/// Ctrl-C typed once the question is on the screen (not before: a
-/// signal before idem has started is not this test's case).
-#[test]
-fn ctrl_c_at_the_question_ends_calmly_and_leaves_nothing() {
+/// `command` at a terminal; once `marker` is on the screen, Ctrl-C is
+/// typed. Its exit status and what it printed.
+fn ctrl_c_once(sandbox: &Sandbox, command: &str, marker: &'static str) -> (Option<i32>, String) {
     use std::io::Read;
-    let sandbox = Sandbox::new("predict-ctrl-c");
-    let mut child = in_a_terminal(&sandbox, "{idem} lesson 4 --no-pause")
+    let mut child = in_a_terminal(sandbox, command)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -97,23 +95,37 @@ fn ctrl_c_at_the_question_ends_calmly_and_leaves_nothing() {
         let mut buf = [0u8; 4096];
         while let Ok(n @ 1..) = stdout.read(&mut buf) {
             seen.extend_from_slice(&buf[..n]);
-            if String::from_utf8_lossy(&seen).contains("skips):") {
+            if String::from_utf8_lossy(&seen).contains(marker) {
                 let _ = tx.send(());
             }
         }
         String::from_utf8_lossy(&seen).to_string()
     });
     rx.recv_timeout(Duration::from_secs(60))
-        .expect("the question is asked");
+        .unwrap_or_else(|_| panic!("{marker} never showed"));
     stdin.write_all(b"\x03").unwrap();
     let status = child.wait().unwrap();
     drop(stdin);
-    let out = reader.join().unwrap();
-    assert_eq!(status.code(), Some(130), "{out}");
-    assert!(out.contains("interrupted by SIGINT"), "{out}");
-    assert!(!out.contains("panicked"), "{out}");
-    assert_eq!(
-        sandbox.wait_clean(Duration::from_secs(10)),
-        Vec::<String>::new()
-    );
+    (status.code(), reader.join().unwrap())
+}
+
+/// Ctrl-C typed once the question is on the screen (not before: a
+/// signal before idem has started is not this test's case), and at a
+/// lesson's pause: idem stops at once, calmly, and leaves nothing.
+#[test]
+fn ctrl_c_at_the_question_or_the_pause_ends_calmly_and_leaves_nothing() {
+    let sandbox = Sandbox::new("predict-ctrl-c");
+    for (command, marker) in [
+        ("{idem} lesson 4 --no-pause", "skips):"),
+        ("{idem} --no-pager lesson 2 --no-ask", "(Enter to go on)"),
+    ] {
+        let (code, out) = ctrl_c_once(&sandbox, command, marker);
+        assert_eq!(code, Some(130), "{command}: {out}");
+        assert!(out.contains("interrupted by SIGINT"), "{command}: {out}");
+        assert!(!out.contains("panicked"), "{out}");
+        assert_eq!(
+            sandbox.wait_clean(Duration::from_secs(10)),
+            Vec::<String>::new()
+        );
+    }
 }
