@@ -8,14 +8,15 @@ use colored::Colorize;
 
 use crate::cli::Cli;
 use crate::commands::db::ExitWith;
+use crate::commands::status::Ended;
 use crate::controls::escaped;
 use crate::db::secret::scrub;
 use crate::report::BrokenPipe;
 use crate::signals::Interrupted;
 
 /// The whole program: parse the command line, run it, print any error on
-/// one line, and say how it ended (0, 1, 2 for bad arguments, 128 + a
-/// signal's number).
+/// one line, and say how it ended (0, 1, 2 for bad arguments, the probe's
+/// 3 and 4 (see [`crate::commands::status`]), 128 + a signal's number).
 pub fn main() -> ExitCode {
     // A bug must still read as one line, not a backtrace; the run's cleanup
     // goes on as for any other error.
@@ -67,6 +68,9 @@ pub fn main() -> ExitCode {
             let said = scrub(&said_once(&err));
             let line = format!("{} {}", "error:".red().bold(), escaped(&said));
             eprintln!("{}", on_stderr(&line));
+            if let Some(ended) = err.downcast_ref::<Ended>() {
+                return ExitCode::from(ended.status.code());
+            }
             match err.downcast_ref::<Interrupted>() {
                 Some(signal) => ExitCode::from(128 + signal.number as u8),
                 None => ExitCode::FAILURE,

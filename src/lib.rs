@@ -99,7 +99,12 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             c::challenge::Challenge::Starter(written) => dispatch(written, s).await,
         },
         Command::Serve(a) => dispatch(c::serve::plan(&a)?, s).await,
-        Command::Probe(a) => dispatch(c::probe::plan(&a)?, s).await,
+        Command::Probe(a) => {
+            // A wrong command line exits 2, as clap's own refusals do.
+            let plan = c::probe::plan(&a)
+                .map_err(|e| c::status::Status::BadInput.because(format!("{e:#}")))?;
+            dispatch(plan, s).await
+        }
         Command::Pooler(a) => dispatch(c::pooler::plan(&a)?, s).await,
         Command::Replica(a) => dispatch(c::replica::plan(&a)?, s).await,
         Command::Db(a) => dispatch(c::db::plan(&a)?, s).await,

@@ -7,6 +7,7 @@ use anyhow::{Result, bail};
 use bytes::Bytes;
 
 use super::command::{Command, Given, Needs, Nothing};
+use super::status::Status;
 use crate::cli::wire_commands::{CountFlags, ProbeArgs};
 use crate::limits;
 use crate::probe::bursts::Bursts;
@@ -160,7 +161,11 @@ fn body_of(data: &str, flag: &str) -> Result<Bytes> {
 /// any request is sent; its notes go to stderr, apart from the results.
 pub async fn check_counter(counter: Option<&Counter>) -> Result<()> {
     if let Some(counter) = counter {
-        for note in counter.check().await? {
+        let notes = counter
+            .check()
+            .await
+            .map_err(|e| Status::CouldNotRun.because(format!("{e:#}")))?;
+        for note in notes {
             eprintln!("note: {note}");
         }
     }
@@ -180,11 +185,11 @@ impl Command for Plan {
         let whole = self.whole;
         match tokio::time::timeout(whole, self.probe_all()).await {
             Ok(done) => done,
-            Err(_) => bail!(
+            Err(_) => Err(Status::NotJudged.because(format!(
                 "the probe did not finish within --timeout-ms {}, which bounds the whole \
                  probe; nothing after that was judged",
                 whole.as_millis()
-            ),
+            ))),
         }
     }
 }
@@ -206,7 +211,7 @@ impl Plan {
         if result.shots.iter().all(|s| s.status.is_none())
             && let Some(error) = result.shots.iter().find_map(|s| s.error.clone())
         {
-            bail!("no request got an answer: {error}");
+            return Err(Status::CouldNotRun.because(format!("no request got an answer: {error}")));
         }
         out.record(&result, render)?;
         let mut failed = result.verdict.held == Some(false) && result.effects.is_some();
@@ -228,11 +233,14 @@ impl Plan {
             out.record(&Profile::of(&seen), render_profile)?;
             failed |= checks.iter().any(|c| c.mark == Mark::Fail);
         }
-        if !result.verdict.judged {
-            bail!("the probe could not judge the endpoint (see above)");
-        }
         if failed {
-            bail!("the endpoint did not hold (see above)");
+            return Err(Status::Failed.because("the endpoint did not hold (see above)"));
+        }
+        if !result.verdict.judged {
+            return Err(Status::NotJudged.because(
+                "the probe could not judge the endpoint (see above); nothing failed, but \
+                 nothing held either",
+            ));
         }
         Ok(())
     }
@@ -271,17 +279,17 @@ async fn schedules(plan: &Plan) -> Result<()> {
         duplicates += usize::from(s.held == Some(false));
     }
     if duplicates > 0 {
-        bail!(
+        return Err(Status::Failed.because(format!(
             "{duplicates} of {} schedules left more than one effect for their key",
             plan.runs
-        );
+        )));
     }
     if judged < plan.runs {
-        bail!(
+        return Err(Status::NotJudged.because(format!(
             "could not judge {} of {} schedules: no effect was counted for their key",
             plan.runs - judged,
             plan.runs
-        );
+        )));
     }
     Ok(())
 }
@@ -309,11 +317,15 @@ async fn bursts(plan: &Plan) -> Result<()> {
     }
     progress.finish_and_clear();
     out.record(&summary, |s| render_bursts(&plan.probe.shown_url, s))?;
-    if let Some(why) = unjudged {
-        bail!("the probe could not judge the endpoint: {why}");
-    }
     if summary.with_duplicates > 0 && plan.probe.counter.is_some() {
-        bail!("the endpoint did not hold: {}", summary.rate());
+        return Err(
+            Status::Failed.because(format!("the endpoint did not hold: {}", summary.rate()))
+        );
+    }
+    if let Some(why) = unjudged {
+        return Err(
+            Status::NotJudged.because(format!("the probe could not judge the endpoint: {why}"))
+        );
     }
     Ok(())
 }

@@ -124,7 +124,7 @@ fn probe_timeout_bounds_the_whole_probe() {
         .unwrap();
     let took = began.elapsed();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(
         took < Duration::from_millis(3500),
         "the probe took {took:?}"
@@ -153,11 +153,13 @@ fn probe_timeout_bounds_the_whole_probe() {
         ),
     ] {
         let began = Instant::now();
-        let line = crate::common::refused_in_one_line(
+        // A wrong command line: 2, the probe's contract.
+        let line = crate::common::refused_in_one_line_with(
             sandbox
                 .idem()
                 .args(["probe", &url, "-d", AWARD, "--timeout-ms", "2000"])
                 .args(&args),
+            2,
         );
         assert!(line.contains(said), "{line}");
         assert!(began.elapsed() < Duration::from_secs(1));

@@ -59,7 +59,7 @@ fn the_heartbeat_beats_again_after_its_connection_is_ended() {
     );
     // A first request starts the beats' connection, as a running app has.
     let out = app.probe_calls(&["--json", "-d", AWARD, "-n", "1"]);
-    assert_eq!(out.status.code(), Some(1), "one request is no race");
+    assert_eq!(out.status.code(), Some(3), "one request is no race");
     assert!(
         end_every_connection(&app) >= 3,
         "the pool's, the beat's, the ledger's"
@@ -86,7 +86,7 @@ fn the_heartbeat_beats_again_after_its_connection_is_ended() {
 fn the_ledger_writes_again_after_its_connection_is_ended() {
     let mut app = Served::start("helper-ledger", &["-s", "none", "--work-ms", "50"]);
     let out = app.probe_calls(&["--json", "-d", AWARD, "-n", "1"]);
-    assert_eq!(out.status.code(), Some(1), "one request is no race");
+    assert_eq!(out.status.code(), Some(3), "one request is no race");
     assert!(end_every_connection(&app) >= 2);
     let out = app.probe_calls(&["--json", "-d", AWARD]);
     let line: Value = serde_json::from_slice(&out.stdout)
@@ -124,7 +124,7 @@ fn a_call_the_ledger_cannot_write_is_an_error_everyone_sees() {
     assert_eq!(line["statuses"]["500"], 1, "{line}");
     assert_eq!(line["effects"]["effects"], 0, "{line}");
     assert_eq!(line["verdict"]["judged"], false, "{line}");
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
     let rt = tokio::runtime::Runtime::new().unwrap();
     let counts = rt.block_on(crate::common::app::send(
         hyper::Method::GET,

@@ -400,7 +400,7 @@ fn an_endless_answer_is_read_no_further_than_the_limit() {
     command.args(["probe", &peer.url(), "-d", AWARD, "--timeout-ms", "15000"]);
     let (output, peak_kb) = crate::common::memory::run_measured(command);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
     assert!(
         stderr.contains("with a body over 1048576 bytes"),
         "the limit is named: {stderr}"
@@ -438,7 +438,7 @@ fn redirects_and_statuses_http_does_not_know_cannot_be_judged() {
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+        assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
         assert!(stdout.contains(said), "{said}: {stdout}");
         assert!(stderr.contains("could not judge"), "{stderr}");
     }
@@ -458,7 +458,7 @@ fn a_header_is_never_shown_by_its_value() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(!stderr.contains("SECRET123"), "{stderr}");
     assert!(
         stderr.contains("--header number 1 has no colon"),
@@ -505,7 +505,7 @@ fn a_body_from_a_file_is_bounded() {
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(said), "{data}: {stderr}");
     }
     std::fs::remove_file(big).unwrap();
@@ -542,17 +542,17 @@ fn a_count_query_only_counts() {
         &format!("COPY (SELECT 1) TO PROGRAM 'touch {}'", made.display()),
         &[],
     );
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(2));
     assert!(stderr.contains("must be a query"), "{stderr}");
     let (code, stderr) = count_with(
         &app,
         &format!("COPY (SELECT 1) TO '{}'", made.display()),
         &[],
     );
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(2));
     assert!(stderr.contains("begins with COPY"), "{stderr}");
     let (code, stderr) = count_with(&app, "SELECT 1; SELECT 2", &[]);
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(4));
     assert!(stderr.contains("must be one statement"), "{stderr}");
     assert!(!made.exists(), "no count query made a file");
 

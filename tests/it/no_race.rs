@@ -136,7 +136,7 @@ fn a_server_that_takes_one_stream_at_a_time_is_not_judged_held() {
     let (port, serving) = runtime.block_on(front(Front::OneStream, app.endpoint(), 1));
     let (code, stdout, stderr) = probe_through(&app, port, &[]);
     runtime.block_on(serving).unwrap();
-    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert_eq!(code, Some(3), "{stdout}{stderr}");
     assert!(!stdout.contains("held"), "{stdout}");
     assert!(
         stdout.contains("not judged: only 1 of 5 requests was sent")
@@ -153,7 +153,7 @@ fn bursts_that_were_no_race_are_counted_apart() {
     let (port, serving) = runtime.block_on(front(Front::OneStream, app.endpoint(), 3));
     let (code, stdout, stderr) = probe_through(&app, port, &["--runs", "3"]);
     runtime.block_on(serving).unwrap();
-    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert_eq!(code, Some(3), "{stdout}{stderr}");
     assert!(stdout.contains("(judged 0 of 3)"), "{stdout}");
     assert!(stdout.contains("not judged in 3"), "{stdout}");
     assert!(!stdout.contains("held in 3"), "{stdout}");
@@ -167,7 +167,7 @@ fn a_server_that_says_goaway_after_one_stream_is_not_judged_held() {
     let (port, serving) = runtime.block_on(front(Front::GoAwayAfterFirst, app.endpoint(), 1));
     let (code, stdout, stderr) = probe_through(&app, port, &["--json"]);
     runtime.block_on(serving).unwrap();
-    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert_eq!(code, Some(3), "{stdout}{stderr}");
     let result: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
     assert_eq!(
         result["effects"]["effects"], 1,
@@ -209,7 +209,7 @@ fn requests_that_fail_on_the_clients_side_are_not_judged() {
     };
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
     assert!(!stdout.contains("statuses are consistent"), "{stdout}");
     assert!(stdout.contains("not judged: only"), "{stdout}");
     assert!(stderr.contains("could not judge"), "{stderr}");

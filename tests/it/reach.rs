@@ -71,7 +71,7 @@ fn an_https_app_is_judged_as_over_plain_http() {
     // taken, and the output says the certificate went unchecked.
     let out = guard.probe(&["-d", AWARD]);
     let stderr = stderr_of(&out);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(4));
     assert!(
         stderr.contains("TLS to 127.0.0.1 failed: the server's certificate was refused: its issuer is not trusted"),
         "{stderr}"
@@ -340,14 +340,18 @@ fn a_ca_certificate_serving_as_its_own_is_refused_in_words() {
             leaf.key.to_str().unwrap(),
         ],
     );
-    let stderr = crate::common::refused_in_one_line(sandbox.idem().args([
-        "probe",
-        &app.endpoint(),
-        "-d",
-        r#"{"user_id": 1, "amount": 1}"#,
-        "--cacert",
-        leaf.cert.to_str().unwrap(),
-    ]));
+    let refused = crate::common::refused_in_one_line_with;
+    let stderr = refused(
+        sandbox.idem().args([
+            "probe",
+            &app.endpoint(),
+            "-d",
+            r#"{"user_id": 1, "amount": 1}"#,
+            "--cacert",
+            leaf.cert.to_str().unwrap(),
+        ]),
+        4,
+    );
     assert!(
         stderr.contains("it is a CA certificate used as the server's own; pass it to --cacert, or use a certificate it signed"),
         "{stderr}"

@@ -335,7 +335,13 @@ pub fn succeeded(command: &mut assert_cmd::Command) -> std::process::Output {
 /// Runs a command idem must refuse: exit 1 and one line on stderr, which
 /// is returned.
 pub fn refused_in_one_line(command: &mut assert_cmd::Command) -> String {
-    let out = command.assert().code(1).get_output().clone();
+    refused_in_one_line_with(command, 1)
+}
+
+/// The same, with exit status `code` (the probe's contract: 2 for a wrong
+/// command line, 4 when it could not run).
+pub fn refused_in_one_line_with(command: &mut assert_cmd::Command, code: i32) -> String {
+    let out = command.assert().code(code).get_output().clone();
     let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     stderr
