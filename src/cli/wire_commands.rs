@@ -220,8 +220,15 @@ pub struct CountFlags {
     #[arg(long, value_name = "URL", requires = "count_sql")]
     pub count_database_url: Option<String>,
 
+    /// Count the effects with any command instead, for effects outside
+    /// PostgreSQL (a queue, another service's log): run by sh before and
+    /// after, it prints one whole number; bounded by --count-timeout-ms
+    /// and 4 KiB of output.
+    #[arg(long, value_name = "CMD", conflicts_with = "count_sql")]
+    pub count_cmd: Option<String>,
+
     /// How long connecting and each count may take; past it the query is
-    /// cancelled on the server.
+    /// cancelled on the server (the command killed).
     #[arg(long, default_value_t = limits::COUNT_TIMEOUT_MS.default(), value_name = "MS",
           allow_negative_numbers = true, value_parser = limits::COUNT_TIMEOUT_MS.parser())]
     pub count_timeout_ms: u64,

@@ -13,7 +13,7 @@ use crate::limits;
 use crate::probe::bursts::Bursts;
 use crate::probe::conformance::{self, Mark};
 use crate::probe::profile::{Observed, Profile};
-use crate::probe::{Caller, Counter, Probe, probe, schedule};
+use crate::probe::{Caller, CmdCounter, Counter, Probe, SqlCounter, probe, schedule};
 use crate::report::Output;
 use crate::report::probe::{render, render_bursts, render_checks, render_profile, render_schedule};
 
@@ -135,8 +135,13 @@ fn within_the_whole(
 /// `--count-sql` with `--count-database-url`, checked.
 pub fn counter(count: &CountFlags) -> Result<Option<Counter>> {
     let timeout = Duration::from_millis(count.count_timeout_ms);
+    if let Some(cmd) = &count.count_cmd {
+        return Ok(Some(Counter::Cmd(CmdCounter::new(cmd, timeout)?)));
+    }
     match (&count.count_sql, &count.count_database_url) {
-        (Some(sql), Some(url)) => Ok(Some(Counter::new(sql, url, timeout)?)),
+        (Some(sql), Some(url)) => Ok(Some(Counter::Sql(Box::new(SqlCounter::new(
+            sql, url, timeout,
+        )?)))),
         (None, None) => Ok(None),
         _ => bail!("--count-sql and --count-database-url go together"),
     }

@@ -50,7 +50,7 @@ const QUERY_WORDS: [&str; 4] = ["select", "with", "values", "table"];
 
 /// A query that returns the number of effects so far, and where it runs.
 #[derive(Clone)]
-pub struct Counter {
+pub struct SqlCounter {
     sql: String,
     config: tokio_postgres::Config,
     /// TLS as the URL's `sslmode` says.
@@ -62,7 +62,7 @@ pub struct Counter {
     disposable: bool,
 }
 
-impl Counter {
+impl SqlCounter {
     /// Checks the URL and the query's text (without connecting); the URL's
     /// password is remembered so that no message ever shows it.
     pub fn new(sql: &str, url: &str, timeout: Duration) -> Result<Self> {
@@ -327,9 +327,9 @@ impl Counter {
     }
 }
 
-impl std::fmt::Debug for Counter {
+impl std::fmt::Debug for SqlCounter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Counter")
+        f.debug_struct("SqlCounter")
             .field("sql", &self.sql)
             .field("shown", &self.shown)
             .finish_non_exhaustive()

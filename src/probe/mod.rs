@@ -10,6 +10,7 @@
 pub mod bursts;
 pub mod conformance;
 pub mod count;
+pub mod count_cmd;
 pub mod profile;
 pub mod release;
 pub mod schedule;
@@ -25,12 +26,39 @@ use crate::http::contract::{KEY_HEADER, quote_key};
 use crate::http::stream::Protocol;
 use anyhow::{Result, bail};
 use bytes::Bytes;
-pub use count::Counter;
+pub use count::SqlCounter;
+pub use count_cmd::CmdCounter;
 use hyper::Method;
 use hyper::header::{HeaderName, HeaderValue};
 pub use release::{Mode, Release};
 use serde::Serialize;
 pub use shot::Shot;
+
+/// Where a probe counts the effects: a query on a database, or any command.
+#[derive(Debug, Clone)]
+pub enum Counter {
+    Sql(Box<SqlCounter>),
+    Cmd(CmdCounter),
+}
+
+impl Counter {
+    /// Checks, before any request, that the count can be taken: the query
+    /// as the server reads it, or the command run once. Notes for the user.
+    pub async fn check(&self) -> Result<Vec<String>> {
+        match self {
+            Counter::Sql(sql) => sql.check().await,
+            Counter::Cmd(cmd) => cmd.count().await.map(|_| Vec::new()),
+        }
+    }
+
+    /// The effects so far.
+    pub async fn count(&self) -> Result<i64> {
+        match self {
+            Counter::Sql(sql) => sql.count().await,
+            Counter::Cmd(cmd) => cmd.count().await,
+        }
+    }
+}
 
 /// The headers of a second caller, never shown by their values.
 #[derive(Debug, Clone)]

@@ -43,3 +43,56 @@ fn each_way_a_probe_can_end_has_its_own_status() {
         "{help}"
     );
 }
+
+/// `--count-cmd`: effects counted by any command, here psql on the app's
+/// database. Check-then-store's duplicates are found as with --count-sql,
+/// and a command that fails, hangs or talks too much is refused before the
+/// first request (status 4), its stderr escaped, a hung one killed.
+#[test]
+fn a_count_command_counts_effects_anywhere_and_is_bounded() {
+    let app = crate::common::app::Served::start("count-cmd", &["-s", "check-then-store"]);
+    let psql = format!(
+        "psql '{}' -Atc '{}'",
+        app.field("database_url"),
+        app.field("count_sql")
+    );
+    let award = r#"{"user_id": 42, "amount": 10}"#;
+    let out = app
+        .sandbox
+        .idem()
+        .args(["probe", &app.endpoint(), "-d", award, "--count-cmd", &psql])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("duplicate"), "{stdout}");
+    let marker = format!("sleep 3{}", std::process::id() % 1000);
+    for (cmd, said) in [
+        (
+            "echo 'boom \x1b[31m' >&2; exit 3",
+            "failed (exit status: 3): boom \\x1b[31m",
+        ),
+        (marker.as_str(), "did not finish within 300 ms"),
+        ("yes 1 | head -c 10000", "wrote more than 4096 bytes"),
+        ("echo lots", "printed \"lots\", not one whole number"),
+    ] {
+        let began = std::time::Instant::now();
+        let out = app
+            .sandbox
+            .idem()
+            .args(["probe", &app.endpoint(), "-d", award, "--count-cmd", cmd])
+            .args(["--count-timeout-ms", "300"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{cmd}: {err}");
+        assert!(err.contains(said), "{cmd}: {err}");
+        assert!(!err.contains('\x1b'), "escaped: {err}");
+        assert!(began.elapsed() < std::time::Duration::from_secs(10));
+    }
+    let left = crate::common::processes()
+        .into_iter()
+        .filter(|p| p.cmdline.contains(&marker))
+        .count();
+    assert_eq!(left, 0, "the hung command was killed");
+}

@@ -1,0 +1,90 @@
+//! Effects counted by any command (`--count-cmd`), for effects that are not in PostgreSQL: it runs before and after, prints one whole number, and is bounded in time and output; its stderr is shown, escaped, when it fails.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+
+use crate::controls::escaped;
+
+/// The most of its stdout and of its stderr read: a count is one number.
+pub const MAX_OUTPUT_BYTES: u64 = 4096;
+
+/// A command that prints the number of effects so far.
+#[derive(Debug, Clone)]
+pub struct CmdCounter {
+    cmd: String,
+    timeout: Duration,
+}
+
+impl CmdCounter {
+    /// `cmd`, run by `sh -c`, given `timeout` each time.
+    pub fn new(cmd: &str, timeout: Duration) -> Result<Self> {
+        if cmd.trim().is_empty() {
+            bail!("--count-cmd is empty; give a command that prints one whole number");
+        }
+        Ok(Self {
+            cmd: cmd.to_owned(),
+            timeout,
+        })
+    }
+
+    /// Runs the command once and reads its number. Past the timeout its
+    /// whole process group is killed.
+    pub async fn count(&self) -> Result<i64> {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&self.cmd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .context("--count-cmd could not start sh")?;
+        let group = child.id().and_then(|id| i32::try_from(id).ok());
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let ran = async {
+            let (out, err) = tokio::join!(bounded(stdout), bounded(stderr));
+            let status = child.wait().await?;
+            anyhow::Ok((status, out?, err?))
+        };
+        let Ok(ran) = tokio::time::timeout(self.timeout, ran).await else {
+            if let Some(group) = group {
+                // SAFETY: signals the group this command leads, nothing else.
+                unsafe { libc::killpg(group, libc::SIGKILL) };
+            }
+            bail!(
+                "--count-cmd did not finish within {} ms (--count-timeout-ms); it was killed",
+                self.timeout.as_millis()
+            );
+        };
+        let (status, out, err) = ran?;
+        let said = |bytes: &[u8]| escaped(String::from_utf8_lossy(bytes).trim()).into_owned();
+        if !status.success() {
+            bail!("--count-cmd failed ({status}): {}", said(&err));
+        }
+        let text = said(&out);
+        text.parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .with_context(|| format!("--count-cmd printed {text:?}, not one whole number"))
+    }
+}
+
+/// Up to [`MAX_OUTPUT_BYTES`] of `pipe`; more is an error.
+async fn bounded(pipe: Option<impl AsyncRead + Unpin>) -> Result<Vec<u8>> {
+    let Some(pipe) = pipe else {
+        return Ok(Vec::new());
+    };
+    let mut read = Vec::new();
+    pipe.take(MAX_OUTPUT_BYTES + 1)
+        .read_to_end(&mut read)
+        .await?;
+    if read.len() as u64 > MAX_OUTPUT_BYTES {
+        bail!("--count-cmd wrote more than {MAX_OUTPUT_BYTES} bytes; a count is one number");
+    }
+    Ok(read)
+}
