@@ -44,24 +44,27 @@ impl CmdCounter {
             .kill_on_drop(true)
             .spawn()
             .context("--count-cmd could not start sh")?;
-        let group = child.id().and_then(|id| i32::try_from(id).ok());
+        // Killed with everything it started if it outlives its bound, or
+        // if the probe's future is dropped meanwhile (--timeout-ms).
+        let mut group = Group(child.id().and_then(|id| i32::try_from(id).ok()));
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         let ran = async {
             let (out, err) = tokio::join!(bounded(stdout), bounded(stderr));
+            // Too much output: refused before its leader is waited for, so
+            // the group is still its own when it is killed.
+            let (out, err) = (out?, err?);
             let status = child.wait().await?;
-            anyhow::Ok((status, out?, err?))
+            anyhow::Ok((status, out, err))
         };
         let Ok(ran) = tokio::time::timeout(self.timeout, ran).await else {
-            if let Some(group) = group {
-                // SAFETY: signals the group this command leads, nothing else.
-                unsafe { libc::killpg(group, libc::SIGKILL) };
-            }
             bail!(
                 "--count-cmd did not finish within {} ms (--count-timeout-ms); it was killed",
                 self.timeout.as_millis()
             );
         };
         let (status, out, err) = ran?;
+        // Its leader has been waited for: the group may be gone, its id reused.
+        group.0 = None;
         let said = |bytes: &[u8]| escaped(String::from_utf8_lossy(bytes).trim()).into_owned();
         if !status.success() {
             bail!("--count-cmd failed ({status}): {}", said(&err));
@@ -71,6 +74,20 @@ impl CmdCounter {
             .ok()
             .filter(|n| *n >= 0)
             .with_context(|| format!("--count-cmd printed {text:?}, not one whole number"))
+    }
+}
+
+/// The process group a count command leads, killed when this is dropped
+/// unless the command ended on its own first.
+struct Group(Option<i32>);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(group) = self.0 {
+            // SAFETY: signals the group this command leads, which is still
+            // alive: its leader has not been waited for.
+            unsafe { libc::killpg(group, libc::SIGKILL) };
+        }
     }
 }
 

@@ -90,9 +90,26 @@ fn a_count_command_counts_effects_anywhere_and_is_bounded() {
         assert!(!err.contains('\x1b'), "escaped: {err}");
         assert!(began.elapsed() < std::time::Duration::from_secs(10));
     }
+    // The whole probe's bound drops the count mid-run: its command goes too.
+    let dropped = format!("sleep 4{}", std::process::id() % 1000);
+    let out = app
+        .sandbox
+        .idem()
+        .args([
+            "probe",
+            &app.endpoint(),
+            "-d",
+            award,
+            "--count-cmd",
+            &dropped,
+        ])
+        .args(["--timeout-ms", "800", "--count-timeout-ms", "60000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
     let left = crate::common::processes()
         .into_iter()
-        .filter(|p| p.cmdline.contains(&marker))
+        .filter(|p| p.cmdline.contains(&marker) || p.cmdline.contains(&dropped))
         .count();
-    assert_eq!(left, 0, "the hung command was killed");
+    assert_eq!(left, 0, "the hung commands were killed");
 }
