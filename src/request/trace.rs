@@ -198,8 +198,25 @@ impl Trace {
     async fn strike(&mut self, fault: &Fault, pid: i32, delay: Duration) {
         let start = self.since_gate();
         fault.fire(pid, delay).await;
-        self.faulted = Some(fault.kind);
-        if let (FaultKind::Crash, Some(service)) = (fault.kind, &self.service) {
+        self.faulted(fault.kind, start, fault_note(fault.kind, fault.at));
+    }
+
+    /// The controller killed this worker's server process before `step`
+    /// (`crashN` in a schedule): it is gone, as after a planned crash.
+    fn crashed_by_controller(&mut self, step: Step) {
+        let at = self.since_gate();
+        self.faulted(
+            FaultKind::Crash,
+            at,
+            format!("crashed before {}", step.name()),
+        );
+    }
+
+    /// A fault struck, from `start` until now: what it did to the request
+    /// (a crash silences its service calls), drawn as a fault step.
+    fn faulted(&mut self, kind: FaultKind, start: f64, note: String) {
+        self.faulted = Some(kind);
+        if let (FaultKind::Crash, Some(service)) = (kind, &self.service) {
             service.silence();
         }
         let end = self.since_gate();
@@ -207,24 +224,7 @@ impl Trace {
             step: Step::Fault,
             start_ms: start,
             end_ms: end,
-            note: fault_note(fault.kind, fault.at),
-            sql: None,
-        });
-    }
-
-    /// The controller killed this worker's server process before `step`
-    /// (`crashN` in a schedule): it is gone, as after a planned crash.
-    fn crashed_by_controller(&mut self, step: Step) {
-        self.faulted = Some(FaultKind::Crash);
-        if let Some(service) = &self.service {
-            service.silence();
-        }
-        let at = self.since_gate();
-        self.events.push(StepEvent {
-            step: Step::Fault,
-            start_ms: at,
-            end_ms: at,
-            note: format!("crashed before {}", step.name()),
+            note,
             sql: None,
         });
     }
