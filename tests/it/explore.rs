@@ -22,12 +22,21 @@ fn steps(workers: &[usize]) -> Vec<Move> {
 
 /// Two workers of `strategy`, explored up to `bound` interleavings.
 async fn explored(db: &Database, input: RaceInput, bound: u64) -> Exploration {
-    let settings = explore::settings(&input).unwrap();
     let walking = explore::Walking {
         bound,
         ..explore::Walking::steps("idem step")
     };
-    explore::explore(db, settings, &walking, |_| {})
+    walked(db, &input, &walking).await
+}
+
+/// `input`'s race explored as `walking` says (the other explore tests' way in).
+pub(crate) async fn walked(
+    db: &Database,
+    input: &RaceInput,
+    walking: &explore::Walking,
+) -> Exploration {
+    let settings = explore::settings(input).unwrap();
+    explore::explore(db, settings, walking, |_| {})
         .await
         .unwrap()
 }

@@ -14,14 +14,12 @@ use crate::common::Sandbox;
 /// Two workers of `strategy` whose work takes no time, explored whole on
 /// `branches`.
 async fn explored(db: &Database, input: RaceInput, branches: Branches) -> Exploration {
-    let settings = explore::settings(&input.with(|r| r.app.work_ms = Some(0))).unwrap();
     let walking = explore::Walking {
         branches,
         ..explore::Walking::steps("idem step")
     };
-    explore::explore(db, settings, &walking, |_| {})
-        .await
-        .unwrap()
+    let input = input.with(|r| r.app.work_ms = Some(0));
+    crate::explore::walked(db, &input, &walking).await
 }
 
 fn strategy(s: StrategyKind) -> RaceInput {

@@ -9,14 +9,17 @@ const RUBY: &str = include_str!("../../examples/ruby/app.rb");
 #[test]
 fn the_ruby_starter_is_written_once_and_never_over_a_file() {
     let sandbox = Sandbox::new("starter");
+    let starter_in = |dir: &std::path::Path| {
+        sandbox
+            .idem()
+            .current_dir(dir)
+            .args(["challenge", "--starter", "ruby"])
+            .output()
+            .unwrap()
+    };
     let folder = sandbox.dir.join("mine");
     std::fs::create_dir(&folder).unwrap();
-    let out = sandbox
-        .idem()
-        .current_dir(&folder)
-        .args(["challenge", "--starter", "ruby"])
-        .output()
-        .unwrap();
+    let out = starter_in(&folder);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{said}");
     assert!(said.contains("idem db -- ruby app.rb"), "{said}");
@@ -35,12 +38,7 @@ fn the_ruby_starter_is_written_once_and_never_over_a_file() {
     }
     // Again: the learner's edits stay.
     std::fs::write(&app, "# my work\n").unwrap();
-    let again = sandbox
-        .idem()
-        .current_dir(&folder)
-        .args(["challenge", "--starter", "ruby"])
-        .output()
-        .unwrap();
+    let again = starter_in(&folder);
     assert_eq!(again.status.code(), Some(1));
     let err = String::from_utf8_lossy(&again.stderr);
     assert!(err.contains("never writes over a file"), "{err}");
@@ -50,12 +48,7 @@ fn the_ruby_starter_is_written_once_and_never_over_a_file() {
     let other = sandbox.dir.join("elsewhere");
     std::fs::create_dir(&other).unwrap();
     symlink(sandbox.dir.join("target.rb"), other.join("app.rb")).unwrap();
-    let linked = sandbox
-        .idem()
-        .current_dir(&other)
-        .args(["challenge", "--starter", "ruby"])
-        .output()
-        .unwrap();
+    let linked = starter_in(&other);
     assert_eq!(linked.status.code(), Some(1));
     assert!(
         !sandbox.dir.join("target.rb").exists(),
