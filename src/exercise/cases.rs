@@ -22,16 +22,21 @@ pub type Case = (RaceInput, Judge);
 /// started together overlap in every run.
 const WORK_MS: u64 = 100;
 
-/// Lesson `lesson`'s cases for the guard file at `file`; none for a lesson
-/// without an exercise.
-pub fn cases(lesson: u8, file: &Path) -> Vec<Case> {
-    let base = RaceInput::default().with(|r| {
+/// Five requests racing the guard file at `file`, each with a connection
+/// of its own (the widest race of five), working long enough to overlap.
+pub fn base(file: &Path) -> RaceInput {
+    RaceInput::default().with(|r| {
         r.strategy.strategy_file = Some(file.to_path_buf());
-        // Five workers, each with a connection: the widest race of five.
         r.app.pool_size = Some(6);
         r.app.work_ms = Some(WORK_MS);
         r.guard.stale_after_ms = Some(challenge::STALE_AFTER.as_millis() as u64);
-    });
+    })
+}
+
+/// Lesson `lesson`'s cases for the guard file at `file`; none for a lesson
+/// without an exercise.
+pub fn cases(lesson: u8, file: &Path) -> Vec<Case> {
+    let base = base(file);
     match lesson {
         2 => vec![
             (base.clone(), one_call),
@@ -50,10 +55,6 @@ pub fn cases(lesson: u8, file: &Path) -> Vec<Case> {
                 completed_is_replayed,
             ),
         ],
-        4 => vec![(
-            base.with(|r| r.amounts.amounts = Some(vec![10, 20, 10, 30, 10])),
-            challenge::fingerprint,
-        )],
         7 => challenge::cases(&base).to_vec(),
         8 => vec![(base, every_answer_201)],
         9 => {

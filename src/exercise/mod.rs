@@ -8,6 +8,7 @@
 
 pub mod cases;
 pub mod explored;
+pub mod fingerprint;
 pub mod key_design;
 pub mod owner;
 pub mod scheduler;
@@ -116,20 +117,25 @@ pub const EXERCISES: [Exercise; 9] = [
     Exercise {
         lesson: 4,
         file: "4-fingerprint.toml",
-        goal: "422 for every request whose amount differs from the winner's",
-        try_it: RACE_IT,
+        goal: "a fingerprint, computed in SQL, that tells apart every two requests asking for different things",
+        try_it: "idem race --strategy-file {file} --pool-size 6 --amounts 10,20,10,30,10",
         start: include_str!("../../exercises/4-fingerprint.toml"),
         solution: include_str!("../../exercises/solutions/4-fingerprint.toml"),
         hints: [
-            "idem compares the request_fingerprint a loser reads with its own. Which \
-             fingerprint does it read here?",
-            "The claim writes NULL into request_fingerprint, and a missing fingerprint never \
-             differs.",
-            "Store the request's fingerprint with the claim: $fingerprint in place of NULL.",
+            "The fingerprint step's result is all a loser compares. Two requests that ask \
+             for different things must get different results; which of what a request asks \
+             does md5($operation) leave out?",
+            "Put every field in: $operation, $user_id, $amount and $lesson. Then try the \
+             last case by hand: does 12 XP for lesson 3 read differently from 1 XP for \
+             lesson 23 in what you hash?",
+            "Keep the fields apart with a separator before hashing: \
+             md5(concat_ws('|', $operation, $user_id, $amount, $lesson)).",
         ],
-        why: "The claim is the first row written for a key, and every later request reads \
-              it, pending or completed. With the fingerprint in it, a request that reuses \
-              the key for something else is told 422 instead of being taken for a retry.",
+        why: "A fingerprint is a name for everything the request asks, so two requests get \
+              the same one only when they ask the same thing. Leave out a field and a \
+              request that differs only there is taken for a retry; run the fields together \
+              and two different requests can spell the same text. The claim stores it, so \
+              every later request with the key compares against the first one's.",
     },
     Exercise {
         lesson: 5,
@@ -254,6 +260,7 @@ pub fn read(lesson: u8, path: &Path) -> Result<()> {
 pub async fn judge(db: &Database, lesson: u8, path: &Path) -> Result<Vec<Check>> {
     match lesson {
         1 => scheduler::judge(db, path).await,
+        4 => fingerprint::judge(db, path).await,
         5 => store_choice::judge(db, path).await,
         6 => key_design::judge(db, path).await,
         _ => cases::judge(db, lesson, path).await,

@@ -33,9 +33,9 @@ impl RaceSettings {
         limits::POOL_SIZE.check(app.pool.size() as u64, origin)?;
         limits::WORK_MS.check(ms(app.work), origin)?;
         limits::CHECKOUT_TIMEOUT_MS.check(ms(app.pool.checkout_timeout()), origin)?;
-        for amount in self.requests.amounts() {
-            limits::AMOUNT.check(u64::try_from(*amount).unwrap_or(0), origin)?;
-        }
+        self.requests
+            .asks()
+            .check(self.requests.workers(), origin)?;
         match app.loser {
             LoserPolicy::FailFast => {}
             LoserPolicy::Poll {
@@ -134,14 +134,6 @@ impl RaceSettings {
                 )
             );
         }
-        let (amounts, workers) = (self.requests.amounts(), self.requests.workers());
-        if !amounts.is_empty() && amounts.len() != workers {
-            bail!(
-                "{} has {} values for {workers} workers; give one amount per worker",
-                name(&limits::AMOUNT),
-                amounts.len(),
-            );
-        }
         Ok(())
     }
 
@@ -211,6 +203,12 @@ impl RaceSettings {
             if self.faults.crash().is_some() || self.faults.kill_connection() {
                 bail!(
                     "{http} races requests on the wire; the crash and kill faults are in-process only"
+                );
+            }
+            if self.requests.asks().one_lesson().is_none() {
+                bail!(
+                    "{http} sends every request to one URL, /lessons/N/complete; race {} in-process",
+                    name(&limits::LESSONS)
                 );
             }
             if self.store.cache_pressure() > 0 {

@@ -96,7 +96,7 @@ impl Wire {
         let end = Arc::new(WireEnd {
             target: Target::parse(&format!(
                 "http://{addr}/lessons/{}/complete",
-                s.requests.lesson()
+                s.requests.asks().one_lesson().unwrap_or(1)
             ))?,
             handled: Mutex::new(HashMap::new()),
             hang_ups: s
@@ -139,7 +139,7 @@ impl Wire {
             target: Target::parse(&format!(
                 "http://{}/lessons/{}/complete",
                 replicas.front,
-                s.requests.lesson()
+                s.requests.asks().one_lesson().unwrap_or(1)
             ))?,
             handled: Mutex::new(HashMap::new()),
             hang_ups: None,

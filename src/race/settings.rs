@@ -87,9 +87,9 @@ impl RaceSettings {
     pub fn params(&self, worker: usize) -> Params {
         Params {
             operation: OPERATION,
-            user_id: self.requests.user_id(),
-            amount: self.requests.amount_of(worker),
-            lesson: self.requests.lesson(),
+            user_id: self.requests.asks().user_of(worker),
+            amount: self.requests.asks().amount_of(worker),
+            lesson: self.requests.asks().lesson_of(worker),
         }
     }
 

@@ -75,13 +75,13 @@ pub static READ: Sql = Sql::new(
 );
 
 /// How a loser reads the claim it lost to: the statement, its parameters,
-/// and whether the stored fingerprint counts. The course's read, or a
-/// guard file's replay step.
+/// and the request's fingerprint to compare the stored one with (none:
+/// nothing is compared). The course's read, or a guard file's replay step.
 pub(super) struct ClaimRead<'r> {
     pub sql: &'static Sql,
     pub shown: &'static str,
     pub params: Vec<&'r (dyn ToSql + Sync)>,
-    pub fingerprint: bool,
+    pub asked: Option<&'r str>,
 }
 
 impl<'r> ClaimRead<'r> {
@@ -91,7 +91,7 @@ impl<'r> ClaimRead<'r> {
             sql: &READ,
             shown: READ.text,
             params: vec![&req.key],
-            fingerprint: true,
+            asked: req.fingerprint.as_deref(),
         }
     }
 }
@@ -133,7 +133,7 @@ async fn read_claim(
                 .as_deref()
                 .map(ClaimStatus::parse),
             body: row.try_get("response_body").ok().flatten(),
-            fingerprint: if read.fingerprint {
+            fingerprint: if read.asked.is_some() {
                 row.try_get("request_fingerprint").ok().flatten()
             } else {
                 None
@@ -150,9 +150,10 @@ async fn read_claim(
     Ok(claim)
 }
 
-/// True when the claim was made for other parameters than `req` asks.
-fn other_parameters(req: &Request, claim: &Claim, trace: &mut Trace) -> bool {
-    let differs = fingerprint::differs(req.fingerprint.as_deref(), claim.fingerprint.as_deref());
+/// True when the claim was made for other parameters than the request
+/// asks, as the fingerprint `read` compares says.
+fn other_parameters(read: &ClaimRead<'_>, claim: &Claim, trace: &mut Trace) -> bool {
+    let differs = fingerprint::differs(read.asked, claim.fingerprint.as_deref());
     if differs {
         trace.note(format!("{}, other parameters", claim.status_name()));
     }
@@ -176,7 +177,7 @@ pub(super) async fn lose(
         let claim = read_claim(conn, read, trace).await?;
         reads += 1;
         // The key means the request: other parameters get 422 whatever the claim's state.
-        if other_parameters(req, &claim, trace) {
+        if other_parameters(read, &claim, trace) {
             return Ok(mismatch(req));
         }
         let waited = match policy {
@@ -254,8 +255,9 @@ async fn claim_blocking(
             // The winner committed: its claim is complete.
             trace.queries += 1;
             conn.batch_execute("COMMIT").await?;
-            let claim = read_claim(conn, &ClaimRead::course(req), trace).await?;
-            if other_parameters(req, &claim, trace) {
+            let read = ClaimRead::course(req);
+            let claim = read_claim(conn, &read, trace).await?;
+            if other_parameters(&read, &claim, trace) {
                 Ok(mismatch(req))
             } else if claim.status == Some(ClaimStatus::Completed) {
                 Ok(replay(claim.body, "claim completed", waited))

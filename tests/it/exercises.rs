@@ -113,6 +113,60 @@ async fn exercise_sevens_owner_case_fails_a_completion_that_checks_only_the_id()
     db.close().await.unwrap();
 }
 
+/// Exercise 4's fingerprint is the file's own, and each way of getting it
+/// wrong fails exactly the case it should: a field left out fails the
+/// race on that field, fields run together fail the collision, idem's own
+/// `$fingerprint` fails "the file's own", a random one tells retries 422
+/// (in every race where two requests ask as the winner did).
+#[tokio::test]
+async fn exercise_fours_fingerprint_without_a_field_fails_that_fields_case() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let dir = Sandbox::new("exercise-fingerprint");
+    let e = EXERCISES.iter().find(|e| e.lesson == 4).unwrap();
+    let fields = "concat_ws('|', $operation, $user_id, $amount, $lesson)";
+    let own = format!("fingerprint = '''\nSELECT md5({fields})\n'''\n");
+    assert!(
+        e.solution.contains(&own),
+        "the solution's fingerprint step changed"
+    );
+    let without = |field: &str| {
+        let kept = fields.replace(&format!(", {field}"), "");
+        e.solution.replace(fields, &kept)
+    };
+    let broken = [
+        (without("$amount"), "other amounts"),
+        (without("$lesson"), "other lessons"),
+        (without("$user_id"), "other users"),
+        (
+            e.solution
+                .replace(fields, "$operation || $user_id || $amount || $lesson"),
+            "fields run together",
+        ),
+        (e.solution.replace(&own, ""), "the file's own fingerprint"),
+        // Whoever wins, two requests ask as it did and are told 422.
+        (
+            e.solution.replace(fields, "random()::text"),
+            "fields run together",
+        ),
+    ];
+    for (i, (text, fails)) in broken.iter().enumerate() {
+        let file = dir.dir.join(format!("fingerprint-{i}.toml"));
+        std::fs::write(&file, text).unwrap();
+        let checks = judge(&db, 4, &file).await.unwrap();
+        let failed: Vec<&str> = checks
+            .iter()
+            .filter(|c| !c.passed())
+            .map(|c| c.case)
+            .collect();
+        assert!(failed.contains(fails), "{fails} should fail: {checks:?}");
+        // Each flaw but the random fingerprint fails its case alone.
+        if i < 5 {
+            assert_eq!(failed, [*fails], "only {fails} catches it: {checks:?}");
+        }
+    }
+    db.close().await.unwrap();
+}
+
 /// A guard file races as the built-in strategy of its shape does: lesson
 /// 2's file, lesson 1's guard, is check-then-store's figure, and its JSON names the file.
 #[tokio::test]

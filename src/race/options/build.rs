@@ -128,7 +128,7 @@ impl RaceInput {
             );
         }
         let settings = RaceSettings {
-            requests: self.shape.resolve(&self.wire, self.amounts.amounts()),
+            requests: self.shape.resolve(&self.wire, self.amounts.asks()),
             app: App {
                 strategy,
                 guard_file,

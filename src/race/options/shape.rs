@@ -3,6 +3,7 @@
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
+use super::fingerprints::Asks;
 use crate::http::caller::KeyScope;
 use crate::limits;
 use crate::race::moves::Move;
@@ -73,27 +74,19 @@ pub struct WireInput {
 pub struct Requests {
     workers: usize,
     key: String,
-    user_id: i64,
-    /// The XP every worker asks for, unless `amounts` says otherwise.
-    amount: i32,
-    /// `--amounts`: worker i asks for the i-th amount (all on one key).
-    amounts: Vec<i32>,
-    /// The lesson the award is for.
-    lesson: i32,
+    /// What each worker asks for (`--amounts`, `--lessons`, `--users`).
+    asks: Asks,
     transport: Transport,
     schedule: Option<Vec<Move>>,
 }
 
 impl ShapeInput {
     /// The requests, with what the other groups say of them.
-    pub(super) fn resolve(&self, wire: &WireInput, amounts: Vec<i32>) -> Requests {
+    pub(super) fn resolve(&self, wire: &WireInput, asks: Asks) -> Requests {
         Requests {
             workers: self.workers.unwrap_or(limits::WORKERS.default()) as usize,
             key: self.key.clone().unwrap_or_else(|| DEFAULT_KEY.to_string()),
-            user_id: 42,
-            amount: 10,
-            amounts,
-            lesson: 1,
+            asks,
             transport: match wire.http {
                 true => Transport::Http,
                 false => Transport::InProcess,
@@ -114,24 +107,9 @@ impl Requests {
         &self.key
     }
 
-    /// The user the award is for.
-    pub fn user_id(&self) -> i64 {
-        self.user_id
-    }
-
-    /// What worker `worker` (from 1) asks for.
-    pub fn amount_of(&self, worker: usize) -> i32 {
-        self.amounts.get(worker - 1).copied().unwrap_or(self.amount)
-    }
-
-    /// `--amounts`, as given (empty if not).
-    pub fn amounts(&self) -> &[i32] {
-        &self.amounts
-    }
-
-    /// The lesson the award is for.
-    pub fn lesson(&self) -> i32 {
-        self.lesson
+    /// What the workers ask for.
+    pub fn asks(&self) -> &Asks {
+        &self.asks
     }
 
     /// How the workers' requests reach the strategy.

@@ -37,10 +37,13 @@ impl Shape {
     /// The steps a file of this shape gives, the required ones first.
     pub fn steps(self) -> (&'static [StepName], &'static [StepName]) {
         match self {
-            Shape::FindThenStore => (&[StepName::Find, StepName::Store], &[StepName::Lock]),
+            Shape::FindThenStore => (
+                &[StepName::Find, StepName::Store],
+                &[StepName::Lock, StepName::Fingerprint],
+            ),
             Shape::ClaimWorkComplete => (
                 &[StepName::Claim, StepName::Replay, StepName::Complete],
-                &[StepName::Release],
+                &[StepName::Release, StepName::Fingerprint],
             ),
         }
     }
@@ -63,10 +66,14 @@ pub enum StepName {
     Complete,
     /// After the work failed: lets the claim go, so that a retry can work.
     Release,
+    /// Before anything else: the request's fingerprint, computed from what
+    /// it asks (`$user_id`, `$amount`, `$lesson`); what it returns is
+    /// `$fingerprint` in the other steps (lesson 4).
+    Fingerprint,
 }
 
 impl StepName {
-    pub const ALL: [StepName; 7] = [
+    pub const ALL: [StepName; 8] = [
         StepName::Lock,
         StepName::Find,
         StepName::Store,
@@ -74,6 +81,7 @@ impl StepName {
         StepName::Replay,
         StepName::Complete,
         StepName::Release,
+        StepName::Fingerprint,
     ];
 
     pub fn name(self) -> &'static str {
@@ -85,12 +93,14 @@ impl StepName {
             StepName::Replay => "replay",
             StepName::Complete => "complete",
             StepName::Release => "release",
+            StepName::Fingerprint => "fingerprint",
         }
     }
 
-    /// The step of the trace it is shown as.
-    pub fn step(self) -> Step {
-        match self {
+    /// The step of the trace it is shown as; the fingerprint is a note
+    /// on the request's first step, not a step of its own.
+    pub fn step(self) -> Option<Step> {
+        Some(match self {
             StepName::Lock => Step::Lock,
             StepName::Find => Step::Find,
             StepName::Store => Step::Store,
@@ -98,7 +108,8 @@ impl StepName {
             StepName::Replay => Step::Read,
             // The claim's last word either way: shown where a completion is.
             StepName::Complete | StepName::Release => Step::Complete,
-        }
+            StepName::Fingerprint => return None,
+        })
     }
 
     /// The parameters its statement may name: what the request knows at
@@ -108,6 +119,8 @@ impl StepName {
     /// NULL there.
     pub fn params(self) -> &'static [Param] {
         let known = match self {
+            // What the request asks, and nothing of idem's own fingerprint.
+            StepName::Fingerprint => return &Param::ASKS,
             StepName::Lock | StepName::Find | StepName::Claim | StepName::Replay => Param::ASKED,
             StepName::Store => Param::WORKED,
             StepName::Complete | StepName::Release => Param::ALL.len(),
@@ -144,7 +157,8 @@ pub struct GuardFile {
     pub(super) source: String,
     pub shape: Shape,
     /// Whether a found key's stored fingerprint is compared with the
-    /// request's (422 when they differ).
+    /// request's (422 when they differ): `fingerprint = true`, or a
+    /// fingerprint step of the file's own.
     pub fingerprint: bool,
     /// The request's transaction, if the file asks for one.
     pub transaction: Option<Transaction>,

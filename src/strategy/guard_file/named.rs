@@ -47,6 +47,14 @@ impl Param {
         Param::ClaimId,
     ];
 
+    /// What a request asks for: all a fingerprint step may name.
+    pub const ASKS: [Param; 4] = [
+        Param::Operation,
+        Param::UserId,
+        Param::Amount,
+        Param::Lesson,
+    ];
+
     /// How many of [`Param::ALL`] a request knows before its work: up to
     /// `$stale_after_ms`.
     pub const ASKED: usize = 8;

@@ -63,7 +63,7 @@ pub fn parse(name: &str, text: &str) -> Result<GuardFile> {
         name: name.to_string(),
         source: text.to_string(),
         shape: raw.shape,
-        fingerprint: raw.fingerprint,
+        fingerprint: raw.fingerprint || raw.steps.contains_key(StepName::Fingerprint.name()),
         transaction: raw.transaction,
         isolation: raw.isolation,
         statements,
@@ -152,6 +152,7 @@ fn content_start(text: &str, value: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::strategy::guard_file::Param;
 
     const CLAIM: &str = r#"# a guard
 shape = "claim-work-complete"
@@ -196,7 +197,7 @@ WHERE id = $claim_id
         let unknown_step = CLAIM.replace("replay =", "reply =");
         assert_eq!(
             refused(&unknown_step),
-            "g.toml line 10: claim-work-complete has no step \"reply\"; its steps are claim, replay, complete, release"
+            "g.toml line 10: claim-work-complete has no step \"reply\"; its steps are claim, replay, complete, release, fingerprint"
         );
         let unknown_param = CLAIM.replace("WHERE id = $claim_id", "WHERE id = $claim");
         assert!(
@@ -221,6 +222,30 @@ WHERE id = $claim_id
         assert!(refused(&extra).starts_with("g.toml line 2: unknown field `colour`"));
         for text in [bad_toml, unknown_step, unknown_param, drop, missing, extra] {
             assert!(!refused(&text).contains('\n'), "{}", refused(&text));
+        }
+    }
+
+    #[test]
+    fn a_fingerprint_step_names_only_what_the_request_asks_and_turns_checking_on() {
+        let step = "fingerprint = \"SELECT md5(concat_ws('|', $user_id, $amount, $lesson))\"\n";
+        let file = parse(
+            "g.toml",
+            &CLAIM.replace("[steps]\n", &format!("[steps]\n{step}")),
+        )
+        .unwrap();
+        assert!(file.fingerprint, "a file's own fingerprint is compared");
+        let own = file.statement(StepName::Fingerprint).unwrap();
+        assert_eq!(own.params, [Param::UserId, Param::Amount, Param::Lesson]);
+        for name in ["$fingerprint", "$key", "$worker"] {
+            let text = CLAIM.replace(
+                "[steps]\n",
+                &format!("[steps]\nfingerprint = \"SELECT md5({name}::text)\"\n"),
+            );
+            let message = refused(&text);
+            assert!(
+                message.contains(&format!("{name} is not known at this step")),
+                "{message}"
+            );
         }
     }
 }

@@ -32,6 +32,9 @@ pub struct FileGuard {
 /// What one request gives the file's statements, named as the file names it.
 struct Values<'a> {
     req: &'a Request,
+    /// The request's fingerprint: idem's, or what the file's fingerprint
+    /// step computed from the request's fields.
+    fingerprint: Option<String>,
     operation: &'static str,
     worker: i32,
     stale_after_ms: i64,
@@ -45,6 +48,7 @@ impl<'a> Values<'a> {
     fn new(req: &'a Request, stale_after: Duration) -> Self {
         Values {
             req,
+            fingerprint: req.fingerprint.clone(),
             operation: OPERATION,
             worker: req.worker_id(),
             stale_after_ms: stale_after.as_millis().min(i64::MAX as u128) as i64,
@@ -59,7 +63,7 @@ impl<'a> Values<'a> {
         match param {
             Param::Key => &self.req.key,
             Param::Operation => &self.operation,
-            Param::Fingerprint => &self.req.fingerprint,
+            Param::Fingerprint => &self.fingerprint,
             Param::UserId => &self.req.params.user_id,
             Param::Amount => &self.req.params.amount,
             Param::Lesson => &self.req.params.lesson,
@@ -96,7 +100,7 @@ impl Strategy for FileGuard {
                     .file
                     .statements
                     .iter()
-                    .find(|s| s.step.step() == failed)
+                    .find(|s| s.step.step() == Some(failed))
                 && err.as_db_error().is_some()
             {
                 trace.note(format!("failed at {}", self.file.place(statement)));
@@ -137,6 +141,7 @@ impl FileGuard {
     ) -> Result<Answer, Failure> {
         let conn = lease.conn(trace).await?;
         let mut values = Values::new(req, self.stale_after);
+        self.fingerprint(conn, &mut values, trace).await?;
         let file: &'static super::GuardFile = self.file.0;
         if let Some(lock) = file.statement(StepName::Lock) {
             let params = values.bind(lock);
@@ -159,7 +164,7 @@ impl FileGuard {
             let body: Option<Value> = row.try_get("response_body").ok().flatten();
             let stored: Option<String> = row.try_get("request_fingerprint").ok().flatten();
             if self.file.fingerprint
-                && fingerprint::differs(req.fingerprint.as_deref(), stored.as_deref())
+                && fingerprint::differs(values.fingerprint.as_deref(), stored.as_deref())
             {
                 trace.note("key found, other parameters");
                 return Ok(mismatch(req));
@@ -191,6 +196,7 @@ impl FileGuard {
         let mut values = Values::new(req, self.stale_after);
         let claim = self.statement(StepName::Claim);
         let conn = lease.conn(trace).await?;
+        self.fingerprint(conn, &mut values, trace).await?;
         let params = values.bind(claim);
         let claimed = trace
             .query(
@@ -215,7 +221,10 @@ impl FileGuard {
                 sql: &replay.sql,
                 shown: replay.written,
                 params: values.bind(replay),
-                fingerprint: self.file.fingerprint,
+                asked: values
+                    .fingerprint
+                    .as_deref()
+                    .filter(|_| self.file.fingerprint),
             };
             return lose(lease, req, trace, self.loser, &read).await;
         };
@@ -241,6 +250,41 @@ impl FileGuard {
             "completed"
         });
         Ok(completed(xp, body))
+    }
+
+    /// Runs the file's fingerprint step, if it has one and the race checks
+    /// fingerprints: what it returns is the request's `$fingerprint`.
+    async fn fingerprint(
+        &self,
+        conn: &Conn,
+        values: &mut Values<'_>,
+        trace: &mut Trace,
+    ) -> Result<(), Failure> {
+        let file: &'static super::GuardFile = self.file.0;
+        let Some(step) = file.statement(StepName::Fingerprint) else {
+            return Ok(());
+        };
+        if values.fingerprint.is_none() {
+            return Ok(());
+        }
+        trace.queries += 1;
+        let row = conn.fetch_one(&step.sql, &values.bind(step)).await;
+        let computed: Option<String> = match row {
+            Ok(row) => row.try_get(0).ok().flatten(),
+            Err(err) => {
+                trace.note(format!("failed at {}", file.place(step)));
+                return Err(err.into());
+            }
+        };
+        let shown: String = computed
+            .as_deref()
+            .unwrap_or("NULL")
+            .chars()
+            .take(16)
+            .collect();
+        trace.note(format!("fingerprint {shown}"));
+        values.fingerprint = computed;
+        Ok(())
     }
 
     /// The work failed (`--fail-work`): the service was called and errored.
@@ -330,6 +374,16 @@ impl FileGuard {
                         .collect::<Vec<_>>()
                         .join(", ")
                 }
+            );
+        }
+        if statement.step == StepName::Fingerprint
+            && !columns
+                .first()
+                .is_some_and(|(_, ty)| [Type::TEXT, Type::VARCHAR].contains(ty))
+        {
+            bail!(
+                "{place}: it must return the fingerprint as text in its first column \
+                 (e.g. SELECT md5(...)), computed from what the request asks"
             );
         }
         if statement.step == StepName::Claim

@@ -1,0 +1,115 @@
+//! Lesson 4's exercise: a fingerprint the file computes itself, judged by requests that differ in one field each.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::challenge::rows_and_statuses;
+use crate::db::Database;
+use crate::limits::Origin;
+use crate::probe::conformance::Check;
+use crate::race::{Outcome, Race, RaceResult, WorkerReport};
+use crate::strategy::guard_file::{self, StepName};
+
+/// One race: five requests on one key, asking for these amounts, lessons
+/// and users (empty: all the same), and what the case demands.
+struct Asked {
+    case: &'static str,
+    demands: &'static str,
+    amounts: &'static [i32],
+    lessons: &'static [i32],
+    users: &'static [i64],
+}
+
+/// A field left out of the fingerprint fails one case; fields run
+/// together without a separator fail the last one (12 and 3 read as 1
+/// and 23).
+const CASES: [Asked; 4] = [
+    Asked {
+        case: "other amounts",
+        demands: "10, 20, 10, 30 and 10 XP on one key: 422 for 20 and 30, the 10s one award",
+        amounts: &[10, 20, 10, 30, 10],
+        lessons: &[],
+        users: &[],
+    },
+    Asked {
+        case: "other lessons",
+        demands: "lessons 1, 2, 1, 3 and 1 on one key: 422 for lessons 2 and 3",
+        amounts: &[],
+        lessons: &[1, 2, 1, 3, 1],
+        users: &[],
+    },
+    Asked {
+        case: "other users",
+        demands: "users 42, 7, 42, 9 and 42 on one key: 422 for users 7 and 9",
+        amounts: &[],
+        lessons: &[],
+        users: &[42, 7, 42, 9, 42],
+    },
+    Asked {
+        case: "fields run together",
+        demands: "12 XP for lesson 3 and 1 XP for lesson 23 on one key: 422 for whichever came second",
+        amounts: &[12, 1, 12, 1, 12],
+        lessons: &[3, 23, 3, 23, 3],
+        users: &[],
+    },
+];
+
+/// Whether the file computes its own fingerprint, then each case raced once.
+pub async fn judge(db: &Database, file: &Path) -> Result<Vec<Check>> {
+    let guard = guard_file::load(file)?;
+    let own = guard.statement(StepName::Fingerprint).is_some();
+    let mut checks = vec![Check::judged(
+        "the file's own fingerprint",
+        "a fingerprint step computes it from $user_id, $amount and $lesson",
+        own,
+        match own {
+            true => "the file has a fingerprint step".to_string(),
+            false => "no fingerprint step: $fingerprint was idem's, not the file's".to_string(),
+        },
+    )];
+    for asked in &CASES {
+        let input = super::cases::base(file).with(|r| {
+            let list = |v: &[i32]| (!v.is_empty()).then(|| v.to_vec());
+            r.amounts.amounts = list(asked.amounts);
+            r.amounts.lessons = list(asked.lessons);
+            r.amounts.users = (!asked.users.is_empty()).then(|| asked.users.to_vec());
+        });
+        let r = Race::prepare(db, input.build(Origin::Flags)?)
+            .await?
+            .run(1)
+            .await?;
+        checks.push(told_apart(&r, asked));
+    }
+    Ok(checks)
+}
+
+/// One award for the winner's request; 422 for every request that asks for
+/// something else, and never for one that asks the same.
+fn told_apart(r: &RaceResult, asked: &Asked) -> Check {
+    let winner = r.reports.iter().find(|w| w.outcome == Outcome::Created);
+    let wrong = winner.and_then(|winner| {
+        r.reports
+            .iter()
+            .filter(|w| w.worker != winner.worker)
+            .find(|w| {
+                let other = w.params != winner.params;
+                (w.status == 422) != other
+            })
+    });
+    let passed = r.xp_rows == 1 && winner.is_some() && wrong.is_none() && r.wrong_replays == 0;
+    let saw = match wrong {
+        Some(w) => format!("{}; {}", rows_and_statuses(r), told(w)),
+        None => rows_and_statuses(r),
+    };
+    Check::judged(asked.case, asked.demands, passed, saw)
+}
+
+/// "the request for 20 XP, lesson 1, user 42 was told 409".
+fn told(w: &WorkerReport) -> String {
+    let p = &w.params;
+    format!(
+        "the request for {} XP, lesson {}, user {} was told {}",
+        p.amount, p.lesson, p.user_id, w.status
+    )
+}
