@@ -11,9 +11,10 @@ use crate::limits::Origin;
 use crate::probe::conformance::Check;
 use crate::race::fault::FaultPoint;
 use crate::race::options::RaceInput;
-use crate::race::{CrashPlan, Outcome, Race, RaceResult, xp_rows};
+use crate::race::{CrashPlan, Outcome, Race, RaceResult, WorkerReport, xp_rows};
 use crate::request::Step;
 use crate::strategy::LoserKind;
+use crate::strategy::guard_file::StepName;
 
 /// One race a lesson's file is put through, and how its result is judged.
 pub type Case = (RaceInput, Judge);
@@ -58,9 +59,16 @@ pub fn cases(lesson: u8, file: &Path) -> Vec<Case> {
         7 => challenge::cases(&base).to_vec(),
         8 => vec![(base, every_answer_201)],
         9 => {
+            // Work three times the stale-claim age: only a renewed claim
+            // outlives it. The heartbeat beats only where there is a renew
+            // step to send.
+            let renews = crate::strategy::guard_file::load(file)
+                .is_ok_and(|f| f.statement(StepName::Renew).is_some());
             let wire = base.with(|r| {
                 r.wire.http = true;
-                r.app.work_ms = Some(200);
+                r.app.work_ms = Some(600);
+                r.guard.stale_after_ms = Some(200);
+                r.guard.heartbeat_ms = renews.then_some(50);
             });
             let hang_up = |on_hangup| {
                 wire.clone().with(|r| {
@@ -72,9 +80,9 @@ pub fn cases(lesson: u8, file: &Path) -> Vec<Case> {
                 })
             };
             vec![
-                (wire.clone(), one_call),
-                (hang_up(OnHangup::Cancel), dropped_then_retried),
                 (hang_up(OnHangup::Finish), finished_then_replayed),
+                (hang_up(OnHangup::Cancel), dropped_then_retried),
+                (wire, one_call),
             ]
         }
         _ => Vec::new(),
@@ -177,8 +185,9 @@ fn dropped_then_retried(r: &RaceResult) -> Check {
     let retry = r.reports.iter().find(|w| w.retry).map(|w| w.status);
     hung_up(
         r,
-        "hang-up, request dropped",
-        "the client's retry gets through once the claim is stale: 201, 1 XP row, nothing pending",
+        "request dropped mid-work",
+        "the app drops the request; its claim is renewed no more, and the client's retry \
+         takes it once stale: 201, 1 XP row, nothing pending",
         retry == Some(201) && r.xp_rows == 1 && r.pending_key_rows == 0,
         format!(
             "{}, {} pending; the retry answered {}",
@@ -193,8 +202,9 @@ fn finished_then_replayed(r: &RaceResult) -> Check {
     let retry = r.reports.iter().find(|w| w.retry).map(|w| w.outcome);
     hung_up(
         r,
-        "hang-up, request finished",
-        "the app finishes the abandoned request; the retry replays it: 1 XP row, 1 service call",
+        "slow work, retried",
+        "the client hangs up while the work outlasts the stale-claim age, the app finishes \
+         the request, and the retry replays it: 1 XP row, 1 service call",
         retry == Some(Outcome::Replayed) && r.xp_rows == 1 && r.service_calls == 1,
         format!(
             "{}, {}; the retry {}",
@@ -253,7 +263,10 @@ fn hung_up(
     passed: bool,
     saw: String,
 ) -> Check {
-    if !r.reports.iter().any(|w| w.outcome == Outcome::HungUp) {
+    // Over the wire a retry is sent only after a hang-up; the hung-up
+    // request's own outcome may since have become a duplicate.
+    let hung_up = |w: &&WorkerReport| w.outcome == Outcome::HungUp || w.retry;
+    if !r.reports.iter().any(|w| hung_up(&w)) {
         return Check::not_applicable(
             case,
             demands,

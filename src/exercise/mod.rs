@@ -220,27 +220,28 @@ pub const EXERCISES: [Exercise; 9] = [
     },
     Exercise {
         lesson: 9,
-        file: "9-hang-up.toml",
-        goal: "after a client hangs up mid-work and the app drops its request, the retry gets through once the claim is stale: one XP row, nothing left pending",
-        try_it: "idem race --strategy-file {file} --http --work-ms 200 --hang-up at=during-work \
-                 --on-hangup cancel --stale-after-ms 500",
-        start: include_str!("../../exercises/9-hang-up.toml"),
-        solution: include_str!("../../exercises/solutions/9-hang-up.toml"),
+        file: "9-heartbeat.toml",
+        goal: "a claim whose work outlasts the stale-claim age is never taken over while it works, and still goes stale once its request is dropped",
+        try_it: "idem race --strategy-file {file} --http --work-ms 600 --stale-after-ms 200 \
+                 --hang-up at=during-work --on-hangup finish",
+        start: include_str!("../../exercises/9-heartbeat.toml"),
+        solution: include_str!("../../exercises/solutions/9-heartbeat.toml"),
         hints: [
-            "Race it with --trace: the dropped request claimed the key and never completed \
-             it. Who could ever finish that claim?",
-            "Only a later request with the same key. Let the claim take over a pending row \
-             whose locked_at is older than the stale-claim age: ON CONFLICT (key) DO UPDATE ... \
-             WHERE idempotency_keys.status = 'pending' AND idempotency_keys.locked_at < now() \
-             - $stale_after_ms * interval '1 millisecond'.",
-            "Lesson 7's takeover, for a request that was dropped rather than crashed: the row \
-             lock lets one retry take the stale claim, and complete WHERE worker = $worker \
-             keeps a slow request from completing over its successor.",
+            "Race it with --trace: the retry took over a claim whose owner was still \
+             working. What did the claim look like to the retry, and what would have \
+             made it look alive?",
+            "Its locked_at was older than the stale-claim age. Add a renew step that \
+             moves it forward while the work runs, and race with --heartbeat-ms 50: \
+             UPDATE idempotency_keys SET locked_at = now() WHERE id = $claim_id ...",
+            "Renew only what is still this owner's and still pending: WHERE id = \
+             $claim_id AND worker = $worker AND status = 'pending'. A renewal of a \
+             claim that changed hands would keep the new owner's claim alive for the old.",
         ],
-        why: "A dropped request leaves no sign but time, so a claim must expire: past the lock \
-              timeout the next request with the key takes it over, once, in one statement. The \
-              timeout is a bet that no request works longer; lesson 9's heartbeat keeps a live \
-              claim fresh so the bet can be short.",
+        why: "A stale-claim age is a guess at the longest work; a heartbeat replaces the \
+              guess with a sign of life. The renewal comes from a connection of its own, so \
+              it commits while the work's connection is busy, and it stops when the request \
+              is dropped, so only a silent owner's claim ages. The age can then be short: a \
+              few beats, not the slowest work.",
     },
 ];
 

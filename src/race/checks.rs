@@ -267,9 +267,13 @@ impl RaceSettings {
             return Ok(());
         };
         let name = |limit: &Limit| limit.name(origin);
-        if !self.app.strategy.spec().can.heartbeat {
+        let file_renews = self.app.guard_file.is_some_and(|f| {
+            f.statement(crate::strategy::guard_file::StepName::Renew)
+                .is_some()
+        });
+        if !self.app.strategy.spec().can.heartbeat && !file_renews {
             bail!(
-                "{} needs {} {}: only the whole guard takes stale claims over",
+                "{} needs {} {} (or a guard file with a renew step): only those renew a claim",
                 name(&limits::HEARTBEAT_MS),
                 origin.name("--strategy", "race.strategy ="),
                 able(|c| c.heartbeat)

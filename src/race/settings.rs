@@ -137,11 +137,12 @@ impl RaceSettings {
             });
         }
         let strategy = match self.app.guard_file {
-            Some(file) => Box::new(FileGuard {
+            Some(file) => Box::new(FileGuard::new(
                 file,
-                loser: self.app.loser,
-                stale_after: self.app.recovery.stale_after(),
-            }),
+                self.app.loser,
+                self.app.recovery.stale_after(),
+                self.app.recovery.heartbeat(),
+            )),
             None => (self.app.strategy.spec().build)(&Options {
                 orm: self.app.orm,
                 loser: self.app.loser,

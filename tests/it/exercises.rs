@@ -167,6 +167,47 @@ async fn exercise_fours_fingerprint_without_a_field_fails_that_fields_case() {
     db.close().await.unwrap();
 }
 
+/// Exercise 9's renew step is what keeps a slow owner's claim: the
+/// solution with a renewal that changes nothing fails the slow-work case
+/// (the retry takes the live claim over, a second service call), and one
+/// that renews for an hour fails the dropped-request case (the claim never
+/// goes stale). The renew step runs from the heartbeat's connection, for
+/// the running claim only, and stops when the request's future is dropped.
+#[tokio::test]
+async fn exercise_nines_renewal_keeps_a_working_claim_and_lets_a_dropped_one_go() {
+    let _timing = crate::common::TIMING.lock().await;
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let dir = Sandbox::new("exercise-heartbeat");
+    let e = EXERCISES.iter().find(|e| e.lesson == 9).unwrap();
+    let renewal = "SET locked_at = now()\nWHERE id = $claim_id";
+    assert!(
+        e.solution.contains(renewal),
+        "the solution's renewal changed"
+    );
+    let broken = [
+        (
+            "SET locked_at = locked_at\nWHERE id = $claim_id",
+            "slow work, retried",
+        ),
+        (
+            "SET locked_at = now() + interval '1 hour'\nWHERE id = $claim_id",
+            "request dropped mid-work",
+        ),
+    ];
+    for (i, (instead, fails)) in broken.into_iter().enumerate() {
+        let file = dir.dir.join(format!("renew-{i}.toml"));
+        std::fs::write(&file, e.solution.replace(renewal, instead)).unwrap();
+        let checks = judge(&db, 9, &file).await.unwrap();
+        let failed: Vec<&str> = checks
+            .iter()
+            .filter(|c| !c.passed())
+            .map(|c| c.case)
+            .collect();
+        assert_eq!(failed, [fails], "{instead}: {checks:?}");
+    }
+    db.close().await.unwrap();
+}
+
 /// A guard file races as the built-in strategy of its shape does: lesson
 /// 2's file, lesson 1's guard, is check-then-store's figure, and its JSON names the file.
 #[tokio::test]

@@ -47,19 +47,24 @@ pub const SPEC: Spec = Spec {
     },
 };
 
+/// Starts `heartbeat`'s beats on a connection set aside from the pool's,
+/// opened again whenever it is lost, and said so.
+pub(crate) async fn beat_aside(heartbeat: &Heartbeat, workers: &Workers) -> anyhow::Result<()> {
+    let aside = Arc::new(Aside::new(workers.clone(), "the heartbeat"));
+    heartbeat
+        .start(move || {
+            let aside = aside.clone();
+            async move { aside.open().await }
+        })
+        .await
+}
+
 impl Strategy for Guard {
     /// The heartbeat's connection, set aside from the pool's.
     fn start<'a>(&'a self, workers: &'a Workers) -> Starting<'a> {
         Box::pin(async move {
             if let Some(heartbeat) = &self.heartbeat {
-                // Opened again whenever it is lost, and said so.
-                let aside = Arc::new(Aside::new(workers.clone(), "the heartbeat"));
-                heartbeat
-                    .start(move || {
-                        let aside = aside.clone();
-                        async move { aside.open().await }
-                    })
-                    .await?;
+                beat_aside(heartbeat, workers).await?;
             }
             Ok(())
         })

@@ -12,7 +12,9 @@
 //! The renewal must commit while the work's own transaction is open, so it
 //! cannot go on the work's connection: all of a process's beats go on one
 //! connection of their own, one `UPDATE` for every live claim each
-//! interval. What it costs is that connection and that statement.
+//! interval. What it costs is that connection and that statement. A guard
+//! file's `renew` step is sent instead, once for each live claim
+//! ([`Renewal::EachClaim`]).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -37,12 +39,33 @@ static RENEW: Sql = Sql::new(
 /// The claims whose work is running: claim id → owner.
 type Live = Mutex<HashMap<i64, i32>>;
 
+/// What a beat sends.
+#[derive(Debug, Clone, Copy)]
+pub enum Renewal {
+    /// The guard's own: one statement renews every live claim.
+    AllAtOnce,
+    /// A statement of someone else's (a guard file's `renew` step), sent
+    /// once for each live claim; each parameter is the claim's id or its
+    /// owner.
+    EachClaim(&'static Sql, &'static [ClaimPart]),
+}
+
+/// What a parameter of a per-claim renewal stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimPart {
+    /// The claim's id (`$claim_id`).
+    Id,
+    /// Its owner, the worker that won it (`$worker`).
+    Owner,
+}
+
 /// Renews the claims of running work, every `interval`, from one
 /// connection of its own. Clones share the same beats; they stop when the
 /// last clone is dropped.
 #[derive(Debug, Clone)]
 pub struct Heartbeat {
     interval: Duration,
+    renewal: Renewal,
     live: Arc<Live>,
     started: Arc<OnceCell<()>>,
 }
@@ -53,8 +76,14 @@ impl Heartbeat {
     /// `stale_after`, so that a renewal that is late by one round trip
     /// still comes before the claim is stale.
     pub fn every(interval: Duration) -> Self {
+        Self::sending(interval, Renewal::AllAtOnce)
+    }
+
+    /// A heartbeat whose beats send `renewal`.
+    pub fn sending(interval: Duration, renewal: Renewal) -> Self {
         Self {
             interval,
+            renewal,
             live: Arc::default(),
             started: Arc::default(),
         }
@@ -85,6 +114,7 @@ impl Heartbeat {
                     connect,
                     live: Arc::downgrade(&self.live),
                     interval: self.interval,
+                    renewal: self.renewal,
                 };
                 tokio::spawn(beats.run(client));
                 Ok(())
@@ -132,6 +162,7 @@ struct Beats<F> {
     connect: F,
     live: Weak<Live>,
     interval: Duration,
+    renewal: Renewal,
 }
 
 impl<F> Beats<F> {
@@ -165,12 +196,43 @@ impl<F> Beats<F> {
             let Some(open) = &client else {
                 continue;
             };
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&ids, &owners];
-            match tokio::time::timeout(RENEW_BOUND, open.exec(&RENEW, &params)).await {
-                Ok(Ok(_)) => {}
+            let beat = renew(open, self.renewal, &ids, &owners);
+            match tokio::time::timeout(RENEW_BOUND, beat).await {
+                Ok(Ok(())) => {}
                 Ok(Err(_)) if !open.client().is_closed() => {}
                 _ => client = None,
             }
         }
     }
+}
+
+/// One beat: the claims `ids` of `owners` renewed on `client`.
+async fn renew<C: GuardClient>(
+    client: &C,
+    renewal: Renewal,
+    ids: &[i64],
+    owners: &[i32],
+) -> Result<(), tokio_postgres::Error> {
+    type Param<'p> = &'p (dyn tokio_postgres::types::ToSql + Sync);
+    match renewal {
+        Renewal::AllAtOnce => {
+            let params: [Param; 2] = [&ids, &owners];
+            client.exec(&RENEW, &params).await?;
+        }
+        Renewal::EachClaim(sql, parts) => {
+            for (id, owner) in ids.iter().zip(owners) {
+                let params: Vec<Param> = parts
+                    .iter()
+                    .map(|part| -> Param {
+                        match part {
+                            ClaimPart::Id => id,
+                            ClaimPart::Owner => owner,
+                        }
+                    })
+                    .collect();
+                client.exec(sql, &params).await?;
+            }
+        }
+    }
+    Ok(())
 }

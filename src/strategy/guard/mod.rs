@@ -68,7 +68,8 @@ use std::future::Future;
 
 use crate::request::Unobserved;
 pub(crate) use harness::SPEC;
-pub use heartbeat::Heartbeat;
+pub(crate) use harness::beat_aside;
+pub use heartbeat::{ClaimPart, Heartbeat, Renewal};
 pub use inputs::{GuardClient, Key};
 pub use settings::{Guard, OnFailure};
 pub use verdict::{ClaimState, Reply, Verdict, WorkFailed};

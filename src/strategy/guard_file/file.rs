@@ -43,7 +43,7 @@ impl Shape {
             ),
             Shape::ClaimWorkComplete => (
                 &[StepName::Claim, StepName::Replay, StepName::Complete],
-                &[StepName::Release, StepName::Fingerprint],
+                &[StepName::Release, StepName::Fingerprint, StepName::Renew],
             ),
         }
     }
@@ -70,10 +70,13 @@ pub enum StepName {
     /// it asks (`$user_id`, `$amount`, `$lesson`); what it returns is
     /// `$fingerprint` in the other steps (lesson 4).
     Fingerprint,
+    /// While the work runs, from the heartbeat's own connection every
+    /// `--heartbeat-ms`: keeps the won claim from going stale (lesson 9).
+    Renew,
 }
 
 impl StepName {
-    pub const ALL: [StepName; 8] = [
+    pub const ALL: [StepName; 9] = [
         StepName::Lock,
         StepName::Find,
         StepName::Store,
@@ -82,6 +85,7 @@ impl StepName {
         StepName::Complete,
         StepName::Release,
         StepName::Fingerprint,
+        StepName::Renew,
     ];
 
     pub fn name(self) -> &'static str {
@@ -94,11 +98,13 @@ impl StepName {
             StepName::Complete => "complete",
             StepName::Release => "release",
             StepName::Fingerprint => "fingerprint",
+            StepName::Renew => "renew",
         }
     }
 
     /// The step of the trace it is shown as; the fingerprint is a note
-    /// on the request's first step, not a step of its own.
+    /// on the request's first step, and a renewal is the heartbeat's, not
+    /// the request's.
     pub fn step(self) -> Option<Step> {
         Some(match self {
             StepName::Lock => Step::Lock,
@@ -108,7 +114,7 @@ impl StepName {
             StepName::Replay => Step::Read,
             // The claim's last word either way: shown where a completion is.
             StepName::Complete | StepName::Release => Step::Complete,
-            StepName::Fingerprint => return None,
+            StepName::Fingerprint | StepName::Renew => return None,
         })
     }
 
@@ -121,6 +127,8 @@ impl StepName {
         let known = match self {
             // What the request asks, and nothing of idem's own fingerprint.
             StepName::Fingerprint => return &Param::ASKS,
+            // The heartbeat knows a claim by its id and its owner alone.
+            StepName::Renew => return &[Param::ClaimId, Param::Worker],
             StepName::Lock | StepName::Find | StepName::Claim | StepName::Replay => Param::ASKED,
             StepName::Store => Param::WORKED,
             StepName::Complete | StepName::Release => Param::ALL.len(),

@@ -14,6 +14,7 @@ use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
 use crate::strategy::answers::{completed, mismatch, replay};
 use crate::strategy::check_then_store::after_store;
 use crate::strategy::claim_work_complete::{ClaimRead, lose};
+use crate::strategy::guard::{ClaimPart, Heartbeat, Renewal, beat_aside};
 use crate::strategy::loser::LoserPolicy;
 use crate::strategy::{Handled, OPERATION, Starting, Step, Strategy, fingerprint, work};
 
@@ -27,6 +28,47 @@ pub struct FileGuard {
     pub loser: LoserPolicy,
     /// The race's stale-claim timeout, given to the file as `$stale_after_ms`.
     pub stale_after: Duration,
+    /// The file's renew step, sent for each running claim every
+    /// `--heartbeat-ms`, when it has one and the race beats.
+    heartbeat: Option<Heartbeat>,
+}
+
+impl FileGuard {
+    /// The file as a strategy; with `beat_every`, its renew step (if it
+    /// has one) renews each won claim that often while its work runs.
+    pub fn new(
+        file: GuardRef,
+        loser: LoserPolicy,
+        stale_after: Duration,
+        beat_every: Option<Duration>,
+    ) -> Self {
+        let file_ref: &'static super::GuardFile = file.0;
+        let heartbeat =
+            beat_every
+                .zip(file_ref.statement(StepName::Renew))
+                .map(|(every, renew)| {
+                    Heartbeat::sending(every, Renewal::EachClaim(&renew.sql, parts(&renew.params)))
+                });
+        FileGuard {
+            file,
+            loser,
+            stale_after,
+            heartbeat,
+        }
+    }
+}
+
+/// The renew step's parameters as the heartbeat knows a claim: it may
+/// name only `$claim_id` and `$worker` (see [`StepName::params`]).
+fn parts(params: &[Param]) -> &'static [ClaimPart] {
+    use ClaimPart::{Id, Owner};
+    match params {
+        [Param::ClaimId] => &[Id],
+        [Param::Worker] => &[Owner],
+        [Param::ClaimId, Param::Worker] => &[Id, Owner],
+        [Param::Worker, Param::ClaimId] => &[Owner, Id],
+        _ => &[],
+    }
 }
 
 /// What one request gives the file's statements, named as the file names it.
@@ -118,6 +160,10 @@ impl Strategy for FileGuard {
             let file: &'static super::GuardFile = self.file.0;
             for statement in &file.statements {
                 self.verify(&conn, statement).await?;
+            }
+            drop(conn);
+            if let Some(heartbeat) = &self.heartbeat {
+                beat_aside(heartbeat, workers).await?;
             }
             Ok(())
         })
@@ -231,6 +277,13 @@ impl FileGuard {
         trace.note("claim won");
         let conn = lease.conn(trace).await?;
         values.claim_id = claim_id;
+        // Renewed while the work runs, if the file beats: dropped with this
+        // future, the claim ages from its last beat.
+        let _renewing = self
+            .heartbeat
+            .as_ref()
+            .zip(claim_id)
+            .and_then(|(beats, id)| beats.renew(id, values.worker));
         if req.work_fails {
             return self.failed(conn, req, trace, &values).await;
         }
