@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::challenge::{self, Judge, rows_and_statuses};
+use crate::challenge::{self, Judge};
 use crate::db::Database;
 use crate::http::app::OnHangup;
 use crate::limits::Origin;
@@ -13,7 +13,6 @@ use crate::race::fault::FaultPoint;
 use crate::race::options::RaceInput;
 use crate::race::{CrashPlan, Outcome, Race, RaceResult, WorkerReport, xp_rows};
 use crate::request::Step;
-use crate::strategy::LoserKind;
 use crate::strategy::guard_file::StepName;
 
 /// One race a lesson's file is put through, and how its result is judged.
@@ -47,13 +46,6 @@ pub fn cases(lesson: u8, file: &Path) -> Vec<Case> {
                     r.app.pool_size = Some(21);
                 }),
                 one_call_of_twenty,
-            ),
-        ],
-        3 => vec![
-            (base.clone(), pending_is_409),
-            (
-                base.with(|r| r.losers.loser = Some(LoserKind::Poll)),
-                completed_is_replayed,
             ),
         ],
         7 => challenge::cases(&base).to_vec(),
@@ -140,37 +132,6 @@ fn one_call_of_twenty(r: &RaceResult) -> Check {
     )
 }
 
-fn pending_is_409(r: &RaceResult) -> Check {
-    let created = r.reports.iter().filter(|w| w.outcome == Outcome::Created);
-    let others_409 = r
-        .reports
-        .iter()
-        .filter(|w| w.outcome != Outcome::Created)
-        .all(|w| w.status == 409);
-    raced(
-        r,
-        "loser, claim pending",
-        "the winner answers 201; the four losers, who read its claim while it works, 409",
-        r.xp_rows == 1 && created.count() == 1 && others_409,
-        rows_and_statuses(r),
-    )
-}
-
-fn completed_is_replayed(r: &RaceResult) -> Check {
-    let winner = r.reports.iter().find_map(|w| w.made_xp);
-    let replays_winner = r.reports.iter().filter(|w| w.made_xp.is_none()).all(|w| {
-        w.outcome == Outcome::Replayed
-            && w.body.as_ref().and_then(crate::strategy::work::xp_id_of) == winner
-    });
-    raced(
-        r,
-        "loser polls until completed",
-        "with --loser poll, every loser replays the winner's response, XP row and all",
-        r.xp_rows == 1 && winner.is_some() && replays_winner,
-        format!("{}; {}", xp_rows(r.xp_rows), statuses(r)),
-    )
-}
-
 fn every_answer_201(r: &RaceResult) -> Check {
     raced(
         r,
@@ -218,7 +179,7 @@ fn finished_then_replayed(r: &RaceResult) -> Check {
 /// The case's verdict, given only if the race raced: a pass is "n/a" when
 /// some request began its first statement after the first work had ended,
 /// since the requests then did not meet where the lesson's flaw is.
-fn raced(
+pub(super) fn raced(
     r: &RaceResult,
     case: &'static str,
     demands: &'static str,

@@ -10,8 +10,10 @@ pub mod cases;
 pub mod explored;
 pub mod fingerprint;
 pub mod key_design;
+pub mod loser_choice;
 pub mod owner;
 pub mod scheduler;
+pub mod standby_choice;
 pub mod store_choice;
 
 use std::path::Path;
@@ -52,7 +54,7 @@ impl Exercise {
 const RACE_IT: &str = "idem race --strategy-file {file} --pool-size 6";
 
 /// Every exercise, by lesson.
-pub const EXERCISES: [Exercise; 9] = [
+pub const EXERCISES: [Exercise; 10] = [
     Exercise {
         lesson: 1,
         file: "1-two-orders.toml",
@@ -98,21 +100,26 @@ pub const EXERCISES: [Exercise; 9] = [
     Exercise {
         lesson: 3,
         file: "3-the-loser.toml",
-        goal: "a loser is told 409 while the claim is pending, and replays the response once it is completed",
-        try_it: RACE_IT,
+        goal: "a loser policy and timings that answer every client in one request, on a small pool too, without flooding the database with reads",
+        try_it: "idem compare --losers --work-ms 300",
         start: include_str!("../../exercises/3-the-loser.toml"),
         solution: include_str!("../../exercises/solutions/3-the-loser.toml"),
         hints: [
-            "Race it with --trace and read what each loser's replay step saw, and when: \
-             the winner had not completed yet.",
-            "The replay step's status column is what tells a pending claim from a completed \
-             one, and this one is the constant 'completed'.",
-            "Return the row's own status: SELECT status, response_body FROM \
-             idempotency_keys WHERE key = $key.",
+            "Fail-fast answers 409 and leaves the waiting to the client. Which policies \
+             wait inside the request, and what does each hold while it waits?",
+            "Block holds a pooled connection for the whole wait: twenty requests on four \
+             connections leave sixteen with none. Poll gives its connection back between \
+             reads; how often it reads sets both how late it answers and how many reads \
+             it sends.",
+            "loser = \"poll\", a poll_ms well under the 200 ms of slack (a late read costs \
+             up to one interval) and over 10 ms (300 ms of work / 30 reads), and a \
+             wait_timeout_ms longer than the work: poll_ms = 25, wait_timeout_ms = 1000.",
         ],
-        why: "A pending claim has no response to replay. Telling the loser 409 makes its \
-              client retry later, when the claim is completed and the replay carries the \
-              winner's response; with --loser poll the app waits for that itself.",
+        why: "Waiting inside the request costs something: block costs a connection for \
+              the whole wait, which a small pool cannot spare; poll costs a read each \
+              interval and answers up to one interval late. So the interval is a trade \
+              between latency and load, and the wait must outlast the work or the loser \
+              gives up with 409 anyway.",
     },
     Exercise {
         lesson: 4,
@@ -243,6 +250,31 @@ pub const EXERCISES: [Exercise; 9] = [
               is dropped, so only a silent owner's claim ages. The age can then be short: a \
               few beats, not the slowest work.",
     },
+    Exercise {
+        lesson: 10,
+        file: "10-the-standby.toml",
+        goal: "a guard that keeps one award with a lagging standby beside it, and keeps an answered key through a failover",
+        try_it: "idem race -s check-then-store --standby --read-from standby \
+                 --replica-delay-ms 200",
+        start: include_str!("../../exercises/10-the-standby.toml"),
+        solution: include_str!("../../exercises/solutions/10-the-standby.toml"),
+        hints: [
+            "Two cases, two questions. With the standby 200 ms behind, what decides who \
+             works: a read, or a write? And when the primary fails, what had a commit \
+             waited for before the client was told 201?",
+            "A find can read stale data wherever it goes; a claim is an INSERT, and the \
+             unique index on the primary decides. For the failover, a commit that waits \
+             for the primary alone can be acknowledged and then lost with it.",
+            "strategy = \"claim-work-complete\" (the reads then only choose what a loser \
+             answers, so read_from may stay on the standby) and synchronous = \
+             \"remote_apply\": a commit returns once the standby has applied it.",
+        ],
+        why: "A guard that decides by writing does not care how stale its reads are: the \
+              primary's unique index lets one claim in. But the guard's memory is only as \
+              durable as its commit: asynchronous replication acknowledges a key the \
+              standby may never get, and a failover then forgets it. remote_apply makes \
+              every 201 a promise the standby keeps, for a round trip per commit.",
+    },
 ];
 
 /// Reads lesson `lesson`'s kind of file at `path` (a guard file, or
@@ -251,8 +283,10 @@ pub const EXERCISES: [Exercise; 9] = [
 pub fn read(lesson: u8, path: &Path) -> Result<()> {
     match lesson {
         1 => scheduler::Orders::load(path).map(drop),
+        3 => loser_choice::LoserChoice::load(path).map(drop),
         5 => store_choice::StoreChoice::load(path).map(drop),
         6 => crate::keys::KeyTemplate::load(path).map(drop),
+        10 => standby_choice::StandbyChoice::load(path).map(drop),
         _ => crate::strategy::guard_file::load(path).map(drop),
     }
 }
@@ -261,9 +295,11 @@ pub fn read(lesson: u8, path: &Path) -> Result<()> {
 pub async fn judge(db: &Database, lesson: u8, path: &Path) -> Result<Vec<Check>> {
     match lesson {
         1 => scheduler::judge(db, path).await,
+        3 => loser_choice::judge(db, path).await,
         4 => fingerprint::judge(db, path).await,
         5 => store_choice::judge(db, path).await,
         6 => key_design::judge(db, path).await,
+        10 => standby_choice::judge(db, path).await,
         _ => cases::judge(db, lesson, path).await,
     }
 }

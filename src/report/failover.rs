@@ -14,7 +14,7 @@ pub fn render(r: &RaceResult) -> String {
     };
     let mut out = String::new();
     let link = standby.link_delay_ms.unwrap_or(0);
-    let untested = nothing_in_flight(f, standby.synchronous);
+    let untested = f.untested(standby.synchronous);
     let verdict = match (f.acknowledged_key_lost, untested) {
         (true, _) => bad(format!(
             "✗ worker {}'s acknowledged key lost",
@@ -67,12 +67,6 @@ pub fn render(r: &RaceResult) -> String {
         let _ = writeln!(out, "    {line}");
     }
     out
-}
-
-/// Whether an asynchronous failover found no WAL on the link to lose: the
-/// race's writes had all crossed before the cut.
-fn nothing_in_flight(f: &FailoverFigures, synchronous: Synchronous) -> bool {
-    synchronous == Synchronous::Off && f.wal_lost_bytes == 0
 }
 
 /// One row per figure, one column per server.

@@ -113,6 +113,38 @@ async fn exercise_sevens_owner_case_fails_a_completion_that_checks_only_the_id()
     db.close().await.unwrap();
 }
 
+/// Exercise 3 needs the trade-off of lesson 3: each wrong choice fails the
+/// case that shows its cost. Block starves twenty requests on four
+/// connections; a poll every 250 ms answers too late; a poll every 5 ms
+/// reads too often; a wait shorter than the work gives up with 409.
+#[tokio::test]
+async fn exercise_threes_wrong_loser_fails_the_case_that_shows_its_cost() {
+    let _timing = crate::common::TIMING.lock().await;
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let dir = Sandbox::new("exercise-loser");
+    let choices = [
+        ("loser = \"block\"\n", "twenty on four connections"),
+        ("loser = \"poll\"\npoll_ms = 250\n", "five at once"),
+        ("loser = \"poll\"\npoll_ms = 5\n", "reads while waiting"),
+        (
+            "loser = \"poll\"\npoll_ms = 25\nwait_timeout_ms = 200\n",
+            "five at once",
+        ),
+    ];
+    for (i, (text, fails)) in choices.into_iter().enumerate() {
+        let file = dir.dir.join(format!("loser-{i}.toml"));
+        std::fs::write(&file, text).unwrap();
+        let checks = judge(&db, 3, &file).await.unwrap();
+        let failing = checks.iter().find(|c| c.case == fails).unwrap();
+        assert!(!failing.passed(), "{text}: {checks:?}");
+    }
+    let file = dir.dir.join("both.toml");
+    std::fs::write(&file, "loser = \"block\"\npoll_ms = 5\n").unwrap();
+    let refused = format!("{:#}", judge(&db, 3, &file).await.unwrap_err());
+    assert!(refused.contains("poll_ms applies to"), "{refused}");
+    db.close().await.unwrap();
+}
+
 /// Exercise 4's fingerprint is the file's own, and each way of getting it
 /// wrong fails exactly the case it should: a field left out fails the
 /// race on that field, fields run together fail the collision, idem's own
@@ -204,6 +236,39 @@ async fn exercise_nines_renewal_keeps_a_working_claim_and_lets_a_dropped_one_go(
             .map(|c| c.case)
             .collect();
         assert_eq!(failed, [fails], "{instead}: {checks:?}");
+    }
+    db.close().await.unwrap();
+}
+
+/// Exercise 10 needs both of lesson 10's ideas: a claim with asynchronous
+/// commits loses the answered key in the failover, and check-then-store
+/// with synchronous commits still lets the lagging standby's stale finds
+/// (and the failover's retry) do the work again.
+#[tokio::test]
+async fn exercise_tens_choice_needs_the_claim_and_a_commit_that_waits() {
+    let _timing = crate::common::TIMING.lock().await;
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let dir = Sandbox::new("exercise-standby");
+    let choices = [
+        (
+            "strategy = \"claim-work-complete\"\nread_from = \"primary\"\nsynchronous = \"off\"\n",
+            ["failover after a 201"].as_slice(),
+        ),
+        (
+            "strategy = \"check-then-store\"\nread_from = \"primary\"\nsynchronous = \"remote_apply\"\n",
+            ["a standby 200 ms behind", "failover after a 201"].as_slice(),
+        ),
+    ];
+    for (i, (text, fails)) in choices.into_iter().enumerate() {
+        let file = dir.dir.join(format!("standby-{i}.toml"));
+        std::fs::write(&file, text).unwrap();
+        let checks = judge(&db, 10, &file).await.unwrap();
+        let failed: Vec<&str> = checks
+            .iter()
+            .filter(|c| !c.passed())
+            .map(|c| c.case)
+            .collect();
+        assert_eq!(failed, fails, "{text}: {checks:?}");
     }
     db.close().await.unwrap();
 }

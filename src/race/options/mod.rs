@@ -41,7 +41,7 @@ pub(crate) use hang_up::{retry_after_hang_up, settle};
 pub use losers::LoserInput;
 pub use shape::{DEFAULT_KEY, Requests, STEPPED_WORKERS, ShapeInput, Transport, WireInput};
 pub(crate) use standby::{Beside, catch_up_limit, with_setting};
-pub use standby::{ReadFrom, StandbyInput, StandbyPlan, Synchronous};
+pub use standby::{Failover, ReadFrom, StandbyInput, StandbyPlan, Synchronous};
 pub use store::{EvictionInput, MAX_CACHE_AGE, StoreInput};
 pub(crate) use store::{Store, press_and_retry};
 pub use transaction::TransactionInput;

@@ -197,7 +197,7 @@ WHERE id = $claim_id
         let unknown_step = CLAIM.replace("replay =", "reply =");
         assert_eq!(
             refused(&unknown_step),
-            "g.toml line 10: claim-work-complete has no step \"reply\"; its steps are claim, replay, complete, release, fingerprint"
+            "g.toml line 10: claim-work-complete has no step \"reply\"; its steps are claim, replay, complete, release, fingerprint, renew"
         );
         let unknown_param = CLAIM.replace("WHERE id = $claim_id", "WHERE id = $claim");
         assert!(

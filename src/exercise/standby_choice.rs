@@ -1,0 +1,115 @@
+//! Lesson 10's exercise: a guard, where its reads go and what its commits wait for, judged by a lagging standby and a failover.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+
+use crate::db::Database;
+use crate::limits::Origin;
+use crate::probe::conformance::Check;
+use crate::race::options::{Failover, RaceInput, ReadFrom, Synchronous};
+use crate::race::{Race, RaceResult, xp_rows};
+use crate::strategy::StrategyKind;
+
+/// The most a standby file may hold.
+pub const MAX_STANDBY_FILE_BYTES: u64 = 64 * 1024;
+
+/// How far behind the standby applies commits in the lagging case.
+const LAG_MS: u64 = 200;
+
+/// The learner's choice, as a scenario's `[race]` table says it.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StandbyChoice {
+    pub strategy: StrategyKind,
+    pub read_from: ReadFrom,
+    pub synchronous: Synchronous,
+}
+
+impl StandbyChoice {
+    /// The standby file at `path`, checked as a race checks its settings.
+    pub fn load(path: &Path) -> Result<Self> {
+        let name = path.display().to_string();
+        let text = crate::files::read_text(path, MAX_STANDBY_FILE_BYTES, "standby file")?;
+        let choice: StandbyChoice = crate::files::parse_toml(&name, &text)?;
+        for input in [choice.lagging(), choice.failing_over()] {
+            input.build(Origin::File).with_context(|| name.clone())?;
+        }
+        Ok(choice)
+    }
+
+    /// Five requests with one key, a hot standby beside the primary.
+    fn race(&self) -> RaceInput {
+        RaceInput::with_strategy(self.strategy).with(|r| {
+            r.standby.standby = true;
+            r.standby.read_from = Some(self.read_from);
+            r.standby.synchronous = Some(self.synchronous);
+        })
+    }
+
+    /// The standby applies each commit [`LAG_MS`] late.
+    fn lagging(&self) -> RaceInput {
+        self.race()
+            .with(|r| r.standby.replica_delay_ms = Some(LAG_MS))
+    }
+
+    /// After the race, the link is cut mid-flight, the standby promoted,
+    /// and an answered request sent again to it.
+    fn failing_over(&self) -> RaceInput {
+        self.race()
+            .with(|r| r.standby.failover = Some(Failover::AfterComplete))
+    }
+}
+
+/// Races the file's choice beside a lagging standby, then through a failover.
+pub async fn judge(db: &Database, file: &Path) -> Result<Vec<Check>> {
+    let choice = StandbyChoice::load(file)?;
+    let lagging = run(db, choice.lagging()).await?;
+    let failed_over = run(db, choice.failing_over()).await?;
+    Ok(vec![
+        one_award(&lagging),
+        key_kept(&failed_over, choice.synchronous),
+    ])
+}
+
+async fn run(db: &Database, input: RaceInput) -> Result<RaceResult> {
+    let settings = input.build(Origin::File)?;
+    Race::prepare(db, settings).await?.run(1).await
+}
+
+fn one_award(r: &RaceResult) -> Check {
+    Check::judged(
+        "a standby 200 ms behind",
+        "five at once with a lagging standby beside the primary: 1 XP row, 1 service call",
+        r.xp_rows == 1 && r.service_calls == 1,
+        format!("{}, {} service calls", xp_rows(r.xp_rows), r.service_calls),
+    )
+}
+
+fn key_kept(r: &RaceResult, synchronous: Synchronous) -> Check {
+    const CASE: &str = "failover after a 201";
+    const DEMANDS: &str = "the primary fails with WAL on the link; the promoted standby still \
+                           has the answered key, and the retry is replayed: 1 service call";
+    let Some(f) = &r.failover else {
+        return Check::not_applicable(CASE, DEMANDS, "no failover happened".to_string());
+    };
+    let saw = format!(
+        "{} bytes of WAL lost at the cut; the key {}; {} service calls",
+        f.wal_lost_bytes,
+        match f.acknowledged_key_lost {
+            true => "was gone on the new primary",
+            false => "was there on the new primary",
+        },
+        r.service_calls
+    );
+    let passed = !f.acknowledged_key_lost && r.service_calls == 1;
+    if passed && f.untested(synchronous) {
+        return Check::not_applicable(
+            CASE,
+            DEMANDS,
+            format!("nothing was on the link when it was cut; {saw}"),
+        );
+    }
+    Check::judged(CASE, DEMANDS, passed, saw)
+}
