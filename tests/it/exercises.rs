@@ -495,7 +495,7 @@ fn an_exercise_is_written_checked_hinted_and_kept_when_passed() {
     assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("Why it works"));
     let out = sandbox.idem().arg("progress").assert().success();
     assert!(
-        String::from_utf8_lossy(&out.get_output().stdout).contains("exercises passed: 1 of 9 (2)")
+        String::from_utf8_lossy(&out.get_output().stdout).contains("exercises passed: 1 of 10 (2)")
     );
 
     assert_eq!(
