@@ -100,10 +100,16 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         },
         Command::Serve(a) => dispatch(c::serve::plan(&a)?, s).await,
         Command::Probe(a) => {
-            // A wrong command line exits 2, as clap's own refusals do.
-            let plan = c::probe::plan(&a)
-                .map_err(|e| c::status::Status::BadInput.because(format!("{e:#}")))?;
-            dispatch(plan, s).await
+            // A wrong command line (or plan) exits 2, as clap's own refusals do.
+            let bad = |e: anyhow::Error| c::status::Status::BadInput.because(format!("{e:#}"));
+            match &a.plan {
+                Some(file) => dispatch(c::probe_plan::plan(&a, file).map_err(bad)?, s).await,
+                None => {
+                    let plan = c::probe::plan(&a).map_err(bad)?;
+                    c::probe_reports::check(&plan.reports).map_err(bad)?;
+                    dispatch(plan, s).await
+                }
+            }
         }
         Command::Pooler(a) => dispatch(c::pooler::plan(&a)?, s).await,
         Command::Replica(a) => dispatch(c::replica::plan(&a)?, s).await,

@@ -237,7 +237,19 @@ pub struct CountFlags {
 #[derive(Debug, Args)]
 pub struct ProbeArgs {
     /// The endpoint, e.g. http://127.0.0.1:8080/lessons/1/complete.
-    pub url: String,
+    #[arg(required_unless_present = "plan")]
+    pub url: Option<String>,
+
+    /// Probe every endpoint a plan file names, in turn, and end with one
+    /// summary (see docs/ci.md); the other flags then go in the plan.
+    #[arg(long, value_name = "FILE", conflicts_with = "url")]
+    pub plan: Option<PathBuf>,
+
+    /// A report for a CI system, once every case is judged:
+    /// junit:PATH (JUnit XML) or github (a step summary and annotations);
+    /// may be given more than once.
+    #[arg(long, value_name = "junit:PATH|github", value_parser = ReportTo::parse)]
+    pub report: Vec<ReportTo>,
 
     #[arg(long, short = 'n', value_name = "N",
           allow_negative_numbers = true, value_parser = limits::PROBE_REQUESTS.parser(),
@@ -331,6 +343,25 @@ pub struct ProbeArgs {
     /// One JSON object with every figure.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Where `--report` writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReportTo {
+    /// JUnit XML, to this file.
+    Junit(PathBuf),
+    /// GitHub Actions: `GITHUB_STEP_SUMMARY` and `::error` annotations.
+    Github,
+}
+
+impl ReportTo {
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.split_once(':') {
+            Some(("junit", path)) if !path.is_empty() => Ok(ReportTo::Junit(PathBuf::from(path))),
+            None if text == "github" => Ok(ReportTo::Github),
+            _ => Err("give junit:PATH or github".to_string()),
+        }
+    }
 }
 
 /// A language the challenge has a starting point in.

@@ -21,6 +21,8 @@ pub mod matrix;
 pub mod pooler;
 pub mod predict;
 pub mod probe;
+pub mod probe_plan;
+pub mod probe_reports;
 pub mod progress;
 pub mod race;
 pub mod reap;

@@ -8,12 +8,13 @@ use bytes::Bytes;
 
 use super::command::{Command, Given, Needs, Nothing};
 use super::status::Status;
-use crate::cli::wire_commands::{CountFlags, ProbeArgs};
+use crate::cli::wire_commands::{CountFlags, ProbeArgs, ReportTo};
 use crate::limits;
 use crate::probe::bursts::Bursts;
-use crate::probe::conformance::{self, Mark};
+use crate::probe::conformance;
+use crate::probe::judged::{Case, Endpoint, Judged};
 use crate::probe::profile::{Observed, Profile};
-use crate::probe::{Caller, CmdCounter, Counter, Probe, SqlCounter, probe, schedule};
+use crate::probe::{Caller, CmdCounter, Counter, Probe, SqlCounter, Verdict, probe, schedule};
 use crate::report::Output;
 use crate::report::probe::{render, render_bursts, render_checks, render_profile, render_schedule};
 
@@ -38,6 +39,8 @@ pub struct Plan {
     /// case, retry and count in it.
     pub whole: Duration,
     pub out: Output,
+    /// `--report`: the CI reports to write once every case is judged.
+    pub reports: Vec<ReportTo>,
 }
 
 pub fn plan(args: &ProbeArgs) -> Result<Plan> {
@@ -47,7 +50,7 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
     };
     let counter = counter(&args.count)?;
     let probe = Probe::new(
-        &args.url,
+        args.url.as_deref().unwrap_or_default(),
         &args.reach.reach(),
         &args.method,
         &args.headers,
@@ -104,6 +107,7 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
         retry_at,
         whole,
         out: Output::from_json_flag(args.json),
+        reports: args.report.clone(),
     })
 }
 
@@ -187,8 +191,90 @@ impl Command for Plan {
     /// Everything within `--timeout-ms`; past it, what was said stands and
     /// the probe ends in one line, judging nothing more.
     async fn run(self, _: &Nothing, _: Given) -> Result<()> {
+        let reports = self.reports.clone();
+        let name = self.probe.shown_url.clone();
+        let judged = self.judge().await;
+        let endpoints = [endpoint(name, judged)];
+        super::probe_reports::write(&reports, &endpoints)?;
+        exit_status(&endpoints)
+    }
+}
+
+/// `judged`, as a summary and the reports take it: an endpoint that could
+/// not be probed at all (nothing answered, the count could not be taken
+/// before the first request) is said so; any other error once requests
+/// were sent (`--timeout-ms` ran out, the count after them failed) leaves
+/// the probe not judged.
+pub fn endpoint(name: String, judged: Result<Vec<Case>>) -> Endpoint {
+    match judged {
+        Ok(cases) => Endpoint {
+            name,
+            cases,
+            could_not_run: None,
+        },
+        Err(err) => {
+            let why = format!("{err:#}");
+            match Status::of(&err) {
+                Some(Status::CouldNotRun | Status::BadInput) => Endpoint {
+                    name,
+                    cases: Vec::new(),
+                    could_not_run: Some(why),
+                },
+                _ => Endpoint {
+                    name,
+                    cases: vec![Case::new("the probe", Judged::NotJudged, why)],
+                    could_not_run: None,
+                },
+            }
+        }
+    }
+}
+
+/// The exit status the endpoints call for (the same for one probe and a
+/// plan): 1 if a case failed, else 4 if an endpoint could not be probed,
+/// else 3 if something asked for was not judged, else 0.
+pub fn exit_status(endpoints: &[Endpoint]) -> Result<()> {
+    let all = || {
+        endpoints
+            .iter()
+            .flat_map(|e| e.cases.iter().map(move |c| (e, c)))
+    };
+    let failed: Vec<_> = all().filter(|(_, c)| c.judged == Judged::Failed).collect();
+    let named = |e: &Endpoint| match endpoints.len() {
+        1 => String::new(),
+        _ => format!("{}, ", e.name),
+    };
+    if let Some((e, first)) = failed.first() {
+        return Err(Status::Failed.because(format!(
+            "{} of {} cases did not hold; the first, {}{}: {}",
+            failed.len(),
+            all().count(),
+            named(e),
+            first.case,
+            first.saw
+        )));
+    }
+    if let Some(e) = endpoints.iter().find(|e| e.could_not_run.is_some()) {
+        let why = e.could_not_run.as_deref().unwrap_or_default();
+        return Err(Status::CouldNotRun.because(format!("{}{why}", named(e))));
+    }
+    if let Some((e, c)) = all().find(|(_, c)| c.judged == Judged::NotJudged) {
+        return Err(Status::NotJudged.because(format!(
+            "the probe could not judge {}{}: {}; nothing failed, but nothing held either",
+            named(e),
+            c.case,
+            c.saw
+        )));
+    }
+    Ok(())
+}
+
+impl Plan {
+    /// Every case within `--timeout-ms`; past it, what was said stands and
+    /// the probe ends, judging nothing more.
+    pub async fn judge(&self) -> Result<Vec<Case>> {
         let whole = self.whole;
-        match tokio::time::timeout(whole, self.probe_all()).await {
+        match tokio::time::timeout(whole, self.judge_all()).await {
             Ok(done) => done,
             Err(_) => Err(Status::NotJudged.because(format!(
                 "the probe did not finish within --timeout-ms {}, which bounds the whole \
@@ -197,19 +283,17 @@ impl Command for Plan {
             ))),
         }
     }
-}
 
-impl Plan {
     /// The probe the command line asks for: a burst, bursts, a schedule of
-    /// retries, the conformance cases.
-    async fn probe_all(self) -> Result<()> {
+    /// retries, the conformance cases, each case's verdict.
+    async fn judge_all(&self) -> Result<Vec<Case>> {
         let out = self.out;
         check_counter(self.probe.counter.as_ref()).await?;
         if !self.retry_at.is_empty() {
-            return schedules(&self).await;
+            return schedules(self).await;
         }
         if self.runs > 1 {
-            return bursts(&self).await;
+            return bursts(self).await;
         }
         let key = self.key.clone().unwrap_or_else(fresh_key);
         let result = probe(&self.probe, &key, self.requests).await?;
@@ -219,7 +303,21 @@ impl Plan {
             return Err(Status::CouldNotRun.because(format!("no request got an answer: {error}")));
         }
         out.record(&result, render)?;
-        let mut failed = result.verdict.held == Some(false) && result.effects.is_some();
+        let burst = match result.verdict {
+            _ if !result.verdict.judged => Judged::NotJudged,
+            Verdict {
+                held: Some(false), ..
+            } if result.effects.is_some() => Judged::Failed,
+            Verdict {
+                held: Some(true), ..
+            } => Judged::Held,
+            _ => Judged::Undecided,
+        };
+        let mut cases = vec![Case::new(
+            format!("{} requests, one key", self.requests),
+            burst,
+            format!("{} (key {key:?})", result.verdict.summary),
+        )];
         if let Some(other) = &self.conformance {
             let mut seen = Observed::default();
             let mut checks =
@@ -236,18 +334,9 @@ impl Plan {
             }
             out.text(|| render_checks("conformance (IETF draft)", &checks))?;
             out.record(&Profile::of(&seen), render_profile)?;
-            failed |= checks.iter().any(|c| c.mark == Mark::Fail);
+            cases.extend(checks.iter().map(Case::of_check));
         }
-        if failed {
-            return Err(Status::Failed.because("the endpoint did not hold (see above)"));
-        }
-        if !result.verdict.judged {
-            return Err(Status::NotJudged.because(
-                "the probe could not judge the endpoint (see above); nothing failed, but \
-                 nothing held either",
-            ));
-        }
-        Ok(())
+        Ok(cases)
     }
 }
 
@@ -274,7 +363,7 @@ fn retry_at(given: &[Duration]) -> Result<Vec<Duration>> {
 
 /// `--retry-at`: each run a schedule on a key of its own, each a line of
 /// `--json`; a schedule that left more than one effect is a duplicate.
-async fn schedules(plan: &Plan) -> Result<()> {
+async fn schedules(plan: &Plan) -> Result<Vec<Case>> {
     let (mut duplicates, mut judged) = (0, 0);
     for _ in 0..plan.runs {
         let key = plan.key.clone().unwrap_or_else(fresh_key);
@@ -283,20 +372,35 @@ async fn schedules(plan: &Plan) -> Result<()> {
         judged += usize::from(s.held.is_some());
         duplicates += usize::from(s.held == Some(false));
     }
-    if duplicates > 0 {
-        return Err(Status::Failed.because(format!(
-            "{duplicates} of {} schedules left more than one effect for their key",
-            plan.runs
-        )));
-    }
-    if judged < plan.runs {
-        return Err(Status::NotJudged.because(format!(
-            "could not judge {} of {} schedules: no effect was counted for their key",
-            plan.runs - judged,
-            plan.runs
-        )));
-    }
-    Ok(())
+    let offsets: Vec<String> = plan
+        .retry_at
+        .iter()
+        .map(|d| format!("{} ms", d.as_millis()))
+        .collect();
+    let case = format!("retries at {}", offsets.join(", "));
+    let runs = plan.runs;
+    Ok(vec![if duplicates > 0 {
+        Case::new(
+            case,
+            Judged::Failed,
+            format!("{duplicates} of {runs} schedules left more than one effect for their key"),
+        )
+    } else if judged < runs {
+        Case::new(
+            case,
+            Judged::NotJudged,
+            format!(
+                "could not judge {} of {runs} schedules: no effect was counted for their key",
+                runs - judged
+            ),
+        )
+    } else {
+        Case::new(
+            case,
+            Judged::Held,
+            format!("one effect per key in {runs} of {runs} schedules"),
+        )
+    }])
 }
 
 fn fresh_key() -> String {
@@ -304,7 +408,7 @@ fn fresh_key() -> String {
 }
 
 /// `--runs R`: R bursts, each a line of `--json`, then what they came to.
-async fn bursts(plan: &Plan) -> Result<()> {
+async fn bursts(plan: &Plan) -> Result<Vec<Case>> {
     let out = plan.out;
     let progress = out.progress(plan.runs as u64, "bursts");
     let mut summary = Bursts::new(plan.requests);
@@ -322,15 +426,16 @@ async fn bursts(plan: &Plan) -> Result<()> {
     }
     progress.finish_and_clear();
     out.record(&summary, |s| render_bursts(&plan.probe.shown_url, s))?;
-    if summary.with_duplicates > 0 && plan.probe.counter.is_some() {
-        return Err(
-            Status::Failed.because(format!("the endpoint did not hold: {}", summary.rate()))
-        );
-    }
-    if let Some(why) = unjudged {
-        return Err(
-            Status::NotJudged.because(format!("the probe could not judge the endpoint: {why}"))
-        );
-    }
-    Ok(())
+    let case = format!("{} bursts of {}", plan.runs, plan.requests);
+    Ok(vec![
+        if summary.with_duplicates > 0 && plan.probe.counter.is_some() {
+            Case::new(case, Judged::Failed, summary.rate())
+        } else if let Some(why) = unjudged {
+            Case::new(case, Judged::NotJudged, why)
+        } else if summary.held == plan.runs {
+            Case::new(case, Judged::Held, summary.rate())
+        } else {
+            Case::new(case, Judged::Undecided, summary.rate())
+        },
+    ])
 }

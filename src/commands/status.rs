@@ -37,6 +37,11 @@ impl Status {
         self as u8
     }
 
+    /// The status `err` ends the run with, if it is one of these.
+    pub fn of(err: &anyhow::Error) -> Option<Status> {
+        err.downcast_ref::<Ended>().map(|e| e.status)
+    }
+
     /// An error ending the run so, saying `message`.
     pub fn because(self, message: impl Into<String>) -> anyhow::Error {
         Ended {

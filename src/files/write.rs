@@ -2,7 +2,8 @@
 //!
 //! Every writer goes through here: [`replace`] for a file idem may write
 //! again (a report, the progress), [`create_new`] for one it must never
-//! write over (an exercise handed to a learner), and [`make_dirs`] for
+//! write over (an exercise handed to a learner), [`append`] for a file
+//! others add to as well (a CI system's summary), and [`make_dirs`] for
 //! the directories they go in.
 //!
 //! These files often land in shared places such as `/tmp`, where anyone
@@ -88,6 +89,41 @@ pub fn check_target(path: &Path, flag: &str) -> Result<()> {
 /// Writes `contents` to `path` whole or not at all (see the module's doc).
 pub fn replace(path: &Path, contents: &[u8], flag: &str) -> Result<()> {
     Staged::write(path, contents, flag)?.commit()
+}
+
+/// Adds `contents` at the end of `path` (a CI system's summary file, which
+/// others write too), creating it if missing: never through a link (the
+/// name is opened with `O_NOFOLLOW` in its open directory), never waiting
+/// on a FIFO (opened non-blocking, then refused unless a regular file).
+pub fn append(path: &Path, contents: &[u8], what: &str) -> Result<()> {
+    let place = Place::open(path, what)?;
+    let shown = path.display();
+    // SAFETY: a C string in the open directory; the descriptor is owned
+    // by the File from here on.
+    let fd = unsafe {
+        libc::openat(
+            place.dir.as_raw_fd(),
+            place.name.as_ptr(),
+            libc::O_WRONLY
+                | libc::O_APPEND
+                | libc::O_CREAT
+                | libc::O_NOFOLLOW
+                | libc::O_NONBLOCK
+                | libc::O_CLOEXEC,
+            0o644 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        let err = std::io::Error::last_os_error();
+        bail!("could not write {what} {shown}: {err}");
+    }
+    // SAFETY: fd was just opened and is owned here alone.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    if !file.metadata()?.file_type().is_file() {
+        bail!("{what} {shown} is not a regular file (a FIFO, socket or device); name a file");
+    }
+    file.write_all(contents)
+        .with_context(|| format!("could not write {what} {shown}"))
 }
 
 /// Writes `contents` to `path`, a name where nothing is yet, whole or not

@@ -11,6 +11,7 @@ pub mod bursts;
 pub mod conformance;
 pub mod count;
 pub mod count_cmd;
+pub mod judged;
 pub mod profile;
 pub mod release;
 pub mod schedule;

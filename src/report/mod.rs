@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod challenge;
+pub mod ci;
 pub mod exercise;
 pub mod explain;
 pub mod explore;

@@ -317,3 +317,48 @@ pub fn render_profile(p: &Profile) -> String {
         dim(format!("draft: {}\nStripe: {}", p.draft, p.stripe)),
     )
 }
+
+/// A plan's summary: every endpoint's cases, one row each, and the counts.
+pub fn render_plan(endpoints: &[crate::probe::judged::Endpoint]) -> String {
+    use crate::probe::judged::Judged;
+    let mut rows = Vec::new();
+    for e in endpoints {
+        if let Some(why) = &e.could_not_run {
+            rows.push(vec![
+                e.name.clone(),
+                "the probe".into(),
+                bad("could not run").to_string(),
+                why.clone(),
+            ]);
+        }
+        for c in &e.cases {
+            let verdict = match c.judged {
+                Judged::Held => good(c.judged.name()).to_string(),
+                Judged::Failed => bad(c.judged.name()).to_string(),
+                Judged::NotJudged => warn(c.judged.name()).to_string(),
+                Judged::Undecided | Judged::NotApplicable => dim(c.judged.name()).to_string(),
+            };
+            rows.push(vec![e.name.clone(), c.case.clone(), verdict, c.saw.clone()]);
+        }
+    }
+    let count = |j: Judged| {
+        endpoints
+            .iter()
+            .flat_map(|e| &e.cases)
+            .filter(|c| c.judged == j)
+            .count()
+    };
+    let unrun = endpoints
+        .iter()
+        .filter(|e| e.could_not_run.is_some())
+        .count();
+    format!(
+        "\n{}\n\n{}\n\n{} held, {} failed, {} not judged, {} could not run\n",
+        strong("the plan"),
+        super::table::render(&["endpoint", "case", "verdict", "saw"], rows, &[]),
+        count(Judged::Held),
+        count(Judged::Failed),
+        count(Judged::NotJudged),
+        unrun
+    )
+}

@@ -33,6 +33,7 @@ mod middleware;
 mod no_race;
 mod pooler;
 mod predictions;
+mod probe_plan;
 mod probe_status;
 mod race;
 mod reach;

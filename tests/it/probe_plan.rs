@@ -1,0 +1,175 @@
+//! `idem probe --plan`: every endpoint of an API from one file, one summary, one exit status, JUnit and GitHub reports, and `${VAR}` values never shown.
+
+use crate::common::Sandbox;
+use crate::common::app::Served;
+
+/// A plan of two endpoints of two real apps: check-then-store, which
+/// duplicates, and claim-work-complete, which holds; the second's URL and
+/// database URL come from the environment (the first overrides the
+/// default with its own database's URL).
+fn plan(duplicating: &Served, holding: &Served) -> String {
+    format!(
+        r#"
+[defaults]
+data = '{{"user_id": 42, "amount": 10}}'
+requests = 5
+count_database_url = "${{IDEM_TEST_DB}}"
+
+[[endpoint]]
+name = "check-then-store"
+url = "{}"
+count_sql = "{}"
+count_database_url = "{}"
+
+[[endpoint]]
+name = "claim first"
+url = "${{IDEM_TEST_API}}/lessons/1/complete"
+count_sql = "{}"
+"#,
+        duplicating.endpoint(),
+        duplicating.field("count_sql"),
+        duplicating.field("database_url"),
+        holding.field("count_sql"),
+    )
+}
+
+/// A JUnit suite: its name, tests, failures, and each case's name with
+/// what it came to (pass, failure, skipped).
+type Suite = (String, String, String, Vec<(String, &'static str)>);
+
+/// The JUnit file's suites.
+fn suites(xml: &str) -> Vec<Suite> {
+    let doc = roxmltree::Document::parse(xml).expect("JUnit is well-formed XML");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    root.children()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .map(|s| {
+            let cases = s
+                .children()
+                .filter(|n| n.has_tag_name("testcase"))
+                .map(|c| {
+                    let came = if c.children().any(|n| n.has_tag_name("failure")) {
+                        "failure"
+                    } else if c.children().any(|n| n.has_tag_name("skipped")) {
+                        "skipped"
+                    } else {
+                        "pass"
+                    };
+                    (c.attribute("name").unwrap().to_string(), came)
+                })
+                .collect();
+            let attr = |a: &str| s.attribute(a).unwrap().to_string();
+            (attr("name"), attr("tests"), attr("failures"), cases)
+        })
+        .collect()
+}
+
+#[test]
+fn a_plan_probes_every_endpoint_and_reports_one_status_junit_and_github() {
+    let duplicating = Served::start("plan-dup", &["-s", "check-then-store"]);
+    let holding = Served::start("plan-hold", &["-s", "claim-work-complete"]);
+    let sandbox = Sandbox::new("probe-plan");
+    std::fs::write(sandbox.dir.join("plan.toml"), plan(&duplicating, &holding)).unwrap();
+    let holding_url = holding.field("url");
+    let secret_db = holding.field("database_url");
+    let summary = sandbox.dir.join("summary.md");
+    let mut junits = Vec::new();
+    for run in 0..2 {
+        let junit = sandbox.dir.join(format!("probe-{run}.xml"));
+        let out = sandbox
+            .idem()
+            .args(["probe", "--plan", "plan.toml", "--report"])
+            .arg(format!("junit:{}", junit.display()))
+            .args(["--report", "github"])
+            .env("IDEM_TEST_API", holding_url.trim_end_matches('/'))
+            .env("IDEM_TEST_DB", &secret_db)
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .env("GITHUB_ACTIONS", "true")
+            .current_dir(&sandbox.dir)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        );
+        // One endpoint duplicated: the plan exits 1, naming it.
+        assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+        assert!(stdout.contains("the plan"), "{stdout}");
+        assert!(stderr.contains("check-then-store"), "{stderr}");
+        assert_eq!(
+            stderr.lines().filter(|l| l.starts_with("::error")).count(),
+            1,
+            "{stderr}"
+        );
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        for shown in [&stdout, &stderr, &xml] {
+            assert!(
+                !shown.contains(&secret_db),
+                "a ${{VAR}} value was shown: {shown}"
+            );
+            assert!(
+                !shown.contains(&holding_url),
+                "a ${{VAR}} URL was shown: {shown}"
+            );
+        }
+        assert!(
+            stdout.contains("${IDEM_TEST_API}/lessons/1/complete"),
+            "{stdout}"
+        );
+        junits.push(suites(&xml));
+    }
+    // The same verdicts give the same report.
+    assert_eq!(junits[0], junits[1]);
+    let suites = &junits[0];
+    assert_eq!(suites.len(), 2);
+    assert_eq!(
+        (suites[0].0.as_str(), suites[0].2.as_str()),
+        ("check-then-store", "1")
+    );
+    assert_eq!(
+        suites[0].3,
+        [("5 requests, one key".to_string(), "failure")]
+    );
+    assert_eq!(
+        (suites[1].0.as_str(), suites[1].2.as_str()),
+        ("claim first", "0")
+    );
+    // Two runs appended two summaries to GitHub's file.
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert_eq!(md.matches("### idem probe").count(), 2, "{md}");
+    assert!(!md.contains(&secret_db));
+}
+
+#[test]
+fn a_bad_plan_is_refused_in_one_line_naming_where() {
+    let sandbox = Sandbox::new("probe-plan-bad");
+    let cases = [
+        (
+            "[[endpoint]]\nurl = \"http://127.0.0.1:1/\"\ncolour = 1\n",
+            "line 3: unknown key `colour`",
+        ),
+        (
+            "[[endpoint]]\nurl = \"${IDEM_NOT_SET_ANYWHERE}\"\n",
+            "${IDEM_NOT_SET_ANYWHERE} is not set",
+        ),
+        (
+            "[[endpoint]]\nurl = \"http://127.0.0.1:1/\"\nrequests = 0\n",
+            "endpoint http://127.0.0.1:1/: invalid value '0' for '--requests",
+        ),
+        ("[defaults]\nrequests = 5\n", "missing field `endpoint`"),
+    ];
+    for (text, said) in cases {
+        std::fs::write(sandbox.dir.join("plan.toml"), text).unwrap();
+        let out = sandbox
+            .idem()
+            .args(["probe", "--plan", "plan.toml"])
+            .current_dir(&sandbox.dir)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(said), "{text}: {stderr}");
+    }
+}
