@@ -86,6 +86,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Once listening, write a plan for `idem probe --plan` to this file:
+    /// the award endpoint, counted in this app's tables.
+    #[arg(long, value_name = "FILE")]
+    pub write_plan: Option<PathBuf>,
+
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -244,6 +249,13 @@ pub struct ProbeArgs {
     /// summary (see docs/ci.md); the other flags then go in the plan.
     #[arg(long, value_name = "FILE", conflicts_with = "url")]
     pub plan: Option<PathBuf>,
+
+    /// Before the first request, wait until the endpoint's server answers
+    /// anything over HTTP, for at most this long (a service still starting
+    /// in CI); one that never does ends the probe with status 4.
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = limits::WAIT_FOR_MS.parser())]
+    pub wait_for_ms: Option<u64>,
 
     /// A report for a CI system, once every case is judged:
     /// junit:PATH (JUnit XML) or github (a step summary and annotations);

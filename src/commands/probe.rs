@@ -11,10 +11,10 @@ use super::status::Status;
 use crate::cli::wire_commands::{CountFlags, ProbeArgs, ReportTo};
 use crate::limits;
 use crate::probe::bursts::Bursts;
-use crate::probe::conformance;
 use crate::probe::judged::{Case, Endpoint, Judged};
 use crate::probe::profile::{Observed, Profile};
 use crate::probe::{Caller, CmdCounter, Counter, Probe, SqlCounter, Verdict, probe, schedule};
+use crate::probe::{conformance, failure_classes};
 use crate::report::Output;
 use crate::report::probe::{render, render_bursts, render_checks, render_profile, render_schedule};
 
@@ -41,6 +41,8 @@ pub struct Plan {
     pub out: Output,
     /// `--report`: the CI reports to write once every case is judged.
     pub reports: Vec<ReportTo>,
+    /// `--wait-for-ms`: how long to wait for the server to answer at all.
+    pub wait_for: Option<Duration>,
 }
 
 pub fn plan(args: &ProbeArgs) -> Result<Plan> {
@@ -108,6 +110,7 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
         whole,
         out: Output::from_json_flag(args.json),
         reports: args.report.clone(),
+        wait_for: args.wait_for_ms.map(Duration::from_millis),
     })
 }
 
@@ -273,6 +276,7 @@ impl Plan {
     /// Every case within `--timeout-ms`; past it, what was said stands and
     /// the probe ends, judging nothing more.
     pub async fn judge(&self) -> Result<Vec<Case>> {
+        self.wait_until_up().await?;
         let whole = self.whole;
         match tokio::time::timeout(whole, self.judge_all()).await {
             Ok(done) => done,
@@ -280,6 +284,25 @@ impl Plan {
                 "the probe did not finish within --timeout-ms {}, which bounds the whole \
                  probe; nothing after that was judged",
                 whole.as_millis()
+            ))),
+        }
+    }
+
+    /// With `--wait-for-ms`, waits (outside `--timeout-ms`) until the
+    /// server answers anything, and says how long that took.
+    async fn wait_until_up(&self) -> Result<()> {
+        let Some(within) = self.wait_for else {
+            return Ok(());
+        };
+        let url = &self.probe.shown_url;
+        match self.probe.wait_until_up(within).await {
+            Some(took) => {
+                eprintln!("note: {url} answered after {} ms", took.as_millis());
+                Ok(())
+            }
+            None => Err(Status::CouldNotRun.because(format!(
+                "{url} did not answer within --wait-for-ms {}: the service never came up",
+                within.as_millis()
             ))),
         }
     }
@@ -329,6 +352,7 @@ impl Plan {
             checks.push(abort.await?);
             let caller = self.other_caller.as_ref();
             checks.push(conformance::another_caller(&self.probe, &key, caller).await?);
+            checks.extend(failure_classes::run(&self.probe, &key, self.requests).await?);
             for check in &checks {
                 out.record(check, |_| String::new())?;
             }

@@ -32,7 +32,7 @@ pub const MOST_ENDPOINTS: usize = 100;
 
 /// The keys an endpoint (or `[defaults]`) may have: the probe's flags,
 /// `_` for `-`, and `name`, `url`, `headers`, `data_file`.
-const KEYS: [&str; 22] = [
+const KEYS: [&str; 23] = [
     "name",
     "url",
     "method",
@@ -55,6 +55,7 @@ const KEYS: [&str; 22] = [
     "count_cmd",
     "count_timeout_ms",
     "insecure",
+    "wait_for_ms",
 ];
 
 /// The plan as TOML says it.
@@ -96,7 +97,8 @@ pub struct PlanRun {
     out: Output,
 }
 
-/// Reads the plan at `file`; the command line may add only `--json` and `--report`.
+/// Reads the plan at `file`; the command line may add only `--json`,
+/// `--report`, and `--wait-for-ms` for every endpoint that does not say.
 pub fn plan(args: &ProbeArgs, file: &Path) -> Result<PlanRun> {
     let given_too = !args.headers.is_empty()
         || args.data.is_some()
@@ -138,6 +140,9 @@ pub fn plan(args: &ProbeArgs, file: &Path) -> Result<PlanRun> {
             .map_err(|e| anyhow!("{place}: {}", secrets.redact(&format!("{e:#}"))))?;
         probe.out = Output::from_json_flag(args.json);
         probe.probe.shown_url = raw_url;
+        if probe.wait_for.is_none() {
+            probe.wait_for = args.wait_for_ms.map(std::time::Duration::from_millis);
+        }
         endpoints.push((shown, probe));
     }
     Ok(PlanRun {

@@ -16,7 +16,7 @@ use crate::race::replicas::Replicas;
 use crate::race::{Race, RaceSettings};
 use crate::report::Output;
 use crate::report::request_log::RequestLog;
-use crate::report::serve::{Ready, Served, render_ready, render_served};
+use crate::report::serve::{Ready, Served, probe_plan, render_ready, render_served};
 use crate::report::width::width;
 
 /// What `idem serve` will do, checked before the database starts.
@@ -29,6 +29,8 @@ pub struct Plan {
     /// `--tls-cert` and `--tls-key`, read and checked.
     pub tls: Option<Arc<rustls::ServerConfig>>,
     pub out: Output,
+    /// `--write-plan`: where to write a plan for `idem probe --plan`.
+    pub write_plan: Option<std::path::PathBuf>,
 }
 
 pub fn plan(args: &ServeArgs) -> Result<Plan> {
@@ -49,6 +51,27 @@ pub fn plan(args: &ServeArgs) -> Result<Plan> {
             _ => None,
         },
         out: Output::from_json_flag(args.json),
+        write_plan: match &args.write_plan {
+            Some(path) => {
+                crate::files::write::check_target(path, "--write-plan")?;
+                Some(path.clone())
+            }
+            None => None,
+        },
+    })
+}
+
+/// Writes the plan for this app, if asked, and says where.
+fn write_plan(to: Option<&std::path::Path>, ready: &Ready, out: Output) -> Result<()> {
+    let Some(path) = to else {
+        return Ok(());
+    };
+    crate::files::write::replace(path, probe_plan(ready).as_bytes(), "--write-plan")?;
+    out.text(|| {
+        format!(
+            "a plan for it: {0} (idem probe --plan {0})\n\n",
+            path.display()
+        )
     })
 }
 
@@ -115,6 +138,7 @@ impl Command for Plan {
             cap,
         );
         out.record(&ready, render_ready)?;
+        write_plan(self.write_plan.as_deref(), &ready, out)?;
         let tls = self.tls.map(tokio_rustls::TlsAcceptor::from);
         listener::serve(Arc::new(app), listener, self.limits, cap, note, tls).await;
         Ok(())
@@ -146,6 +170,7 @@ async fn serve_replicas(
         cap,
     );
     plan.out.record(&ready, render_ready)?;
+    write_plan(plan.write_plan.as_deref(), &ready, plan.out)?;
     replicas.serve().await;
     Ok(())
 }

@@ -314,7 +314,7 @@ impl App {
             return stopping();
         };
         let key = self.shape.key_scope.key_of(&parts.headers, key);
-        let request = self.request_of(&parts.headers, key, &award, lesson);
+        let request = self.request_of(&parts, key, &award, lesson);
         let arrived = Instant::now();
         let mut trace = Trace::new(arrived);
         trace.hang_up = self.hang_ups.clone().map(|h| (h, request.worker));
@@ -357,12 +357,13 @@ impl App {
     /// request names (a race's client), else the next number.
     fn request_of(
         &self,
-        headers: &hyper::HeaderMap,
+        parts: &hyper::http::request::Parts,
         key: String,
         award: &Award,
         lesson: i32,
     ) -> Request {
-        let worker = headers
+        let worker = parts
+            .headers
             .get(WORKER_HEADER)
             .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
             .filter(|w| *w > 0)
@@ -375,6 +376,14 @@ impl App {
         };
         let shape = self.shape;
         let mut request = Request::new(worker, key, params, shape.fingerprint, shape.work);
+        // The query string is part of what was asked (`?dry_run=1`): a
+        // fingerprint without it would replay a dry run as the real thing.
+        if let (Some(fingerprint), Some(query)) = (
+            request.fingerprint.as_mut(),
+            parts.uri.query().filter(|q| !q.is_empty()),
+        ) {
+            *fingerprint = Params::fingerprint_with_query(fingerprint, query);
+        }
         request.work_fails = shape.fail_work == Some(worker);
         request.service = Some(self.service.for_request());
         request

@@ -119,7 +119,7 @@ fn said(shots: &[Shot]) -> String {
         .join(", ")
 }
 
-fn status_of(shot: &Shot) -> String {
+pub(super) fn status_of(shot: &Shot) -> String {
     match (shot.status, &shot.error) {
         (Some(s), _) => s.to_string(),
         (None, Some(e)) => format!("no answer ({e})"),
@@ -129,7 +129,10 @@ fn status_of(shot: &Shot) -> String {
 
 /// The effects between two counts, as words; empty when not counted. A
 /// change that does not fit in 64 bits is an error, as in the probe.
-fn effects_words(before: Option<i64>, after: Option<i64>) -> Result<(Option<i64>, String)> {
+pub(super) fn effects_words(
+    before: Option<i64>,
+    after: Option<i64>,
+) -> Result<(Option<i64>, String)> {
     Ok(match before.zip(after) {
         Some((b, a)) => {
             let n = super::Effects::between(b, a)?.effects;

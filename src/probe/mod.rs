@@ -11,6 +11,7 @@ pub mod bursts;
 pub mod conformance;
 pub mod count;
 pub mod count_cmd;
+pub mod failure_classes;
 pub mod judged;
 pub mod profile;
 pub mod release;
@@ -207,11 +208,77 @@ impl Probe {
         client::hang_up_after_sending(&self.target, &outgoing, linger, self.timeout).await
     }
 
+    /// One request on its own with `extra` headers added after the
+    /// probe's (a second key line, a replay marker) and `query` added to
+    /// its URL's query string.
+    pub async fn once_with(
+        &self,
+        key: Option<&str>,
+        extra: &[(HeaderName, HeaderValue)],
+        query: Option<&str>,
+    ) -> Shot {
+        let mut outgoing = self.outgoing(key, &self.body);
+        outgoing.headers.extend(extra.iter().cloned());
+        if let Some(query) = query {
+            let joint = if outgoing.path.contains('?') {
+                '&'
+            } else {
+                '?'
+            };
+            outgoing.path = format!("{}{joint}{query}", outgoing.path);
+        }
+        let opened = Instant::now();
+        let received = client::once(&self.target, &outgoing, self.timeout).await;
+        Shot::new(1, opened, received)
+    }
+
+    /// One request per key, all sent at once, each on a connection of its
+    /// own; in the order of `keys`, each timed from its own send.
+    pub async fn each_at_once(&self, keys: &[String]) -> Vec<Shot> {
+        let mut sending = tokio::task::JoinSet::new();
+        for (i, key) in keys.iter().enumerate() {
+            let (target, timeout) = (self.target.clone(), self.timeout);
+            let outgoing = self.outgoing(Some(key), &self.body);
+            sending.spawn(async move {
+                let opened = Instant::now();
+                let received = client::once(&target, &outgoing, timeout).await;
+                Shot::new(i + 1, opened, received)
+            });
+        }
+        let mut shots = sending.join_all().await;
+        shots.sort_by_key(|s| s.request);
+        shots
+    }
+
     /// One request on its own.
     pub async fn once(&self, key: Option<&str>, body: &Bytes) -> Shot {
         let opened = Instant::now();
         let received = client::once(&self.target, &self.outgoing(key, body), self.timeout).await;
         Shot::new(1, opened, received)
+    }
+
+    /// Waits until the endpoint's server answers anything at all over HTTP
+    /// (a `GET` of its path, no key: never an effect), trying every 100 ms
+    /// for at most `within`; how long that took, or `None` if it never did.
+    pub async fn wait_until_up(&self, within: Duration) -> Option<Duration> {
+        let began = Instant::now();
+        let knock = Outgoing {
+            method: Method::GET,
+            path: self.target.path.clone(),
+            headers: Vec::new(),
+            body: Bytes::new(),
+        };
+        loop {
+            let left = within.saturating_sub(began.elapsed());
+            if left.is_zero() {
+                return None;
+            }
+            let try_for = left.min(Duration::from_secs(1));
+            if client::once(&self.target, &knock, try_for).await.is_ok() {
+                return Some(began.elapsed());
+            }
+            tokio::time::sleep(Duration::from_millis(100).min(left)).await;
+        }
     }
 
     /// The effects so far, if a count was asked for.

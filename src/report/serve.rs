@@ -195,3 +195,36 @@ pub fn render_served(s: &Served) -> String {
         dim(format!("{} · {:.1} ms", s.did, s.ms)),
     )
 }
+
+/// A plan for `idem probe --plan` that probes this app: its award
+/// endpoint, counted in its own tables, with the draft's cases.
+pub fn probe_plan(r: &Ready) -> String {
+    #[derive(serde::Serialize)]
+    struct Endpoint<'a> {
+        name: String,
+        url: &'a str,
+        data: &'a str,
+        count_sql: &'a str,
+        count_database_url: &'a str,
+        conformance: bool,
+    }
+    #[derive(serde::Serialize)]
+    struct Plan<'a> {
+        endpoint: [Endpoint<'a>; 1],
+    }
+    let plan = Plan {
+        endpoint: [Endpoint {
+            name: format!(
+                "award XP ({})",
+                crate::strategy::guard_file::label(r.strategy, r.strategy_file.as_deref())
+            ),
+            url: &r.endpoint,
+            data: r#"{"user_id": 42, "amount": 10}"#,
+            count_sql: &r.count_sql,
+            count_database_url: &r.database_url,
+            conformance: true,
+        }],
+    };
+    let toml = toml::to_string(&plan).unwrap_or_default();
+    format!("# A plan for idem probe --plan, written by idem serve for itself.\n\n{toml}")
+}

@@ -77,18 +77,29 @@ impl Params {
 
     /// SHA-256 of the canonical encoding, in hex.
     pub fn fingerprint(&self) -> String {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let digest = Sha256::digest(self.canonical().as_bytes());
-        let mut hex = String::with_capacity(64);
-        for byte in digest {
-            hex.push(char::from(HEX[usize::from(byte >> 4)]));
-            hex.push(char::from(HEX[usize::from(byte & 0xf)]));
-        }
-        hex
+        sha256_hex(self.canonical().as_bytes())
+    }
+
+    /// A fingerprint that also covers the request's query string: the
+    /// same body under `?dry_run=1` is another request.
+    pub fn fingerprint_with_query(fingerprint: &str, query: &str) -> String {
+        sha256_hex(format!("{fingerprint}?{query}").as_bytes())
     }
 
     /// "10 XP for lesson 1", for messages.
     pub fn describe(&self) -> String {
         format!("{} XP for lesson {}", self.amount, self.lesson)
     }
+}
+
+/// SHA-256 of `bytes`, in hex.
+fn sha256_hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        hex.push(char::from(HEX[usize::from(byte >> 4)]));
+        hex.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    hex
 }

@@ -164,6 +164,11 @@ fn over_the_wire() {
 }
 
 #[test]
+fn ci() {
+    check("docs/ci.md");
+}
+
+#[test]
 fn request_life() {
     check("docs/request-life.md");
 }

@@ -9,6 +9,7 @@
 
 mod bounds;
 mod browser;
+mod ci_script;
 mod cli;
 mod cluster;
 mod common;
@@ -16,6 +17,7 @@ mod docs;
 mod exercises;
 mod explore;
 mod explore_branches;
+mod failure_classes;
 mod files;
 mod fingerprints_and_keys;
 mod front_door;

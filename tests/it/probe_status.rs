@@ -113,3 +113,41 @@ fn a_count_command_counts_effects_anywhere_and_is_bounded() {
         .count();
     assert_eq!(left, 0, "the hung commands were killed");
 }
+
+/// `--wait-for-ms` waits for a service that is still starting, says how
+/// long it took, and ends with 4 when it never came up.
+#[test]
+fn wait_for_ms_waits_for_a_late_service_and_gives_up_on_an_absent_one() {
+    let sandbox = Sandbox::new("probe-wait");
+    let nobody = "http://127.0.0.1:1/pay";
+    let (code, err) = probe(&sandbox, &[nobody, "-d", "{}", "--wait-for-ms", "300"]);
+    assert_eq!(code, Some(4), "{err}");
+    assert!(
+        err.contains("did not answer within --wait-for-ms 300"),
+        "{err}"
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = sandbox.dir.clone();
+    let late = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        crate::common::flawed::start_at(
+            crate::common::flawed::Flaw::None,
+            &dir,
+            &format!("127.0.0.1:{port}"),
+        )
+    });
+    let url = format!("http://127.0.0.1:{port}/pay");
+    let (code, err) = probe(&sandbox, &[&url, "-d", "{}", "--wait-for-ms", "10000"]);
+    late.join().unwrap();
+    assert_eq!(code, Some(0), "{err}");
+    let waited: u64 = err
+        .split("answered after ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("how long it waited: {err}"));
+    assert!(waited >= 300, "it waited for the late service: {err}");
+}

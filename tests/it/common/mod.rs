@@ -4,6 +4,7 @@
 
 pub mod app;
 pub mod certs;
+pub mod flawed;
 pub mod memory;
 pub mod races;
 pub mod segments;

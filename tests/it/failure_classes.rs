@@ -1,0 +1,63 @@
+//! The probe's failure classes of 2026, each judged against an API of the tests' own that has the flaw, and one that has none.
+
+use serde_json::Value;
+
+use crate::common::Sandbox;
+use crate::common::flawed::{self, Flaw};
+
+const CASES: [&str; 4] = [
+    "duplicate key header",
+    "client-sent replay marker",
+    "another query string",
+    "distinct keys in parallel",
+];
+
+#[test]
+fn each_flaw_fails_its_own_case_and_a_sound_api_holds_all_four() {
+    let sandbox = Sandbox::new("failure-classes");
+    let apis = [
+        (Flaw::None, None),
+        (Flaw::FirstKeyLine, Some("duplicate key header")),
+        (Flaw::TrustsMarker, Some("client-sent replay marker")),
+        (Flaw::IgnoresQuery, Some("another query string")),
+        (Flaw::OneLock, Some("distinct keys in parallel")),
+    ];
+    for (flaw, fails) in apis {
+        let (url, count) = flawed::start(flaw, &sandbox.dir);
+        let out = sandbox
+            .idem()
+            .args(["probe", &format!("{url}/pay"), "-d", r#"{"amount": 10}"#])
+            .args(["--count-cmd", &format!("cat {}", count.display())])
+            .args(["--conformance", "--json", "--settle-ms", "2000"])
+            .output()
+            .unwrap();
+        let marks: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|v| {
+                Some((
+                    v["case"].as_str()?.to_owned(),
+                    v["mark"].as_str()?.to_owned(),
+                ))
+            })
+            .filter(|(case, _)| CASES.contains(&case.as_str()))
+            .collect();
+        let expected: Vec<(String, String)> = CASES
+            .iter()
+            .map(|c| {
+                let mark = if Some(*c) == fails { "fail" } else { "pass" };
+                (c.to_string(), mark.to_string())
+            })
+            .collect();
+        assert_eq!(
+            marks,
+            expected,
+            "{flaw:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // A failed case is a failed probe, whatever the draft's cases say.
+        if fails.is_some() {
+            assert_eq!(out.status.code(), Some(1), "{flaw:?}");
+        }
+    }
+}
