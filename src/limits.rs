@@ -147,6 +147,7 @@ pub const CHECKOUT_TIMEOUT_MS: Limit = with_default(
 pub const THREADS: Limit = with_default(limit("--threads", "race.threads", 1, 10_000), 5);
 pub const RUNS: Limit = with_default(limit("--runs", "expect.runs", 1, 1_000_000), 1);
 pub const AMOUNT: Limit = limit("--amounts", "race.amounts", 1, 1_000_000);
+pub const SINK_DELAY_MS: Limit = limit("--sink-delay-ms", "sink_delay_ms", 0, 60_000);
 pub const WAIT_FOR_MS: Limit = limit("--wait-for-ms", "wait_for_ms", 1, 3_600_000);
 pub const LESSONS: Limit = limit("--lessons", "race.lessons", 1, 1_000);
 pub const USERS: Limit = limit("--users", "race.users", 1, 1_000_000_000);

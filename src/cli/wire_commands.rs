@@ -232,6 +232,22 @@ pub struct CountFlags {
     #[arg(long, value_name = "CMD", conflicts_with = "count_sql")]
     pub count_cmd: Option<String>,
 
+    /// Play the downstream service the API calls for its side effect (a
+    /// payment provider, a mailer): listen on ADDR (e.g. 127.0.0.1:9090),
+    /// answer every call, and count the calls as the effects.
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["count_sql", "count_cmd"])]
+    pub sink: Option<std::net::SocketAddr>,
+
+    /// The status the sink answers each call with.
+    #[arg(long, value_name = "CODE", default_value_t = 200, requires = "sink",
+          value_parser = clap::value_parser!(u16).range(200..=599))]
+    pub sink_status: u16,
+
+    /// How long the sink takes to answer each call, in ms.
+    #[arg(long, value_name = "MS", default_value_t = 0, requires = "sink",
+          value_parser = limits::SINK_DELAY_MS.parser())]
+    pub sink_delay_ms: u64,
+
     /// How long connecting and each count may take; past it the query is
     /// cancelled on the server (the command killed).
     #[arg(long, default_value_t = limits::COUNT_TIMEOUT_MS.default(), value_name = "MS",

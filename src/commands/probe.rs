@@ -13,10 +13,14 @@ use crate::limits;
 use crate::probe::bursts::Bursts;
 use crate::probe::judged::{Case, Endpoint, Judged};
 use crate::probe::profile::{Observed, Profile};
-use crate::probe::{Caller, CmdCounter, Counter, Probe, SqlCounter, Verdict, probe, schedule};
+use crate::probe::{
+    Caller, CmdCounter, Counter, Probe, SinkCounter, SqlCounter, Verdict, probe, schedule,
+};
 use crate::probe::{conformance, failure_classes};
 use crate::report::Output;
-use crate::report::probe::{render, render_bursts, render_checks, render_profile, render_schedule};
+use crate::report::probe::{
+    counted_words, render, render_bursts, render_checks, render_profile, render_schedule,
+};
 
 /// What `idem probe` will do, checked before anything is sent.
 pub struct Plan {
@@ -144,6 +148,14 @@ pub fn counter(count: &CountFlags) -> Result<Option<Counter>> {
     let timeout = Duration::from_millis(count.count_timeout_ms);
     if let Some(cmd) = &count.count_cmd {
         return Ok(Some(Counter::Cmd(CmdCounter::new(cmd, timeout)?)));
+    }
+    if let Some(addr) = count.sink {
+        let delay = Duration::from_millis(count.sink_delay_ms);
+        return Ok(Some(Counter::Sink(SinkCounter::new(
+            addr,
+            count.sink_status,
+            delay,
+        ))));
     }
     match (&count.count_sql, &count.count_database_url) {
         (Some(sql), Some(url)) => Ok(Some(Counter::Sql(Box::new(SqlCounter::new(
@@ -339,7 +351,17 @@ impl Plan {
         let mut cases = vec![Case::new(
             format!("{} requests, one key", self.requests),
             burst,
-            format!("{} (key {key:?})", result.verdict.summary),
+            format!(
+                "{} (key {key:?}; {}{})",
+                result.verdict.summary,
+                counted_words(result.counted_by),
+                match &self.probe.counter {
+                    Some(Counter::Sink(sink)) => {
+                        format!(", {} of them with the key", sink.calls_for(&key))
+                    }
+                    _ => String::new(),
+                }
+            ),
         )];
         if let Some(other) = &self.conformance {
             let mut seen = Observed::default();

@@ -32,7 +32,7 @@ pub const MOST_ENDPOINTS: usize = 100;
 
 /// The keys an endpoint (or `[defaults]`) may have: the probe's flags,
 /// `_` for `-`, and `name`, `url`, `headers`, `data_file`.
-const KEYS: [&str; 23] = [
+const KEYS: [&str; 26] = [
     "name",
     "url",
     "method",
@@ -56,6 +56,9 @@ const KEYS: [&str; 23] = [
     "count_timeout_ms",
     "insecure",
     "wait_for_ms",
+    "sink",
+    "sink_status",
+    "sink_delay_ms",
 ];
 
 /// The plan as TOML says it.
@@ -107,7 +110,8 @@ pub fn plan(args: &ProbeArgs, file: &Path) -> Result<PlanRun> {
         || args.requests.is_some()
         || args.key.is_some()
         || args.count.count_sql.is_some()
-        || args.count.count_cmd.is_some();
+        || args.count.count_cmd.is_some()
+        || args.count.sink.is_some();
     if given_too {
         bail!("with --plan, say the probe's settings in the plan (its [defaults] or an endpoint)");
     }

@@ -17,6 +17,7 @@ pub mod profile;
 pub mod release;
 pub mod schedule;
 mod shot;
+pub mod sink;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -35,12 +36,14 @@ use hyper::header::{HeaderName, HeaderValue};
 pub use release::{Mode, Release};
 use serde::Serialize;
 pub use shot::Shot;
+pub use sink::SinkCounter;
 
 /// Where a probe counts the effects: a query on a database, or any command.
 #[derive(Debug, Clone)]
 pub enum Counter {
     Sql(Box<SqlCounter>),
     Cmd(CmdCounter),
+    Sink(SinkCounter),
 }
 
 impl Counter {
@@ -50,6 +53,17 @@ impl Counter {
         match self {
             Counter::Sql(sql) => sql.check().await,
             Counter::Cmd(cmd) => cmd.count().await.map(|_| Vec::new()),
+            Counter::Sink(sink) => sink.start().await,
+        }
+    }
+
+    /// Where the effects are counted, as the table, the JSON and the
+    /// reports name it.
+    pub fn place(&self) -> &'static str {
+        match self {
+            Counter::Sql(_) => "count_sql",
+            Counter::Cmd(_) => "count_cmd",
+            Counter::Sink(_) => "sink",
         }
     }
 
@@ -58,6 +72,7 @@ impl Counter {
         match self {
             Counter::Sql(sql) => sql.count().await,
             Counter::Cmd(cmd) => cmd.count().await,
+            Counter::Sink(sink) => Ok(sink.count()),
         }
     }
 }
@@ -465,6 +480,9 @@ pub struct ProbeResult {
     pub statuses: BTreeMap<String, u64>,
     pub distinct_bodies: usize,
     pub effects: Option<Effects>,
+    /// Where the effects were counted: `count_sql`, `count_cmd` or
+    /// `sink`; none without a count.
+    pub counted_by: Option<&'static str>,
     pub verdict: Verdict,
     /// How the requests were released.
     pub release: Release,
@@ -489,6 +507,7 @@ pub async fn probe(p: &Probe, key: &str, n: usize) -> Result<ProbeResult> {
         distinct_bodies: distinct_bodies(&shots),
         shots,
         effects,
+        counted_by: p.counter.as_ref().map(Counter::place),
         verdict,
         release,
     })

@@ -94,6 +94,21 @@ fn shot_rows(r: &ProbeResult) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// Where the effects were counted, in words.
+fn counted(r: &ProbeResult) -> &'static str {
+    counted_words(r.counted_by)
+}
+
+/// Where effects were counted (`counted_by`), in words.
+pub fn counted_words(place: Option<&str>) -> &'static str {
+    match place {
+        Some("sink") => "calls to the sink",
+        Some("count_cmd") => "counted by --count-cmd",
+        Some(_) => "counted by --count-sql",
+        None => "not counted",
+    }
+}
+
 /// The effects the count saw, a duplicate in red.
 fn effects_line(text: &mut String, r: &ProbeResult) {
     match r.effects {
@@ -103,8 +118,11 @@ fn effects_line(text: &mut String, r: &ProbeResult) {
                 "  effects          {} {}",
                 bad(e.effects.to_string()),
                 bad(format!(
-                    "✗ duplicate: {} for one key ({} before, {} after)",
-                    e.effects, e.before, e.after
+                    "✗ duplicate: {} for one key ({} before, {} after, {})",
+                    e.effects,
+                    e.before,
+                    e.after,
+                    counted(r)
                 ))
             );
         }
@@ -113,7 +131,12 @@ fn effects_line(text: &mut String, r: &ProbeResult) {
                 text,
                 "  effects          {} {}",
                 good(e.effects.to_string()),
-                dim(format!("({} before, {} after)", e.before, e.after))
+                dim(format!(
+                    "({} before, {} after, {})",
+                    e.before,
+                    e.after,
+                    counted(r)
+                ))
             );
         }
         None => {

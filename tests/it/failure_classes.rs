@@ -61,3 +61,36 @@ fn each_flaw_fails_its_own_case_and_a_sound_api_holds_all_four() {
         }
     }
 }
+
+/// `--sink`: idem plays the service the API calls for its effect, and
+/// counts the calls. An API whose rows look right (one effect in its own
+/// count) but that calls the service before it claims the key is caught:
+/// five calls for one key; one that claims first makes one call.
+#[test]
+fn the_sink_counts_the_calls_a_guard_makes_before_its_claim() {
+    let sandbox = Sandbox::new("sink");
+    for (flaw, code, calls) in [(Flaw::CallsBeforeClaim, 1, 5), (Flaw::None, 0, 1)] {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let sink = format!("127.0.0.1:{port}");
+        let (url, _) = flawed::start_calling(flaw, &sandbox.dir, &sink);
+        let out = sandbox
+            .idem()
+            .args(["probe", &format!("{url}/pay"), "-d", r#"{"amount": 10}"#])
+            .args(["--sink", &sink, "--json"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{flaw:?}: {stdout}");
+        let burst: Value = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v.get("shots").is_some())
+            .expect("the burst's line");
+        assert_eq!(burst["counted_by"], "sink", "{stdout}");
+        assert_eq!(burst["effects"]["effects"], calls, "{flaw:?}: {stdout}");
+    }
+}

@@ -525,7 +525,7 @@ fn a_count_query_cannot_change_anything() {
     let out = run(&format!("SELECT count(*) FROM {schema}.experience_points"));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("(1 before, 2 after)"),
+        text.contains("(1 before, 2 after,"),
         "the first probe's row survived: {text}"
     );
 }

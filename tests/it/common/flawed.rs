@@ -27,6 +27,8 @@ pub enum Flaw {
     FirstKeyLine,
     /// Leaves the query string out of its fingerprint.
     IgnoresQuery,
+    /// Calls the downstream service before it claims the key.
+    CallsBeforeClaim,
 }
 
 /// What a key stands for: in progress, or done with the request it was
@@ -42,6 +44,8 @@ struct Api {
     one_lock: Mutex<()>,
     effects: AtomicU64,
     count_file: PathBuf,
+    /// The downstream service its work calls, if any (`idem probe --sink`).
+    sink: Option<String>,
 }
 
 /// The API, listening on a loopback port until the runtime ends: its base
@@ -52,6 +56,20 @@ pub fn start(flaw: Flaw, dir: &std::path::Path) -> (String, PathBuf) {
 
 /// The same, listening at `addr`.
 pub fn start_at(flaw: Flaw, dir: &std::path::Path, addr: &str) -> (String, PathBuf) {
+    serve_at(flaw, dir, addr, None)
+}
+
+/// The API, its work calling the downstream service at `sink`.
+pub fn start_calling(flaw: Flaw, dir: &std::path::Path, sink: &str) -> (String, PathBuf) {
+    serve_at(flaw, dir, "127.0.0.1:0", Some(sink.to_string()))
+}
+
+fn serve_at(
+    flaw: Flaw,
+    dir: &std::path::Path,
+    addr: &str,
+    sink: Option<String>,
+) -> (String, PathBuf) {
     let count_file = dir.join(format!("effects-{flaw:?}"));
     std::fs::write(&count_file, "0\n").unwrap();
     let std_listener = std::net::TcpListener::bind(addr).unwrap();
@@ -63,6 +81,7 @@ pub fn start_at(flaw: Flaw, dir: &std::path::Path, addr: &str) -> (String, PathB
         one_lock: Mutex::new(()),
         effects: AtomicU64::new(0),
         count_file: count_file.clone(),
+        sink,
     });
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -159,6 +178,9 @@ impl Api {
         {
             return (201, "{\"replayed\":true}".into(), true);
         }
+        if self.flaw == Flaw::CallsBeforeClaim {
+            self.call_sink(&key).await;
+        }
         {
             let mut keys = self.keys.lock().unwrap();
             match keys.get(&key) {
@@ -179,6 +201,9 @@ impl Api {
             _ => None,
         };
         tokio::time::sleep(Duration::from_millis(20)).await;
+        if self.flaw != Flaw::CallsBeforeClaim {
+            self.call_sink(&key).await;
+        }
         let n = self.effects.fetch_add(1, Ordering::SeqCst) + 1;
         let _ = std::fs::write(&self.count_file, format!("{n}\n"));
         let answer = format!("{{\"payment\":{n}}}");
@@ -190,5 +215,21 @@ impl Api {
             },
         );
         (201, answer, false)
+    }
+
+    /// Calls the downstream service, if there is one, forwarding the key;
+    /// bounded by 5 s.
+    async fn call_sink(&self, key: &str) {
+        let Some(sink) = &self.sink else { return };
+        let call = async {
+            let mut stream = TcpStream::connect(sink).await.ok()?;
+            let request = format!(
+                "POST / HTTP/1.1\r\nhost: {sink}\r\nidempotency-key: {key}\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
+            );
+            stream.write_all(request.as_bytes()).await.ok()?;
+            let mut answer = Vec::new();
+            stream.read_to_end(&mut answer).await.ok()
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
     }
 }
