@@ -14,7 +14,8 @@ use crate::probe::bursts::Bursts;
 use crate::probe::judged::{Case, Endpoint, Judged};
 use crate::probe::profile::{Observed, Profile};
 use crate::probe::{
-    Caller, CmdCounter, Counter, Probe, SinkCounter, SqlCounter, Verdict, probe, schedule,
+    Caller, CmdCounter, Counter, MySqlCounter, Probe, SinkCounter, SqlCounter, Verdict,
+    count_mysql, probe, schedule,
 };
 use crate::probe::{conformance, failure_classes};
 use crate::report::Output;
@@ -158,6 +159,9 @@ pub fn counter(count: &CountFlags) -> Result<Option<Counter>> {
         ))));
     }
     match (&count.count_sql, &count.count_database_url) {
+        (Some(sql), Some(url)) if count_mysql::is_mysql(url) => Ok(Some(Counter::MySql(Box::new(
+            MySqlCounter::new(sql, url, timeout)?,
+        )))),
         (Some(sql), Some(url)) => Ok(Some(Counter::Sql(Box::new(SqlCounter::new(
             sql, url, timeout,
         )?)))),

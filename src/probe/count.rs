@@ -382,7 +382,7 @@ fn number_of(rows: &[tokio_postgres::Row]) -> Result<i64> {
 }
 
 /// Refuses a text that does not begin as a query does.
-fn check_is_query(sql: &str) -> Result<()> {
+pub(super) fn check_is_query(sql: &str) -> Result<()> {
     let text = skip_comments(sql);
     if text.starts_with('(') {
         return Ok(());

@@ -11,6 +11,7 @@ pub mod bursts;
 pub mod conformance;
 pub mod count;
 pub mod count_cmd;
+pub mod count_mysql;
 pub mod failure_classes;
 pub mod judged;
 pub mod profile;
@@ -31,6 +32,7 @@ use anyhow::{Result, bail};
 use bytes::Bytes;
 pub use count::SqlCounter;
 pub use count_cmd::CmdCounter;
+pub use count_mysql::MySqlCounter;
 use hyper::Method;
 use hyper::header::{HeaderName, HeaderValue};
 pub use release::{Mode, Release};
@@ -42,6 +44,7 @@ pub use sink::SinkCounter;
 #[derive(Debug, Clone)]
 pub enum Counter {
     Sql(Box<SqlCounter>),
+    MySql(Box<MySqlCounter>),
     Cmd(CmdCounter),
     Sink(SinkCounter),
 }
@@ -52,6 +55,7 @@ impl Counter {
     pub async fn check(&self) -> Result<Vec<String>> {
         match self {
             Counter::Sql(sql) => sql.check().await,
+            Counter::MySql(sql) => sql.check().await,
             Counter::Cmd(cmd) => cmd.count().await.map(|_| Vec::new()),
             Counter::Sink(sink) => sink.start().await,
         }
@@ -61,7 +65,7 @@ impl Counter {
     /// reports name it.
     pub fn place(&self) -> &'static str {
         match self {
-            Counter::Sql(_) => "count_sql",
+            Counter::Sql(_) | Counter::MySql(_) => "count_sql",
             Counter::Cmd(_) => "count_cmd",
             Counter::Sink(_) => "sink",
         }
@@ -71,6 +75,7 @@ impl Counter {
     pub async fn count(&self) -> Result<i64> {
         match self {
             Counter::Sql(sql) => sql.count().await,
+            Counter::MySql(sql) => sql.count().await,
             Counter::Cmd(cmd) => cmd.count().await,
             Counter::Sink(sink) => Ok(sink.count()),
         }

@@ -32,6 +32,7 @@ mod kills;
 mod layers;
 mod losers;
 mod middleware;
+mod mysql_count;
 mod no_race;
 mod pooler;
 mod predictions;

@@ -29,6 +29,8 @@ pub enum Flaw {
     IgnoresQuery,
     /// Calls the downstream service before it claims the key.
     CallsBeforeClaim,
+    /// No guard at all: every request does the work.
+    NoGuard,
 }
 
 /// What a key stands for: in progress, or done with the request it was
@@ -46,6 +48,8 @@ struct Api {
     count_file: PathBuf,
     /// The downstream service its work calls, if any (`idem probe --sink`).
     sink: Option<String>,
+    /// A shell command each effect also runs (a row in another database).
+    on_effect: Option<String>,
 }
 
 /// The API, listening on a loopback port until the runtime ends: its base
@@ -56,12 +60,17 @@ pub fn start(flaw: Flaw, dir: &std::path::Path) -> (String, PathBuf) {
 
 /// The same, listening at `addr`.
 pub fn start_at(flaw: Flaw, dir: &std::path::Path, addr: &str) -> (String, PathBuf) {
-    serve_at(flaw, dir, addr, None)
+    serve_at(flaw, dir, addr, None, None)
 }
 
 /// The API, its work calling the downstream service at `sink`.
 pub fn start_calling(flaw: Flaw, dir: &std::path::Path, sink: &str) -> (String, PathBuf) {
-    serve_at(flaw, dir, "127.0.0.1:0", Some(sink.to_string()))
+    serve_at(flaw, dir, "127.0.0.1:0", Some(sink.to_string()), None)
+}
+
+/// The API, each effect also running `on_effect` (`sh -c`).
+pub fn start_running(flaw: Flaw, dir: &std::path::Path, on_effect: &str) -> (String, PathBuf) {
+    serve_at(flaw, dir, "127.0.0.1:0", None, Some(on_effect.to_string()))
 }
 
 fn serve_at(
@@ -69,6 +78,7 @@ fn serve_at(
     dir: &std::path::Path,
     addr: &str,
     sink: Option<String>,
+    on_effect: Option<String>,
 ) -> (String, PathBuf) {
     let count_file = dir.join(format!("effects-{flaw:?}"));
     std::fs::write(&count_file, "0\n").unwrap();
@@ -82,6 +92,7 @@ fn serve_at(
         effects: AtomicU64::new(0),
         count_file: count_file.clone(),
         sink,
+        on_effect,
     });
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -181,6 +192,9 @@ impl Api {
         if self.flaw == Flaw::CallsBeforeClaim {
             self.call_sink(&key).await;
         }
+        if self.flaw == Flaw::NoGuard {
+            return self.work(key, asked).await;
+        }
         {
             let mut keys = self.keys.lock().unwrap();
             match keys.get(&key) {
@@ -196,11 +210,23 @@ impl Api {
                 }
             }
         }
+        self.work(key, asked).await
+    }
+
+    /// The work: 20 ms, the downstream call, one effect; stored under `key`.
+    async fn work(&self, key: String, asked: String) -> (u16, String, bool) {
         let _one = match self.flaw {
             Flaw::OneLock => Some(self.one_lock.lock().await),
             _ => None,
         };
         tokio::time::sleep(Duration::from_millis(20)).await;
+        if let Some(cmd) = &self.on_effect {
+            let run = tokio::process::Command::new("sh")
+                .arg("-c")
+                .arg(cmd)
+                .status();
+            let _ = tokio::time::timeout(Duration::from_secs(10), run).await;
+        }
         if self.flaw != Flaw::CallsBeforeClaim {
             self.call_sink(&key).await;
         }

@@ -5,6 +5,7 @@
 pub mod app;
 pub mod certs;
 pub mod flawed;
+pub mod mariadb;
 pub mod memory;
 pub mod races;
 pub mod segments;
