@@ -319,6 +319,12 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "NAME: VALUE")]
     pub other_caller: Vec<String>,
 
+    /// With --conformance: a second endpoint of the API, for the "another
+    /// endpoint" case (the same key sent there must not get this
+    /// endpoint's stored response); in a plan, the next endpoint's URL.
+    #[arg(long, value_name = "URL", requires = "conformance")]
+    pub other_url: Option<String>,
+
     /// The most of each answer's body that is read; a longer one is
     /// reported for its request, and the probe goes on.
     #[arg(long, default_value_t = limits::MAX_RESPONSE_BYTES.default(), value_name = "BYTES",

@@ -48,6 +48,8 @@ pub struct Plan {
     pub reports: Vec<ReportTo>,
     /// `--wait-for-ms`: how long to wait for the server to answer at all.
     pub wait_for: Option<Duration>,
+    /// `--other-url`: a second endpoint, for the "another endpoint" case.
+    pub other_endpoint: Option<Probe>,
 }
 
 pub fn plan(args: &ProbeArgs) -> Result<Plan> {
@@ -100,7 +102,6 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
     let retry_at = retry_at(&args.retry_at)?;
     within_the_whole(whole, &retry_at, args.conformance, args.settle_ms)?;
     Ok(Plan {
-        probe,
         key,
         runs: args.runs as usize,
         requests: args.requests.unwrap_or(match args.retry_at.is_empty() {
@@ -116,6 +117,11 @@ pub fn plan(args: &ProbeArgs) -> Result<Plan> {
         out: Output::from_json_flag(args.json),
         reports: args.report.clone(),
         wait_for: args.wait_for_ms.map(Duration::from_millis),
+        other_endpoint: match &args.other_url {
+            Some(url) => Some(probe.at(url, &args.reach.reach())?),
+            None => None,
+        },
+        probe,
     })
 }
 
@@ -241,7 +247,7 @@ pub fn endpoint(name: String, judged: Result<Vec<Case>>) -> Endpoint {
                 },
                 _ => Endpoint {
                     name,
-                    cases: vec![Case::new("the probe", Judged::NotJudged, why)],
+                    cases: vec![Case::new("the probe", Judged::Unjudged, why)],
                     could_not_run: None,
                 },
             }
@@ -277,7 +283,7 @@ pub fn exit_status(endpoints: &[Endpoint]) -> Result<()> {
         let why = e.could_not_run.as_deref().unwrap_or_default();
         return Err(Status::CouldNotRun.because(format!("{}{why}", named(e))));
     }
-    if let Some((e, c)) = all().find(|(_, c)| c.judged == Judged::NotJudged) {
+    if let Some((e, c)) = all().find(|(_, c)| c.judged == Judged::Unjudged) {
         return Err(Status::NotJudged.because(format!(
             "the probe could not judge {}{}: {}; nothing failed, but nothing held either",
             named(e),
@@ -343,7 +349,7 @@ impl Plan {
         }
         out.record(&result, render)?;
         let burst = match result.verdict {
-            _ if !result.verdict.judged => Judged::NotJudged,
+            _ if !result.verdict.judged => Judged::Unjudged,
             Verdict {
                 held: Some(false), ..
             } if result.effects.is_some() => Judged::Failed,
@@ -378,7 +384,8 @@ impl Plan {
             checks.push(abort.await?);
             let caller = self.other_caller.as_ref();
             checks.push(conformance::another_caller(&self.probe, &key, caller).await?);
-            checks.extend(failure_classes::run(&self.probe, &key, self.requests).await?);
+            let other = self.other_endpoint.as_ref();
+            checks.extend(failure_classes::run(&self.probe, &key, self.requests, other).await?);
             for check in &checks {
                 out.record(check, |_| String::new())?;
             }
@@ -438,7 +445,7 @@ async fn schedules(plan: &Plan) -> Result<Vec<Case>> {
     } else if judged < runs {
         Case::new(
             case,
-            Judged::NotJudged,
+            Judged::Unjudged,
             format!(
                 "could not judge {} of {runs} schedules: no effect was counted for their key",
                 runs - judged
@@ -481,7 +488,7 @@ async fn bursts(plan: &Plan) -> Result<Vec<Case>> {
         if summary.with_duplicates > 0 && plan.probe.counter.is_some() {
             Case::new(case, Judged::Failed, summary.rate())
         } else if let Some(why) = unjudged {
-            Case::new(case, Judged::NotJudged, why)
+            Case::new(case, Judged::Unjudged, why)
         } else if summary.held == plan.runs {
             Case::new(case, Judged::Held, summary.rate())
         } else {

@@ -32,7 +32,7 @@ pub const MOST_ENDPOINTS: usize = 100;
 
 /// The keys an endpoint (or `[defaults]`) may have: the probe's flags,
 /// `_` for `-`, and `name`, `url`, `headers`, `data_file`.
-const KEYS: [&str; 26] = [
+const KEYS: [&str; 27] = [
     "name",
     "url",
     "method",
@@ -41,6 +41,7 @@ const KEYS: [&str; 26] = [
     "data_file",
     "other_data",
     "other_caller",
+    "other_url",
     "requests",
     "runs",
     "key",
@@ -148,6 +149,15 @@ pub fn plan(args: &ProbeArgs, file: &Path) -> Result<PlanRun> {
             probe.wait_for = args.wait_for_ms.map(std::time::Duration::from_millis);
         }
         endpoints.push((shown, probe));
+    }
+    // "another endpoint" sends the same key to the next endpoint of the plan.
+    let n = endpoints.len();
+    for i in (0..n).filter(|_| n > 1) {
+        let (_, plan) = &endpoints[i];
+        if plan.conformance.is_some() && plan.other_endpoint.is_none() {
+            let next = endpoints[(i + 1) % n].1.probe.clone();
+            endpoints[i].1.other_endpoint = Some(next);
+        }
     }
     Ok(PlanRun {
         endpoints,

@@ -14,14 +14,66 @@ use crate::http::contract::{KEY_HEADER, quote_key};
 /// The query string the "another query string" case adds to the first request.
 pub const OTHER_QUERY: &str = "idem_probe_dry_run=1";
 
-/// Every case of this module, in turn.
-pub async fn run(probe: &Probe, key_base: &str, concurrent: usize) -> Result<Vec<Check>> {
+/// Every case of this module, in turn; `other` is a second endpoint of
+/// the API, if one was given.
+pub async fn run(
+    probe: &Probe,
+    key_base: &str,
+    concurrent: usize,
+    other: Option<&Probe>,
+) -> Result<Vec<Check>> {
     Ok(vec![
         two_key_headers(probe, key_base).await?,
         replay_marker(probe, key_base).await?,
         another_query(probe, key_base).await?,
+        another_endpoint(probe, key_base, other).await?,
         distinct_keys(probe, key_base, concurrent).await?,
     ])
+}
+
+const ENDPOINT: &str = "never this endpoint's stored response";
+
+/// The same key and body sent to a second endpoint after the first
+/// completed: a key not scoped by method and path answers it with the
+/// first endpoint's response, and the second operation never runs.
+async fn another_endpoint(probe: &Probe, key_base: &str, other: Option<&Probe>) -> Result<Check> {
+    let case = "another endpoint";
+    let Some(other) = other else {
+        let saw = "no second endpoint: give --other-url (a plan gives the next endpoint's)";
+        return Ok(Check::not_applicable(case, ENDPOINT, saw.into()));
+    };
+    let key = format!("{key_base}-endpoint");
+    let first = probe.once(Some(&key), &probe.body).await;
+    if !first.succeeded() {
+        let saw = format!(
+            "the first endpoint got {}, not a success",
+            status_of(&first)
+        );
+        return Ok(Check::not_applicable(case, ENDPOINT, saw));
+    }
+    let before = probe.count().await?;
+    let second = other.once(Some(&key), &probe.body).await;
+    let (effects, words) = effects_words(before, probe.count().await?)?;
+    let borrowed = second.succeeded()
+        && second.body == first.body
+        && (second.replayed || effects.is_none_or(|e| e == 0));
+    Ok(Check::judged(
+        case,
+        ENDPOINT,
+        !borrowed,
+        format!(
+            "{} then {}: {}, {}{}{words}",
+            probe.shown_url,
+            other.shown_url,
+            status_of(&first),
+            status_of(&second),
+            if borrowed {
+                " with the first endpoint's body"
+            } else {
+                ""
+            }
+        ),
+    ))
 }
 
 fn header(name: &str, value: &str) -> (HeaderName, HeaderValue) {

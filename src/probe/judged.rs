@@ -15,7 +15,8 @@ pub enum Judged {
     /// Asked for, but not measured: fewer requests reached the server than
     /// were sent, a count failed, nothing was in flight. A CI run must not
     /// pass on it.
-    NotJudged,
+    #[serde(rename = "not_judged")]
+    Unjudged,
     /// Measured, but the answers alone cannot tell (no count was asked for
     /// and the statuses said nothing either way).
     Undecided,
@@ -28,7 +29,7 @@ impl Judged {
         match self {
             Judged::Held => "held",
             Judged::Failed => "failed",
-            Judged::NotJudged => "not judged",
+            Judged::Unjudged => "not judged",
             Judged::Undecided => "undecided",
             Judged::NotApplicable => "n/a",
         }

@@ -128,10 +128,7 @@ impl Probe {
             .enumerate()
             .map(|(i, h)| header("--header", i + 1, h))
             .collect::<Result<Vec<_>>>()?;
-        let shown_url = match url.split_once('?') {
-            Some((base, _)) => format!("{base}?…"),
-            None => url.to_owned(),
-        };
+        let shown_url = shown(url);
         Ok(Self {
             target,
             shown_url,
@@ -141,6 +138,18 @@ impl Probe {
             timeout,
             counter,
             http1: Mode::default(),
+        })
+    }
+
+    /// The same probe aimed at another endpoint `url` of the API (the
+    /// "another endpoint" case), reached as this one is.
+    pub fn at(&self, url: &str, reach: &Reach) -> Result<Self> {
+        let mut target = Target::parse_with(url, reach)?;
+        target.max_response_bytes = self.target.max_response_bytes;
+        Ok(Self {
+            target,
+            shown_url: shown(url),
+            ..self.clone()
         })
     }
 
@@ -581,4 +590,13 @@ fn unjudgeable(shots: &[Shot]) -> Option<String> {
         ));
     }
     None
+}
+
+/// A URL as it may be printed: without its query string, which may hold a
+/// token.
+fn shown(url: &str) -> String {
+    match url.split_once('?') {
+        Some((base, _)) => format!("{base}?…"),
+        None => url.to_owned(),
+    }
 }

@@ -46,7 +46,7 @@ pub fn junit(endpoints: &[Endpoint]) -> String {
 fn skips(judged: Judged) -> bool {
     matches!(
         judged,
-        Judged::NotJudged | Judged::Undecided | Judged::NotApplicable
+        Judged::Unjudged | Judged::Undecided | Judged::NotApplicable
     )
 }
 

@@ -358,7 +358,7 @@ pub fn render_plan(endpoints: &[crate::probe::judged::Endpoint]) -> String {
             let verdict = match c.judged {
                 Judged::Held => good(c.judged.name()).to_string(),
                 Judged::Failed => bad(c.judged.name()).to_string(),
-                Judged::NotJudged => warn(c.judged.name()).to_string(),
+                Judged::Unjudged => warn(c.judged.name()).to_string(),
                 Judged::Undecided | Judged::NotApplicable => dim(c.judged.name()).to_string(),
             };
             rows.push(vec![e.name.clone(), c.case.clone(), verdict, c.saw.clone()]);
@@ -381,7 +381,7 @@ pub fn render_plan(endpoints: &[crate::probe::judged::Endpoint]) -> String {
         super::table::render(&["endpoint", "case", "verdict", "saw"], rows, &[]),
         count(Judged::Held),
         count(Judged::Failed),
-        count(Judged::NotJudged),
+        count(Judged::Unjudged),
         unrun
     )
 }

@@ -5,10 +5,11 @@ use serde_json::Value;
 use crate::common::Sandbox;
 use crate::common::flawed::{self, Flaw};
 
-const CASES: [&str; 4] = [
+const CASES: [&str; 5] = [
     "duplicate key header",
     "client-sent replay marker",
     "another query string",
+    "another endpoint",
     "distinct keys in parallel",
 ];
 
@@ -20,6 +21,7 @@ fn each_flaw_fails_its_own_case_and_a_sound_api_holds_all_four() {
         (Flaw::FirstKeyLine, Some("duplicate key header")),
         (Flaw::TrustsMarker, Some("client-sent replay marker")),
         (Flaw::IgnoresQuery, Some("another query string")),
+        (Flaw::KeyNotScoped, Some("another endpoint")),
         (Flaw::OneLock, Some("distinct keys in parallel")),
     ];
     for (flaw, fails) in apis {
@@ -29,6 +31,7 @@ fn each_flaw_fails_its_own_case_and_a_sound_api_holds_all_four() {
             .args(["probe", &format!("{url}/pay"), "-d", r#"{"amount": 10}"#])
             .args(["--count-cmd", &format!("cat {}", count.display())])
             .args(["--conformance", "--json", "--settle-ms", "2000"])
+            .args(["--other-url", &format!("{url}/refund")])
             .output()
             .unwrap();
         let marks: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)

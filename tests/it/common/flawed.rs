@@ -31,6 +31,8 @@ pub enum Flaw {
     CallsBeforeClaim,
     /// No guard at all: every request does the work.
     NoGuard,
+    /// Keeps keys by the key alone, not by method and path.
+    KeyNotScoped,
 }
 
 /// What a key stands for: in progress, or done with the request it was
@@ -177,7 +179,12 @@ impl Api {
             (1, _) | (_, Flaw::FirstKeyLine) => keys[0].clone(),
             _ => return (400, "{\"error\":\"two keys\"}".into(), false),
         };
-        let query = target.split_once('?').map(|(_, q)| q).unwrap_or("");
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        // A key is the caller's for one operation: kept under the path too.
+        let key = match self.flaw {
+            Flaw::KeyNotScoped => key,
+            _ => format!("{path} {key}"),
+        };
         let asked = match self.flaw {
             Flaw::IgnoresQuery => body.to_string(),
             _ => format!("{body}?{query}"),
