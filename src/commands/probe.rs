@@ -362,7 +362,13 @@ impl Plan {
             format!("{} requests, one key", self.requests),
             burst,
             format!(
-                "{} (key {key:?}; {}{})",
+                "{}: {} (key {key:?}; {}{})",
+                result
+                    .statuses
+                    .iter()
+                    .map(|(status, n)| format!("{status} ×{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 result.verdict.summary,
                 counted_words(result.counted_by),
                 match &self.probe.counter {
@@ -386,6 +392,10 @@ impl Plan {
             checks.push(conformance::another_caller(&self.probe, &key, caller).await?);
             let other = self.other_endpoint.as_ref();
             checks.extend(failure_classes::run(&self.probe, &key, self.requests, other).await?);
+            if let Some(Counter::Sink(sink)) = &self.probe.counter {
+                seen.failure_replayed =
+                    failure_classes::after_a_failed_effect(&self.probe, &key, sink).await;
+            }
             for check in &checks {
                 out.record(check, |_| String::new())?;
             }

@@ -130,12 +130,20 @@ pub fn plan(args: &ProbeArgs, file: &Path) -> Result<PlanRun> {
         for (key, value) in table {
             merged.insert(key.clone(), value.clone());
         }
-        let at = |span: std::ops::Range<usize>| line_at(&text, span.start);
+        let at = |span: std::ops::Range<usize>| position(&text, span.start);
         let (shown, argv, raw_url) = command_line(&merged, dir, &mut secrets, &name, &at)?;
         let place = format!("{name}, endpoint {shown}");
         let one = One::try_parse_from(&argv).map_err(|e| {
-            let first = e.to_string();
-            let first = first.lines().next().unwrap_or_default();
+            let said = e.to_string();
+            let first = said.lines().next().unwrap_or_default();
+            // Named where the key it is about stands in the plan.
+            let key = merged
+                .keys()
+                .find(|k| first.contains(&format!("'{}", flag_of(k.get_ref()))));
+            let place = match key {
+                Some(k) => format!("{name} {}, endpoint {shown}", at(k.span())),
+                None => place.clone(),
+            };
             anyhow!(
                 "{place}: {}",
                 secrets.redact(first.trim_start_matches("error: "))
@@ -174,7 +182,7 @@ fn command_line(
     dir: &Path,
     secrets: &mut Secrets,
     file: &str,
-    at: &dyn Fn(std::ops::Range<usize>) -> usize,
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
 ) -> Result<(String, Vec<String>, String)> {
     let mut argv = Vec::new();
     let (mut name, mut url) = (None, None);
@@ -183,30 +191,28 @@ fn command_line(
         let k = key.get_ref().as_str();
         if !KEYS.contains(&k) {
             bail!(
-                "{file} line {line}: unknown key `{k}`; an endpoint's keys are {}",
+                "{file} {line}: unknown key `{k}`; an endpoint's keys are {}",
                 KEYS.join(", ")
             );
         }
-        let texts = texts(value.get_ref())
-            .ok_or_else(|| anyhow!("{file} line {line}: `{k}` must be a string, a number, true or false, or a list of strings"))?;
-        let flag = format!("--{}", k.replace('_', "-"));
+        let texts = texts(value.get_ref()).ok_or_else(|| {
+            anyhow!(
+                "{file} {line}: `{k}` must be a string, a number, true or false, or a list of strings"
+            )
+        })?;
+        let flag = flag_of(k);
         match (k, value.get_ref()) {
             ("name", _) => name = texts.first().cloned(),
             ("url", _) => {
                 let raw = texts.first().cloned().unwrap_or_default();
-                argv.push(expand(&raw, secrets, file, line)?);
+                argv.push(expand(&raw, secrets, file, &line)?);
                 url = Some(raw);
             }
             (_, toml::Value::Boolean(true)) => argv.push(flag),
             (_, toml::Value::Boolean(false)) => {}
             _ => {
-                let flag = match k {
-                    "headers" => "--header".to_string(),
-                    "data_file" => "--data".to_string(),
-                    _ => flag,
-                };
                 for text in texts {
-                    let text = expand(&text, secrets, file, line)?;
+                    let text = expand(&text, secrets, file, &line)?;
                     argv.push(flag.clone());
                     argv.push(match k {
                         "data_file" => format!("@{}", dir.join(text).display()),
@@ -221,6 +227,23 @@ fn command_line(
     };
     let name = name.unwrap_or_else(|| url.clone());
     Ok((name, argv, url))
+}
+
+/// The flag a plan's key stands for: `retry_at` is `--retry-at`, and
+/// `headers` and `data_file` are `--header` and `--data`.
+fn flag_of(key: &str) -> String {
+    match key {
+        "headers" => "--header".to_string(),
+        "data_file" => "--data".to_string(),
+        _ => format!("--{}", key.replace('_', "-")),
+    }
+}
+
+/// "line 3, column 1": where byte `at` of `text` stands.
+fn position(text: &str, at: usize) -> String {
+    let before = &text[..at.min(text.len())];
+    let column = before.chars().rev().take_while(|c| *c != '\n').count() + 1;
+    format!("line {}, column {column}", line_at(text, at))
 }
 
 /// A value's texts: itself, or each item of a list of strings.
@@ -238,17 +261,17 @@ fn texts(value: &toml::Value) -> Option<Vec<String>> {
 }
 
 /// `text` with each `${VAR}` read from the environment, remembered as a secret.
-fn expand(text: &str, secrets: &mut Secrets, file: &str, line: usize) -> Result<String> {
+fn expand(text: &str, secrets: &mut Secrets, file: &str, line: &str) -> Result<String> {
     let mut out = String::new();
     let mut rest = text;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let Some(len) = rest[start + 2..].find('}') else {
-            bail!("{file} line {line}: a ${{ without its }}");
+            bail!("{file} {line}: a ${{ without its }}");
         };
         let var = &rest[start + 2..start + 2 + len];
         let value = std::env::var(var)
-            .map_err(|_| anyhow!("{file} line {line}: ${{{var}}} is not set in the environment"))?;
+            .map_err(|_| anyhow!("{file} {line}: ${{{var}}} is not set in the environment"))?;
         secrets.0.push((value.clone(), format!("${{{var}}}")));
         out.push_str(&value);
         rest = &rest[start + 3 + len..];

@@ -4,8 +4,11 @@
 //! own means:
 //! - it must read as a query (`SELECT`, `WITH`, `VALUES`, `TABLE`), and it
 //!   runs as a derived table, `SELECT * FROM (query) AS idem_count`, where
-//!   the server refuses a second statement and `INTO OUTFILE`, `INTO
-//!   DUMPFILE` or `INTO @variable`: it cannot write a file;
+//!   the server refuses `INTO OUTFILE`, `INTO DUMPFILE` or `INTO
+//!   @variable`, so it cannot write a file; it is sent as a prepared
+//!   statement, which holds one statement only, so a query that closes the
+//!   derived table early to add a second (`...) AS x; DELETE ...`) is
+//!   refused too;
 //! - it runs in a `START TRANSACTION READ ONLY` transaction, which is
 //!   rolled back, on a connection of its own that is closed after, so a
 //!   named lock (`GET_LOCK`) or a session variable it set goes with it;

@@ -31,6 +31,28 @@ pub async fn run(
     ])
 }
 
+/// The profile's "after a failed effect": a request whose effect fails
+/// (the sink answers its call 500), then the same key again. `Some(true)`
+/// when the retry got the stored failure back and made no call, `Some(false)`
+/// when it called again; `None` when the API did not fail the first request.
+pub async fn after_a_failed_effect(
+    probe: &Probe,
+    key_base: &str,
+    sink: &super::SinkCounter,
+) -> Option<bool> {
+    let key = format!("{key_base}-failed-effect");
+    sink.fail_next_call();
+    let first = probe.once(Some(&key), &probe.body).await;
+    if first.succeeded() || first.status.is_none() {
+        return None;
+    }
+    let calls = sink.count();
+    let retry = probe.once(Some(&key), &probe.body).await;
+    let called_again = sink.count() > calls;
+    let replayed = !called_again && retry.status == first.status && retry.body == first.body;
+    (replayed || called_again).then_some(replayed)
+}
+
 const ENDPOINT: &str = "never this endpoint's stored response";
 
 /// The same key and body sent to a second endpoint after the first

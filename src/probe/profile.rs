@@ -32,6 +32,10 @@ pub struct Observed {
     /// A retry after completion: whether it had the first's status and
     /// body, and whether it was marked as a replay.
     pub replay: Option<Replay>,
+    /// After a request whose effect failed (the sink answered 500): `true`
+    /// when its retry got the stored failure back, `false` when it was
+    /// performed again. Seen only with `--sink`.
+    pub failure_replayed: Option<bool>,
 }
 
 /// What a retry after completion came back with.
@@ -147,6 +151,18 @@ impl Profile {
                 stripe_says: "Idempotent-Replayed: true",
                 stripe: Agrees::of(replay.map(|r| r.marked)),
             },
+            Point {
+                point: "after a failed effect",
+                observed: match seen.failure_replayed {
+                    Some(true) => "the stored failure replayed".into(),
+                    Some(false) => "performed again on retry".into(),
+                    None => "unknown (needs --sink)".into(),
+                },
+                draft_says: "nothing",
+                draft: Agrees::Silent,
+                stripe_says: "the stored result, a 500 too",
+                stripe: Agrees::of(seen.failure_replayed),
+            },
         ];
         Self {
             profile: points,
@@ -181,9 +197,10 @@ mod tests {
                 same: true,
                 marked: true,
             }),
+            failure_replayed: Some(true),
         };
         let profile = Profile::of(&stripe_like);
-        assert_eq!(profile.matching(|p| p.stripe), (5, 5));
+        assert_eq!(profile.matching(|p| p.stripe), (6, 6));
         assert_eq!(profile.matching(|p| p.draft), (2, 4));
         let unseen = Profile::of(&Observed::default());
         assert!(unseen.profile.iter().all(|p| p.stripe == Agrees::Unknown));

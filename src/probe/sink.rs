@@ -37,6 +37,9 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 struct Calls {
     all: AtomicU64,
     per_key: Mutex<HashMap<String, u64>>,
+    /// The next call is answered 500: an effect that failed (the profile's
+    /// "after a failed effect").
+    fail_next: std::sync::atomic::AtomicBool,
 }
 
 /// The sink: where it listens, what it answers, what it counted.
@@ -98,6 +101,11 @@ impl SinkCounter {
         i64::try_from(self.calls.all.load(Ordering::SeqCst)).unwrap_or(i64::MAX)
     }
 
+    /// Answers the next call 500, as a provider that failed.
+    pub fn fail_next_call(&self) {
+        self.calls.fail_next.store(true, Ordering::SeqCst);
+    }
+
     /// The calls received so far that carried `key`.
     pub fn calls_for(&self, key: &str) -> u64 {
         let per_key = self.calls.per_key.lock().unwrap_or_else(|e| e.into_inner());
@@ -151,6 +159,10 @@ async fn answer(
         *per_key.entry(key).or_default() += 1;
     }
     tokio::time::sleep(delay).await;
+    let status = match calls.fail_next.swap(false, Ordering::SeqCst) {
+        true => 500,
+        false => status,
+    };
     let mut response = hyper::Response::new(Full::new(Bytes::from_static(b"{}")));
     *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::OK);
     response.headers_mut().insert(

@@ -122,7 +122,8 @@ pub fn render_ready(r: &Ready) -> String {
     let calls = format!(
         "call it:\n  curl{ca} -i -X POST {} \\\n    -H 'Idempotency-Key: \"k1\"' {award}\n  curl{ca} {}/counts\n\
          race it:\n  idem probe {}{ca} \\\n    {award} \\\n    --count-sql '{}' \\\n    --count-database-url \\\n    '{}'\n\
-         count the service's calls instead (the work that ran, even if rolled back):\n    --count-sql '{}'",
+         count the service's calls instead (the work that ran, even if rolled back):\n    --count-sql '{}'\n\
+         probe it from a plan (for CI): --write-plan FILE writes one, then\n  idem probe --plan FILE",
         r.endpoint, r.url, r.endpoint, r.count_sql, r.database_url, r.calls_sql
     );
     format!(

@@ -97,3 +97,56 @@ fn the_sink_counts_the_calls_a_guard_makes_before_its_claim() {
         assert_eq!(burst["effects"]["effects"], calls, "{flaw:?}: {stdout}");
     }
 }
+
+/// The profile's "after a failed effect", observed with `--sink`: the
+/// sink fails one call, and the retry with the same key either gets the
+/// stored failure back (as Stripe documents) or is performed again (as an
+/// API that lets the key go does). Observed, never judged.
+#[test]
+fn the_profile_says_what_a_retry_after_a_failed_effect_gets() {
+    let sandbox = Sandbox::new("failed-effect");
+    let apis = [
+        (Flaw::None, "the stored failure replayed", "matches"),
+        (
+            Flaw::ReleasesOnFailure,
+            "performed again on retry",
+            "differs",
+        ),
+    ];
+    for (flaw, observed, stripe) in apis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let sink = format!("127.0.0.1:{port}");
+        let (url, _) = flawed::start_calling(flaw, &sandbox.dir, &sink);
+        let out = sandbox
+            .idem()
+            .args(["probe", &format!("{url}/pay"), "-d", r#"{"amount": 10}"#])
+            .args([
+                "--sink",
+                &sink,
+                "--conformance",
+                "--json",
+                "--settle-ms",
+                "2000",
+            ])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let profile: Value = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v.get("profile").is_some())
+            .expect("the profile's line");
+        let point = profile["profile"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["point"] == "after a failed effect")
+            .expect("the point");
+        assert_eq!(point["observed"], observed, "{flaw:?}: {point}");
+        assert_eq!(point["stripe"], stripe, "{flaw:?}: {point}");
+    }
+}

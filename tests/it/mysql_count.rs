@@ -75,6 +75,12 @@ fn a_mariadb_count_judges_the_burst_and_leaves_the_server_as_it_was() {
             "SELECT count(*) FROM effects; DELETE FROM kept".to_string(),
             4,
         ),
+        // Closing the derived table early to slip a second statement in.
+        (
+            "SELECT count(*) FROM effects) AS x; DELETE FROM kept; SELECT * FROM (SELECT 1"
+                .to_string(),
+            4,
+        ),
         ("DELETE FROM kept".to_string(), 2),
         ("SELECT note FROM kept".to_string(), 4),
     ];

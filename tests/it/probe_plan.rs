@@ -147,7 +147,7 @@ fn a_bad_plan_is_refused_in_one_line_naming_where() {
     let cases = [
         (
             "[[endpoint]]\nurl = \"http://127.0.0.1:1/\"\ncolour = 1\n",
-            "line 3: unknown key `colour`",
+            "line 3, column 1: unknown key `colour`",
         ),
         (
             "[[endpoint]]\nurl = \"${IDEM_NOT_SET_ANYWHERE}\"\n",
@@ -155,7 +155,7 @@ fn a_bad_plan_is_refused_in_one_line_naming_where() {
         ),
         (
             "[[endpoint]]\nurl = \"http://127.0.0.1:1/\"\nrequests = 0\n",
-            "endpoint http://127.0.0.1:1/: invalid value '0' for '--requests",
+            "plan.toml line 3, column 1, endpoint http://127.0.0.1:1/: invalid value '0' for '--requests",
         ),
         ("[defaults]\nrequests = 5\n", "missing field `endpoint`"),
     ];

@@ -33,13 +33,20 @@ pub enum Flaw {
     NoGuard,
     /// Keeps keys by the key alone, not by method and path.
     KeyNotScoped,
+    /// When the downstream service fails, lets the key go (as Powertools
+    /// does) instead of storing the failure (as Stripe does).
+    ReleasesOnFailure,
 }
 
 /// What a key stands for: in progress, or done with the request it was
 /// done for and the body it answered.
 enum Entry {
     Working,
-    Done { asked: String, body: String },
+    Done {
+        asked: String,
+        status: u16,
+        body: String,
+    },
 }
 
 struct Api {
@@ -197,7 +204,7 @@ impl Api {
             return (201, "{\"replayed\":true}".into(), true);
         }
         if self.flaw == Flaw::CallsBeforeClaim {
-            self.call_sink(&key).await;
+            let _ = self.call_sink(&key).await;
         }
         if self.flaw == Flaw::NoGuard {
             return self.work(key, asked).await;
@@ -206,8 +213,12 @@ impl Api {
             let mut keys = self.keys.lock().unwrap();
             match keys.get(&key) {
                 Some(Entry::Working) => return (409, "{\"error\":\"in flight\"}".into(), false),
-                Some(Entry::Done { asked: a, body }) if *a == asked => {
-                    return (201, body.clone(), true);
+                Some(Entry::Done {
+                    asked: a,
+                    status,
+                    body,
+                }) if *a == asked => {
+                    return (*status, body.clone(), true);
                 }
                 Some(Entry::Done { .. }) => {
                     return (422, "{\"error\":\"other request\"}".into(), false);
@@ -234,8 +245,25 @@ impl Api {
                 .status();
             let _ = tokio::time::timeout(Duration::from_secs(10), run).await;
         }
-        if self.flaw != Flaw::CallsBeforeClaim {
-            self.call_sink(&key).await;
+        let provider = match self.flaw {
+            Flaw::CallsBeforeClaim => None,
+            _ => self.call_sink(&key).await,
+        };
+        if provider == Some(500) {
+            let failed = "{\"error\":\"the provider failed\"}".to_string();
+            let mut keys = self.keys.lock().unwrap();
+            match self.flaw {
+                Flaw::ReleasesOnFailure => keys.remove(&key),
+                _ => keys.insert(
+                    key,
+                    Entry::Done {
+                        asked,
+                        status: 502,
+                        body: failed.clone(),
+                    },
+                ),
+            };
+            return (502, failed, false);
         }
         let n = self.effects.fetch_add(1, Ordering::SeqCst) + 1;
         let _ = std::fs::write(&self.count_file, format!("{n}\n"));
@@ -244,6 +272,7 @@ impl Api {
             key,
             Entry::Done {
                 asked,
+                status: 201,
                 body: answer.clone(),
             },
         );
@@ -251,9 +280,9 @@ impl Api {
     }
 
     /// Calls the downstream service, if there is one, forwarding the key;
-    /// bounded by 5 s.
-    async fn call_sink(&self, key: &str) {
-        let Some(sink) = &self.sink else { return };
+    /// bounded by 5 s. Its status, if it answered.
+    async fn call_sink(&self, key: &str) -> Option<u16> {
+        let sink = self.sink.as_ref()?;
         let call = async {
             let mut stream = TcpStream::connect(sink).await.ok()?;
             let request = format!(
@@ -261,8 +290,13 @@ impl Api {
             );
             stream.write_all(request.as_bytes()).await.ok()?;
             let mut answer = Vec::new();
-            stream.read_to_end(&mut answer).await.ok()
+            stream.read_to_end(&mut answer).await.ok()?;
+            let head = String::from_utf8_lossy(&answer);
+            head.split_whitespace().nth(1)?.parse::<u16>().ok()
         };
-        let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
+        tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .ok()
+            .flatten()
     }
 }
