@@ -173,3 +173,45 @@ fn a_bad_plan_is_refused_in_one_line_naming_where() {
         assert!(stderr.contains(said), "{text}: {stderr}");
     }
 }
+
+/// Twelve endpoints that duplicate: GitHub gets ten `::error` annotations
+/// and one `::notice` for the rest, as it shows no more; JUnit has all
+/// twelve failures.
+#[test]
+fn github_annotations_stop_at_ten_and_say_how_many_more() {
+    let duplicating = Served::start("plan-twelve", &["-s", "check-then-store"]);
+    let sandbox = Sandbox::new("probe-plan-twelve");
+    let mut plan = format!(
+        "[defaults]\nurl = \"{}\"\ndata = '{{\"user_id\": 42, \"amount\": 10}}'\n\
+         count_sql = \"{}\"\ncount_database_url = \"{}\"\n",
+        duplicating.endpoint(),
+        duplicating.field("count_sql"),
+        duplicating.field("database_url"),
+    );
+    for i in 1..=12 {
+        plan.push_str(&format!("\n[[endpoint]]\nname = \"award {i}\"\n"));
+    }
+    std::fs::write(sandbox.dir.join("plan.toml"), plan).unwrap();
+    let out = sandbox
+        .idem()
+        .args(["probe", "--plan", "plan.toml", "--report", "github"])
+        .args(["--report", "junit:twelve.xml"])
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", sandbox.dir.join("summary.md"))
+        .current_dir(&sandbox.dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let errors = stderr.lines().filter(|l| l.starts_with("::error")).count();
+    let notices: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("::notice"))
+        .collect();
+    assert_eq!(errors, 10, "{stderr}");
+    assert_eq!(notices.len(), 1, "{stderr}");
+    assert!(notices[0].contains("2 more cases did not hold"), "{stderr}");
+    let xml = std::fs::read_to_string(sandbox.dir.join("twelve.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    assert_eq!(doc.root_element().attribute("failures"), Some("12"));
+}
