@@ -98,27 +98,9 @@ pub fn replace(path: &Path, contents: &[u8], flag: &str) -> Result<()> {
 pub fn append(path: &Path, contents: &[u8], what: &str) -> Result<()> {
     let place = Place::open(path, what)?;
     let shown = path.display();
-    // SAFETY: a C string in the open directory; the descriptor is owned
-    // by the File from here on.
-    let fd = unsafe {
-        libc::openat(
-            place.dir.as_raw_fd(),
-            place.name.as_ptr(),
-            libc::O_WRONLY
-                | libc::O_APPEND
-                | libc::O_CREAT
-                | libc::O_NOFOLLOW
-                | libc::O_NONBLOCK
-                | libc::O_CLOEXEC,
-            0o644 as libc::c_uint,
-        )
-    };
-    if fd < 0 {
-        let err = std::io::Error::last_os_error();
-        bail!("could not write {what} {shown}: {err}");
-    }
-    // SAFETY: fd was just opened and is owned here alone.
-    let mut file = unsafe { File::from_raw_fd(fd) };
+    let flags = libc::O_APPEND | libc::O_CREAT | libc::O_NONBLOCK;
+    let mut file = open_at(&place.dir, &place.name, flags)
+        .map_err(|err| anyhow::anyhow!("could not write {what} {shown}: {err}"))?;
     if !file.metadata()?.file_type().is_file() {
         bail!("{what} {shown} is not a regular file (a FIFO, socket or device); name a file");
     }
@@ -167,6 +149,20 @@ pub fn make_dirs(dir: &Path, mode: libc::mode_t, what: &str) -> Result<()> {
         .map_err(|why| anyhow::anyhow!("{what} {}: {why}", dir.display()))
 }
 
+/// `name` in the open directory `dir`, opened for writing with `flags`
+/// besides `O_NOFOLLOW` and `O_CLOEXEC` (a link there is never followed).
+fn open_at(dir: &OwnedFd, name: &CStr, flags: libc::c_int) -> std::io::Result<File> {
+    let flags = libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC | flags;
+    // SAFETY: a C string in an open directory; the descriptor returned is
+    // owned by the File from here on.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags, 0o644 as libc::c_uint) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd was just opened and is owned here alone.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
 /// The contents, written and synced beside the target under a name of
 /// their own; the target is untouched until [`Staged::commit`]. Dropped
 /// uncommitted, the staged file is removed.
@@ -195,25 +191,8 @@ impl Staged {
             flag: flag.to_owned(),
         };
         let written = (|| {
-            // SAFETY: a C string and an open directory; the descriptor
-            // returned is owned by the File from here on.
-            let fd = unsafe {
-                libc::openat(
-                    staged.place.dir.as_raw_fd(),
-                    staged.staged.as_ptr(),
-                    libc::O_WRONLY
-                        | libc::O_CREAT
-                        | libc::O_EXCL
-                        | libc::O_NOFOLLOW
-                        | libc::O_CLOEXEC,
-                    0o644 as libc::c_uint,
-                )
-            };
-            if fd < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // SAFETY: fd was just opened and is owned here alone.
-            let mut file = unsafe { File::from_raw_fd(fd) };
+            let flags = libc::O_CREAT | libc::O_EXCL;
+            let mut file = open_at(&staged.place.dir, &staged.staged, flags)?;
             file.write_all(contents)?;
             file.sync_all()
         })();

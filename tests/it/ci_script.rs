@@ -23,11 +23,7 @@ fn the_ci_pages_script_runs_as_printed_and_the_guard_holds() {
     let work = sandbox.dir.join("ci");
     std::fs::create_dir(&work).unwrap();
     std::fs::write(work.join("probe.sh"), script).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::common::free_port();
     let idem = assert_cmd::cargo::cargo_bin("idem");
     let path = format!(
         "{}:{}",

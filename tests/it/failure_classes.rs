@@ -73,13 +73,7 @@ fn each_flaw_fails_its_own_case_and_a_sound_api_holds_all_four() {
 fn the_sink_counts_the_calls_a_guard_makes_before_its_claim() {
     let sandbox = Sandbox::new("sink");
     for (flaw, code, calls) in [(Flaw::CallsBeforeClaim, 1, 5), (Flaw::None, 0, 1)] {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let sink = format!("127.0.0.1:{port}");
-        let (url, _) = flawed::start_calling(flaw, &sandbox.dir, &sink);
+        let (url, sink) = api_with_sink(flaw, &sandbox);
         let out = sandbox
             .idem()
             .args(["probe", &format!("{url}/pay"), "-d", r#"{"amount": 10}"#])
@@ -114,13 +108,7 @@ fn the_profile_says_what_a_retry_after_a_failed_effect_gets() {
         ),
     ];
     for (flaw, observed, stripe) in apis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let sink = format!("127.0.0.1:{port}");
-        let (url, _) = flawed::start_calling(flaw, &sandbox.dir, &sink);
+        let (url, sink) = api_with_sink(flaw, &sandbox);
         let out = sandbox
             .idem()
             .args(["probe", &format!("{url}/pay"), "-d", r#"{"amount": 10}"#])
@@ -149,4 +137,12 @@ fn the_profile_says_what_a_retry_after_a_failed_effect_gets() {
         assert_eq!(point["observed"], observed, "{flaw:?}: {point}");
         assert_eq!(point["stripe"], stripe, "{flaw:?}: {point}");
     }
+}
+
+/// An API with `flaw` whose work calls a sink at a free port: its URL and
+/// the sink's address, for `idem probe --sink`.
+fn api_with_sink(flaw: Flaw, sandbox: &Sandbox) -> (String, String) {
+    let sink = format!("127.0.0.1:{}", crate::common::free_port());
+    let (url, _) = flawed::start_calling(flaw, &sandbox.dir, &sink);
+    (url, sink)
 }

@@ -375,3 +375,35 @@ fn a_timeline_is_not_written_through_another_users_linked_directory_and_a_long_n
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
 }
+
+/// GitHub's step summary is appended to, never through a planted link and
+/// never waiting on a FIFO named there; a regular file gets the summary
+/// after what it held.
+#[test]
+fn a_step_summary_is_appended_only_to_a_regular_file() {
+    let dir = tempdir("summary-target");
+    let secret = dir.join("secret");
+    std::fs::write(&secret, "keep me").unwrap();
+    let planted = dir.join("link.md");
+    std::os::unix::fs::symlink(&secret, &planted).unwrap();
+    let fifo = dir.join("pipe.md");
+    mkfifo(&fifo);
+    let regular = dir.join("summary.md");
+    std::fs::write(&regular, "before\n").unwrap();
+    let append = |path: &Path| idem::files::write::append(path, b"after\n", "GITHUB_STEP_SUMMARY");
+    let started = Instant::now();
+    let link = append(&planted).unwrap_err().to_string();
+    assert!(link.contains("symbolic link"), "{link}");
+    let pipe = append(&fifo).unwrap_err().to_string();
+    assert!(pipe.contains("not a regular file"), "{pipe}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "it waited on the FIFO"
+    );
+    append(&regular).unwrap();
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "keep me");
+    assert_eq!(
+        std::fs::read_to_string(&regular).unwrap(),
+        "before\nafter\n"
+    );
+}

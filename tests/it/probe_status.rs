@@ -126,11 +126,7 @@ fn wait_for_ms_waits_for_a_late_service_and_gives_up_on_an_absent_one() {
         err.contains("did not answer within --wait-for-ms 300"),
         "{err}"
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::common::free_port();
     let dir = sandbox.dir.clone();
     let late = std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_millis(400));

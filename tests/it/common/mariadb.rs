@@ -30,11 +30,7 @@ impl Mariadb {
             .status()
             .expect("mariadb-install-db runs (apt-get install mariadb-server)");
         assert!(installed.success(), "mariadb-install-db failed");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = super::free_port();
         let socket = dir.join("mariadb.sock");
         let mut server = Command::new("mariadbd");
         server

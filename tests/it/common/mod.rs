@@ -348,3 +348,13 @@ pub fn refused_in_one_line_with(command: &mut assert_cmd::Command, code: i32) ->
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     stderr
 }
+
+/// A loopback port free right now (bound, then let go), for a server a
+/// test starts or names before it listens.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

@@ -155,11 +155,7 @@ impl Server {
         }
         let mode = std::fs::Permissions::from_mode(0o600);
         std::fs::set_permissions(&leaf.key, mode).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = super::free_port();
         let options = ClusterOptions {
             server_settings: vec![
                 "listen_addresses=127.0.0.1".into(),
