@@ -112,7 +112,12 @@ pub fn plan(args: &ProbeArgs, file: &Path) -> Result<PlanRun> {
         || args.key.is_some()
         || args.count.count_sql.is_some()
         || args.count.count_cmd.is_some()
-        || args.count.sink.is_some();
+        || args.count.count_database_url.is_some()
+        || args.count.sink.is_some()
+        || args.other_data.is_some()
+        || !args.other_caller.is_empty()
+        || args.other_url.is_some()
+        || args.in_flight_ms.is_some();
     if given_too {
         bail!("with --plan, say the probe's settings in the plan (its [defaults] or an endpoint)");
     }

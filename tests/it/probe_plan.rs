@@ -159,6 +159,20 @@ fn a_bad_plan_is_refused_in_one_line_naming_where() {
         ),
         ("[defaults]\nrequests = 5\n", "missing field `endpoint`"),
     ];
+    // A setting given beside --plan belongs in the plan.
+    std::fs::write(
+        sandbox.dir.join("plan.toml"),
+        "[[endpoint]]\nurl = \"http://127.0.0.1:1/\"\n",
+    )
+    .unwrap();
+    let out = sandbox
+        .idem()
+        .args(["probe", "--plan", "plan.toml", "--other-data", "{}"])
+        .current_dir(&sandbox.dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("say the probe's settings in the plan"));
     for (text, said) in cases {
         std::fs::write(sandbox.dir.join("plan.toml"), text).unwrap();
         let out = sandbox
