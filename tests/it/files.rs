@@ -406,4 +406,5 @@ fn a_step_summary_is_appended_only_to_a_regular_file() {
         std::fs::read_to_string(&regular).unwrap(),
         "before\nafter\n"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
