@@ -74,8 +74,22 @@ pub fn cases(base: &RaceInput) -> [(RaceInput, Judge); 4] {
 
 /// The XP rows and every status, as the cases show what they saw.
 pub fn rows_and_statuses(r: &RaceResult) -> String {
-    let statuses = crate::race::outcome_totals(&r.outcomes);
-    format!("{}; {statuses}", xp_rows(r.xp_rows))
+    format!("{}; {}", xp_rows(r.xp_rows), outcomes_said(r))
+}
+
+/// Every outcome counted, and what the first request that failed with an
+/// error was told (a guard file's step that failed or ran past its limit,
+/// named by its line), so that "error 5" never stands alone.
+pub fn outcomes_said(r: &RaceResult) -> String {
+    let totals = crate::race::outcome_totals(&r.outcomes);
+    let failed = r
+        .reports
+        .iter()
+        .find(|w| w.outcome == crate::request::Outcome::Error);
+    match failed {
+        Some(w) => format!("{totals} (worker {}: {})", w.worker, w.did),
+        None => totals,
+    }
 }
 
 fn five_workers(r: &RaceResult) -> Check {

@@ -28,8 +28,8 @@ macro_rules! internal {
 
 internal!(
     app, bench, challenge, cli, commands, controls, db, exercise, explore, files, http, keys,
-    lesson, limits, matrix, pooler, probe, progress, race, report, request, scenario, signals,
-    store, strategy, trust,
+    lesson, lifeline, limits, matrix, pooler, probe, progress, race, report, request, scenario,
+    signals, store, strategy, trust,
 );
 
 pub use app::main;
@@ -54,8 +54,10 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Compare(a) => dispatch(c::compare::plan(&a)?, s).await,
         Command::Matrix(a) => dispatch(c::matrix::plan(&a)?, s).await,
         Command::Stores(a) => dispatch(c::stores::plan(&a)?, s).await,
-        Command::Step(a) => dispatch(c::step::plan(&a)?, s).await,
-        Command::Explore(a) => dispatch(c::explore::plan(&a)?, s).await,
+        // Their exit 1 is a verdict (a guard that failed): a wrong command
+        // line exits 2, as clap's own refusals do.
+        Command::Step(a) => dispatch(c::step::plan(&a).map_err(bad_input)?, s).await,
+        Command::Explore(a) => dispatch(c::explore::plan(&a).map_err(bad_input)?, s).await,
         Command::Keys(a) => dispatch(c::keys::plan(&a)?, s).await,
         Command::Bench(a) => dispatch(c::bench::plan(&a)?, s).await,
         Command::Audit(a) => dispatch(c::audit::plan(&a)?, s).await,
@@ -101,9 +103,13 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Serve(a) => dispatch(c::serve::plan(&a)?, s).await,
         Command::Probe(a) => {
             // A wrong command line (or plan) exits 2, as clap's own refusals do.
-            let bad = |e: anyhow::Error| c::status::Status::BadInput.because(format!("{e:#}"));
+            let bad = bad_input;
             match &a.plan {
-                Some(file) => dispatch(c::probe_plan::plan(&a, file).map_err(bad)?, s).await,
+                Some(file) => {
+                    let plan = c::probe_plan::plan(&a, file).map_err(bad)?;
+                    c::probe_reports::check(&a.report).map_err(bad)?;
+                    dispatch(plan, s).await
+                }
                 None => {
                     let plan = c::probe::plan(&a).map_err(bad)?;
                     c::probe_reports::check(&plan.reports).map_err(bad)?;
@@ -118,4 +124,10 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Completions(a) => c::shell::completions(a.shell, a.dir.as_deref()),
         Command::Man(a) => c::shell::man(a.dir.as_deref()),
     }
+}
+
+/// A command line refused before anything ran: exit 2, as clap's own
+/// refusals are, never the 1 of a verdict.
+fn bad_input(err: anyhow::Error) -> anyhow::Error {
+    commands::status::Status::BadInput.because(format!("{err:#}"))
 }

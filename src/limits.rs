@@ -216,8 +216,9 @@ pub const STORES_CACHE_MAX_ENTRIES: Limit =
 
 // `idem step` and `idem lesson`.
 
-/// A worker `idem step --schedule` may name: it drives two to five.
-pub const SCHEDULE_WORKER: Limit = flag("--schedule", 1, 5);
+/// A worker `idem step --schedule` may name, as a number: whether the race
+/// has that worker (numbered from 1) is checked against its `--workers`.
+pub const SCHEDULE_WORKER: Limit = flag("--schedule", 0, 100_000);
 /// `idem step --goal`: the XP rows a puzzle asks the scheduler to make.
 pub const GOAL_XP_ROWS: Limit = flag("--goal", 0, 5);
 /// `idem explore`: the most interleavings one exploration runs.

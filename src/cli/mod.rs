@@ -66,6 +66,7 @@ pub enum Command {
     Step(race::StepArgs),
     /// Run the guard under every interleaving of its requests' steps, each
     /// from fresh tables, and show the shortest one that breaks it.
+    #[command(mut_arg("workers", |a| a.help(race::EXPLORE_WORKERS_HELP)))]
     Explore(race::ExploreArgs),
     /// List or run the scenario files, each checked against its expected figures.
     Scenario(teaching::ScenarioArgs),

@@ -105,6 +105,10 @@ pub struct MatrixArgs {
     pub connect: ConnectArgs,
 }
 
+/// `idem explore --workers`: it walks two requests unless told otherwise.
+pub const EXPLORE_WORKERS_HELP: &str = "Concurrent workers, each one request with the same key: 2 to 5, and every added \
+     worker multiplies the interleavings [default: 2]";
+
 #[derive(Debug, Args)]
 pub struct ExploreArgs {
     #[command(flatten)]

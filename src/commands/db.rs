@@ -14,7 +14,6 @@
 //! group is made the foreground one while it runs, so it reads the
 //! terminal and Ctrl-C reaches it as it would from a shell.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -22,6 +21,7 @@ use anyhow::{Context, Result, bail};
 use super::command::{Command, Given, Needs, Nothing, OnSignal, Stop};
 use crate::cli::teaching::DbArgs;
 use crate::db::{Cluster, ClusterOptions};
+use crate::lifeline::{Lifeline, Watched};
 use crate::report::emit_verbatim;
 
 /// How long a command told to stop (SIGTERM) may take before it is killed.
@@ -135,8 +135,6 @@ async fn hold(reach: &Reach, stop: &mut Stop) -> Result<()> {
 /// then kills the group. It ignores the signals a terminal or idem send
 /// the group, so only the pipe ends it; then `exec` drops the pipe from
 /// the command itself.
-const WATCHED: &str = "(trap '' INT TERM HUP QUIT; read _ <&3; kill -KILL 0) & exec 3<&- \"$@\"";
-
 /// Runs the command against the cluster and passes on how it ended.
 async fn run(program: &str, rest: &[String], reach: &Reach, stop: &mut Stop) -> Result<()> {
     if !runnable(program) {
@@ -183,47 +181,21 @@ async fn run(program: &str, rest: &[String], reach: &Reach, stop: &mut Stop) -> 
     passed_on(status)
 }
 
-/// Starts `/bin/sh` running [`WATCHED`] and the command, in a process
-/// group of its own, with the cluster's variables; returns it and the
-/// write end of its lifeline, which only idem holds.
+/// Starts the command under a watcher (see [`crate::lifeline`]), in a
+/// process group of its own, with the cluster's variables.
 fn spawn_watched(
     program: &str,
     rest: &[String],
     reach: &Reach,
-) -> Result<(tokio::process::Child, OwnedFd)> {
-    let (watch, lifeline) = pipe().context("could not make the command's lifeline")?;
-    let watch_fd = watch.as_raw_fd();
-    let parent = std::process::id() as libc::pid_t;
-    let mut command = tokio::process::Command::new("/bin/sh");
-    command
-        .arg("-c")
-        .arg(WATCHED)
-        .arg("idem-db")
-        .arg(program)
-        .args(rest)
-        .envs(reach.vars.iter().map(|(k, v)| (*k, v.as_str())))
-        .process_group(0)
-        .kill_on_drop(true);
-    // SAFETY: the closure runs between fork and exec and calls only
-    // async-signal-safe functions (dup2, prctl, getppid).
-    unsafe {
-        command.pre_exec(move || {
-            if libc::dup2(watch_fd, 3) < 0
-                || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                return Err(std::io::Error::other("idem is gone"));
-            }
-            Ok(())
-        });
-    }
-    let child = command
+) -> Result<(tokio::process::Child, Lifeline)> {
+    let mut watched =
+        Watched::new("idem-db", program, rest).context("could not make the command's lifeline")?;
+    watched
+        .command()
+        .envs(reach.vars.iter().map(|(k, v)| (*k, v.as_str())));
+    watched
         .spawn()
-        .with_context(|| format!("could not run {program}"))?;
-    drop(watch);
-    Ok((child, lifeline))
+        .with_context(|| format!("could not run {program}"))
 }
 
 /// The command's exit, as idem's own: its code, or 128 + the signal that
@@ -252,7 +224,7 @@ fn passed_on(status: std::process::ExitStatus) -> Result<()> {
 async fn end_group(
     child: &mut tokio::process::Child,
     group: Option<libc::pid_t>,
-    lifeline: OwnedFd,
+    lifeline: Lifeline,
 ) {
     drop(lifeline);
     let Some(group) = group else { return };
@@ -322,18 +294,6 @@ fn runnable(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|paths| {
         std::env::split_paths(&paths).any(|dir| executable(&dir.join(program)))
     })
-}
-
-/// A pipe: its read end (for the command's watcher) and its write end
-/// (idem's), both closed on exec.
-fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the two descriptors it opens.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just opened and are owned here alone.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// The terminal, lent to the command's process group while it runs (as a

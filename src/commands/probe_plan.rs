@@ -18,7 +18,7 @@ use clap::Parser;
 use toml::Spanned;
 
 use super::command::{Command, Given, Needs, Nothing};
-use super::probe::{Plan, endpoint, exit_status};
+use super::probe::{Plan, endpoint};
 use crate::cli::wire_commands::{ProbeArgs, ReportTo};
 use crate::files::{line_at, parse_toml, read_text};
 use crate::probe::judged::Endpoint;
@@ -84,12 +84,15 @@ struct One {
 pub struct Secrets(Vec<(String, String)>);
 
 impl Secrets {
-    /// `text` with every secret value written as its `${VAR}` again.
+    /// `text` with every secret value written as its `${VAR}` again, in
+    /// any form it comes back in (see [`crate::db::secret::hide_variable`]).
     pub fn redact(&self, text: &str) -> String {
-        self.0
+        let text = self
+            .0
             .iter()
             .filter(|(value, _)| !value.is_empty())
-            .fold(text.to_string(), |t, (value, name)| t.replace(value, name))
+            .fold(text.to_string(), |t, (value, name)| t.replace(value, name));
+        crate::db::secret::hide_variables(&text)
     }
 }
 
@@ -277,6 +280,7 @@ fn expand(text: &str, secrets: &mut Secrets, file: &str, line: &str) -> Result<S
         let var = &rest[start + 2..start + 2 + len];
         let value = std::env::var(var)
             .map_err(|_| anyhow!("{file} {line}: ${{{var}}} is not set in the environment"))?;
+        crate::db::secret::hide_variable(&value, &format!("${{{var}}}"));
         secrets.0.push((value.clone(), format!("${{{var}}}")));
         out.push_str(&value);
         rest = &rest[start + 3 + len..];
@@ -295,7 +299,6 @@ impl Command for PlanRun {
     /// Each endpoint in turn, under a heading, then the summary, the
     /// reports and the one exit status.
     async fn run(self, _: &Nothing, _: Given) -> Result<()> {
-        super::probe_reports::check(&self.reports)?;
         let total = self.endpoints.len();
         let mut judged: Vec<Endpoint> = Vec::with_capacity(total);
         for (i, (name, plan)) in self.endpoints.iter().enumerate() {
@@ -315,8 +318,7 @@ impl Command for PlanRun {
             },
             |s| crate::report::probe::render_plan(s.endpoints),
         )?;
-        super::probe_reports::write(&self.reports, &judged)?;
-        exit_status(&judged)
+        super::probe_reports::finish(&self.reports, &judged)
     }
 }
 

@@ -2,7 +2,9 @@
 
 use anyhow::Result;
 
+use super::status::Status;
 use crate::cli::wire_commands::ReportTo;
+use crate::db::secret::hide_variables;
 use crate::probe::judged::Endpoint;
 use crate::report::ci;
 
@@ -13,12 +15,12 @@ pub fn write(reports: &[ReportTo], endpoints: &[Endpoint]) -> Result<()> {
     for report in reports {
         match report {
             ReportTo::Junit(path) => {
-                let xml = ci::junit(endpoints);
+                let xml = hide_variables(&ci::junit(endpoints));
                 crate::files::write::replace(path, xml.as_bytes(), "--report junit:")?;
             }
             ReportTo::Github => {
                 if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
-                    let md = ci::github_summary(endpoints);
+                    let md = hide_variables(&ci::github_summary(endpoints));
                     crate::files::write::append(
                         std::path::Path::new(&path),
                         md.as_bytes(),
@@ -26,7 +28,7 @@ pub fn write(reports: &[ReportTo], endpoints: &[Endpoint]) -> Result<()> {
                     )?;
                 }
                 if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") {
-                    eprint!("{}", ci::github_annotations(endpoints));
+                    eprint!("{}", hide_variables(&ci::github_annotations(endpoints)));
                 }
             }
         }
@@ -34,12 +36,40 @@ pub fn write(reports: &[ReportTo], endpoints: &[Endpoint]) -> Result<()> {
     Ok(())
 }
 
-/// Refuses a report target idem would not write, before anything is sent.
+/// Refuses a report target idem would not write, before anything is sent:
+/// a JUnit path, or for GitHub's report the `GITHUB_STEP_SUMMARY` it names,
+/// that is a link, a directory, a FIFO or a device.
 pub fn check(reports: &[ReportTo]) -> Result<()> {
     for report in reports {
-        if let ReportTo::Junit(path) = report {
-            crate::files::write::check_target(path, "--report junit:")?;
+        match report {
+            ReportTo::Junit(path) => crate::files::write::check_target(path, "--report junit:")?,
+            ReportTo::Github => {
+                if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+                    let path = std::path::Path::new(&path);
+                    crate::files::write::check_target(path, "GITHUB_STEP_SUMMARY")?;
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// Writes the reports, then ends with the probe's one exit status. A
+/// report that could not be written once the probe ran (a full disk)
+/// exits 4, as a probe that could not run does, so that CI never passes
+/// without the report it asked for; a case that failed still exits 1,
+/// and the report's error is said beside it.
+pub fn finish(reports: &[ReportTo], endpoints: &[Endpoint]) -> Result<()> {
+    let verdict = super::probe::exit_status(endpoints);
+    let Err(unwritten) = write(reports, endpoints) else {
+        return verdict;
+    };
+    let unwritten = format!("the probe ran, but its report was not written: {unwritten:#}");
+    match verdict {
+        Err(failed) if Status::of(&failed) == Some(Status::Failed) => {
+            eprintln!("error: {unwritten}");
+            Err(failed)
+        }
+        _ => Err(Status::CouldNotRun.because(unwritten)),
+    }
 }

@@ -1,4 +1,4 @@
-//! The probe's exit-code contract, for a CI system to read: 0 every case held, 1 a case failed, 2 a wrong command line, 3 something asked for could not be judged (and nothing failed), 4 idem could not run at all.
+//! The probe's exit-code contract, for a CI system to read: 0 every case held, 1 a case failed, 2 a wrong command line, 3 something asked for could not be judged (and nothing failed), 4 idem could not run at all (or could not write a report it was asked for).
 
 use std::fmt;
 

@@ -15,6 +15,15 @@
 //!   every role create in `public`; idem's own clusters take that back).
 //!   A role per run, so that two runs on one `idem db` cluster cannot
 //!   reach each other's tables;
+//! - nothing in schema `public`: PostgreSQL gives every role `USAGE` there,
+//!   and so the right to call any function PUBLIC may execute in it (a
+//!   `SECURITY DEFINER` function a learner's app made on an `idem db`
+//!   cluster among them); idem's clusters take `USAGE` back from PUBLIC
+//!   (the roles that own or were granted what is there keep it), and the
+//!   role's `search_path` is the run's schema alone. What it can still
+//!   see is what every role sees in `pg_catalog`: the names of schemas,
+//!   tables and roles (other runs' `idem_*` schemas among them), never
+//!   their rows, and the built-in functions;
 //! - no extension is installed in idem's clusters, so no `dblink`.
 //!
 //! The role is made only on a cluster idem has proven its own (see
@@ -45,7 +54,8 @@ pub async fn grant(tx: &mut PgConnection, schema: &str, name: &str) -> Result<St
                  NOBYPASSRLS NOINHERIT;
          EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
          END $$;
-         REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+         REVOKE CREATE, USAGE ON SCHEMA public FROM PUBLIC;
+         ALTER ROLE {role} SET search_path = \"{schema}\";
          GRANT USAGE ON SCHEMA \"{schema}\" TO {role};
          GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA \"{schema}\" TO {role};
          GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA \"{schema}\" TO {role};"

@@ -22,12 +22,24 @@ pub struct Conn {
     object: Object,
     schema: Arc<Schema>,
     sending: Sending,
+    /// How a cancel request reaches the server, as the connection did.
+    tls: MakeRustlsConnect,
 }
 
 impl Conn {
     /// Closes the connection instead of giving it back to the pool.
     pub fn discard(self) {
         let _ = Object::take(self.object);
+    }
+
+    /// Asks the server, on a connection of its own, to cancel the
+    /// statement this connection is running (PostgreSQL's cancel
+    /// request); the statement then fails with 57014. Whether the server
+    /// heard is not waited for past the connect.
+    pub async fn cancel(&self) {
+        let token = self.object.cancel_token();
+        let asked = token.cancel_query(self.tls.clone());
+        let _ = tokio::time::timeout(Duration::from_secs(2), asked).await;
     }
 }
 
@@ -178,6 +190,7 @@ pub async fn checkout(workers: &Workers, wait: Duration) -> Result<Conn, PoolErr
         object,
         schema: workers.schema.clone(),
         sending: workers.sending,
+        tls: workers.connect.tls.clone(),
     })
 }
 

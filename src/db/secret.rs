@@ -31,10 +31,11 @@ pub fn redact(target: &str) -> String {
     shown
 }
 
-/// Removes every remembered password from `text`, and every remembered
-/// header value where it stands as a whole token.
+/// Removes every remembered password from `text`, every remembered
+/// header value where it stands as a whole token, and every value read
+/// from a variable ([`hide_variable`]) in any form it can come back in.
 pub fn scrub(text: &str) -> String {
-    let mut text = text.to_string();
+    let mut text = hide_variables(text);
     let seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     for secret in seen.iter() {
         text = text.replace(secret.as_str(), HIDDEN);
@@ -104,6 +105,156 @@ fn replace_whole(text: &str, token: &str) -> String {
         rest = &rest[at + token.len()..];
     }
     out.push_str(rest);
+    out
+}
+
+/// Values read from the environment for a `${VAR}` (a probe plan's), each
+/// with the forms it can come back in and the `${VAR}` shown in its place.
+static VARIABLES: Mutex<Vec<Hidden>> = Mutex::new(Vec::new());
+
+/// One form of a variable's value: matched whatever its letters' case
+/// (a server folds a name it did not find to lower case); `whole` forms
+/// (a URL's user, host or database) only where they stand as a token.
+struct Hidden {
+    form: String,
+    whole: bool,
+    name: String,
+}
+
+/// Remembers `value`, read from the environment as `name` (`${API_KEY}`),
+/// so that [`hide_variables`] and [`scrub`] show `name` wherever the value
+/// comes back: as it is, JSON- or backslash-escaped, with its quotes
+/// doubled as SQL writes them, percent-encoded, or, for a URL, with its
+/// password hidden, and its user, host and database each where it stands
+/// as a token (when at least four characters long).
+pub fn hide_variable(value: &str, name: &str) {
+    if value.is_empty() {
+        return;
+    }
+    let mut forms: Vec<(String, bool)> = vec![
+        (value.to_owned(), false),
+        (json_inner(value), false),
+        (value.replace('\\', "\\\\"), false),
+        (value.replace('\'', "''"), false),
+        (value.replace('"', "\"\""), false),
+        (percent_encode(value), false),
+        (crate::controls::escaped(value).into_owned(), false),
+        (xml_escaped(value), false),
+    ];
+    if value.contains("://") {
+        let (shown, _) = redact_url(value);
+        forms.push((shown, false));
+        forms.extend(url_parts(value).into_iter().map(|part| (part, true)));
+    }
+    let mut hidden = VARIABLES.lock().unwrap_or_else(|e| e.into_inner());
+    for (form, whole) in forms {
+        let short = whole && form.chars().count() < MIN_TOKEN_CHARS;
+        if short || form.is_empty() || hidden.iter().any(|h| h.form == form) {
+            continue;
+        }
+        hidden.push(Hidden {
+            form,
+            whole,
+            name: name.to_owned(),
+        });
+    }
+    // Longest first, so that a value that contains another goes whole.
+    hidden.sort_by_key(|h| std::cmp::Reverse(h.form.chars().count()));
+}
+
+/// `text` with every remembered variable's value, in each of its forms and
+/// whatever its case, shown as its `${VAR}`.
+pub fn hide_variables(text: &str) -> String {
+    let hidden = VARIABLES.lock().unwrap_or_else(|e| e.into_inner());
+    hidden.iter().fold(text.to_owned(), |text, h| {
+        replace_caseless(&text, &h.form, &h.name, h.whole)
+    })
+}
+
+/// A string's JSON text without its quotes.
+fn json_inner(value: &str) -> String {
+    let quoted = serde_json::to_string(value).unwrap_or_default();
+    quoted
+        .strip_prefix('"')
+        .and_then(|q| q.strip_suffix('"'))
+        .unwrap_or(value)
+        .to_owned()
+}
+
+/// A string as XML text writes it (a JUnit report's attributes).
+fn xml_escaped(value: &str) -> String {
+    value
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&apos;")
+}
+
+/// Every byte but the unreserved ones written `%XX`.
+fn percent_encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A URL's user, host and database (its path), percent-decoded.
+fn url_parts(value: &str) -> Vec<String> {
+    let Ok(url) = url::Url::parse(value) else {
+        return Vec::new();
+    };
+    let path = url.path().trim_start_matches('/').to_owned();
+    [
+        url.username().to_owned(),
+        url.host_str().unwrap_or_default().to_owned(),
+        path,
+    ]
+    .into_iter()
+    .map(|part| percent_decode(&part))
+    .filter(|part| !part.is_empty())
+    .collect()
+}
+
+/// `text` with `form` replaced by `name` wherever it stands, compared
+/// letter by letter without case; with `whole`, only where no token
+/// character touches it.
+fn replace_caseless(text: &str, form: &str, name: &str, whole: bool) -> String {
+    let wanted: Vec<char> = form.chars().collect();
+    let same = |a: char, b: char| a == b || a.to_lowercase().eq(b.to_lowercase());
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let rest = &text[at..];
+        let mut chars = rest.char_indices();
+        let matched = wanted
+            .iter()
+            .all(|w| chars.next().is_some_and(|(_, c)| same(c, *w)));
+        let len = match (matched, chars.next()) {
+            (true, Some((end, _))) => Some(end),
+            (true, None) => Some(rest.len()),
+            _ => None,
+        };
+        let standalone = |len: usize| {
+            !whole || !(touches(&mut text[..at].chars().rev()) || touches(&mut rest[len..].chars()))
+        };
+        match len {
+            Some(len) if standalone(len) => {
+                out.push_str(name);
+                at += len;
+            }
+            _ => {
+                let c = rest.chars().next().unwrap_or_default();
+                out.push(c);
+                at += c.len_utf8();
+            }
+        }
+    }
     out
 }
 
@@ -338,6 +489,42 @@ mod tests {
         ];
         for (given, shown) in cases {
             assert_eq!(redact(given), shown, "{given}");
+        }
+    }
+
+    #[test]
+    fn a_variable_is_hidden_in_every_form_it_comes_back_in() {
+        super::hide_variable("Tenant_Secret", "${TABLE}");
+        super::hide_variable("O'Brien \"x\"", "${QUOTED}");
+        super::hide_variable(
+            "postgres://alice:pw9@db.example:5432/payments_live",
+            "${URL}",
+        );
+        for (text, want) in [
+            (
+                "relation \"tenant_secret\" does not exist",
+                "relation \"${TABLE}\" does not exist",
+            ),
+            ("TENANT_SECRET", "${TABLE}"),
+            ("'O''Brien \"x\"'", "'${QUOTED}'"),
+            ("{\"key\":\"O'Brien \\\"x\\\"\"}", "{\"key\":\"${QUOTED}\"}"),
+            ("O%27Brien%20%22x%22", "${QUOTED}"),
+            (
+                "postgres://alice:***@db.example:5432/payments_live",
+                "${URL}",
+            ),
+            (
+                "database \"payments_live\" does not exist",
+                "database \"${URL}\" does not exist",
+            ),
+            (
+                "could not reach db.example: refused",
+                "could not reach ${URL}: refused",
+            ),
+            // A part stands whole only: not inside a longer name.
+            ("payments_livestock", "payments_livestock"),
+        ] {
+            assert_eq!(scrub(text), want, "{text}");
         }
     }
 

@@ -239,5 +239,5 @@ fn hung_up(
 
 /// What the requests were answered, as the race's outcomes count them.
 fn statuses(r: &RaceResult) -> String {
-    crate::race::outcome_totals(&r.outcomes)
+    crate::challenge::outcomes_said(r)
 }

@@ -92,7 +92,7 @@ fn saw(r: &RaceResult) -> String {
         "{} other writes; {}; {}",
         r.cache_pressure,
         xp_rows(r.xp_rows),
-        crate::race::outcome_totals(&r.outcomes)
+        crate::challenge::outcomes_said(r)
     )
 }
 

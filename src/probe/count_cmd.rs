@@ -1,13 +1,17 @@
 //! Effects counted by any command (`--count-cmd`), for effects that are not in PostgreSQL: it runs before and after, prints one whole number, and is bounded in time and output; its stderr is shown, escaped, when it fails.
+//!
+//! It runs under a watcher ([`crate::lifeline`]), so its process group
+//! dies with idem, a `kill -9` included; a process the command moves out
+//! of its group (`setsid`) is not followed.
 
 use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::Command;
 
 use crate::controls::escaped;
+use crate::lifeline::Watched;
 
 /// The most of its stdout and of its stderr read: a count is one number.
 pub const MAX_OUTPUT_BYTES: u64 = 4096;
@@ -34,16 +38,16 @@ impl CmdCounter {
     /// Runs the command once and reads its number. Past the timeout its
     /// whole process group is killed.
     pub async fn count(&self) -> Result<i64> {
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(&self.cmd)
+        let mut watched = Watched::new("idem-count", "/bin/sh", ["-c", self.cmd.as_str()])
+            .context("--count-cmd could not make its lifeline")?;
+        watched
+            .command()
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .context("--count-cmd could not start sh")?;
+            .stderr(Stdio::piped());
+        // Its group is killed by its watcher however idem ends (kill -9
+        // included) once `_lifeline` is gone.
+        let (mut child, _lifeline) = watched.spawn().context("--count-cmd could not start sh")?;
         // Killed with everything it started if it outlives its bound, or
         // if the probe's future is dropped meanwhile (--timeout-ms).
         let mut group = Group(child.id().and_then(|id| i32::try_from(id).ok()));

@@ -1,14 +1,19 @@
 //! Effects counted in a MySQL-family server (`--count-database-url mysql://...` or `mariadb://...`): one query returning one whole number, run read-only and bounded on the server, its password never shown.
 //!
-//! What the query may do is narrowed as on PostgreSQL, with the server's
-//! own means:
-//! - it must read as a query (`SELECT`, `WITH`, `VALUES`, `TABLE`), and it
-//!   runs as a derived table, `SELECT * FROM (query) AS idem_count`, where
-//!   the server refuses `INTO OUTFILE`, `INTO DUMPFILE` or `INTO
-//!   @variable`, so it cannot write a file; it is sent as a prepared
-//!   statement, which holds one statement only, so a query that closes the
-//!   derived table early to add a second (`...) AS x; DELETE ...`) is
-//!   refused too;
+//! What the query may do is narrowed twice: by its form, which idem reads
+//! as the server's lexer does, and by the server's own means.
+//! - It must read as a query (`SELECT`, `WITH`, `VALUES`, `TABLE`), and it
+//!   runs as a derived table, `SELECT * FROM (query) AS idem_count`. A
+//!   textual wrapper holds only if the server reads the query as one
+//!   parenthesised whole, so idem reads the query's tokens first and
+//!   refuses, in one line, whatever could end the wrapper early or hide
+//!   its close: a comment of any kind (`#`, `--`, `/* */`, and so
+//!   MariaDB's executable `/*! */`), a `;`, a `)` that closes more than
+//!   it opened, a string or quoted name left open, and a backslash (whose
+//!   meaning inside a string depends on the server's `sql_mode`). The
+//!   words `INTO`, `OUTFILE`, `DUMPFILE` and `LOAD_FILE` are refused
+//!   outside quotes: a count writes and reads no file.
+//! - It is sent as a prepared statement, which holds one statement only.
 //! - it runs in a `START TRANSACTION READ ONLY` transaction, which is
 //!   rolled back, on a connection of its own that is closed after, so a
 //!   named lock (`GET_LOCK`) or a session variable it set goes with it;
@@ -16,6 +21,7 @@
 //!   on MariaDB, `max_execution_time` on MySQL), and idem stops waiting
 //!   shortly after either way.
 
+use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -24,6 +30,7 @@ use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
 use sqlx::{Column, ConnectOptions, Connection, Executor, Row, TypeInfo};
 
 use crate::db::secret::{redact, scrub};
+use crate::files::MAX_PEM_BYTES;
 
 /// How long past the server's own timeout idem waits.
 const MARGIN: Duration = Duration::from_secs(2);
@@ -54,15 +61,8 @@ impl MySqlCounter {
         }
         let sql = sql.trim().trim_end_matches(';').trim_end().to_owned();
         super::count::check_is_query(&sql)?;
-        let url = match url.split_once("://") {
-            Some((_, rest)) => format!("mysql://{rest}"),
-            None => url.to_owned(),
-        };
-        let options = MySqlConnectOptions::from_str(&url)
-            .map_err(|e| {
-                anyhow::anyhow!("--count-database-url {shown}: {}", scrub(&e.to_string()))
-            })?
-            .disable_statement_logging();
+        check_form(&sql)?;
+        let options = options(url, &shown)?;
         Ok(Self {
             sql,
             options,
@@ -150,6 +150,152 @@ impl MySqlCounter {
     }
 }
 
+/// The URL's connect options, with every file it names (`ssl-ca`,
+/// `ssl-cert`, `ssl-key`) read by idem as every other file is: a regular
+/// file of at most [`MAX_PEM_BYTES`], opened without waiting. The driver
+/// would read them itself at connect time, whole and through a FIFO's
+/// open, past any timeout.
+fn options(url: &str, shown: &str) -> Result<MySqlConnectOptions> {
+    let url = match url.split_once("://") {
+        Some((_, rest)) => format!("mysql://{rest}"),
+        None => url.to_owned(),
+    };
+    let bad = |e: &dyn std::fmt::Display| {
+        anyhow::anyhow!("--count-database-url {shown}: {}", scrub(&e.to_string()))
+    };
+    let mut parsed = url::Url::parse(&url).map_err(|e| bad(&e))?;
+    let mut files: Vec<(FileParam, String)> = Vec::new();
+    let mut kept: Vec<(String, String)> = Vec::new();
+    for (key, value) in parsed.query_pairs() {
+        match FileParam::named(&key) {
+            Some(param) => files.push((param, value.into_owned())),
+            None => kept.push((key.into_owned(), value.into_owned())),
+        }
+    }
+    if !files.is_empty() {
+        parsed.set_query(None);
+        if !kept.is_empty() {
+            parsed.query_pairs_mut().extend_pairs(&kept);
+        }
+    }
+    let mut options = MySqlConnectOptions::from_str(parsed.as_str())
+        .map_err(|e| bad(&e))?
+        .disable_statement_logging();
+    for (param, path) in files {
+        let what = format!("--count-database-url's {}", param.name());
+        let pem = crate::files::read_regular(Path::new(&path), MAX_PEM_BYTES, &what)?;
+        options = match param {
+            FileParam::Ca => options.ssl_ca_from_pem(pem),
+            FileParam::Cert => options.ssl_client_cert_from_pem(pem),
+            FileParam::Key => options.ssl_client_key_from_pem(pem),
+        };
+    }
+    Ok(options)
+}
+
+/// A URL parameter that names a file, in the spellings the driver reads.
+#[derive(Debug, Clone, Copy)]
+enum FileParam {
+    Ca,
+    Cert,
+    Key,
+}
+
+impl FileParam {
+    fn named(key: &str) -> Option<Self> {
+        match key {
+            "ssl-ca" | "sslca" => Some(Self::Ca),
+            "ssl-cert" | "sslcert" => Some(Self::Cert),
+            "ssl-key" | "sslkey" => Some(Self::Key),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Ca => "ssl-ca",
+            Self::Cert => "ssl-cert",
+            Self::Key => "ssl-key",
+        }
+    }
+}
+
+/// Words a count may not say outside quotes: it writes and reads no file.
+const FORBIDDEN_WORDS: [&str; 4] = ["into", "outfile", "dumpfile", "load_file"];
+
+/// Refuses a query whose tokens could end idem's derived table early,
+/// hide its close, or touch a file, reading it as MySQL's lexer reads
+/// (strings in `'` or `"`, names in `` ` ``, a doubled quote inside either).
+fn check_form(sql: &str) -> Result<()> {
+    let refuse = |why: &str| -> Result<()> {
+        bail!("--count-sql may not hold {why}: a count is one plain query, run inside idem's own")
+    };
+    // Inside a string a backslash escapes or not as the server's sql_mode
+    // says (NO_BACKSLASH_ESCAPES): refused anywhere, so that idem and the
+    // server read the same tokens.
+    if sql.contains('\\') {
+        return refuse("a backslash");
+    }
+    let chars: Vec<char> = sql.chars().collect();
+    let (mut i, mut depth) = (0usize, 0usize);
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        match c {
+            '\'' | '"' | '`' => i = closing(&chars, i).map_or_else(|| refuse_open(c), Ok)?,
+            '#' => return refuse("a comment (#)"),
+            '-' if next == Some('-') => return refuse("a comment (--)"),
+            '/' if next == Some('*') => return refuse("a comment (/* */)"),
+            ';' => return refuse("a second statement (;)"),
+            '(' => depth += 1,
+            ')' if depth == 0 => return refuse("a ) that closes more than it opened"),
+            ')' => depth -= 1,
+            c if c.is_alphabetic() || c == '_' => {
+                let start = i;
+                while chars
+                    .get(i + 1)
+                    .is_some_and(|c| c.is_alphanumeric() || *c == '_' || *c == '$')
+                {
+                    i += 1;
+                }
+                let word: String = chars[start..=i].iter().collect::<String>().to_lowercase();
+                if FORBIDDEN_WORDS.contains(&word.as_str()) {
+                    return refuse(&format!("the word {}", word.to_uppercase()));
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if depth > 0 {
+        return refuse("a ( left open");
+    }
+    Ok(())
+}
+
+/// Where the quote opened at `open` closes (a doubled quote stays inside).
+fn closing(chars: &[char], open: usize) -> Option<usize> {
+    let quote = chars[open];
+    let mut i = open + 1;
+    while i < chars.len() {
+        if chars[i] == quote {
+            if chars.get(i + 1) == Some(&quote) {
+                i += 2;
+                continue;
+            }
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+fn refuse_open(quote: char) -> Result<usize> {
+    bail!(
+        "--count-sql may not hold a {quote} left open: a count is one plain query, run inside idem's own"
+    )
+}
+
 /// An error's causes in one line, each said once (a driver's error
 /// repeats its source's text), with any remembered password removed.
 fn said(err: &anyhow::Error) -> String {
@@ -161,4 +307,46 @@ fn said(err: &anyhow::Error) -> String {
         }
     }
     scrub(&parts.join(": "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_form;
+
+    #[test]
+    fn a_plain_count_passes() {
+        for sql in [
+            "SELECT count(*) FROM effects",
+            "SELECT count(*) FROM `into` WHERE note = 'INTO OUTFILE ''x'' # -- ;'",
+            "SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)",
+            "SELECT count(*) FROM t WHERE x = \"a\"\"b\"",
+            "SELECT 1-1",
+        ] {
+            check_form(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+    }
+
+    #[test]
+    fn what_could_end_the_wrapper_or_touch_a_file_is_refused() {
+        for (sql, said) in [
+            (
+                "SELECT count(*) FROM payments) AS t INTO DUMPFILE '/tmp/x' #",
+                ")",
+            ),
+            ("SELECT count(*) FROM t INTO OUTFILE '/tmp/x'", "INTO"),
+            ("SELECT count(*) FROM t # note", "(#)"),
+            ("SELECT count(*) FROM t -- note", "(--)"),
+            ("SELECT count(*) FROM t /*! INTO OUTFILE '/x' */", "(/* */)"),
+            ("SELECT count(*) FROM t; DELETE FROM t", ";"),
+            ("SELECT (count(*) FROM t", "( left open"),
+            ("SELECT 'a\\' INTO OUTFILE '/x' -- '", "backslash"),
+            ("SELECT 'open", "' left open"),
+            ("SELECT length(LOAD_FILE('/etc/passwd'))", "LOAD_FILE"),
+            ("SELECT count(*) FROM t INTO @x", "INTO"),
+        ] {
+            let err = check_form(sql).expect_err(sql).to_string();
+            assert!(err.contains(said), "{sql}: {err}");
+            assert_eq!(err.lines().count(), 1);
+        }
+    }
 }

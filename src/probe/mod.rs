@@ -169,6 +169,9 @@ impl Probe {
 
     /// The request with `key` (or none) and `body`.
     fn outgoing(&self, key: Option<&str>, body: &Bytes) -> Outgoing {
+        if let (Some(Counter::Sink(sink)), Some(key)) = (&self.counter, key) {
+            sink.sends(key.trim().trim_matches('"'));
+        }
         let mut headers = self.headers.clone();
         if let Some(key) = key
             && let Ok(value) = HeaderValue::from_str(&quote_key(key))
@@ -504,14 +507,21 @@ pub struct ProbeResult {
 
 /// Counts, fires `n` requests with `key`, counts again, and judges.
 pub async fn probe(p: &Probe, key: &str, n: usize) -> Result<ProbeResult> {
-    let before = p.count().await?;
+    let sink = || match &p.counter {
+        Some(Counter::Sink(sink)) => Some((sink.others(), sink.keyed())),
+        _ => None,
+    };
+    let (before, sink_before) = (p.count().await?, sink());
     let Volley { shots, release } = p.volley(Some(key), &p.body, n).await;
     let after = p.count().await?;
     let effects = match before.zip(after) {
         Some((b, a)) => Some(Effects::between(b, a)?),
         None => None,
     };
-    let verdict = judge(&shots, effects, &release);
+    let mut verdict = judge(&shots, effects, &release);
+    if let Some(((others_before, keyed_before), (others, keyed))) = sink_before.zip(sink()) {
+        sink_caveats(&mut verdict, others - others_before, keyed - keyed_before);
+    }
     Ok(ProbeResult {
         url: p.shown_url.clone(),
         method: p.method.to_string(),
@@ -525,6 +535,26 @@ pub async fn probe(p: &Probe, key: &str, n: usize) -> Result<ProbeResult> {
         verdict,
         release,
     })
+}
+
+/// What the sink's count leaves out or cannot prove: calls carrying none of
+/// the probe's keys (`strays`, not counted) are said; a "held" whose one
+/// call carried no key of the probe's (`keyed` is 0) is no proof.
+fn sink_caveats(verdict: &mut Verdict, strays: u64, keyed: u64) {
+    if verdict.held == Some(true) && keyed == 0 {
+        *verdict = Verdict::unjudged(
+            "not judged: the sink's one call carried none of the probe's keys, so it may be \
+             anyone's; have the API forward the Idempotency-Key to the sink, or count with \
+             --count-sql"
+                .into(),
+        );
+    }
+    if strays > 0 {
+        verdict.summary.push_str(&format!(
+            "; the sink also got {strays} call{} carrying none of the probe's keys, not counted",
+            if strays == 1 { "" } else { "s" }
+        ));
+    }
 }
 
 fn judge(shots: &[Shot], effects: Option<Effects>, release: &Release) -> Verdict {

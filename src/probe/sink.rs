@@ -3,9 +3,15 @@
 //! The API is configured to call the sink's URL where it would call the
 //! provider. Each call is answered (`200 {}`, or `--sink-status`, after
 //! `--sink-delay-ms`) and counted, in all and per `Idempotency-Key` when
-//! the API forwards one. The probe's count is the calls in all, before
-//! and after, so a guard whose rows look right while the provider was
-//! called N times is caught. Bounded as everything idem listens with: at
+//! the API forwards one. The probe's count is the calls that are the
+//! probe's, before and after, so a guard whose rows look right while the
+//! provider was called N times is caught. Which calls are the probe's: once
+//! the API is seen forwarding a key the probe sent, only calls carrying
+//! one of its keys; a call with no key or someone else's (a stray `curl`)
+//! is not counted, and is said. Until then (an API that forwards no key)
+//! every call counts, whoever made it, since nothing tells them apart; a
+//! duplicate is still caught, but one call with no key is no proof that a
+//! guard held, so the probe does not say "held" on it. Bounded as everything idem listens with: at
 //! most [`MAX_CONNECTIONS`] connections at once, headers within
 //! [`READ_TIMEOUT`], at most [`MAX_BODY_BYTES`] of a body read.
 
@@ -37,9 +43,36 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 struct Calls {
     all: AtomicU64,
     per_key: Mutex<HashMap<String, u64>>,
+    /// What tells the probe's calls from the rest.
+    mine: Mutex<Mine>,
     /// The next call is answered 500: an effect that failed (the profile's
     /// "after a failed effect").
     fail_next: std::sync::atomic::AtomicBool,
+}
+
+/// The calls that are the probe's, and the rest.
+#[derive(Debug, Default)]
+struct Mine {
+    /// The keys the probe sent.
+    keys: std::collections::HashSet<String>,
+    /// Calls that carried one of them.
+    keyed: u64,
+    /// Calls with no key, while no call had carried one of the probe's:
+    /// counted, since nothing tells them apart.
+    keyless_before: u64,
+    /// Calls not counted: someone else's key, or no key once the API
+    /// was seen forwarding the probe's.
+    others: u64,
+}
+
+impl Mine {
+    fn call(&mut self, key: Option<&str>) {
+        match key {
+            Some(key) if self.keys.contains(key) => self.keyed += 1,
+            None if self.keyed == 0 => self.keyless_before += 1,
+            _ => self.others += 1,
+        }
+    }
 }
 
 /// The sink: where it listens, what it answers, what it counted.
@@ -96,9 +129,29 @@ impl SinkCounter {
         )])
     }
 
-    /// The calls received so far, in all.
+    /// The probe's calls so far (see the module's notes on which).
     pub fn count(&self) -> i64 {
-        i64::try_from(self.calls.all.load(Ordering::SeqCst)).unwrap_or(i64::MAX)
+        let mine = self.mine();
+        i64::try_from(mine.keyed + mine.keyless_before).unwrap_or(i64::MAX)
+    }
+
+    /// The calls so far that were not counted as the probe's.
+    pub fn others(&self) -> u64 {
+        self.mine().others
+    }
+
+    /// The calls so far that carried one of the probe's keys.
+    pub fn keyed(&self) -> u64 {
+        self.mine().keyed
+    }
+
+    /// Remembers `key` as one the probe sends: calls carrying it are its.
+    pub fn sends(&self, key: &str) {
+        self.mine().keys.insert(key.to_owned());
+    }
+
+    fn mine(&self) -> std::sync::MutexGuard<'_, Mine> {
+        self.calls.mine.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Answers the next call 500, as a provider that failed.
@@ -154,6 +207,11 @@ async fn answer(
     )
     .await;
     calls.all.fetch_add(1, Ordering::SeqCst);
+    calls
+        .mine
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .call(key.as_deref());
     if let Some(key) = key {
         let mut per_key = calls.per_key.lock().unwrap_or_else(|e| e.into_inner());
         *per_key.entry(key).or_default() += 1;

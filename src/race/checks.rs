@@ -51,6 +51,9 @@ impl RaceSettings {
         }
         self.check_cache_bounds(origin)?;
         limits::STALE_AFTER_MS.check(ms(app.recovery.stale_after()), origin)?;
+        if let Some(every) = app.recovery.heartbeat() {
+            limits::HEARTBEAT_MS.check(ms(every), origin)?;
+        }
         limits::THREADS.check(app.threads as u64, origin)?;
         limits::REPLICAS.check(app.replicas as u64, origin)?;
         limits::RETRY_SERIALIZATION.check(u64::from(app.transaction.retries()), origin)?;
@@ -384,7 +387,7 @@ impl RaceSettings {
             .find(|w| !(1..=workers).contains(w))
         {
             bail!(
-                "{} names worker {bad}, but there are {workers} workers",
+                "{} names worker {bad}, but its workers are numbered 1 to {workers}",
                 origin.name("--schedule", "race.schedule"),
             );
         }

@@ -142,6 +142,11 @@ impl RaceSettings {
                 self.app.loser,
                 self.app.recovery.stale_after(),
                 self.app.recovery.heartbeat(),
+                crate::strategy::guard_file::step_limit(
+                    self.requests.workers(),
+                    self.app.work,
+                    self.app.recovery.stale_after(),
+                ),
             )),
             None => (self.app.strategy.spec().build)(&Options {
                 orm: self.app.orm,

@@ -99,6 +99,9 @@ fn write_out(text: &str) -> anyhow::Result<()> {
     if text.is_empty() || READER_GONE.load(Ordering::Relaxed) {
         return Ok(());
     }
+    // A value a probe plan read from a `${VAR}` is never shown, whatever
+    // result or sentence it came back in.
+    let text = &crate::db::secret::hide_variables(text);
     let write = || {
         let mut out = std::io::stdout().lock();
         out.write_all(text.as_bytes()).and_then(|()| out.flush())

@@ -17,6 +17,10 @@ pub enum Failure {
     /// The worker crashed on purpose (a fault): it answers nothing more.
     #[error("the worker crashed")]
     Crashed,
+    /// A statement of someone else's (a guard file's step) ran past its
+    /// time: idem asked the server to cancel it, and closes its connection.
+    #[error("{0}")]
+    Overran(String),
 }
 
 impl Failure {
@@ -36,7 +40,7 @@ impl Failure {
                     || err.as_db_error().is_none()
             }
             Failure::Checkout(PoolError::Backend(_)) => true,
-            Failure::Checkout(_) | Failure::Crashed => false,
+            Failure::Checkout(_) | Failure::Crashed | Failure::Overran(_) => false,
         }
     }
 }
@@ -165,6 +169,30 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         self.discard();
+    }
+}
+
+/// `sent`, a statement of someone else's sent on `conn`, given at most
+/// `limit`: past it idem asks the server to cancel the statement and the
+/// request fails, naming `place` (a guard file's step and line). The
+/// caller's lease must then discard the connection ([`Lease::discard`]):
+/// the statement's transaction is nobody's any more.
+pub async fn bounded<T>(
+    conn: &Conn,
+    limit: Duration,
+    place: &str,
+    sent: impl Future<Output = Result<T, tokio_postgres::Error>>,
+) -> Result<T, Failure> {
+    let sent = std::pin::pin!(sent);
+    match tokio::time::timeout(limit, sent).await {
+        Ok(done) => Ok(done?),
+        Err(_) => {
+            conn.cancel().await;
+            Err(Failure::Overran(format!(
+                "{place} ran past the step limit ({} ms); idem cancelled it",
+                limit.as_millis()
+            )))
+        }
     }
 }
 

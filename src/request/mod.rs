@@ -24,7 +24,7 @@ mod trace;
 pub use answer::{Answer, Outcome, Waited};
 pub use db_error::DbError;
 pub use hook::{Go, StepHook, TurnEvent};
-pub use lease::{Failure, Lease};
+pub use lease::{Failure, Lease, bounded};
 pub use observer::{Observer, Unobserved};
 pub use params::{MAX_KEY_LEN, Params, Request};
 pub use step::Step;

@@ -82,6 +82,9 @@ pub(super) struct ClaimRead<'r> {
     pub shown: &'static str,
     pub params: Vec<&'r (dyn ToSql + Sync)>,
     pub asked: Option<&'r str>,
+    /// For a statement of someone else's: the most it may take, and its
+    /// place in its file (see [`crate::request::bounded`]).
+    pub limit: Option<(Duration, String)>,
 }
 
 impl<'r> ClaimRead<'r> {
@@ -92,6 +95,7 @@ impl<'r> ClaimRead<'r> {
             shown: READ.text,
             params: vec![&req.key],
             asked: req.fingerprint.as_deref(),
+            limit: None,
         }
     }
 }
@@ -117,13 +121,14 @@ async fn read_claim(
     read: &ClaimRead<'_>,
     trace: &mut Trace,
 ) -> Result<Claim, Failure> {
-    let row = trace
-        .query(
-            Step::Read,
-            read.shown,
-            conn.fetch_opt(read.sql, &read.params),
-        )
-        .await?;
+    let sent = conn.fetch_opt(read.sql, &read.params);
+    let row = match &read.limit {
+        Some((limit, place)) => {
+            let bounded = crate::request::bounded(conn, *limit, place, sent);
+            trace.query(Step::Read, read.shown, bounded).await?
+        }
+        None => trace.query(Step::Read, read.shown, sent).await?,
+    };
     let claim = match row {
         Some(row) => Claim {
             status: row

@@ -57,7 +57,10 @@ pub async fn respond(
         Err(failure) => Answer {
             replayed: false,
             outcome: Outcome::Error,
-            saw: "database error".into(),
+            saw: match failure {
+                Failure::Overran(_) => "a step past its limit".into(),
+                _ => "database error".into(),
+            },
             did: failure.to_string(),
             made_xp: None,
             body: None,

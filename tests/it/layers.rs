@@ -36,6 +36,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("the database", &["db"]),
     ("the TLS trust both wires share", &["trust"]),
     ("the bounds and defaults of every setting", &["limits"]),
+    (
+        "commands whose process group never outlives idem",
+        &["lifeline"],
+    ),
     ("the files idem reads and writes", &["files"]),
     (
         "text from a file or a server, made safe to show",

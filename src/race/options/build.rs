@@ -49,14 +49,21 @@ impl RaceInput {
         // Before the pool is sized from it, so that no message names a pool
         // the user never asked for.
         if !STEPPED_WORKERS.contains(&(workers as usize)) {
-            bail!("idem step drives 2 to 5 workers; give --workers from 2 to 5, not {workers}");
+            bail!(
+                "idem step and idem explore drive 2 to 5 workers; give --workers from 2 to 5, \
+                 not {workers}"
+            );
         }
         if self.faults.any() || self.eviction.cache_pressure.is_some_and(|n| n > 0) {
-            bail!("idem step drives one plain race; faults and cache pressure are for `idem race`");
+            bail!(
+                "idem step and idem explore drive one plain race; faults and cache pressure are \
+                 for `idem race`"
+            );
         }
         if self.wire.http {
             bail!(
-                "idem step pauses workers inside idem, between statements; --http is for `idem race`"
+                "idem step and idem explore pause workers inside idem, between statements; \
+                 --http is for `idem race`"
             );
         }
         let own_connections = workers + 1 > limits::POOL_SIZE.default();

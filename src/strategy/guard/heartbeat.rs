@@ -68,6 +68,9 @@ pub struct Heartbeat {
     renewal: Renewal,
     live: Arc<Live>,
     started: Arc<OnceCell<()>>,
+    /// What the last renewal that failed said, for the requests whose
+    /// claims it did not renew to show.
+    failed: Arc<Mutex<Option<String>>>,
 }
 
 impl Heartbeat {
@@ -86,7 +89,17 @@ impl Heartbeat {
             renewal,
             live: Arc::default(),
             started: Arc::default(),
+            failed: Arc::default(),
         }
+    }
+
+    /// What the last renewal that failed said, if one did: the server's
+    /// message, or that it ran past [`RENEW_BOUND`].
+    pub fn failure(&self) -> Option<String> {
+        self.failed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// How often it renews.
@@ -115,6 +128,7 @@ impl Heartbeat {
                     live: Arc::downgrade(&self.live),
                     interval: self.interval,
                     renewal: self.renewal,
+                    failed: self.failed.clone(),
                 };
                 tokio::spawn(beats.run(client));
                 Ok(())
@@ -163,6 +177,7 @@ struct Beats<F> {
     live: Weak<Live>,
     interval: Duration,
     renewal: Renewal,
+    failed: Arc<Mutex<Option<String>>>,
 }
 
 impl<F> Beats<F> {
@@ -197,10 +212,25 @@ impl<F> Beats<F> {
                 continue;
             };
             let beat = renew(open, self.renewal, &ids, &owners);
-            match tokio::time::timeout(RENEW_BOUND, beat).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) if !open.client().is_closed() => {}
-                _ => client = None,
+            // A statement the server refused leaves the connection usable;
+            // one that ran past its bound, or a lost connection, does not.
+            let (said, usable) = match tokio::time::timeout(RENEW_BOUND, beat).await {
+                Ok(Ok(())) => continue,
+                Ok(Err(err)) => {
+                    let said = err
+                        .as_db_error()
+                        .map_or_else(|| err.to_string(), |db| db.message().to_owned());
+                    (said, !open.client().is_closed())
+                }
+                Err(_) => (format!("it ran past {} ms", RENEW_BOUND.as_millis()), false),
+            };
+            *self
+                .failed
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) =
+                Some(crate::controls::escaped(&said).into_owned());
+            if !usable {
+                client = None;
             }
         }
     }

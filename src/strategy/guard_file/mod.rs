@@ -27,7 +27,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use file::{GuardFile, Shape, Statement, StepName};
 pub use named::Param;
-pub use run::FileGuard;
+pub use run::{FileGuard, step_limit};
 
 /// The most a guard file may hold.
 pub const MAX_GUARD_FILE_BYTES: u64 = 64 * 1024;

@@ -10,7 +10,7 @@ use tokio_postgres::types::{ToSql, Type};
 use super::{GuardRef, Param, Shape, Statement, StepName};
 use crate::db::pool::{Conn, Workers, checkout};
 use crate::db::statements::Sends;
-use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
+use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace, bounded};
 use crate::strategy::answers::{completed, mismatch, replay};
 use crate::strategy::check_then_store::after_store;
 use crate::strategy::claim_work_complete::{ClaimRead, lose};
@@ -31,6 +31,23 @@ pub struct FileGuard {
     /// The file's renew step, sent for each running claim every
     /// `--heartbeat-ms`, when it has one and the race beats.
     heartbeat: Option<Heartbeat>,
+    /// The most one of the file's statements may take (see [`step_limit`]).
+    step_limit: Duration,
+}
+
+/// The least time a guard file's statement is given.
+const STEP_FLOOR: Duration = Duration::from_secs(5);
+
+/// The most one statement of a guard file may take in a race of `workers`
+/// requests whose work takes `work` and whose claims go stale after
+/// `stale_after`: enough to wait behind every other request's work once
+/// and a stale claim's age, never less than five seconds. Past it the
+/// statement is cancelled and its request fails naming the step.
+pub fn step_limit(workers: usize, work: Duration, stale_after: Duration) -> Duration {
+    let behind = work.saturating_mul(u32::try_from(workers).unwrap_or(u32::MAX));
+    STEP_FLOOR
+        .saturating_add(behind)
+        .saturating_add(stale_after)
 }
 
 impl FileGuard {
@@ -41,6 +58,7 @@ impl FileGuard {
         loser: LoserPolicy,
         stale_after: Duration,
         beat_every: Option<Duration>,
+        step_limit: Duration,
     ) -> Self {
         let file_ref: &'static super::GuardFile = file.0;
         let heartbeat =
@@ -54,7 +72,18 @@ impl FileGuard {
             loser,
             stale_after,
             heartbeat,
+            step_limit,
         }
+    }
+
+    /// `sent`, the file's `statement` on `conn`, within the step limit.
+    async fn bounded<T>(
+        &self,
+        conn: &Conn,
+        statement: &Statement,
+        sent: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, Failure> {
+        bounded(conn, self.step_limit, &self.file.place(statement), sent).await
     }
 }
 
@@ -136,6 +165,11 @@ impl Strategy for FileGuard {
                 Shape::FindThenStore => self.find_then_store(lease, req, trace).await,
                 Shape::ClaimWorkComplete => self.claim_work_complete(lease, req, trace).await,
             };
+            if let Err(Failure::Overran(_)) = &answer {
+                // Its statement was cancelled mid-flight: the connection's
+                // transaction, if any, is nobody's.
+                lease.discard();
+            }
             if let Err(Failure::Db(err)) = &answer
                 && let Some(failed) = trace.events.last().map(|e| e.step)
                 && let Some(statement) = self
@@ -192,7 +226,11 @@ impl FileGuard {
         if let Some(lock) = file.statement(StepName::Lock) {
             let params = values.bind(lock);
             trace
-                .query(Step::Lock, lock.written, conn.exec(&lock.sql, &params))
+                .query(
+                    Step::Lock,
+                    lock.written,
+                    self.bounded(conn, lock, conn.exec(&lock.sql, &params)),
+                )
                 .await?;
             trace.note("locked");
         }
@@ -203,7 +241,7 @@ impl FileGuard {
             .query(
                 Step::Find,
                 find.written,
-                reader.fetch_opt(&find.sql, &params),
+                self.bounded(reader, find, reader.fetch_opt(&find.sql, &params)),
             )
             .await?;
         if let Some(row) = found {
@@ -224,11 +262,20 @@ impl FileGuard {
         let store = self.statement(StepName::Store);
         let params = values.bind(store);
         let stored = trace
-            .query(Step::Store, store.written, conn.exec(&store.sql, &params))
+            .query(
+                Step::Store,
+                store.written,
+                self.bounded(conn, store, conn.exec(&store.sql, &params)),
+            )
             .await;
-        if let Err(err) = &stored {
-            trace.caught(err);
-        }
+        let stored = match stored {
+            Ok(rows) => Ok(rows),
+            Err(Failure::Db(err)) => {
+                trace.caught(&err);
+                Err(err)
+            }
+            Err(other) => return Err(other),
+        };
         after_store(stored, xp, body, trace)
     }
 
@@ -248,17 +295,17 @@ impl FileGuard {
             .query(
                 Step::Claim,
                 claim.written,
-                conn.fetch_opt(&claim.sql, &params),
+                self.bounded(conn, claim, conn.fetch_opt(&claim.sql, &params)),
             )
             .await;
         let won = match claimed {
             Ok(row) => row.map(|row| claim_id(&row)),
             // A plain INSERT loses to the unique index with an error.
-            Err(err) if err.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+            Err(Failure::Db(err)) if err.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
                 trace.caught(&err);
                 None
             }
-            Err(err) => return Err(err.into()),
+            Err(err) => return Err(err),
         };
         let Some(claim_id) = won else {
             trace.note("claim taken");
@@ -271,6 +318,7 @@ impl FileGuard {
                     .fingerprint
                     .as_deref()
                     .filter(|_| self.file.fingerprint),
+                limit: Some((self.step_limit, self.file.place(replay))),
             };
             return lose(lease, req, trace, self.loser, &read).await;
         };
@@ -288,13 +336,24 @@ impl FileGuard {
             return self.failed(conn, req, trace, &values).await;
         }
         let (xp, body) = award(conn, req, trace, &mut values).await?;
+        if let Some((heartbeat, renew)) = self
+            .heartbeat
+            .as_ref()
+            .zip(self.file.0.statement(StepName::Renew))
+            && let Some(failure) = heartbeat.failure()
+        {
+            trace.note(format!(
+                "the renew step at {} failed: {failure}",
+                self.file.place(renew)
+            ));
+        }
         let complete = self.statement(StepName::Complete);
         let params = values.bind(complete);
         let rows = trace
             .query(
                 Step::Complete,
                 complete.written,
-                conn.exec(&complete.sql, &params),
+                self.bounded(conn, complete, conn.exec(&complete.sql, &params)),
             )
             .await?;
         trace.note(if rows == 0 {
@@ -321,12 +380,17 @@ impl FileGuard {
             return Ok(());
         }
         trace.queries += 1;
-        let row = conn.fetch_one(&step.sql, &values.bind(step)).await;
+        let params = values.bind(step);
+        let row = self
+            .bounded(conn, step, conn.fetch_one(&step.sql, &params))
+            .await;
         let computed: Option<String> = match row {
             Ok(row) => row.try_get(0).ok().flatten(),
             Err(err) => {
-                trace.note(format!("failed at {}", file.place(step)));
-                return Err(err.into());
+                if matches!(err, Failure::Db(_)) {
+                    trace.note(format!("failed at {}", file.place(step)));
+                }
+                return Err(err);
             }
         };
         let shown: String = computed
@@ -360,7 +424,7 @@ impl FileGuard {
                     .query(
                         Step::Complete,
                         release.written,
-                        conn.exec(&release.sql, &params),
+                        self.bounded(conn, release, conn.exec(&release.sql, &params)),
                     )
                     .await?;
                 trace.note("released the claim");
