@@ -59,7 +59,8 @@ fn a_mariadb_count_judges_the_burst_and_leaves_the_server_as_it_was() {
         assert_eq!(burst["effects"]["effects"], effects, "{flaw:?}: {stdout}");
         assert!(!stdout.contains(PASSWORD) && !stderr.contains(PASSWORD));
     }
-    // What a count may not do is refused, and shown without the password.
+    // What a count may not do is refused, and shown without the password:
+    // by its form before anything is sent (2), or by the server (4).
     let (url, _) = flawed::start(Flaw::None, &sandbox.dir);
     let url = format!("{url}/pay");
     let outfile = sandbox.dir.join("leaked.txt");
@@ -69,17 +70,17 @@ fn a_mariadb_count_judges_the_burst_and_leaves_the_server_as_it_was() {
                 "SELECT count(*) FROM effects INTO OUTFILE '{}'",
                 outfile.display()
             ),
-            4,
+            2,
         ),
         (
             "SELECT count(*) FROM effects; DELETE FROM kept".to_string(),
-            4,
+            2,
         ),
         // Closing the derived table early to slip a second statement in.
         (
             "SELECT count(*) FROM effects) AS x; DELETE FROM kept; SELECT * FROM (SELECT 1"
                 .to_string(),
-            4,
+            2,
         ),
         ("DELETE FROM kept".to_string(), 2),
         ("SELECT note FROM kept".to_string(), 4),
@@ -110,4 +111,95 @@ fn a_mariadb_count_judges_the_burst_and_leaves_the_server_as_it_was() {
         .unwrap();
     assert_eq!(running, "0", "the server still runs the count");
     assert_eq!(db.sql("SELECT * FROM app.kept ORDER BY id").unwrap(), kept);
+}
+
+/// A count whose text closes idem's derived table early and comments out
+/// its close, run by a user who has the FILE privilege: refused in one
+/// line before anything is sent (exit 2), and no file is written, however
+/// the comment or the file clause is spelled.
+#[test]
+fn a_count_cannot_close_its_wrapper_even_for_a_user_with_file() {
+    let sandbox = Sandbox::new("mysql-count-file");
+    let db = server(&sandbox);
+    db.sql(&format!(
+        "CREATE USER 'filer'@'127.0.0.1' IDENTIFIED BY '{PASSWORD}'; \
+         GRANT FILE ON *.* TO 'filer'@'127.0.0.1'; \
+         GRANT SELECT ON app.* TO 'filer'@'127.0.0.1'"
+    ))
+    .unwrap();
+    let count_url = format!("mysql://filer:{PASSWORD}@127.0.0.1:{}/app", db.port);
+    let (url, _) = flawed::start(Flaw::None, &sandbox.dir);
+    let dump = sandbox.dir.join("dumped.txt");
+    let d = dump.display();
+    let attacks = [
+        format!("SELECT count(*) FROM effects) AS t INTO DUMPFILE '{d}' #"),
+        format!("SELECT count(*) FROM effects) AS t INTO OUTFILE '{d}' -- x"),
+        format!("SELECT count(*) FROM effects) AS t INTO DUMPFILE '{d}' /* x"),
+        format!("SELECT count(*) FROM effects /*!) AS t INTO DUMPFILE '{d}' */"),
+        format!("SELECT 'a\\' ) AS t INTO DUMPFILE '{d}' #'"),
+    ];
+    for sql in attacks {
+        let out = sandbox
+            .idem()
+            .args(["probe", &format!("{url}/pay"), "-d", "{}"])
+            .args(["--count-sql", &sql, "--count-database-url", &count_url])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{sql}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("--count-sql may not hold"), "{stderr}");
+        assert!(!stderr.contains(PASSWORD), "{stderr}");
+    }
+    assert!(!dump.exists(), "a count wrote a file");
+    // The same user's plain count still counts.
+    let out = sandbox
+        .idem()
+        .args(["probe", &format!("{url}/pay"), "-d", r#"{"amount": 10}"#])
+        .args(["--count-sql", "SELECT count(*) FROM effects"])
+        .args(["--count-database-url", &count_url])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(2), "{out:?}");
+}
+
+/// A file a MySQL URL names (`ssl-ca`, `ssl-cert`, `ssl-key`) is read as
+/// every file idem reads: `/dev/zero` and a FIFO are refused at once, in
+/// one line, with exit 2, never read whole or waited on.
+#[test]
+fn files_a_mysql_url_names_are_read_bounded() {
+    let sandbox = Sandbox::new("mysql-count-files");
+    let fifo = sandbox.dir.join("ca.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let big = sandbox.dir.join("big.pem");
+    std::fs::write(&big, vec![b'A'; 2 * 1024 * 1024]).unwrap();
+    for param in ["ssl-ca", "ssl-cert", "ssl-key"] {
+        for (path, said) in [
+            ("/dev/zero".to_string(), "not a regular file"),
+            (fifo.display().to_string(), "not a regular file"),
+            (big.display().to_string(), "over"),
+        ] {
+            let count_url =
+                format!("mysql://u:{PASSWORD}@127.0.0.1:1/app?ssl-mode=required&{param}={path}");
+            let started = std::time::Instant::now();
+            let out = sandbox
+                .idem()
+                .args(["probe", "http://127.0.0.1:1/pay", "-d", "{}"])
+                .args(["--count-sql", "SELECT count(*) FROM effects"])
+                .args(["--count-database-url", &count_url])
+                .timeout(std::time::Duration::from_secs(30))
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{param}={path}: {stderr}");
+            assert!(started.elapsed().as_secs() < 10, "{param}={path}");
+            assert!(stderr.contains(param) && stderr.contains(said), "{stderr}");
+            assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+            assert!(!stderr.contains(PASSWORD), "{stderr}");
+        }
+    }
 }
