@@ -207,3 +207,131 @@ fn a_cluster_idem_db_made_is_proven_by_its_token() {
     let left = sandbox.wait_clean(std::time::Duration::from_secs(10));
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A guard file's statement that never ends (`pg_sleep(3600)` as its
+/// fingerprint step) is cancelled past the step limit: every request fails
+/// naming the step, the race ends, and the server runs it no more.
+#[tokio::test]
+async fn a_step_that_never_ends_is_cancelled_and_named() {
+    let dir = Sandbox::new("guard-step-limit");
+    let solution = std::fs::read_to_string("exercises/solutions/4-fingerprint.toml").unwrap();
+    let sleepy = solution.replace(
+        "SELECT md5(concat_ws('|', $operation, $user_id, $amount, $lesson))",
+        "SELECT pg_sleep(3600)::text || $operation",
+    );
+    assert_ne!(sleepy, solution);
+    let file = dir.dir.join("sleepy.toml");
+    std::fs::write(&file, sleepy).unwrap();
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let started = std::time::Instant::now();
+    let did = raced(&db, file).await;
+    assert!(started.elapsed().as_secs() < 60, "the race ended");
+    assert_eq!(did.len(), 2, "{did:?}");
+    for d in &did {
+        assert!(
+            d.contains("sleepy.toml line") && d.contains("step fingerprint ran past the step limit"),
+            "{did:?}"
+        );
+    }
+    let sleeping = || async {
+        idem::db::book::query_scalar::<i64>(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(3600)%' \
+             AND state = 'active' AND pid <> pg_backend_pid()",
+        )
+        .fetch_one(&db.meta)
+        .await
+        .unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while sleeping().await > 0 {
+        assert!(std::time::Instant::now() < deadline, "the server still sleeps");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    db.close().await.unwrap();
+}
+
+/// A renew step the server refuses while the work runs is shown in the
+/// winner's answer, never dropped in silence.
+#[tokio::test]
+async fn a_renew_step_that_fails_is_shown() {
+    let dir = Sandbox::new("guard-renew-error");
+    let solution = std::fs::read_to_string("exercises/solutions/9-heartbeat.toml").unwrap();
+    let failing = solution.replace(
+        "WHERE id = $claim_id AND worker = $worker AND status = 'pending'\n'''\n\nreplay",
+        "WHERE id = $claim_id AND 1 / ($worker - $worker) = 1\n'''\n\nreplay",
+    );
+    assert_ne!(failing, solution);
+    let file = dir.dir.join("failing-renew.toml");
+    std::fs::write(&file, failing).unwrap();
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let settings = RaceInput::default()
+        .with(|r| {
+            r.strategy.strategy_file = Some(file);
+            r.shape.workers = Some(2);
+            r.app.work_ms = Some(200);
+            r.guard.heartbeat_ms = Some(20);
+            r.guard.stale_after_ms = Some(100);
+        })
+        .build(Origin::Flags)
+        .unwrap();
+    let r = Race::prepare(&db, settings)
+        .await
+        .unwrap()
+        .run(1)
+        .await
+        .unwrap();
+    let did: Vec<String> = r.reports.iter().map(|w| w.did.clone()).collect();
+    assert!(
+        did.iter()
+            .any(|d| d.contains("step renew failed: division by zero")),
+        "{did:?}"
+    );
+    db.close().await.unwrap();
+}
+
+/// On a cluster `idem db` made, a learner's app puts a `SECURITY DEFINER`
+/// function in schema `public`; a guard file that calls it, by its
+/// qualified name or by search path, is refused before the race and
+/// stores nothing of what it returns.
+#[test]
+fn a_guard_reaches_nothing_in_public() {
+    let sandbox = Sandbox::new("guard-public");
+    let files = [
+        ("qualified.toml", "public.app_secret()", "permission denied for schema public"),
+        ("searched.toml", "app_secret()", "does not exist"),
+    ];
+    let idem = assert_cmd::cargo::cargo_bin("idem");
+    for (name, call, refused) in files {
+        let file = guard_file(
+            &sandbox.dir,
+            name,
+            &format!("SELECT to_jsonb({call}) AS response_body"),
+            STORE,
+        );
+        let script = format!(
+            "psql -q -v ON_ERROR_STOP=1 -c \"CREATE FUNCTION public.app_secret() RETURNS text \
+             SECURITY DEFINER LANGUAGE sql AS \\$\\$ SELECT 'APP-SECRET-42' \\$\\$\" \
+             && exec '{}' race --json --workers 2 --strategy-file '{}'",
+            idem.display(),
+            file.display()
+        );
+        let out = sandbox
+            .idem()
+            .args(["db", "--", "sh", "-c", &script])
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(1), "{name}: {stdout}\n{stderr}");
+        assert!(stderr.contains(refused), "{name}: {stderr}");
+        assert!(
+            !stdout.contains("APP-SECRET") && !stderr.contains("APP-SECRET"),
+            "{name}: {stdout}\n{stderr}"
+        );
+        std::fs::remove_file(&file).unwrap();
+    }
+    let left = sandbox.wait_clean(std::time::Duration::from_secs(10));
+    assert!(left.is_empty(), "{left:?}");
+}

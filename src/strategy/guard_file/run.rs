@@ -336,16 +336,18 @@ impl FileGuard {
             return self.failed(conn, req, trace, &values).await;
         }
         let (xp, body) = award(conn, req, trace, &mut values).await?;
-        if let Some((heartbeat, renew)) = self
+        // A renewal that failed while the work ran is this request's to
+        // say: its claim was not renewed.
+        let renew_failed = self
             .heartbeat
             .as_ref()
             .zip(self.file.0.statement(StepName::Renew))
-            && let Some(failure) = heartbeat.failure()
-        {
-            trace.note(format!(
-                "the renew step at {} failed: {failure}",
-                self.file.place(renew)
-            ));
+            .and_then(|(heartbeat, renew)| {
+                let failure = heartbeat.failure()?;
+                Some(format!("{} failed: {failure}", self.file.place(renew)))
+            });
+        if let Some(failed) = &renew_failed {
+            trace.note(failed.clone());
         }
         let complete = self.statement(StepName::Complete);
         let params = values.bind(complete);
@@ -361,7 +363,11 @@ impl FileGuard {
         } else {
             "completed"
         });
-        Ok(completed(xp, body))
+        let mut answer = completed(xp, body);
+        if let Some(failed) = renew_failed {
+            answer.did = format!("{}; {failed}", answer.did);
+        }
+        Ok(answer)
     }
 
     /// Runs the file's fingerprint step, if it has one and the race checks
