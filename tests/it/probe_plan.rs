@@ -229,3 +229,80 @@ fn github_annotations_stop_at_ten_and_say_how_many_more() {
     let doc = roxmltree::Document::parse(&xml).unwrap();
     assert_eq!(doc.root_element().attribute("failures"), Some("12"));
 }
+
+/// A plan whose key, table and whole database URL come from variables:
+/// no value is shown in stdout, stderr, `--json`, JUnit or GitHub's
+/// summary and annotations, in any case or form the value comes back in
+/// (the server folds an unquoted table name to lower case; a refused URL
+/// is named with its password hidden, its user, host and database not).
+#[test]
+fn no_variable_is_shown_in_any_output_in_any_form() {
+    let holding = Served::start("plan-secrets", &["-s", "claim-work-complete"]);
+    let sandbox = Sandbox::new("probe-plan-secrets");
+    let (key, table) = ("Key-Secret-7731", "Tenant_Secret_5517");
+    let url = "postgres://alice_secret:pw-secret-1@127.0.0.1:1/payments_live_db?sslmode=bogus";
+    let secrets = [key, table, "alice_secret", "pw-secret-1", "payments_live_db"];
+    let plan = format!(
+        "[defaults]\nurl = \"{}\"\ndata = '{{\"user_id\": 42, \"amount\": 10}}'\n\
+         count_database_url = \"{}\"\n\n\
+         [[endpoint]]\nname = \"keyed\"\nkey = \"${{PROBE_KEY}}\"\ncount_sql = \"{}\"\n\n\
+         [[endpoint]]\nname = \"tenant\"\ncount_sql = \"SELECT count(*) FROM ${{TENANT_TABLE}}\"\n",
+        holding.endpoint(),
+        holding.field("database_url"),
+        holding.field("count_sql"),
+    );
+    std::fs::write(sandbox.dir.join("plan.toml"), plan).unwrap();
+    let (junit, summary) = (sandbox.dir.join("junit.xml"), sandbox.dir.join("summary.md"));
+    let run = |plan: &str, json: bool| {
+        let mut command = sandbox.idem();
+        command
+            .args(["probe", "--plan", plan, "--report", "github", "--report"])
+            .arg(format!("junit:{}", junit.display()))
+            .env("PROBE_KEY", key)
+            .env("TENANT_TABLE", table)
+            .env("BAD_DB_URL", url)
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .env("GITHUB_ACTIONS", "true")
+            .current_dir(&sandbox.dir);
+        if json {
+            command.arg("--json");
+        }
+        command.output().unwrap()
+    };
+    let mut shown = Vec::new();
+    for json in [false, true] {
+        let out = run("plan.toml", json);
+        // The tenant's count cannot be taken: that endpoint could not run.
+        assert_eq!(out.status.code(), Some(4), "{out:?}");
+        shown.push(String::from_utf8_lossy(&out.stdout).to_string());
+        shown.push(String::from_utf8_lossy(&out.stderr).to_string());
+    }
+    assert!(shown[1].contains("${TENANT_TABLE}"), "{}", shown[1]);
+    assert!(shown[2].contains("${PROBE_KEY}"), "the JSON names the variable");
+    shown.push(std::fs::read_to_string(&junit).unwrap());
+    shown.push(std::fs::read_to_string(&summary).unwrap());
+    // A whole URL from a variable, refused for its parameter.
+    std::fs::write(
+        sandbox.dir.join("bad-url.toml"),
+        format!(
+            "[[endpoint]]\nurl = \"{}\"\ncount_sql = \"SELECT 1\"\n\
+             count_database_url = \"${{BAD_DB_URL}}\"\n",
+            holding.endpoint()
+        ),
+    )
+    .unwrap();
+    let out = run("bad-url.toml", false);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("${BAD_DB_URL}"), "{stderr}");
+    shown.push(stderr);
+    for text in &shown {
+        let lower = text.to_lowercase();
+        for secret in secrets {
+            assert!(
+                !lower.contains(&secret.to_lowercase()),
+                "{secret} was shown: {text}"
+            );
+        }
+    }
+}
