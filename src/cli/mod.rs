@@ -89,7 +89,8 @@ pub enum Command {
         or a conformance case); 2 the command line is wrong; 3 nothing failed, but something \
         asked for could not be judged (too few requests reached the server, every answer \
         refused, no effect counted); 4 the probe could not run (the service never answered, \
-        or the count could not be taken before the first request)."
+        or the count could not be taken before the first request), or a --report it asked \
+        for could not be written."
     )]
     Probe(wire_commands::ProbeArgs),
     /// One app replica of `--replicas`, driven by its parent idem.

@@ -147,3 +147,140 @@ fn wait_for_ms_waits_for_a_late_service_and_gives_up_on_an_absent_one() {
         .unwrap_or_else(|| panic!("how long it waited: {err}"));
     assert!(waited >= 300, "it waited for the late service: {err}");
 }
+
+/// A report target idem would not write is a wrong command line (2) for a
+/// plan as for a single probe, whether JUnit's path or the
+/// `GITHUB_STEP_SUMMARY` GitHub's report appends to: a directory, a link,
+/// a FIFO, a device.
+#[test]
+fn a_report_target_idem_would_not_write_is_refused_with_2() {
+    let sandbox = Sandbox::new("probe-report-targets");
+    let dir = &sandbox.dir;
+    let fifo = dir.join("fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::os::unix::fs::symlink(dir.join("elsewhere"), dir.join("link")).unwrap();
+    std::fs::write(
+        dir.join("plan.toml"),
+        "[[endpoint]]\nurl = \"http://127.0.0.1:1/pay\"\n",
+    )
+    .unwrap();
+    let targets = [
+        dir.clone(),
+        dir.join("link"),
+        fifo,
+        std::path::PathBuf::from("/dev/null"),
+    ];
+    for target in &targets {
+        for plan in [true, false] {
+            let mut junit = sandbox.idem();
+            junit.arg("probe");
+            match plan {
+                true => junit.args(["--plan", "plan.toml"]),
+                false => junit.args(["http://127.0.0.1:1/pay", "-d", "{}"]),
+            };
+            let out = junit
+                .arg("--report")
+                .arg(format!("junit:{}", target.display()))
+                .current_dir(dir)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{target:?}, plan {plan}: {stderr}");
+            let github = sandbox
+                .idem()
+                .arg("probe")
+                .args(match plan {
+                    true => ["--plan", "plan.toml"],
+                    false => ["http://127.0.0.1:1/pay", "--report=github"],
+                })
+                .args(["--report", "github"])
+                .env("GITHUB_STEP_SUMMARY", target)
+                .current_dir(dir)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&github.stderr);
+            assert_eq!(github.status.code(), Some(2), "{target:?}, plan {plan}: {stderr}");
+            assert!(stderr.contains("GITHUB_STEP_SUMMARY"), "{stderr}");
+        }
+    }
+    assert!(!dir.join("elsewhere").exists(), "nothing through the link");
+}
+
+/// A report that cannot be written once the probe ran (the file-size limit
+/// stands in for a full disk) exits 4, never the 0 of a probe that held
+/// nor the 1 of one that failed: CI must not pass without its report.
+#[test]
+fn a_report_that_cannot_be_written_exits_4() {
+    use std::os::unix::process::CommandExt;
+    let app = crate::common::app::Served::start("report-full", &["-s", "claim-work-complete"]);
+    let sandbox = Sandbox::new("probe-report-full");
+    let junit = sandbox.dir.join("junit.xml");
+    let mut probe = sandbox.idem_std();
+    probe
+        .args(["probe", &app.endpoint(), "-d", r#"{"user_id": 42, "amount": 10}"#])
+        .args(app.count_args())
+        .arg("--report")
+        .arg(format!("junit:{}", junit.display()));
+    // SAFETY: between fork and exec, only setrlimit and signal, both
+    // async-signal-safe: a write past 64 bytes then fails with EFBIG.
+    unsafe {
+        probe.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 64,
+                rlim_max: 64,
+            };
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            match libc::setrlimit(libc::RLIMIT_FSIZE, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let out = probe.output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(stdout.contains("held"), "the probe held: {stdout}");
+    assert_eq!(out.status.code(), Some(4), "{stdout}\n{stderr}");
+    assert!(stderr.contains("report was not written"), "{stderr}");
+}
+
+/// `idem explore` exits 1 when the guard failed, so a command line it
+/// cannot run exits 2: workers it does not walk, and `--http`. Its help
+/// says the two workers it walks unless told.
+#[test]
+fn explore_refuses_what_it_cannot_walk_with_2() {
+    let sandbox = Sandbox::new("explore-status");
+    for args in [
+        vec!["--workers", "1"],
+        vec!["--workers", "10"],
+        vec!["--workers", "50"],
+        vec!["--workers", "500"],
+        vec!["--http"],
+    ] {
+        let out = sandbox.idem().arg("explore").args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("idem explore"), "{stderr}");
+    }
+    let help = sandbox.idem().args(["explore", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).replace('\n', " ");
+    assert!(help.contains("[default: 2]"), "{help}");
+    // A worker a stepped race does not have is named against its own count.
+    let out = sandbox
+        .idem()
+        .args(["step", "--workers", "2", "--schedule", "crash0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("numbered 1 to 2"), "{stderr}");
+}
