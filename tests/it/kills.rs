@@ -507,3 +507,46 @@ fn idem_db_exports_are_never_wrapped_for_a_shell() {
         Vec::<String>::new()
     );
 }
+
+/// `kill -9` of a probe while its `--count-cmd` hangs: the command and
+/// what it started are gone within the count's timeout, as `idem db`'s
+/// command is (a lifeline: nothing the kernel lets idem do when killed).
+#[test]
+fn a_killed_probe_leaves_no_count_command() {
+    let sandbox = Sandbox::new("count-cmd-kill");
+    // A marker only this test's processes carry.
+    let marker = format!("{}.{}", 900 + std::process::id() % 97, std::process::id());
+    let running = || -> Vec<String> {
+        crate::common::processes()
+            .into_iter()
+            .filter(|p| p.cmdline.starts_with("sleep ") && p.cmdline.contains(&marker))
+            .map(|p| format!("{}: {}", p.pid, p.cmdline))
+            .collect()
+    };
+    let mut probe = sandbox
+        .idem_std()
+        .args(["probe", "http://127.0.0.1:1/pay", "-d", "{}"])
+        .args(["--count-cmd", &format!("sleep {marker} & sleep {marker}; echo 1")])
+        .args(["--count-timeout-ms", "30000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    // Its two sleeps, one in the background.
+    while running().len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "the count never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    crate::common::signal(probe.id(), libc::SIGKILL);
+    probe.wait().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !running().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left running: {:?}",
+            running()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
