@@ -62,7 +62,8 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Bench(a) => dispatch(c::bench::plan(&a)?, s).await,
         Command::Audit(a) => dispatch(c::audit::plan(&a)?, s).await,
         Command::Reap(a) => dispatch(c::reap::plan(&a), s).await,
-        Command::Scenario(a) => match c::scenario::plan(&a, page)? {
+        // A scenario run's exit 1 is its verdict: a file it cannot read is 2.
+        Command::Scenario(a) => match c::scenario::plan(&a, page).map_err(bad_input)? {
             c::scenario::Planned::List(list) => dispatch(list, s).await,
             c::scenario::Planned::Run(run) => dispatch(*run, s).await,
         },

@@ -94,12 +94,26 @@ impl Limit {
                     self.flag
                 )
             }
-            Origin::File => bail!(
-                "{} = {value} is out of bounds: give a whole number from {min} to {max}",
-                self.key
-            ),
+            Origin::File => Err(OutOfBounds {
+                key: self.key,
+                message: format!(
+                    "{} = {value} is out of bounds: give a whole number from {min} to {max}",
+                    self.key
+                ),
+            }
+            .into()),
         }
     }
+}
+
+/// A file's key whose value is out of its bound: the key, so that the
+/// file's reader can say where it stands, and the message.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct OutOfBounds {
+    /// The key as a file writes it under its table (`race.heartbeat_ms`).
+    pub key: &'static str,
+    message: String,
 }
 
 const fn limit(flag: &'static str, key: &'static str, min: u64, max: u64) -> Limit {

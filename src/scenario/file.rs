@@ -143,7 +143,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
     {
         bail!("{name}: the rates of expect (min_rate, max_rate, ...) must be between 0 and 1");
     }
-    let in_file = |err: anyhow::Error| anyhow::anyhow!("{name}: {err}");
+    // A number out of its bound is named where it stands in the file.
+    let in_file = |err: anyhow::Error| {
+        let at = err
+            .downcast_ref::<limits::OutOfBounds>()
+            .and_then(|o| place(text, o.key.rsplit('.').next().unwrap_or(o.key)));
+        anyhow::anyhow!("{name}{}: {err}", at.unwrap_or_default())
+    };
     if let Some(runs) = scenario.expect.runs {
         limits::RUNS.check(runs, Origin::File).map_err(in_file)?;
     }

@@ -686,3 +686,47 @@ fn a_race_tables_keys_reach_every_group() {
     assert!(!settings.app().pool.runner_holds_connection());
     assert!(!settings.app().fingerprint);
 }
+
+/// A scenario file's `[race]` number out of its bound is refused as its
+/// flag is, in one line naming the file, its line and column (exit 2),
+/// never met later as an internal error: lesson 9's own scenario with
+/// each of these set to 0.
+#[test]
+fn a_scenario_number_out_of_bounds_is_refused_where_it_stands() {
+    let sandbox = Sandbox::new("scenario-bounds");
+    let lesson = std::fs::read_to_string("scenarios/9-heartbeat.toml").unwrap();
+    for key in ["heartbeat_ms", "workers", "pool_size", "poll_ms", "stale_after_ms"] {
+        // Each key set to 0 where it stands, or added to [race]; a poll
+        // needs the loser that polls.
+        let zero = format!("{key} = 0");
+        let kept: Vec<&str> = lesson
+            .lines()
+            .filter(|l| !l.starts_with(&format!("{key} = ")))
+            .collect();
+        let added = match key {
+            "poll_ms" => format!("[race]\nloser = \"poll\"\n{zero}"),
+            _ => format!("[race]\n{zero}"),
+        };
+        let text = kept.join("\n").replace("[race]", &added);
+        let file = sandbox.dir.join(format!("{key}.toml"));
+        std::fs::write(&file, &text).unwrap();
+        let line = text
+            .lines()
+            .position(|l| l == zero)
+            .unwrap()
+            + 1;
+        let out = sandbox
+            .idem()
+            .args(["scenario", "run"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{key}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!("{key}.toml:{line}:1: race.{key} = 0 is out of bounds")),
+            "{key}: {stderr}"
+        );
+    }
+}
