@@ -507,11 +507,11 @@ pub struct ProbeResult {
 
 /// Counts, fires `n` requests with `key`, counts again, and judges.
 pub async fn probe(p: &Probe, key: &str, n: usize) -> Result<ProbeResult> {
-    let sink = || match &p.counter {
-        Some(Counter::Sink(sink)) => Some((sink.others(), sink.keyed())),
-        _ => None,
+    let others = || match &p.counter {
+        Some(Counter::Sink(sink)) => sink.others(),
+        _ => 0,
     };
-    let (before, sink_before) = (p.count().await?, sink());
+    let (before, others_before) = (p.count().await?, others());
     let Volley { shots, release } = p.volley(Some(key), &p.body, n).await;
     let after = p.count().await?;
     let effects = match before.zip(after) {
@@ -519,8 +519,13 @@ pub async fn probe(p: &Probe, key: &str, n: usize) -> Result<ProbeResult> {
         None => None,
     };
     let mut verdict = judge(&shots, effects, &release);
-    if let Some(((others_before, keyed_before), (others, keyed))) = sink_before.zip(sink()) {
-        sink_caveats(&mut verdict, others - others_before, keyed - keyed_before);
+    let strays = others() - others_before;
+    if strays > 0 {
+        verdict.summary.push_str(&format!(
+            "; the sink also got {strays} call{} carrying none of the probe's keys, not counted \
+             (an API must forward the Idempotency-Key for its calls to count)",
+            if strays == 1 { "" } else { "s" }
+        ));
     }
     Ok(ProbeResult {
         url: p.shown_url.clone(),
@@ -535,26 +540,6 @@ pub async fn probe(p: &Probe, key: &str, n: usize) -> Result<ProbeResult> {
         verdict,
         release,
     })
-}
-
-/// What the sink's count leaves out or cannot prove: calls carrying none of
-/// the probe's keys (`strays`, not counted) are said; a "held" whose one
-/// call carried no key of the probe's (`keyed` is 0) is no proof.
-fn sink_caveats(verdict: &mut Verdict, strays: u64, keyed: u64) {
-    if verdict.held == Some(true) && keyed == 0 {
-        *verdict = Verdict::unjudged(
-            "not judged: the sink's one call carried none of the probe's keys, so it may be \
-             anyone's; have the API forward the Idempotency-Key to the sink, or count with \
-             --count-sql"
-                .into(),
-        );
-    }
-    if strays > 0 {
-        verdict.summary.push_str(&format!(
-            "; the sink also got {strays} call{} carrying none of the probe's keys, not counted",
-            if strays == 1 { "" } else { "s" }
-        ));
-    }
 }
 
 fn judge(shots: &[Shot], effects: Option<Effects>, release: &Release) -> Verdict {

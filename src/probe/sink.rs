@@ -3,15 +3,14 @@
 //! The API is configured to call the sink's URL where it would call the
 //! provider. Each call is answered (`200 {}`, or `--sink-status`, after
 //! `--sink-delay-ms`) and counted, in all and per `Idempotency-Key` when
-//! the API forwards one. The probe's count is the calls that are the
-//! probe's, before and after, so a guard whose rows look right while the
-//! provider was called N times is caught. Which calls are the probe's: once
-//! the API is seen forwarding a key the probe sent, only calls carrying
-//! one of its keys; a call with no key or someone else's (a stray `curl`)
-//! is not counted, and is said. Until then (an API that forwards no key)
-//! every call counts, whoever made it, since nothing tells them apart; a
-//! duplicate is still caught, but one call with no key is no proof that a
-//! guard held, so the probe does not say "held" on it. Bounded as everything idem listens with: at
+//! the API forwards one. The probe's count is the calls that carried one
+//! of the keys the probe sent (as it is, or within a key the API derived
+//! from it, such as `/pay KEY`), before and after, so a guard whose rows
+//! look right while the provider was called N times is caught. A call
+//! with no key or with someone else's (a stray `curl`, another client) is
+//! nobody's the probe can prove: it is not counted, and the verdict says
+//! how many came. An API that forwards no key is therefore never judged
+//! by the sink (no effect counted), and is told to forward it. Bounded as everything idem listens with: at
 //! most [`MAX_CONNECTIONS`] connections at once, headers within
 //! [`READ_TIMEOUT`], at most [`MAX_BODY_BYTES`] of a body read.
 
@@ -57,19 +56,18 @@ struct Mine {
     keys: std::collections::HashSet<String>,
     /// Calls that carried one of them.
     keyed: u64,
-    /// Calls with no key, while no call had carried one of the probe's:
-    /// counted, since nothing tells them apart.
-    keyless_before: u64,
-    /// Calls not counted: someone else's key, or no key once the API
-    /// was seen forwarding the probe's.
+    /// Calls not counted: no key, or someone else's.
     others: u64,
 }
 
 impl Mine {
     fn call(&mut self, key: Option<&str>) {
+        // An API may forward a key derived from the client's (scoped by
+        // its path, prefixed by its tenant): the probe's key within it counts.
         match key {
-            Some(key) if self.keys.contains(key) => self.keyed += 1,
-            None if self.keyed == 0 => self.keyless_before += 1,
+            Some(key) if self.keys.iter().any(|mine| key.contains(mine.as_str())) => {
+                self.keyed += 1
+            }
             _ => self.others += 1,
         }
     }
@@ -129,10 +127,9 @@ impl SinkCounter {
         )])
     }
 
-    /// The probe's calls so far (see the module's notes on which).
+    /// The calls so far that carried one of the probe's keys.
     pub fn count(&self) -> i64 {
-        let mine = self.mine();
-        i64::try_from(mine.keyed + mine.keyless_before).unwrap_or(i64::MAX)
+        i64::try_from(self.mine().keyed).unwrap_or(i64::MAX)
     }
 
     /// The calls so far that were not counted as the probe's.
@@ -140,10 +137,6 @@ impl SinkCounter {
         self.mine().others
     }
 
-    /// The calls so far that carried one of the probe's keys.
-    pub fn keyed(&self) -> u64 {
-        self.mine().keyed
-    }
 
     /// Remembers `key` as one the probe sends: calls carrying it are its.
     pub fn sends(&self, key: &str) {

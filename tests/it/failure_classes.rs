@@ -146,3 +146,57 @@ fn api_with_sink(flaw: Flaw, sandbox: &Sandbox) -> (String, String) {
     let (url, _) = flawed::start_calling(flaw, &sandbox.dir, &sink);
     (url, sink)
 }
+
+/// Calls to the sink that carry none of the probe's keys (a stray local
+/// client calling it all through the probe) are not the probe's: an API
+/// that makes no call is not judged "held" on them, one that makes one
+/// call holds, and the verdict says how many others came.
+#[test]
+fn the_sink_counts_only_the_probes_keys_and_says_what_else_came() {
+    let sandbox = Sandbox::new("sink-strays");
+    let sink = format!("127.0.0.1:{}", crate::common::free_port());
+    let (calling, _) = flawed::start_calling(Flaw::None, &sandbox.dir, &sink);
+    let (silent, _) = flawed::start(Flaw::None, &sandbox.dir);
+    for (url, code, effects) in [(silent, 3, 0), (calling, 0, 1)] {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stray = {
+            let (done, sink) = (done.clone(), sink.clone());
+            std::thread::spawn(move || {
+                let mut sent = 0;
+                while !done.load(std::sync::atomic::Ordering::SeqCst) && sent < 2000 {
+                    if let Ok(mut s) = std::net::TcpStream::connect(&sink) {
+                        use std::io::{Read, Write};
+                        let _ = s.write_all(
+                            b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                        );
+                        let _ = s.read_to_end(&mut Vec::new());
+                        sent += 1;
+                    }
+                }
+                sent
+            })
+        };
+        let out = sandbox
+            .idem()
+            .args(["probe", &format!("{url}/pay"), "-d", r#"{"amount": 10}"#])
+            .args(["--sink", &sink, "--json"])
+            .output()
+            .unwrap();
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        let sent = stray.join().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(sent > 0, "the stray client reached the sink");
+        assert_eq!(out.status.code(), Some(code), "{stdout}");
+        let burst: Value = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v.get("shots").is_some())
+            .expect("the burst's line");
+        assert_eq!(burst["effects"]["effects"], effects, "{stdout}");
+        let summary = burst["verdict"]["summary"].as_str().unwrap();
+        assert!(
+            summary.contains("carrying none of the probe's keys, not counted"),
+            "{summary}"
+        );
+    }
+}
