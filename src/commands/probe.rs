@@ -220,7 +220,7 @@ impl Command for Plan {
         let name = self.probe.shown_url.clone();
         let judged = self.judge().await;
         let endpoints = [endpoint(name, judged)];
-        super::probe_reports::finish(&reports, &endpoints)
+        super::probe_reports::finish(&reports, &endpoints, exit_status(&endpoints))
     }
 }
 

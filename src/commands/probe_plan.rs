@@ -18,7 +18,7 @@ use clap::Parser;
 use toml::Spanned;
 
 use super::command::{Command, Given, Needs, Nothing};
-use super::probe::{Plan, endpoint};
+use super::probe::{Plan, endpoint, exit_status};
 use crate::cli::wire_commands::{ProbeArgs, ReportTo};
 use crate::files::{line_at, parse_toml, read_text};
 use crate::probe::judged::Endpoint;
@@ -318,7 +318,7 @@ impl Command for PlanRun {
             },
             |s| crate::report::probe::render_plan(s.endpoints),
         )?;
-        super::probe_reports::finish(&self.reports, &judged)
+        super::probe_reports::finish(&self.reports, &judged, exit_status(&judged))
     }
 }
 

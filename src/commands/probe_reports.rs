@@ -54,13 +54,13 @@ pub fn check(reports: &[ReportTo]) -> Result<()> {
     Ok(())
 }
 
-/// Writes the reports, then ends with the probe's one exit status. A
+/// Writes the reports, then ends with the probe's one exit status
+/// (`verdict`, the endpoints' own). A
 /// report that could not be written once the probe ran (a full disk)
 /// exits 4, as a probe that could not run does, so that CI never passes
 /// without the report it asked for; a case that failed still exits 1,
 /// and the report's error is said beside it.
-pub fn finish(reports: &[ReportTo], endpoints: &[Endpoint]) -> Result<()> {
-    let verdict = super::probe::exit_status(endpoints);
+pub fn finish(reports: &[ReportTo], endpoints: &[Endpoint], verdict: Result<()>) -> Result<()> {
     let Err(unwritten) = write(reports, endpoints) else {
         return verdict;
     };

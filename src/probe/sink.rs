@@ -137,7 +137,6 @@ impl SinkCounter {
         self.mine().others
     }
 
-
     /// Remembers `key` as one the probe sends: calls carrying it are its.
     pub fn sends(&self, key: &str) {
         self.mine().keys.insert(key.to_owned());

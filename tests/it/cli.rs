@@ -471,7 +471,7 @@ fn a_scenario_file_is_held_to_the_flags_bounds() {
                 "expect.runs = 100000000".to_string()
             };
             let line = refused(&["scenario", "run", file.to_str().unwrap()]);
-            assert!(line.contains("bounds.toml: "), "{line}");
+            assert!(line.contains("bounds.toml"), "{line}");
             assert!(line.contains(&expected), "{line}");
             if runs == "1" {
                 assert!(line.contains(bound), "{line}");
@@ -695,7 +695,13 @@ fn a_race_tables_keys_reach_every_group() {
 fn a_scenario_number_out_of_bounds_is_refused_where_it_stands() {
     let sandbox = Sandbox::new("scenario-bounds");
     let lesson = std::fs::read_to_string("scenarios/9-heartbeat.toml").unwrap();
-    for key in ["heartbeat_ms", "workers", "pool_size", "poll_ms", "stale_after_ms"] {
+    for key in [
+        "heartbeat_ms",
+        "workers",
+        "pool_size",
+        "poll_ms",
+        "stale_after_ms",
+    ] {
         // Each key set to 0 where it stands, or added to [race]; a poll
         // needs the loser that polls.
         let zero = format!("{key} = 0");
@@ -710,11 +716,7 @@ fn a_scenario_number_out_of_bounds_is_refused_where_it_stands() {
         let text = kept.join("\n").replace("[race]", &added);
         let file = sandbox.dir.join(format!("{key}.toml"));
         std::fs::write(&file, &text).unwrap();
-        let line = text
-            .lines()
-            .position(|l| l == zero)
-            .unwrap()
-            + 1;
+        let line = text.lines().position(|l| l == zero).unwrap() + 1;
         let out = sandbox
             .idem()
             .args(["scenario", "run"])
@@ -725,7 +727,9 @@ fn a_scenario_number_out_of_bounds_is_refused_where_it_stands() {
         assert_eq!(out.status.code(), Some(2), "{key}: {stderr}");
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
         assert!(
-            stderr.contains(&format!("{key}.toml:{line}:1: race.{key} = 0 is out of bounds")),
+            stderr.contains(&format!(
+                "{key}.toml:{line}:1: race.{key} = 0 is out of bounds"
+            )),
             "{key}: {stderr}"
         );
     }

@@ -526,7 +526,10 @@ fn a_killed_probe_leaves_no_count_command() {
     let mut probe = sandbox
         .idem_std()
         .args(["probe", "http://127.0.0.1:1/pay", "-d", "{}"])
-        .args(["--count-cmd", &format!("sleep {marker} & sleep {marker}; echo 1")])
+        .args([
+            "--count-cmd",
+            &format!("sleep {marker} & sleep {marker}; echo 1"),
+        ])
         .args(["--count-timeout-ms", "30000"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -680,7 +680,9 @@ fn what_needs_a_session_is_refused_through_pgbouncer_in_one_line() {
             "--database-url",
         ),
     ] {
-        let stderr = refused_in_one_line(sandbox.idem().args(args));
+        // idem step's exit 1 is a verdict: a command line it cannot run is 2.
+        let code = if args[0] == "step" { 2 } else { 1 };
+        let stderr = crate::common::refused_in_one_line_with(sandbox.idem().args(args), code);
         assert!(stderr.contains(said), "{args:?}: {stderr}");
     }
     assert!(sandbox.wait_clean(Duration::from_secs(10)).is_empty());

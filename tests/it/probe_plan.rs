@@ -241,7 +241,13 @@ fn no_variable_is_shown_in_any_output_in_any_form() {
     let sandbox = Sandbox::new("probe-plan-secrets");
     let (key, table) = ("Key-Secret-7731", "Tenant_Secret_5517");
     let url = "postgres://alice_secret:pw-secret-1@127.0.0.1:1/payments_live_db?sslmode=bogus";
-    let secrets = [key, table, "alice_secret", "pw-secret-1", "payments_live_db"];
+    let secrets = [
+        key,
+        table,
+        "alice_secret",
+        "pw-secret-1",
+        "payments_live_db",
+    ];
     let plan = format!(
         "[defaults]\nurl = \"{}\"\ndata = '{{\"user_id\": 42, \"amount\": 10}}'\n\
          count_database_url = \"{}\"\n\n\
@@ -252,7 +258,10 @@ fn no_variable_is_shown_in_any_output_in_any_form() {
         holding.field("count_sql"),
     );
     std::fs::write(sandbox.dir.join("plan.toml"), plan).unwrap();
-    let (junit, summary) = (sandbox.dir.join("junit.xml"), sandbox.dir.join("summary.md"));
+    let (junit, summary) = (
+        sandbox.dir.join("junit.xml"),
+        sandbox.dir.join("summary.md"),
+    );
     let run = |plan: &str, json: bool| {
         let mut command = sandbox.idem();
         command
@@ -278,7 +287,10 @@ fn no_variable_is_shown_in_any_output_in_any_form() {
         shown.push(String::from_utf8_lossy(&out.stderr).to_string());
     }
     assert!(shown[1].contains("${TENANT_TABLE}"), "{}", shown[1]);
-    assert!(shown[2].contains("${PROBE_KEY}"), "the JSON names the variable");
+    assert!(
+        shown[2].contains("${PROBE_KEY}"),
+        "the JSON names the variable"
+    );
     shown.push(std::fs::read_to_string(&junit).unwrap());
     shown.push(std::fs::read_to_string(&summary).unwrap());
     // A whole URL from a variable, refused for its parameter.

@@ -191,7 +191,11 @@ fn a_report_target_idem_would_not_write_is_refused_with_2() {
                 .output()
                 .unwrap();
             let stderr = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(2), "{target:?}, plan {plan}: {stderr}");
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{target:?}, plan {plan}: {stderr}"
+            );
             let github = sandbox
                 .idem()
                 .arg("probe")
@@ -205,7 +209,11 @@ fn a_report_target_idem_would_not_write_is_refused_with_2() {
                 .output()
                 .unwrap();
             let stderr = String::from_utf8_lossy(&github.stderr);
-            assert_eq!(github.status.code(), Some(2), "{target:?}, plan {plan}: {stderr}");
+            assert_eq!(
+                github.status.code(),
+                Some(2),
+                "{target:?}, plan {plan}: {stderr}"
+            );
             assert!(stderr.contains("GITHUB_STEP_SUMMARY"), "{stderr}");
         }
     }
@@ -223,7 +231,12 @@ fn a_report_that_cannot_be_written_exits_4() {
     let junit = sandbox.dir.join("junit.xml");
     let mut probe = sandbox.idem_std();
     probe
-        .args(["probe", &app.endpoint(), "-d", r#"{"user_id": 42, "amount": 10}"#])
+        .args([
+            "probe",
+            &app.endpoint(),
+            "-d",
+            r#"{"user_id": 42, "amount": 10}"#,
+        ])
         .args(app.count_args())
         .arg("--report")
         .arg(format!("junit:{}", junit.display()));

@@ -127,7 +127,7 @@ fn a_malformed_scenario_names_the_file_line_and_column() {
             .args(["scenario", "run"])
             .arg(&path)
             .assert()
-            .code(1)
+            .code(2)
             .stderr(predicate::str::contains(place))
             .stderr(predicate::str::contains(what));
         let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
@@ -486,7 +486,7 @@ fn step_without_a_terminal_or_schedule_is_refused() {
         .arg("step")
         .write_stdin("")
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("--schedule"));
 }
 
@@ -711,11 +711,12 @@ fn a_long_wrong_value_in_a_scenario_file_is_cut_in_its_error() {
         ),
     )
     .unwrap();
-    let stderr = crate::common::refused_in_one_line(sandbox.idem().args([
-        "scenario",
-        "run",
-        path.to_str().unwrap(),
-    ]));
+    let stderr = crate::common::refused_in_one_line_with(
+        sandbox
+            .idem()
+            .args(["scenario", "run", path.to_str().unwrap()]),
+        2,
+    );
     assert!(
         stderr.len() < 400,
         "{} bytes: {}",

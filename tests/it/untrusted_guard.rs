@@ -229,7 +229,8 @@ async fn a_step_that_never_ends_is_cancelled_and_named() {
     assert_eq!(did.len(), 2, "{did:?}");
     for d in &did {
         assert!(
-            d.contains("sleepy.toml line") && d.contains("step fingerprint ran past the step limit"),
+            d.contains("sleepy.toml line")
+                && d.contains("step fingerprint ran past the step limit"),
             "{did:?}"
         );
     }
@@ -244,7 +245,10 @@ async fn a_step_that_never_ends_is_cancelled_and_named() {
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while sleeping().await > 0 {
-        assert!(std::time::Instant::now() < deadline, "the server still sleeps");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server still sleeps"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     db.close().await.unwrap();
@@ -297,7 +301,11 @@ async fn a_renew_step_that_fails_is_shown() {
 fn a_guard_reaches_nothing_in_public() {
     let sandbox = Sandbox::new("guard-public");
     let files = [
-        ("qualified.toml", "public.app_secret()", "permission denied for schema public"),
+        (
+            "qualified.toml",
+            "public.app_secret()",
+            "permission denied for schema public",
+        ),
         ("searched.toml", "app_secret()", "does not exist"),
     ];
     let idem = assert_cmd::cargo::cargo_bin("idem");
