@@ -82,11 +82,7 @@ fn the_sink_counts_the_calls_a_guard_makes_before_its_claim() {
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(code), "{flaw:?}: {stdout}");
-        let burst: Value = stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|v| v.get("shots").is_some())
-            .expect("the burst's line");
+        let burst = crate::common::burst_line(&stdout);
         assert_eq!(burst["counted_by"], "sink", "{stdout}");
         assert_eq!(burst["effects"]["effects"], calls, "{flaw:?}: {stdout}");
     }
@@ -187,11 +183,7 @@ fn the_sink_counts_only_the_probes_keys_and_says_what_else_came() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(sent > 0, "the stray client reached the sink");
         assert_eq!(out.status.code(), Some(code), "{stdout}");
-        let burst: Value = stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|v| v.get("shots").is_some())
-            .expect("the burst's line");
+        let burst = crate::common::burst_line(&stdout);
         assert_eq!(burst["effects"]["effects"], effects, "{stdout}");
         let summary = burst["verdict"]["summary"].as_str().unwrap();
         assert!(

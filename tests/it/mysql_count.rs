@@ -1,6 +1,5 @@
 //! Effects counted in a MySQL-family server: a MariaDB of the test's own, counted through `mysql://` with a password that is never shown, read-only, bounded on the server, and left as it was.
 
-use serde_json::Value;
 
 use crate::common::Sandbox;
 use crate::common::flawed::{self, Flaw};
@@ -51,11 +50,7 @@ fn a_mariadb_count_judges_the_burst_and_leaves_the_server_as_it_was() {
             Some(code),
             "{flaw:?}: {stdout}\n{stderr}"
         );
-        let burst: Value = stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|v| v.get("shots").is_some())
-            .expect("the burst's line");
+        let burst = crate::common::burst_line(&stdout);
         assert_eq!(burst["effects"]["effects"], effects, "{flaw:?}: {stdout}");
         assert!(!stdout.contains(PASSWORD) && !stderr.contains(PASSWORD));
     }

@@ -358,3 +358,12 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// The probe's `--json` line for its burst (the one with `shots`).
+pub fn burst_line(stdout: &str) -> serde_json::Value {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v.get("shots").is_some())
+        .expect("the burst's line")
+}
