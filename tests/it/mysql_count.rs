@@ -1,6 +1,5 @@
 //! Effects counted in a MySQL-family server: a MariaDB of the test's own, counted through `mysql://` with a password that is never shown, read-only, bounded on the server, and left as it was.
 
-
 use crate::common::Sandbox;
 use crate::common::flawed::{self, Flaw};
 use crate::common::mariadb::Mariadb;
