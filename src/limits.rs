@@ -194,8 +194,6 @@ pub const RECOVERY_RETRIES: Limit = with_default(
     limit("--recovery-retries", "race.recovery_retries", 1, 100),
     1,
 );
-// Lesson 6's clients: `idem keys` and a scenario's `[keys]`.
-
 pub const RETRY_SERIALIZATION: Limit = with_default(
     limit("--retry-serialization", "race.retry_serialization", 0, 100),
     0,
@@ -211,6 +209,70 @@ pub const LINK_DELAY_MS: Limit = with_default(
     500,
 );
 pub const REPLICAS: Limit = with_default(limit("--replicas", "race.replicas", 1, 16), 1);
+/// The old name of the stale-claim age, read with its bounds.
+pub const LOCK_TIMEOUT_MS: Limit = limit(
+    "--lock-timeout-ms",
+    "race.lock_timeout_ms",
+    STALE_AFTER_MS.min,
+    STALE_AFTER_MS.max,
+);
+
+/// Every `[race]` key that takes a whole number, with its bound: the one
+/// table the scenario reader checks a file's value against where it
+/// stands, and the race builder checks whatever an input said (a flag's
+/// own parser is the same [`Limit`]). A key whose value is no number is
+/// listed as such by a test that holds every key to one of the two.
+pub const RACE: [Limit; 22] = [
+    WORKERS,
+    POOL_SIZE,
+    WORK_MS,
+    CHECKOUT_TIMEOUT_MS,
+    THREADS,
+    AMOUNT,
+    LESSONS,
+    USERS,
+    POLL_MS,
+    WAIT_TIMEOUT_MS,
+    CACHE_MAX_ENTRIES,
+    CACHE_PRESSURE,
+    STALE_AFTER_MS,
+    LOCK_TIMEOUT_MS,
+    HEARTBEAT_MS,
+    FAIL_WORK,
+    CRASH_WORKER,
+    RECOVERY_RETRIES,
+    RETRY_SERIALIZATION,
+    REPLICA_DELAY_MS,
+    LINK_DELAY_MS,
+    REPLICAS,
+];
+
+/// The bound of `[race]` key `key` (`race.workers`, `race.crash.worker`).
+pub fn race_limit(key: &str) -> Option<&'static Limit> {
+    RACE.iter().find(|l| l.key == key)
+}
+
+/// Checks every whole number in `value`, said for the `[race]` key `key`
+/// (`race.workers`), against its bound: in a list, each item; in a table
+/// (`crash = { worker = 2 }`), each key under it.
+pub fn check_race_value(key: &str, value: &toml::Value, origin: Origin) -> Result<()> {
+    match value {
+        toml::Value::Integer(n) => match race_limit(key) {
+            Some(limit) => limit.check(u64::try_from(*n).unwrap_or(u64::MAX), origin),
+            None => Ok(()),
+        },
+        toml::Value::Array(items) => items
+            .iter()
+            .try_for_each(|item| check_race_value(key, item, origin)),
+        toml::Value::Table(table) => table
+            .iter()
+            .try_for_each(|(k, v)| check_race_value(&format!("{key}.{k}"), v, origin)),
+        _ => Ok(()),
+    }
+}
+
+// Lesson 6's clients: `idem keys` and a scenario's `[keys]`.
+
 pub const POOLER_RUNS: Limit = with_default(flag("--runs", 1, 10_000), 1);
 pub const MATRIX_RUNS: Limit = with_default(flag("--runs", 1, 100_000), 20);
 pub const CLIENTS: Limit = with_default(limit("--clients", "keys.clients", 1, 1000), 1);

@@ -1,7 +1,5 @@
 //! What a race's settings may not be as a whole (each option group checks its own in its file): each check refuses, in one line and before anything starts, a value or a combination no race can run with, naming each setting as the user wrote it (a flag or a scenario file's key).
 
-use std::time::Duration;
-
 use anyhow::{Result, bail};
 
 use super::fault::FaultPoint;
@@ -25,39 +23,13 @@ impl RaceSettings {
         self.check_combinations(origin)
     }
 
-    /// Every number within the one table of limits.
+    /// What the one table of bounds (checked where each number was said,
+    /// see `RaceInput::check_said`) cannot see: how the numbers agree.
     fn check_bounds(&self, origin: Origin) -> Result<()> {
-        let ms = |d: Duration| d.as_millis().min(u128::from(u64::MAX)) as u64;
-        let app = &self.app;
-        limits::WORKERS.check(self.requests.workers() as u64, origin)?;
-        limits::POOL_SIZE.check(app.pool.size() as u64, origin)?;
-        limits::WORK_MS.check(ms(app.work), origin)?;
-        limits::CHECKOUT_TIMEOUT_MS.check(ms(app.pool.checkout_timeout()), origin)?;
         self.requests
             .asks()
             .check(self.requests.workers(), origin)?;
-        match app.loser {
-            LoserPolicy::FailFast => {}
-            LoserPolicy::Poll {
-                every,
-                give_up_after,
-            } => {
-                limits::POLL_MS.check(ms(every), origin)?;
-                limits::WAIT_TIMEOUT_MS.check(ms(give_up_after), origin)?;
-            }
-            LoserPolicy::Block { give_up_after } => {
-                limits::WAIT_TIMEOUT_MS.check(ms(give_up_after), origin)?;
-            }
-        }
-        self.check_cache_bounds(origin)?;
-        limits::STALE_AFTER_MS.check(ms(app.recovery.stale_after()), origin)?;
-        if let Some(every) = app.recovery.heartbeat() {
-            limits::HEARTBEAT_MS.check(ms(every), origin)?;
-        }
-        limits::THREADS.check(app.threads as u64, origin)?;
-        limits::REPLICAS.check(app.replicas as u64, origin)?;
-        limits::RETRY_SERIALIZATION.check(u64::from(app.transaction.retries()), origin)?;
-        self.check_fault_bounds(origin)
+        self.check_cache_bounds(origin)
     }
 
     /// A key every transport can carry: the one rule of [`key::check`].
@@ -230,9 +202,8 @@ impl RaceSettings {
         Ok(())
     }
 
-    /// The cache store's bounds.
+    /// The cache store's age, a duration the table of whole numbers has not.
     pub(super) fn check_cache_bounds(&self, origin: Origin) -> Result<()> {
-        limits::CACHE_MAX_ENTRIES.check(self.store.cache().max_entries, origin)?;
         if self.store.cache().max_age > MAX_CACHE_AGE {
             bail!(
                 "{} is longer than {} weeks (about 100 years), the longest age the cache store takes",
@@ -240,7 +211,7 @@ impl RaceSettings {
                 MAX_CACHE_AGE.as_secs() / 604_800
             );
         }
-        limits::CACHE_PRESSURE.check(self.store.cache_pressure(), origin)
+        Ok(())
     }
 
     /// The cache store takes claim-work-complete's fail-fast claims only.
@@ -344,18 +315,6 @@ impl RaceSettings {
         }
         if self.faults.crash().is_some() || self.faults.kill_connection() {
             bail!("the crash and kill faults are shown without {transaction}");
-        }
-        Ok(())
-    }
-
-    /// The faults' numbers within the one table of limits.
-    pub(super) fn check_fault_bounds(&self, origin: Origin) -> Result<()> {
-        limits::RECOVERY_RETRIES.check(self.faults.recovery_retries() as u64, origin)?;
-        if let Some(worker) = self.faults.fail_work() {
-            limits::FAIL_WORK.check(worker as u64, origin)?;
-        }
-        if let Some(worker) = self.faults.crash().and_then(|c| c.worker) {
-            limits::CRASH_WORKER.check(worker as u64, origin)?;
         }
         Ok(())
     }

@@ -17,6 +17,7 @@ use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
 impl RaceInput {
     /// The checked settings.
     pub fn build(&self, origin: Origin) -> Result<RaceSettings> {
+        self.check_said(origin)?;
         let loser = self.losers.resolve(None, true, origin)?;
         self.assemble(loser, origin)
     }
@@ -25,6 +26,7 @@ impl RaceInput {
     /// `compare --losers` runs each policy in turn: a timing given for
     /// another policy is then not an error, merely unused.
     pub fn build_with_loser(&self, loser: LoserKind, origin: Origin) -> Result<RaceSettings> {
+        self.check_said(origin)?;
         let loser = self.losers.resolve(Some(loser), false, origin)?;
         self.assemble(loser, origin)
     }
@@ -81,6 +83,33 @@ impl RaceInput {
         let file = guard_file::load(path)?;
         self.with_guard_file(file, origin)?
             .assemble_with(loser, Some(file), origin)
+    }
+
+    /// Every whole number said, in any group, checked against its bound in
+    /// the one table ([`limits::RACE`]): a flag's was checked as it was
+    /// parsed and a file's where it stands, and this holds what neither
+    /// read (a learner's loser file, an input built in code) to the same.
+    fn check_said(&self, origin: Origin) -> Result<()> {
+        fn check<G: serde::Serialize>(group: &G, origin: Origin) -> Result<()> {
+            let said = toml::Table::try_from(group)?;
+            said.iter().try_for_each(|(key, value)| {
+                limits::check_race_value(&format!("race.{key}"), value, origin)
+            })
+        }
+        check(&self.shape, origin)?;
+        check(&self.wire, origin)?;
+        check(&self.strategy, origin)?;
+        check(&self.app, origin)?;
+        check(&self.losers, origin)?;
+        check(&self.amounts, origin)?;
+        check(&self.fingerprints, origin)?;
+        check(&self.store, origin)?;
+        check(&self.eviction, origin)?;
+        check(&self.guard, origin)?;
+        check(&self.transaction, origin)?;
+        check(&self.standby, origin)?;
+        check(&self.faults, origin)?;
+        check(&self.hang_up, origin)
     }
 
     /// This input with what a guard file says of the app: its shape for

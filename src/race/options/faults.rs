@@ -112,11 +112,6 @@ impl Faults {
         self.kill_connection
     }
 
-    /// How many retries of a crashed (or failed) request are sent at once.
-    pub fn recovery_retries(&self) -> usize {
-        self.recovery_retries
-    }
-
     /// `--hang-up`: a client closes its connection mid-work, then retries.
     pub fn hang_up(&self) -> Option<HangUpPlan> {
         self.hang_up

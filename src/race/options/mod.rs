@@ -168,3 +168,72 @@ impl<'de> Visitor<'de> for RaceTable {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::groups;
+    use crate::limits::{RACE, race_limit};
+
+    /// The `[race]` keys whose values are not whole numbers (names,
+    /// switches, lists of moves, durations written with their unit).
+    const NOT_NUMBERS: &[&str] = &[
+        "race.key",
+        "race.schedule",
+        "race.key_scope",
+        "race.http",
+        "race.strategy",
+        "race.strategy_file",
+        "race.orm",
+        "race.via",
+        "race.no_runner_connection",
+        "race.runner_connection",
+        "race.runner_holds_connection",
+        "race.loser",
+        "race.no_fingerprint",
+        "race.fingerprint",
+        "race.store",
+        "race.cache_max_age",
+        "race.audit",
+        "race.on_failure",
+        "race.transaction",
+        "race.isolation",
+        "race.standby",
+        "race.read_from",
+        "race.synchronous",
+        "race.standby_url",
+        "race.failover",
+        "race.crash",
+        "race.hang_up",
+        "race.kill_connection",
+        "race.on_hangup",
+    ];
+
+    /// Every key a group reads has its bound in the one table, or is said
+    /// here to take no number; a new key must be put in one or the other,
+    /// and every bound in the table is a key some group reads.
+    #[test]
+    fn every_race_key_has_its_bound_or_takes_no_number() {
+        let keys: Vec<String> = groups::<
+            serde::de::value::MapDeserializer<
+                'static,
+                std::vec::IntoIter<(String, String)>,
+                serde::de::value::Error,
+            >,
+        >()
+        .iter()
+        .flat_map(|g| g.keys.iter().map(|k| format!("race.{k}")))
+        .collect();
+        for key in &keys {
+            let bounded = race_limit(key).is_some();
+            let named = NOT_NUMBERS.contains(&key.as_str());
+            assert!(
+                bounded != named,
+                "{key}: give it its bound in limits::RACE or name it in NOT_NUMBERS, not both"
+            );
+        }
+        for limit in RACE {
+            let top = limit.key.split('.').take(2).collect::<Vec<_>>().join(".");
+            assert!(keys.contains(&top), "{} is no key of [race]", limit.key);
+        }
+    }
+}

@@ -15,6 +15,8 @@ use std::marker::PhantomData;
 use std::sync::OnceLock;
 
 use serde::Serialize;
+
+use crate::limits::Origin;
 use serde::de::{
     self, DeserializeOwned, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, Visitor,
 };
@@ -99,10 +101,14 @@ impl<'de, G: DeserializeOwned + Serialize> DeserializeSeed<'de> for Field<'_, G>
         let key = self.0;
         let partial = G::deserialize(OneEntry { key, value: d })?;
         let written = toml::Table::try_from(&partial).map_err(de::Error::custom)?;
-        written
+        let value = written
             .get(key)
             .cloned()
-            .ok_or_else(|| de::Error::custom(format!("{key} could not be kept")))
+            .ok_or_else(|| de::Error::custom(format!("{key} could not be kept")))?;
+        // Out of its bound, refused where it stands.
+        crate::limits::check_race_value(&format!("race.{key}"), &value, Origin::File)
+            .map_err(|e| de::Error::custom(e))?;
+        Ok(value)
     }
 }
 
