@@ -107,7 +107,7 @@ impl<'de, G: DeserializeOwned + Serialize> DeserializeSeed<'de> for Field<'_, G>
             .ok_or_else(|| de::Error::custom(format!("{key} could not be kept")))?;
         // Out of its bound, refused where it stands.
         crate::limits::check_race_value(&format!("race.{key}"), &value, Origin::File)
-            .map_err(|e| de::Error::custom(e))?;
+            .map_err(de::Error::custom)?;
         Ok(value)
     }
 }
