@@ -1,4 +1,4 @@
-//! The races that judge a lesson's exercise, each PASS or FAIL with what it saw, in the lesson's words.
+//! What the guard-file exercises share: the base race, the runner of a list of cases, and the verdicts they reuse, each PASS or FAIL with what it saw, in the lesson's words.
 
 use std::path::Path;
 
@@ -6,14 +6,11 @@ use anyhow::Result;
 
 use crate::challenge::{self, Judge};
 use crate::db::Database;
-use crate::http::app::OnHangup;
 use crate::limits::Origin;
 use crate::probe::conformance::Check;
-use crate::race::fault::FaultPoint;
 use crate::race::options::RaceInput;
-use crate::race::{CrashPlan, Outcome, Race, RaceResult, WorkerReport, xp_rows};
+use crate::race::{Outcome, Race, RaceResult, WorkerReport, xp_rows};
 use crate::request::Step;
-use crate::strategy::guard_file::StepName;
 
 /// One race a lesson's file is put through, and how its result is judged.
 pub type Case = (RaceInput, Judge);
@@ -33,68 +30,13 @@ pub fn base(file: &Path) -> RaceInput {
     })
 }
 
-/// Lesson `lesson`'s cases for the guard file at `file`; none for a lesson
-/// without an exercise.
-pub fn cases(lesson: u8, file: &Path) -> Vec<Case> {
-    let base = base(file);
-    match lesson {
-        2 => vec![
-            (base.clone(), one_call),
-            (
-                base.with(|r| {
-                    r.shape.workers = Some(20);
-                    r.app.pool_size = Some(21);
-                }),
-                one_call_of_twenty,
-            ),
-        ],
-        7 => challenge::cases(&base).to_vec(),
-        8 => vec![(base, every_answer_201)],
-        9 => {
-            // Work three times the stale-claim age: only a renewed claim
-            // outlives it. The heartbeat beats only where there is a renew
-            // step to send.
-            let renews = crate::strategy::guard_file::load(file)
-                .is_ok_and(|f| f.statement(StepName::Renew).is_some());
-            let wire = base.with(|r| {
-                r.wire.http = true;
-                r.app.work_ms = Some(600);
-                r.guard.stale_after_ms = Some(200);
-                r.guard.heartbeat_ms = renews.then_some(50);
-            });
-            let hang_up = |on_hangup| {
-                wire.clone().with(|r| {
-                    r.faults.hang_up = Some(CrashPlan {
-                        worker: None,
-                        at: FaultPoint::DuringWork,
-                    });
-                    r.hang_up.on_hangup = Some(on_hangup);
-                })
-            };
-            vec![
-                (hang_up(OnHangup::Finish), finished_then_replayed),
-                (hang_up(OnHangup::Cancel), dropped_then_retried),
-                (wire, one_call),
-            ]
-        }
-        _ => Vec::new(),
-    }
-}
-
-/// Races each of lesson `lesson`'s cases once, on fresh tables.
-pub async fn judge(db: &Database, lesson: u8, file: &Path) -> Result<Vec<Check>> {
+/// Races each case once, on fresh tables, and judges it.
+pub async fn races(db: &Database, cases: Vec<Case>) -> Result<Vec<Check>> {
     let mut checks = Vec::new();
-    for (input, verdict) in cases(lesson, file) {
+    for (input, verdict) in cases {
         let settings = input.build(Origin::Flags)?;
         let r = Race::prepare(db, settings).await?.run(1).await?;
         checks.push(verdict(&r));
-    }
-    if lesson == 7 {
-        let stale_after = crate::challenge::STALE_AFTER.as_millis() as u64;
-        checks.push(super::owner::owner_completes(db, file, stale_after).await?);
-    }
-    if super::explored::LESSONS.contains(&lesson) {
-        checks.push(super::explored::every_interleaving(db, file).await?);
     }
     Ok(checks)
 }
@@ -112,7 +54,7 @@ fn held_once(r: &RaceResult) -> bool {
     r.xp_rows == 1 && r.service_calls == 1 && r.reports.iter().all(|w| w.status < 500)
 }
 
-fn one_call(r: &RaceResult) -> Check {
+pub(super) fn one_call(r: &RaceResult) -> Check {
     raced(
         r,
         "five at once",
@@ -122,7 +64,7 @@ fn one_call(r: &RaceResult) -> Check {
     )
 }
 
-fn one_call_of_twenty(r: &RaceResult) -> Check {
+pub(super) fn one_call_of_twenty(r: &RaceResult) -> Check {
     raced(
         r,
         "twenty at once",
@@ -132,7 +74,7 @@ fn one_call_of_twenty(r: &RaceResult) -> Check {
     )
 }
 
-fn every_answer_201(r: &RaceResult) -> Check {
+pub(super) fn every_answer_201(r: &RaceResult) -> Check {
     raced(
         r,
         "five in one transaction each",
@@ -142,7 +84,7 @@ fn every_answer_201(r: &RaceResult) -> Check {
     )
 }
 
-fn dropped_then_retried(r: &RaceResult) -> Check {
+pub(super) fn dropped_then_retried(r: &RaceResult) -> Check {
     let retry = r.reports.iter().find(|w| w.retry).map(|w| w.status);
     hung_up(
         r,
@@ -159,7 +101,7 @@ fn dropped_then_retried(r: &RaceResult) -> Check {
     )
 }
 
-fn finished_then_replayed(r: &RaceResult) -> Check {
+pub(super) fn finished_then_replayed(r: &RaceResult) -> Check {
     let retry = r.reports.iter().find(|w| w.retry).map(|w| w.outcome);
     hung_up(
         r,

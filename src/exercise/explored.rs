@@ -9,11 +9,6 @@ use crate::explore;
 use crate::probe::conformance::Check;
 use crate::race::options::RaceInput;
 
-/// The lessons whose file is judged on every interleaving too: the claim
-/// (2) and the whole guard (7), whose promise is "never twice", whatever
-/// the order.
-pub const LESSONS: [u8; 2] = [2, 7];
-
 const CASE: &str = "every interleaving of two requests";
 const DEMANDS: &str =
     "the guard holds in every order of the two requests' steps, not only in a burst";

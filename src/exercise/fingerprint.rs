@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use super::Exercise;
 use crate::challenge::rows_and_statuses;
 use crate::db::Database;
 use crate::limits::Origin;
@@ -113,3 +114,30 @@ fn told(w: &WorkerReport) -> String {
         p.amount, p.lesson, p.user_id, w.status
     )
 }
+
+/// Lesson 4's exercise.
+pub const EXERCISE: Exercise = Exercise {
+    lesson: 4,
+    file: "4-fingerprint.toml",
+    goal: "a fingerprint, computed in SQL, that tells apart every two requests asking for different things",
+    try_it: "idem race --strategy-file {file} --pool-size 6 --amounts 10,20,10,30,10",
+    start: include_str!("../../exercises/4-fingerprint.toml"),
+    solution: include_str!("../../exercises/solutions/4-fingerprint.toml"),
+    hints: [
+        "The fingerprint step's result is all a loser compares. Two requests that ask \
+         for different things must get different results; which of what a request asks \
+         does md5($operation) leave out?",
+        "Put every field in: $operation, $user_id, $amount and $lesson. Then try the \
+         last case by hand: does 12 XP for lesson 3 read differently from 1 XP for \
+         lesson 23 in what you hash?",
+        "Keep the fields apart with a separator before hashing: \
+         md5(concat_ws('|', $operation, $user_id, $amount, $lesson)).",
+    ],
+    why: "A fingerprint is a name for everything the request asks, so two requests get \
+          the same one only when they ask the same thing. Leave out a field and a \
+          request that differs only there is taken for a retry; run the fields together \
+          and two different requests can spell the same text. The claim stores it, so \
+          every later request with the key compares against the first one's.",
+    read: super::read_guard_file,
+    judge: |db, path| Box::pin(judge(db, path)),
+};

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use super::Exercise;
 use crate::db::Database;
 use crate::keys::{CrashPoint, KeyKind, KeyTemplate, KeysResult, KeysSettings, simulate};
 use crate::probe::conformance::Check;
@@ -93,3 +94,26 @@ fn reloaded(r: &KeysResult) -> Check {
         saw(r),
     )
 }
+
+/// Lesson 6's exercise.
+pub const EXERCISE: Exercise = Exercise {
+    lesson: 6,
+    file: "6-the-key.toml",
+    goal: "a key the client makes the same after every restart, for one award, and different for every other award",
+    try_it: "idem keys --key-file {file} --intents 3",
+    start: include_str!("../../exercises/6-the-key.toml"),
+    solution: include_str!("../../exercises/solutions/6-the-key.toml"),
+    hints: [
+        "A random key is made when the client starts, and a crash starts it again. What \
+         does the client still know after a restart?",
+        "The award it is making: the operation, the user and the lesson. Build the key \
+         from those fields, with no {random} in it.",
+        "Check the other way too: would two different awards by one user ever make the same \
+         key? Each field that tells two awards apart belongs in it: {user_id} and {lesson}.",
+    ],
+    why: "A key must name the intent, not the attempt: made from the award's own fields it \
+          survives every restart, and made from all of them it never matches a different \
+          award. Fewer fields merge awards; a random part forgets retries.",
+    read: |path| crate::keys::KeyTemplate::load(path).map(drop),
+    judge: |db, path| Box::pin(judge(db, path)),
+};

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use super::Exercise;
 use crate::challenge::rows_and_statuses;
 use crate::db::Database;
 use crate::limits::Origin;
@@ -119,3 +120,31 @@ fn reads(r: &RaceResult) -> Check {
         format!("the busiest loser read it {most} times"),
     )
 }
+
+/// Lesson 3's exercise.
+pub const EXERCISE: Exercise = Exercise {
+    lesson: 3,
+    file: "3-the-loser.toml",
+    goal: "a loser policy and timings that answer every client in one request, on a small pool too, without flooding the database with reads",
+    try_it: "idem compare --losers --work-ms 300",
+    start: include_str!("../../exercises/3-the-loser.toml"),
+    solution: include_str!("../../exercises/solutions/3-the-loser.toml"),
+    hints: [
+        "Fail-fast answers 409 and leaves the waiting to the client. Which policies \
+         wait inside the request, and what does each hold while it waits?",
+        "Block holds a pooled connection for the whole wait: twenty requests on four \
+         connections leave sixteen with none. Poll gives its connection back between \
+         reads; how often it reads sets both how late it answers and how many reads \
+         it sends.",
+        "loser = \"poll\", a poll_ms well under the 200 ms of slack (a late read costs \
+         up to one interval) and over 10 ms (300 ms of work / 30 reads), and a \
+         wait_timeout_ms longer than the work: poll_ms = 25, wait_timeout_ms = 1000.",
+    ],
+    why: "Waiting inside the request costs something: block costs a connection for \
+          the whole wait, which a small pool cannot spare; poll costs a read each \
+          interval and answers up to one interval late. So the interval is a trade \
+          between latency and load, and the wait must outlast the work or the loser \
+          gives up with 409 anyway.",
+    read: |path| LoserChoice::load(path).map(drop),
+    judge: |db, path| Box::pin(judge(db, path)),
+};

@@ -5,6 +5,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Deserialize;
 
+use super::Exercise;
 use crate::db::Database;
 use crate::probe::conformance::Check;
 use crate::race::moves::{Move, joined};
@@ -108,3 +109,27 @@ async fn replayed(
         format!("{}: {}", joined(order), xp_rows(r.xp_rows)),
     ))
 }
+
+/// Lesson 1's exercise.
+pub const EXERCISE: Exercise = Exercise {
+    lesson: 1,
+    file: "1-two-orders.toml",
+    goal: "an order of two check-then-store requests' steps that makes two XP rows, and one that makes one",
+    try_it: "idem step -s check-then-store --workers 2 --work-ms 0",
+    start: include_str!("../../exercises/1-two-orders.toml"),
+    solution: include_str!("../../exercises/solutions/1-two-orders.toml"),
+    hints: [
+        "A request works when its find sees no key. When does request 2's find see \
+         request 1's key, and when does it not?",
+        "Request 1's store is its fourth step, request 2's find its second. For two rows, \
+         both finds must come before either store; for one, a store before the other's find.",
+        "makes_two = [1, 1, 2, 2, 1, 1, 2, 2]: both check out and find, then both work and \
+         store. makes_one = [1, 1, 1, 1, 2, 2]: request 1 is done before request 2 looks.",
+    ],
+    why: "Check-then-store is right in every order where one request's store comes \
+          before the other's find, and wrong in every order where both finds come first. \
+          A burst of five at once is almost always the second kind; the pool decides how \
+          many requests can be in it.",
+    read: |path| Orders::load(path).map(drop),
+    judge: |db, path| Box::pin(judge(db, path)),
+};

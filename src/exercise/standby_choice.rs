@@ -5,6 +5,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
+use super::Exercise;
 use crate::db::Database;
 use crate::limits::Origin;
 use crate::probe::conformance::Check;
@@ -113,3 +114,32 @@ fn key_kept(r: &RaceResult, synchronous: Synchronous) -> Check {
     }
     Check::judged(CASE, DEMANDS, passed, saw)
 }
+
+/// Lesson 10's exercise.
+pub const EXERCISE: Exercise = Exercise {
+    lesson: 10,
+    file: "10-the-standby.toml",
+    goal: "a guard that keeps one award with a lagging standby beside it, and keeps an answered key through a failover",
+    try_it: "idem race -s check-then-store --standby --read-from standby \
+             --replica-delay-ms 200",
+    start: include_str!("../../exercises/10-the-standby.toml"),
+    solution: include_str!("../../exercises/solutions/10-the-standby.toml"),
+    hints: [
+        "Two cases, two questions. With the standby 200 ms behind, what decides who \
+         works: a read, or a write? And when the primary fails, what had a commit \
+         waited for before the client was told 201?",
+        "A find can read stale data wherever it goes; a claim is an INSERT, and the \
+         unique index on the primary decides. For the failover, a commit that waits \
+         for the primary alone can be acknowledged and then lost with it.",
+        "strategy = \"claim-work-complete\" (the reads then only choose what a loser \
+         answers, so read_from may stay on the standby) and synchronous = \
+         \"remote_apply\": a commit returns once the standby has applied it.",
+    ],
+    why: "A guard that decides by writing does not care how stale its reads are: the \
+          primary's unique index lets one claim in. But the guard's memory is only as \
+          durable as its commit: asynchronous replication acknowledges a key the \
+          standby may never get, and a failover then forgets it. remote_apply makes \
+          every 201 a promise the standby keeps, for a round trip per commit.",
+    read: |path| StandbyChoice::load(path).map(drop),
+    judge: |db, path| Box::pin(judge(db, path)),
+};

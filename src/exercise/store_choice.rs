@@ -5,6 +5,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use serde::Deserialize;
 
+use super::Exercise;
 use crate::challenge::Judge;
 use crate::db::Database;
 use crate::limits::Origin;
@@ -113,3 +114,26 @@ fn more_traffic(r: &RaceResult) -> Check {
         saw(r),
     )
 }
+
+/// Lesson 5's exercise.
+pub const EXERCISE: Exercise = Exercise {
+    lesson: 5,
+    file: "5-the-store.toml",
+    goal: "the client's retry is replayed after an award, whatever cache traffic the rest of the app sends",
+    try_it: "idem race -s claim-work-complete --workers 1 --store cache \
+             --cache-max-entries 50 --cache-pressure 60",
+    start: include_str!("../../exercises/5-the-store.toml"),
+    solution: include_str!("../../exercises/solutions/5-the-store.toml"),
+    hints: [
+        "Race it with --json and look at the retry: it found no claim. Who removed it?",
+        "The cache evicted it to make room for other entries. A bigger cache_max_entries \
+         passes the lesson's sixty writes; try the check's second case with it.",
+        "Any size is a bet on the traffic. store = \"table\" keeps claims in the key \
+         table, which evicts nothing.",
+    ],
+    why: "A cache is allowed to forget, and what it forgets depends on traffic the guard \
+          does not control, so a claim kept there is lost when the cache is busy. The key \
+          table keeps a claim until a reaper deletes it, after a retention you chose.",
+    read: |path| StoreChoice::load(path).map(drop),
+    judge: |db, path| Box::pin(judge(db, path)),
+};

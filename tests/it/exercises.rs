@@ -16,7 +16,7 @@ use crate::common::{Sandbox, refused_in_one_line};
 async fn every_exercise_fails_as_given_and_its_solution_passes() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     let dir = Sandbox::new("exercise-files");
-    for e in &EXERCISES {
+    for e in EXERCISES {
         let start = dir.dir.join(e.file);
         let solution = dir.dir.join(e.solution_file());
         std::fs::write(&start, e.start).unwrap();
@@ -605,7 +605,7 @@ async fn a_guard_files_request_dropped_mid_work_leaves_no_open_transaction() {
 /// but its last with ` \`, so the shell reads it back as one.
 #[test]
 fn every_exercises_commands_paste_whole_at_80_columns() {
-    for e in &EXERCISES {
+    for e in EXERCISES {
         let sandbox = Sandbox::new("exercise-paste");
         let out = sandbox
             .idem()

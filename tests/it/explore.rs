@@ -295,7 +295,7 @@ async fn lesson_twos_check_fails_a_claim_that_only_an_order_breaks() {
     let file = sandbox.dir.join("takes-over.toml");
     std::fs::write(&file, TAKES_OVER_COMPLETED).unwrap();
     let db = open().await;
-    let checks = idem::exercise::cases::judge(&db, 2, &file).await.unwrap();
+    let checks = idem::exercise::judge(&db, 2, &file).await.unwrap();
     db.close().await.unwrap();
     let explored = checks
         .iter()

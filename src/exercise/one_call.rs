@@ -1,0 +1,40 @@
+//! Exercise 8: one call. A guard file in one transaction per request that must keep the award service to one call, every request answered 201.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::Exercise;
+use super::cases::{base, every_answer_201, races};
+use crate::db::Database;
+use crate::probe::conformance::Check;
+
+/// Five requests, each in one transaction.
+pub async fn judge(db: &Database, file: &Path) -> Result<Vec<Check>> {
+    races(db, vec![(base(file), every_answer_201)]).await
+}
+
+/// Lesson 8's exercise.
+pub const EXERCISE: Exercise = Exercise {
+    lesson: 8,
+    file: "8-one-call.toml",
+    goal: "one award service call and one XP row, the other requests answered 201 from the stored key",
+    try_it: super::RACE_IT,
+    start: include_str!("../../exercises/8-one-call.toml"),
+    solution: include_str!("../../exercises/solutions/8-one-call.toml"),
+    hints: [
+        "SERIALIZABLE rolls the losers back after their work, when the service has already \
+         been called. What would make them wait before the work instead?",
+        "Add a lock step, which runs before the find: SELECT \
+         pg_advisory_xact_lock(hashtextextended($key, 0)). Then think about which \
+         isolation level lets the find after the wait see the key stored meanwhile.",
+        "The lock makes requests with one key take turns until each transaction ends. At \
+         read-committed each statement sees what committed before it began, so the \
+         second request's find sees the first's key.",
+    ],
+    why: "A transaction undoes rows, not calls: only making the requests wait before the \
+          work saves the service. The advisory lock is that wait; READ COMMITTED lets the \
+          find after it see the stored key, where a snapshot taken at the lock would not.",
+    read: super::read_guard_file,
+    judge: |db, path| Box::pin(judge(db, path)),
+};

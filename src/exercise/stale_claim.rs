@@ -1,0 +1,46 @@
+//! Exercise 7: the whole guard. The challenge's cases, a claim taken over while its owner works, and every interleaving of two.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::Exercise;
+use super::cases::{base, races};
+use crate::db::Database;
+use crate::probe::conformance::Check;
+
+/// `idem challenge`'s four cases, the owner's late completion, and every
+/// order of two requests' steps.
+pub async fn judge(db: &Database, file: &Path) -> Result<Vec<Check>> {
+    let mut checks = races(db, crate::challenge::cases(&base(file)).to_vec()).await?;
+    let stale_after = crate::challenge::STALE_AFTER.as_millis() as u64;
+    checks.push(super::owner::owner_completes(db, file, stale_after).await?);
+    checks.push(super::explored::every_interleaving(db, file).await?);
+    Ok(checks)
+}
+
+/// Lesson 7's exercise.
+pub const EXERCISE: Exercise = Exercise {
+    lesson: 7,
+    file: "7-stale-claim.toml",
+    goal: "a stale claim is taken over once, a live one never, and only its owner completes it",
+    try_it: super::RACE_IT,
+    start: include_str!("../../exercises/7-stale-claim.toml"),
+    solution: include_str!("../../exercises/solutions/7-stale-claim.toml"),
+    hints: [
+        "The takeover's WHERE decides which pending claims may be taken. Which pending \
+         claims should not be?",
+        "Add to the WHERE that the claim has been pending longer than the stale-claim age: \
+         idempotency_keys.locked_at < now() - $stale_after_ms * interval '1 millisecond'. \
+         Then make complete update the row only WHERE worker = $worker.",
+        "One statement both tests and takes: two retries that arrive together queue on \
+         the row, and the second re-checks the WHERE on the row the first left, which is \
+         no longer stale.",
+    ],
+    why: "ON CONFLICT DO UPDATE WHERE is a test-and-set on the claim's row: the row lock \
+          makes the second taker see the first taker's locked_at, so a stale claim changes \
+          hands once. The owner check on completion keeps a request whose claim was taken \
+          from storing a response over its successor's.",
+    read: super::read_guard_file,
+    judge: |db, path| Box::pin(judge(db, path)),
+};
