@@ -12,7 +12,8 @@ use crate::challenge::{STALE_AFTER, judge};
 use crate::cli::wire_commands::ChallengeArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::probe::Probe;
-use crate::probe::conformance::{self, Mark};
+use crate::probe::cases;
+use crate::probe::conformance::Mark;
 use crate::report::Output;
 use crate::report::challenge::render;
 use crate::report::challenge::render_checks;
@@ -88,7 +89,17 @@ impl Command for AtUrl {
         super::probe::check_counter(probe.counter.as_ref()).await?;
         let other = Bytes::from_static(OTHER_AWARD.as_bytes());
         let key = format!("idem-challenge-{}", uuid::Uuid::new_v4());
-        let checks = conformance::run(&probe, &other, &key, 5, &mut Default::default()).await?;
+        let given = cases::Given {
+            probe: &probe,
+            key_base: &key,
+            concurrent: 5,
+            other_body: &other,
+            in_flight: &(std::time::Duration::ZERO, String::new()),
+            settle: std::time::Duration::ZERO,
+            other_caller: None,
+            other_endpoint: None,
+        };
+        let (checks, _) = cases::run(&given, |c| c.in_challenge).await?;
         for check in &checks {
             out.record(check, |_| String::new())?;
         }

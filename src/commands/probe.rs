@@ -12,12 +12,12 @@ use crate::cli::wire_commands::{CountFlags, ProbeArgs, ReportTo};
 use crate::limits;
 use crate::probe::bursts::Bursts;
 use crate::probe::judged::{Case, Endpoint, Judged};
-use crate::probe::profile::{Observed, Profile};
+use crate::probe::profile::Profile;
 use crate::probe::{
     Caller, CmdCounter, Counter, MySqlCounter, Probe, SinkCounter, SqlCounter, Verdict,
     count_mysql, probe, schedule,
 };
-use crate::probe::{conformance, failure_classes};
+use crate::probe::{cases, conformance};
 use crate::report::Output;
 use crate::report::probe::{
     counted_words, render, render_bursts, render_checks, render_profile, render_schedule,
@@ -379,22 +379,18 @@ impl Plan {
             ),
         )];
         if let Some(other) = &self.conformance {
-            let mut seen = Observed::default();
-            let mut checks =
-                conformance::run(&self.probe, other, &key, self.requests, &mut seen).await?;
             let delay = conformance::in_flight_delay(&self.probe, &key, self.in_flight).await;
-            let in_flight = conformance::in_flight(&self.probe, &key, other, &delay, &mut seen);
-            checks.extend(in_flight.await?);
-            let abort = conformance::after_an_abort(&self.probe, &key, &delay, self.settle);
-            checks.push(abort.await?);
-            let caller = self.other_caller.as_ref();
-            checks.push(conformance::another_caller(&self.probe, &key, caller).await?);
-            let other = self.other_endpoint.as_ref();
-            checks.extend(failure_classes::run(&self.probe, &key, self.requests, other).await?);
-            if let Some(Counter::Sink(sink)) = &self.probe.counter {
-                seen.failure_replayed =
-                    failure_classes::after_a_failed_effect(&self.probe, &key, sink).await;
-            }
+            let given = cases::Given {
+                probe: &self.probe,
+                key_base: &key,
+                concurrent: self.requests,
+                other_body: other,
+                in_flight: &delay,
+                settle: self.settle,
+                other_caller: self.other_caller.as_ref(),
+                other_endpoint: self.other_endpoint.as_ref(),
+            };
+            let (checks, seen) = cases::run(&given, |_| true).await?;
             for check in &checks {
                 out.record(check, |_| String::new())?;
             }

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::cases::names;
 use super::profile::{Observed, Replay};
 use super::{Caller, Probe, Shot, statuses};
 
@@ -145,42 +146,32 @@ pub(super) fn effects_words(
     })
 }
 
-/// Runs the four checks, each on a key of its own made from `key_base`.
-/// `concurrent` requests go at once in the concurrency case.
-/// The draft's four cases; what they saw of each point of the profile
-/// goes into `seen`.
-pub async fn run(
-    probe: &Probe,
-    other: &Bytes,
-    key_base: &str,
-    concurrent: usize,
-    seen: &mut Observed,
-) -> Result<Vec<Check>> {
-    Ok(vec![
-        missing_key(probe, seen).await?,
-        reused_key(probe, key_base, other, seen).await?,
-        at_once(probe, key_base, concurrent).await?,
-        retried(probe, key_base, seen).await?,
-    ])
-}
+/// What the draft's cases demand, as their verdicts say.
+pub(super) const MISSING_KEY_DEMANDS: &str = "400, and no effect";
+pub(super) const OTHER_BODY_DEMANDS: &str = "422, and no new effect";
+pub(super) const CONCURRENT_DEMANDS: &str = "one effect; the others 409 or the same response";
+pub(super) const RETRIED_DEMANDS: &str = "the same status and body, and no new effect";
+pub(super) const IN_FLIGHT_SAME_DEMANDS: &str =
+    "409, or a wait and then the first's response; one effect";
+pub(super) const IN_FLIGHT_OTHER_DEMANDS: &str = "409 or 422, never a second effect";
 
 /// Case 1, no key at all: 400, and nothing done.
-async fn missing_key(probe: &Probe, seen: &mut Observed) -> Result<Check> {
+pub(super) async fn missing_key(probe: &Probe, seen: &mut Observed) -> Result<Check> {
     let body = &probe.body;
     let before = probe.count().await?;
     let shot = probe.once(None, body).await;
     seen.missing_key = shot.status;
     let (effects, words) = effects_words(before, probe.count().await?)?;
     Ok(Check::judged(
-        "missing key",
-        "400, and no effect",
+        names::MISSING_KEY,
+        MISSING_KEY_DEMANDS,
         shot.status == Some(400) && effects.unwrap_or(0) == 0,
         format!("{}{words}", status_of(&shot)),
     ))
 }
 
 /// Case 2, the same key with another body: 422, and no second effect.
-async fn reused_key(
+pub(super) async fn reused_key(
     probe: &Probe,
     key_base: &str,
     other: &Bytes,
@@ -197,8 +188,8 @@ async fn reused_key(
     let (effects, words) = effects_words(before, probe.count().await?)?;
     Ok(if first.succeeded() {
         Check::judged(
-            "same key, other body",
-            "422, and no new effect",
+            names::OTHER_BODY,
+            OTHER_BODY_DEMANDS,
             second.status == Some(422) && effects.unwrap_or(0) == 0,
             format!(
                 "first {}, then {}{words}",
@@ -208,8 +199,8 @@ async fn reused_key(
         )
     } else {
         Check::not_applicable(
-            "same key, other body",
-            "422, and no new effect",
+            names::OTHER_BODY,
+            OTHER_BODY_DEMANDS,
             format!("the first request got {}, not a success", status_of(&first)),
         )
     })
@@ -217,7 +208,7 @@ async fn reused_key(
 
 /// Case 3, concurrent requests with one key: one effect; every other answer
 /// is 409 or the same body as the success.
-async fn at_once(probe: &Probe, key_base: &str, concurrent: usize) -> Result<Check> {
+pub(super) async fn at_once(probe: &Probe, key_base: &str, concurrent: usize) -> Result<Check> {
     let body = &probe.body;
     let key = format!("{key_base}-concurrent");
     let before = probe.count().await?;
@@ -228,8 +219,8 @@ async fn at_once(probe: &Probe, key_base: &str, concurrent: usize) -> Result<Che
         && effects.is_none_or(|e| e <= 1)
     {
         return Ok(Check::not_applicable(
-            "concurrent, same key",
-            "one effect; the others 409 or the same response",
+            names::CONCURRENT,
+            CONCURRENT_DEMANDS,
             format!("{}; {why}", said(&shots)),
         ));
     }
@@ -238,8 +229,8 @@ async fn at_once(probe: &Probe, key_base: &str, concurrent: usize) -> Result<Che
             s.status == Some(409) || (s.succeeded() && s.same_as_first_success == Some(true))
         });
     Ok(Check::judged(
-        "concurrent, same key",
-        "one effect; the others 409 or the same response",
+        names::CONCURRENT,
+        CONCURRENT_DEMANDS,
         consistent && effects.is_none_or(|e| e == 1),
         format!(
             "{}; {} distinct bod{}{words}",
@@ -255,7 +246,7 @@ async fn at_once(probe: &Probe, key_base: &str, concurrent: usize) -> Result<Che
 }
 
 /// Case 4, a retry after completion: the same status and body, byte for byte.
-async fn retried(probe: &Probe, key_base: &str, seen: &mut Observed) -> Result<Check> {
+pub(super) async fn retried(probe: &Probe, key_base: &str, seen: &mut Observed) -> Result<Check> {
     let body = &probe.body;
     let key = format!("{key_base}-retried");
     let first = probe.once(Some(&key), body).await;
@@ -270,8 +261,8 @@ async fn retried(probe: &Probe, key_base: &str, seen: &mut Observed) -> Result<C
         });
     }
     Ok(Check::judged(
-        "retry after completion",
-        "the same status and body, and no new effect",
+        names::RETRIED,
+        RETRIED_DEMANDS,
         same && effects.unwrap_or(0) == 0,
         format!(
             "first {}, retry {}{}{words}",
@@ -343,8 +334,8 @@ pub async fn in_flight(
     let changed_held = matches!(changed.second.status, Some(409 | 422));
     Ok(vec![
         same.judged(
-            "in flight, same key",
-            "409, or a wait and then the first's response; one effect",
+            names::IN_FLIGHT_SAME,
+            IN_FLIGHT_SAME_DEMANDS,
             same_held,
             if same_body {
                 " with the first's body"
@@ -354,8 +345,8 @@ pub async fn in_flight(
             when,
         ),
         changed.judged(
-            "in flight, other body",
-            "409 or 422, never a second effect",
+            names::IN_FLIGHT_OTHER,
+            IN_FLIGHT_OTHER_DEMANDS,
             changed_held,
             "",
             when,
@@ -444,7 +435,8 @@ impl Overlap {
 }
 
 /// What the "after an abort" case demands.
-const AFTER_AN_ABORT: &str = "retries end in the first's response or a fresh success; one effect";
+pub(super) const AFTER_AN_ABORT: &str =
+    "retries end in the first's response or a fresh success; one effect";
 
 /// The case of a client that times out: the request is sent and its
 /// connection closed while it is being answered (when the in-flight cases
@@ -457,7 +449,7 @@ pub async fn after_an_abort(
     (linger, when): &(Duration, String),
     settle: Duration,
 ) -> Result<Check> {
-    let case = "after an abort";
+    let case = names::AFTER_AN_ABORT;
     let body = &probe.body;
     let key = format!("{key_base}-abort");
     let before = probe.count().await?;
@@ -507,28 +499,15 @@ pub async fn after_an_abort(
 }
 
 /// What the "another caller" case demands.
-const ANOTHER_CALLER: &str = "never the first caller's response";
+pub(super) const ANOTHER_CALLER: &str = "never the first caller's response";
 
 /// The case of a key sent by another caller: after the first caller's
 /// request completed, a second identity (`--other-caller`) sends the same
 /// key and body. A key not scoped by its caller answers it with the first
 /// caller's stored response: a leak, not only a duplicate. A fresh answer
 /// of its own, or a refusal, holds.
-pub async fn another_caller(
-    probe: &Probe,
-    key_base: &str,
-    caller: Option<&Caller>,
-) -> Result<Check> {
-    let case = "another caller, same key";
-    let Some(caller) = caller else {
-        return Ok(Check::not_applicable(
-            case,
-            ANOTHER_CALLER,
-            "no second caller: give --other-caller 'Authorization: ...' (the header that \
-                  names another caller) to run it"
-                .into(),
-        ));
-    };
+pub async fn another_caller(probe: &Probe, key_base: &str, caller: &Caller) -> Result<Check> {
+    let case = names::ANOTHER_CALLER;
     let body = &probe.body;
     let key = format!("{key_base}-other-caller");
     let first = probe.once(Some(&key), body).await;

@@ -1,35 +1,19 @@
 //! The failure classes real guards shipped in 2026, as conformance cases: two key headers in one request, a client's own replay marker, the same key under another query string, and distinct keys served one at a time.
 //!
 //! Each runs on a key of its own and is PASS, FAIL or n/a with what it saw,
-//! like the draft's cases beside it.
+//! like the draft's cases beside it; [`super::cases::CASES`] runs them.
 
 use anyhow::Result;
 use hyper::header::{HeaderName, HeaderValue};
 
 use super::Probe;
+use super::cases::names;
 use super::conformance::{Check, effects_words, status_of};
 use super::shot::Shot;
 use crate::http::contract::{KEY_HEADER, quote_key};
 
 /// The query string the "another query string" case adds to the first request.
 pub const OTHER_QUERY: &str = "idem_probe_dry_run=1";
-
-/// Every case of this module, in turn; `other` is a second endpoint of
-/// the API, if one was given.
-pub async fn run(
-    probe: &Probe,
-    key_base: &str,
-    concurrent: usize,
-    other: Option<&Probe>,
-) -> Result<Vec<Check>> {
-    Ok(vec![
-        two_key_headers(probe, key_base).await?,
-        replay_marker(probe, key_base).await?,
-        another_query(probe, key_base).await?,
-        another_endpoint(probe, key_base, other).await?,
-        distinct_keys(probe, key_base, concurrent).await?,
-    ])
-}
 
 /// The profile's "after a failed effect": a request whose effect fails
 /// (the sink answers its call 500), then the same key again. `Some(true)`
@@ -53,17 +37,17 @@ pub async fn after_a_failed_effect(
     (replayed || called_again).then_some(replayed)
 }
 
-const ENDPOINT: &str = "never this endpoint's stored response";
+pub(super) const ENDPOINT: &str = "never this endpoint's stored response";
 
 /// The same key and body sent to a second endpoint after the first
 /// completed: a key not scoped by method and path answers it with the
 /// first endpoint's response, and the second operation never runs.
-async fn another_endpoint(probe: &Probe, key_base: &str, other: Option<&Probe>) -> Result<Check> {
-    let case = "another endpoint";
-    let Some(other) = other else {
-        let saw = "no second endpoint: give --other-url (a plan gives the next endpoint's)";
-        return Ok(Check::not_applicable(case, ENDPOINT, saw.into()));
-    };
+pub(super) async fn another_endpoint(
+    probe: &Probe,
+    key_base: &str,
+    other: &Probe,
+) -> Result<Check> {
+    let case = names::ANOTHER_ENDPOINT;
     let key = format!("{key_base}-endpoint");
     let first = probe.once(Some(&key), &probe.body).await;
     if !first.succeeded() {
@@ -105,12 +89,12 @@ fn header(name: &str, value: &str) -> (HeaderName, HeaderValue) {
     )
 }
 
-const TWO_KEYS: &str = "400, and no effect";
+pub(super) const TWO_KEYS: &str = "400, and no effect";
 
 /// One request with two `Idempotency-Key` lines of different values: a
 /// guard that reads one while something else reads the other can do the
 /// work twice; the request must be refused.
-async fn two_key_headers(probe: &Probe, key_base: &str) -> Result<Check> {
+pub(super) async fn two_key_headers(probe: &Probe, key_base: &str) -> Result<Check> {
     let second = header(KEY_HEADER, &quote_key(&format!("{key_base}-second-line")));
     let before = probe.count().await?;
     let shot = probe
@@ -118,19 +102,19 @@ async fn two_key_headers(probe: &Probe, key_base: &str) -> Result<Check> {
         .await;
     let (effects, words) = effects_words(before, probe.count().await?)?;
     Ok(Check::judged(
-        "duplicate key header",
+        names::TWO_KEY_HEADERS,
         TWO_KEYS,
         shot.status == Some(400) && effects.unwrap_or(0) == 0,
         format!("two Idempotency-Key lines: {}{words}", status_of(&shot)),
     ))
 }
 
-const MARKER: &str = "performed once: a success and exactly one effect";
+pub(super) const MARKER: &str = "performed once: a success and exactly one effect";
 
 /// A fresh key's request that carries `Idempotent-Replayed: true` itself:
 /// a guard that trusts the client's header skips the work.
-async fn replay_marker(probe: &Probe, key_base: &str) -> Result<Check> {
-    let case = "client-sent replay marker";
+pub(super) async fn replay_marker(probe: &Probe, key_base: &str) -> Result<Check> {
+    let case = names::REPLAY_MARKER;
     let marker = header("idempotent-replayed", "true");
     let before = probe.count().await?;
     let shot = probe
@@ -151,13 +135,14 @@ async fn replay_marker(probe: &Probe, key_base: &str) -> Result<Check> {
     })
 }
 
-const QUERY: &str = "never the first's response replayed: a 422, or an effect of its own";
+pub(super) const QUERY: &str =
+    "never the first's response replayed: a 422, or an effect of its own";
 
 /// The same key and body, first with another query string (a dry run),
 /// then without: the second is another request, and must not be answered
 /// with the first's stored response.
-async fn another_query(probe: &Probe, key_base: &str) -> Result<Check> {
-    let case = "another query string";
+pub(super) async fn another_query(probe: &Probe, key_base: &str) -> Result<Check> {
+    let case = names::ANOTHER_QUERY;
     let key = format!("{key_base}-query");
     let first = probe.once_with(Some(&key), &[], Some(OTHER_QUERY)).await;
     if !first.succeeded() {
@@ -193,13 +178,14 @@ async fn another_query(probe: &Probe, key_base: &str) -> Result<Check> {
     Ok(Check::judged(case, QUERY, own && !replayed, saw))
 }
 
-const PARALLEL: &str = "N requests with N keys at once are served together, not one after another";
+pub(super) const PARALLEL: &str =
+    "N requests with N keys at once are served together, not one after another";
 
 /// N requests with N distinct keys sent at once: a guard that takes one
 /// lock for every key serves them one at a time, the last answered after
 /// about N times the latency of one alone, in a staircase.
-async fn distinct_keys(probe: &Probe, key_base: &str, n: usize) -> Result<Check> {
-    let case = "distinct keys in parallel";
+pub(super) async fn distinct_keys(probe: &Probe, key_base: &str, n: usize) -> Result<Check> {
+    let case = names::DISTINCT_KEYS;
     let alone = probe
         .once(Some(&format!("{key_base}-alone")), &probe.body)
         .await;
@@ -216,7 +202,7 @@ async fn distinct_keys(probe: &Probe, key_base: &str, n: usize) -> Result<Check>
 
 /// The verdict on `shots`, sent together, beside one request `alone`.
 fn judge_parallel(alone: &Shot, shots: &[Shot]) -> Check {
-    let case = "distinct keys in parallel";
+    let case = names::DISTINCT_KEYS;
     let one = alone.latency_ms;
     let mut latencies: Vec<f64> = shots.iter().map(|s| s.latency_ms).collect();
     latencies.sort_by(f64::total_cmp);

@@ -8,6 +8,7 @@
 //! whatever the statuses said. [`conformance`] runs the IETF draft's cases.
 
 pub mod bursts;
+pub mod cases;
 pub mod conformance;
 pub mod count;
 pub mod count_cmd;

@@ -38,6 +38,21 @@ pub struct Observed {
     pub failure_replayed: Option<bool>,
 }
 
+impl Observed {
+    /// Takes what `other` saw of a point this has not seen: each case sees
+    /// its own points, and the profile is all of them.
+    pub fn merge(&mut self, other: Observed) {
+        self.missing_key = self.missing_key.or(other.missing_key);
+        self.other_body = self.other_body.or(other.other_body);
+        if self.in_flight.is_none() {
+            self.in_flight = other.in_flight;
+            self.in_flight_waited = other.in_flight_waited;
+        }
+        self.replay = self.replay.or(other.replay);
+        self.failure_replayed = self.failure_replayed.or(other.failure_replayed);
+    }
+}
+
 /// What a retry after completion came back with.
 #[derive(Debug, Clone, Copy)]
 pub struct Replay {

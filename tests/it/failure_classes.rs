@@ -1,16 +1,17 @@
 //! The probe's failure classes of 2026, each judged against an API of the tests' own that has the flaw, and one that has none.
 
+use idem::probe::cases::names;
 use serde_json::Value;
 
 use crate::common::Sandbox;
 use crate::common::flawed::{self, Flaw};
 
 const CASES: [&str; 5] = [
-    "duplicate key header",
-    "client-sent replay marker",
-    "another query string",
-    "another endpoint",
-    "distinct keys in parallel",
+    names::TWO_KEY_HEADERS,
+    names::REPLAY_MARKER,
+    names::ANOTHER_QUERY,
+    names::ANOTHER_ENDPOINT,
+    names::DISTINCT_KEYS,
 ];
 
 #[test]
@@ -18,11 +19,11 @@ fn each_flaw_fails_its_own_case_and_a_sound_api_holds_all_four() {
     let sandbox = Sandbox::new("failure-classes");
     let apis = [
         (Flaw::None, None),
-        (Flaw::FirstKeyLine, Some("duplicate key header")),
-        (Flaw::TrustsMarker, Some("client-sent replay marker")),
-        (Flaw::IgnoresQuery, Some("another query string")),
-        (Flaw::KeyNotScoped, Some("another endpoint")),
-        (Flaw::OneLock, Some("distinct keys in parallel")),
+        (Flaw::FirstKeyLine, Some(names::TWO_KEY_HEADERS)),
+        (Flaw::TrustsMarker, Some(names::REPLAY_MARKER)),
+        (Flaw::IgnoresQuery, Some(names::ANOTHER_QUERY)),
+        (Flaw::KeyNotScoped, Some(names::ANOTHER_ENDPOINT)),
+        (Flaw::OneLock, Some(names::DISTINCT_KEYS)),
     ];
     for (flaw, fails) in apis {
         let (url, count) = flawed::start(flaw, &sandbox.dir);

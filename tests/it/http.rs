@@ -6,6 +6,7 @@
 //! as rates over many runs, as the in-process races are.
 
 use idem::db::{ConnectOptions, Database};
+use idem::probe::cases::names;
 use idem::race::options::RaceInput;
 use idem::race::{Outcome, Transport};
 use idem::strategy::StrategyKind;
@@ -320,7 +321,7 @@ fn after_an_abort_the_guard_recovers_and_claim_work_complete_is_stuck() {
         let case: Value = String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|v| v["case"] == "after an abort")
+            .find(|v| v["case"] == names::AFTER_AN_ABORT)
             .expect("the abort case is reported");
         (out.status.code(), case)
     };
@@ -458,7 +459,7 @@ fn a_key_not_scoped_by_its_caller_leaks_the_first_callers_response() {
         let case: Value = stdout
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|v| v["case"] == "another caller, same key")
+            .find(|v| v["case"] == names::ANOTHER_CALLER)
             .unwrap_or_else(|| panic!("no caller case in {stdout}"));
         assert!(
             !stdout.contains("caller-b"),
@@ -680,7 +681,7 @@ fn the_abort_case_answers_as_the_server_treats_a_client_that_left() {
         String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|v| v["case"] == "after an abort")
+            .find(|v| v["case"] == names::AFTER_AN_ABORT)
             .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&out.stdout)))
     };
     let hang_up_early = [
