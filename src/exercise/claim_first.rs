@@ -4,8 +4,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::Exercise;
 use super::cases::{base, one_call, one_call_of_twenty, races};
+use super::spec::Exercise;
 use crate::db::Database;
 use crate::probe::conformance::Check;
 
@@ -27,7 +27,7 @@ pub const EXERCISE: Exercise = Exercise {
     lesson: 2,
     file: "2-claim-first.toml",
     goal: "one XP row when five requests with one key arrive at once, and no work for the other four",
-    try_it: super::RACE_IT,
+    try_it: super::spec::RACE_IT,
     start: include_str!("../../exercises/2-claim-first.toml"),
     solution: include_str!("../../exercises/solutions/2-claim-first.toml"),
     hints: [
@@ -44,6 +44,6 @@ pub const EXERCISE: Exercise = Exercise {
     why: "The decision moved from the store (after the work) to the claim (before it). \
           The unique index lets one INSERT in however the requests interleave, so \
           exactly one of them ever reaches the work.",
-    read: super::read_guard_file,
+    read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
 };

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::Exercise;
+use super::spec::Exercise;
 use crate::challenge::rows_and_statuses;
 use crate::db::Database;
 use crate::limits::Origin;
@@ -138,6 +138,6 @@ pub const EXERCISE: Exercise = Exercise {
           request that differs only there is taken for a retry; run the fields together \
           and two different requests can spell the same text. The claim stores it, so \
           every later request with the key compares against the first one's.",
-    read: super::read_guard_file,
+    read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
 };

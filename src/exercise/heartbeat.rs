@@ -4,8 +4,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::Exercise;
 use super::cases::{base, dropped_then_retried, finished_then_replayed, one_call, races};
+use super::spec::Exercise;
 use crate::db::Database;
 use crate::http::app::OnHangup;
 use crate::probe::conformance::Check;
@@ -69,6 +69,6 @@ pub const EXERCISE: Exercise = Exercise {
           it commits while the work's connection is busy, and it stops when the request \
           is dropped, so only a silent owner's claim ages. The age can then be short: a \
           few beats, not the slowest work.",
-    read: super::read_guard_file,
+    read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
 };

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::Exercise;
+use super::spec::Exercise;
 use crate::db::Database;
 use crate::keys::{CrashPoint, KeyKind, KeyTemplate, KeysResult, KeysSettings, simulate};
 use crate::probe::conformance::Check;

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::Exercise;
+use super::spec::Exercise;
 use crate::challenge::rows_and_statuses;
 use crate::db::Database;
 use crate::limits::Origin;

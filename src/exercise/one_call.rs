@@ -4,8 +4,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::Exercise;
 use super::cases::{base, every_answer_201, races};
+use super::spec::Exercise;
 use crate::db::Database;
 use crate::probe::conformance::Check;
 
@@ -19,7 +19,7 @@ pub const EXERCISE: Exercise = Exercise {
     lesson: 8,
     file: "8-one-call.toml",
     goal: "one award service call and one XP row, the other requests answered 201 from the stored key",
-    try_it: super::RACE_IT,
+    try_it: super::spec::RACE_IT,
     start: include_str!("../../exercises/8-one-call.toml"),
     solution: include_str!("../../exercises/solutions/8-one-call.toml"),
     hints: [
@@ -35,6 +35,6 @@ pub const EXERCISE: Exercise = Exercise {
     why: "A transaction undoes rows, not calls: only making the requests wait before the \
           work saves the service. The advisory lock is that wait; READ COMMITTED lets the \
           find after it see the stored key, where a snapshot taken at the lock would not.",
-    read: super::read_guard_file,
+    read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
 };

@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Deserialize;
 
-use super::Exercise;
+use super::spec::Exercise;
 use crate::db::Database;
 use crate::probe::conformance::Check;
 use crate::race::moves::{Move, joined};

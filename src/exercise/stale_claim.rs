@@ -4,8 +4,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::Exercise;
 use super::cases::{base, races};
+use super::spec::Exercise;
 use crate::db::Database;
 use crate::probe::conformance::Check;
 
@@ -24,7 +24,7 @@ pub const EXERCISE: Exercise = Exercise {
     lesson: 7,
     file: "7-stale-claim.toml",
     goal: "a stale claim is taken over once, a live one never, and only its owner completes it",
-    try_it: super::RACE_IT,
+    try_it: super::spec::RACE_IT,
     start: include_str!("../../exercises/7-stale-claim.toml"),
     solution: include_str!("../../exercises/solutions/7-stale-claim.toml"),
     hints: [
@@ -41,6 +41,6 @@ pub const EXERCISE: Exercise = Exercise {
           makes the second taker see the first taker's locked_at, so a stale claim changes \
           hands once. The owner check on completion keeps a request whose claim was taken \
           from storing a response over its successor's.",
-    read: super::read_guard_file,
+    read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
 };

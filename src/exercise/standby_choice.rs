@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
-use super::Exercise;
+use super::spec::Exercise;
 use crate::db::Database;
 use crate::limits::Origin;
 use crate::probe::conformance::Check;

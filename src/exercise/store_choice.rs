@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use serde::Deserialize;
 
-use super::Exercise;
+use super::spec::Exercise;
 use crate::challenge::Judge;
 use crate::db::Database;
 use crate::limits::Origin;

@@ -1,5 +1,6 @@
 //! The race: N concurrent workers, one key, one strategy, a real connection pool.
 
+mod after;
 mod blocking;
 mod checks;
 pub mod clock;
@@ -10,6 +11,7 @@ pub mod replicas;
 mod result;
 mod runner;
 mod settings;
+mod standby;
 pub mod stepper;
 pub mod stores;
 mod worker_report;

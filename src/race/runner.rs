@@ -12,10 +12,11 @@ use tokio::task::JoinSet;
 use super::blocking::BlockWatch;
 use super::clock::Clock;
 use super::options::ReadFrom;
-use super::options::{self, Beside, catch_up_limit, with_setting};
+use super::options::{catch_up_limit, with_setting};
 use super::over_http::{Wire, WireEnd, run_client};
 use super::result::RaceResult;
 use super::settings::{RaceSettings, Transport};
+use super::standby::Beside;
 use super::stepper::Controller;
 use super::worker_report::{WorkerReport, mark_duplicates};
 use crate::db::pool::{self, Conn, Workers, warm_pool};
@@ -364,10 +365,8 @@ impl<'db> Race<'db> {
         }
         // A stepped race keeps time by its schedule: its clock, not a sleep.
         let clock = stepped.then(|| self.clock());
-        for step in AfterRace::IN_ORDER {
-            step.run(self, &crew, &mut reports, (started, clock.as_ref()))
-                .await?;
-        }
+        self.after_race(&crew, &mut reports, started, clock.as_ref())
+            .await?;
         let counted = self.count(&crew, &mut reports, started).await?;
         let mut result = RaceResult::new(run, s, counted.counts, reports, elapsed);
         result.service_calls = match self.replicas() {
@@ -381,7 +380,12 @@ impl<'db> Race<'db> {
 
     /// Sends `count` retries of worker `of`'s request at once, as new
     /// workers numbered after the race's, and returns their reports.
-    async fn retries(&self, crew: &Crew, of: usize, count: usize) -> Result<Vec<WorkerReport>> {
+    pub(super) async fn retries(
+        &self,
+        crew: &Crew,
+        of: usize,
+        count: usize,
+    ) -> Result<Vec<WorkerReport>> {
         let s = &self.settings;
         let mut retries = JoinSet::new();
         for i in 1..=count {
@@ -406,57 +410,6 @@ impl<'db> Race<'db> {
     }
 }
 
-/// What the options do once the workers are done, in this order; their
-/// retries join the reports.
-#[derive(Debug, Clone, Copy)]
-enum AfterRace {
-    /// Lesson 5: cache traffic, then the same request again.
-    Eviction,
-    /// Lesson 7: the retries after a crash or a failed work.
-    Recovery,
-    /// Lesson 9: a client that hung up retries until it is answered.
-    HangUp,
-}
-
-impl AfterRace {
-    const IN_ORDER: [AfterRace; 3] = [AfterRace::Eviction, AfterRace::Recovery, AfterRace::HangUp];
-
-    /// Has the option do its step, with what it needs of the race.
-    async fn run(
-        self,
-        race: &Race<'_>,
-        crew: &Crew,
-        reports: &mut Vec<WorkerReport>,
-        (started, clock): (Instant, Option<&Clock>),
-    ) -> Result<()> {
-        let s = &race.settings;
-        let retries = async |of, count| race.retries(crew, of, count).await;
-        match self {
-            AfterRace::Eviction => {
-                let timeout = s.app.pool.checkout_timeout();
-                let retry = async || retries(1, 1).await;
-                options::press_and_retry(&s.store, &race.pool, timeout, reports, retry).await
-            }
-            AfterRace::Recovery => {
-                let stale_after = s.app.recovery.stale_after();
-                let stale = options::Stale {
-                    after: stale_after,
-                    clock,
-                };
-                options::recover(&s.faults, stale, reports, started, retries).await
-            }
-            AfterRace::HangUp => {
-                let settle = options::settle(s.app.recovery.stale_after(), s.app.work);
-                let send_again = async |of| race.send_again(crew, of).await;
-                let handled = |worker| crew.wire.as_ref().map(|end| end.take_handled(worker));
-                options::retry_after_hang_up(s.app.on_hangup, settle, reports, send_again, handled)
-                    .await;
-                Ok(())
-            }
-        }
-    }
-}
-
 /// The rows the race left, counted where they live after the standby's
 /// step: on the primary, or, after a failover, on the new one.
 struct Counted {
@@ -467,7 +420,7 @@ struct Counted {
 
 impl Race<'_> {
     /// The request of worker `of` sent once more, by a new worker.
-    async fn send_again(&self, crew: &Crew, of: usize) -> WorkerReport {
+    pub(super) async fn send_again(&self, crew: &Crew, of: usize) -> WorkerReport {
         let s = &self.settings;
         let mut req = Request::new(
             s.requests.workers() + 1,
@@ -594,7 +547,7 @@ struct Started {
 
 /// What every worker of one race shares.
 #[derive(Clone)]
-struct Crew {
+pub(super) struct Crew {
     pool: Workers,
     strategy: Arc<dyn Strategy>,
     gate: watch::Receiver<Option<Instant>>,
@@ -617,6 +570,12 @@ impl Crew {
             reader: None,
             ..self.clone()
         }
+    }
+
+    /// Over HTTP, what the app did with worker `worker`'s request after
+    /// its client went away, if it went on; `None` in-process.
+    pub(super) fn take_handled(&self, worker: usize) -> Option<Option<crate::http::app::Handled>> {
+        self.wire.as_ref().map(|end| end.take_handled(worker))
     }
 }
 

@@ -1,16 +1,11 @@
 //! Lesson 7's faults on purpose (and lesson 9's hang-up, a client's fault), their checks, and the retries that recover from them.
 
-use std::time::{Duration, Instant};
-
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use super::super::clock::Clock;
 use super::super::fault::FaultPoint;
-use super::super::worker_report::WorkerReport;
 use crate::limits::{self};
-use crate::request::Outcome;
 
 /// A crash planned for one worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,6 +102,11 @@ impl Faults {
         self.crash
     }
 
+    /// How many retries of a crashed (or failed) request are sent at once.
+    pub fn recovery_retries(&self) -> usize {
+        self.recovery_retries
+    }
+
     /// `--kill-connection`: another session terminates a worker's connection.
     pub fn kill_connection(&self) -> bool {
         self.kill_connection
@@ -167,41 +167,4 @@ fn worker_at(text: &str, what: &str) -> Result<CrashPlan, String> {
         Some(at) => Ok(CrashPlan { worker, at }),
         None => Err("say where, e.g. at=after-claim or worker=2,at=during-work".into()),
     }
-}
-/// When a crashed request's claim is stale: `after` this long, or, in a
-/// stepped race, once its `clock` has moved the claims that far.
-pub(crate) struct Stale<'c> {
-    pub after: Duration,
-    pub clock: Option<&'c Clock>,
-}
-
-/// Lesson 7's recovery, after the race: after a crash, `retries` sends
-/// the crashed request again once its claim is stale; after a failed
-/// work, at once.
-pub(crate) async fn recover(
-    faults: &Faults,
-    stale: Stale<'_>,
-    reports: &mut Vec<WorkerReport>,
-    started: Instant,
-    retries: impl AsyncFnOnce(usize, usize) -> Result<Vec<WorkerReport>>,
-) -> Result<()> {
-    let crashed = reports
-        .iter()
-        .find(|w| w.outcome == Outcome::Crashed)
-        .map(|w| (w.worker, w.answer_ms));
-    let retried = match (crashed, faults.fail_work) {
-        (Some((worker, _)), _) if let Some(clock) = stale.clock => {
-            clock.jump(&[]).await?;
-            worker
-        }
-        (Some((worker, crashed_at)), _) => {
-            let due = started + Duration::from_secs_f64(crashed_at / 1000.0) + stale.after;
-            tokio::time::sleep_until(due.into()).await;
-            worker
-        }
-        (None, Some(worker)) => worker,
-        (None, None) => return Ok(()),
-    };
-    reports.extend(retries(retried, faults.recovery_retries).await?);
-    Ok(())
 }

@@ -1,4 +1,4 @@
-//! A race's options, one file per group: each holds its flags and scenario keys (one definition), its defaults and checks, and what it does after the race.
+//! A race's options, one file per group: each holds its flags and scenario keys (one definition), its defaults and its checks. Options are only input: what runs after the race is the race's own (`race/after.rs`, `race/standby.rs`).
 //!
 //! An option group is one struct that clap fills from the command line and
 //! serde fills from a scenario file's `[race]` table, so a flag and its key
@@ -31,19 +31,19 @@ use serde::{Deserialize, Deserializer};
 
 pub(crate) use app::Pool;
 pub use app::{AppInput, StrategyInput};
+pub(crate) use faults::Faults;
 pub use faults::{CrashPlan, FaultInput, HangUpPlan};
-pub(crate) use faults::{Faults, Stale, recover};
 pub use fingerprints::{AmountInput, FingerprintInput};
 pub use guard::GuardInput;
 pub(crate) use guard::Recovery;
 pub use hang_up::HangUpInput;
-pub(crate) use hang_up::{retry_after_hang_up, settle};
+pub(crate) use hang_up::settle;
 pub use losers::LoserInput;
 pub use shape::{DEFAULT_KEY, Requests, STEPPED_WORKERS, ShapeInput, Transport, WireInput};
-pub(crate) use standby::{Beside, catch_up_limit, with_setting};
+pub(crate) use standby::{CATCH_UP_SLACK, catch_up_limit, with_setting};
 pub use standby::{Failover, ReadFrom, StandbyInput, StandbyPlan, Synchronous};
+pub(crate) use store::Store;
 pub use store::{EvictionInput, MAX_CACHE_AGE, StoreInput};
-pub(crate) use store::{Store, press_and_retry};
 pub use transaction::TransactionInput;
 pub(crate) use transaction::TransactionPlan;
 

@@ -2,15 +2,13 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::super::worker_report::WorkerReport;
-use crate::db::pool::{self, Workers};
 use crate::limits::{self, help_with_default as with_default};
 use crate::store::StoreKind;
-use crate::store::cache::{self, CacheLimits};
+use crate::store::cache::CacheLimits;
 
 /// Where claims live unless told otherwise.
 pub const DEFAULT_STORE: StoreKind = StoreKind::Table;
@@ -127,38 +125,4 @@ impl Store {
     pub fn cache_pressure(&self) -> u64 {
         self.cache_pressure
     }
-}
-/// Lesson 5's eviction, after the race: other traffic fills the cache
-/// through `pool`, then `retry` sends the request whose response was lost
-/// again.
-pub(crate) async fn press_and_retry(
-    store: &Store,
-    pool: &Workers,
-    checkout_timeout: Duration,
-    reports: &mut Vec<WorkerReport>,
-    retry: impl AsyncFnOnce() -> Result<Vec<WorkerReport>>,
-) -> Result<()> {
-    if store.cache_pressure == 0 {
-        return Ok(());
-    }
-    let conn = pool::checkout(pool, checkout_timeout).await.map_err(|e| {
-        anyhow::anyhow!(
-            "could not get a connection for cache traffic: {}",
-            pool::describe(&e)
-        )
-    })?;
-    let entry = cache::Entry::new(
-        crate::store::ClaimStatus::Completed,
-        None,
-        None,
-        Duration::from_secs(3600),
-    );
-    for i in 0..store.cache_pressure {
-        cache::write(&conn, &format!("other-traffic-{i}"), &entry, store.cache)
-            .await
-            .context("cache traffic failed")?;
-    }
-    drop(conn);
-    reports.extend(retry().await?);
-    Ok(())
 }

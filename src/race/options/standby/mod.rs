@@ -1,14 +1,10 @@
 //! Lesson 10: a hot standby beside the race, what reads it, how commits wait for it, and the failover that promotes it.
 
-mod beside;
-
 use std::time::Duration;
 
 use anyhow::{Result, bail};
 use clap::Args;
 use serde::{Deserialize, Serialize};
-
-pub(crate) use beside::{Beside, catch_up_limit, with_setting};
 
 use crate::limits::{self, Origin, help_with_default as with_default};
 
@@ -274,4 +270,29 @@ impl StandbyInput {
         }
         Ok(())
     }
+}
+
+/// How long, past its apply delay and its link's, a standby may take to
+/// replay the reset of the tables before a run.
+pub(crate) const CATCH_UP_SLACK: Duration = Duration::from_secs(10);
+
+/// How long a standby may take to replay what the primary wrote: its
+/// apply delay, and its link's a few times over (a connection across the
+/// link takes several trips to start streaming).
+pub(crate) fn catch_up_limit(plan: StandbyPlan) -> Duration {
+    plan.apply_delay + plan.link_delay.unwrap_or_default() * 10 + CATCH_UP_SLACK
+}
+
+/// `config` with a server setting for every session it opens.
+pub(crate) fn with_setting(
+    mut config: tokio_postgres::Config,
+    name: &str,
+    value: &str,
+) -> tokio_postgres::Config {
+    let options = match config.get_options() {
+        Some(given) if !given.is_empty() => format!("{given} -c {name}={value}"),
+        _ => format!("-c {name}={value}"),
+    };
+    config.options(&options);
+    config
 }

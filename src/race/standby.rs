@@ -4,24 +4,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::super::super::result::{FailoverFigures, StandbyFigures};
-use super::super::super::worker_report::WorkerReport;
-use super::{ReadFrom, StandbyPlan, Synchronous};
+use super::options::{CATCH_UP_SLACK, ReadFrom, StandbyPlan, Synchronous, catch_up_limit};
+use super::result::{FailoverFigures, StandbyFigures};
+use super::worker_report::WorkerReport;
 use crate::db::Database;
 use crate::db::pool::{self, Workers, warm_pool};
 use crate::db::standby::{self, Standby, StandbyShape};
 use crate::request::Outcome;
-
-/// How long, past its apply delay and its link's, a standby may take to
-/// replay the reset of the tables before a run.
-const CATCH_UP_SLACK: Duration = Duration::from_secs(10);
-
-/// How long a standby may take to replay what the primary wrote: its
-/// apply delay, and its link's a few times over (a connection across the
-/// link takes several trips to start streaming).
-pub(crate) fn catch_up_limit(plan: StandbyPlan) -> Duration {
-    plan.apply_delay + plan.link_delay.unwrap_or_default() * 10 + CATCH_UP_SLACK
-}
 
 /// The hot standby beside a race (`--standby`, `--standby-url`), and what reads it.
 pub(crate) struct Beside {
@@ -178,18 +167,4 @@ impl Beside {
             .as_ref()
             .context("idem promotes only a standby of its own")
     }
-}
-
-/// `config` with a server setting for every session it opens.
-pub(crate) fn with_setting(
-    mut config: tokio_postgres::Config,
-    name: &str,
-    value: &str,
-) -> tokio_postgres::Config {
-    let options = match config.get_options() {
-        Some(given) if !given.is_empty() => format!("{given} -c {name}={value}"),
-        _ => format!("-c {name}={value}"),
-    };
-    config.options(&options);
-    config
 }
