@@ -32,10 +32,10 @@ impl Origin {
 /// and its default when it has one: the one place each is written.
 #[derive(Debug, Clone, Copy)]
 pub struct Limit {
-    pub flag: &'static str,
-    pub key: &'static str,
-    pub min: u64,
-    pub max: u64,
+    flag: &'static str,
+    pub(crate) key: &'static str,
+    min: u64,
+    max: u64,
     default: Option<u64>,
 }
 

@@ -11,7 +11,7 @@ use crate::store::audit::audit;
 /// An audit of one key in a kept schema.
 pub struct Plan {
     key: String,
-    out: Output,
+    pub(crate) out: Output,
     db: ConnectOptions,
 }
 

@@ -48,28 +48,28 @@ async fn refuse_a_pooler(db: &Database) -> Result<()> {
 /// How much work each section does.
 pub struct Plan {
     /// The database it runs against.
-    pub db: ConnectOptions,
-    pub out: Output,
-    pub quick: bool,
+    db: ConnectOptions,
+    pub(crate) out: Output,
+    quick: bool,
     /// The sections to measure.
-    pub sections: Vec<BenchSection>,
-    pub cluster: ClusterOptions,
-    pub cold_samples: usize,
-    pub warm_samples: usize,
-    pub races: usize,
+    sections: Vec<BenchSection>,
+    cluster: ClusterOptions,
+    cold_samples: usize,
+    warm_samples: usize,
+    races: usize,
     /// Whole `idem race` processes timed.
-    pub processes: usize,
+    processes: usize,
     /// Interleaved rounds of the client section.
-    pub client_rounds: usize,
+    client_rounds: usize,
     /// (workers, pool size) pairs for the throughput section.
-    pub throughput: Vec<(usize, usize)>,
-    pub requests: usize,
-    pub hot_key_requests: usize,
-    pub pgbench_seconds: u64,
+    throughput: Vec<(usize, usize)>,
+    requests: usize,
+    hot_key_requests: usize,
+    pgbench_seconds: u64,
     /// (workers, pool size) for the scale section.
-    pub scale: Vec<(usize, usize)>,
+    scale: Vec<(usize, usize)>,
     /// Requests per replication mode.
-    pub replicated: usize,
+    replicated: usize,
 }
 
 /// Every section, in the order the report shows them.

@@ -50,14 +50,14 @@ impl<T: OnDatabase> Command for T {
 /// What a command's run needs around it.
 pub struct Needs<Options> {
     /// How to open the place it runs on.
-    pub place: Options,
+    pub(crate) place: Options,
     /// Its output goes through the pager on a terminal.
-    pub pager: bool,
+    pub(crate) pager: bool,
     /// Its exit status is a verdict: once stdout's reader is gone, the rest
     /// of the output is dropped and the run goes on to its verdict.
-    pub verdict: bool,
+    pub(crate) verdict: bool,
     /// What Ctrl-C or SIGTERM does to it.
-    pub on_signal: OnSignal,
+    pub(crate) on_signal: OnSignal,
 }
 
 impl<Options> Needs<Options> {

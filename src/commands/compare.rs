@@ -24,14 +24,14 @@ pub enum Compared {
 
 pub struct Plan {
     /// The database it runs against.
-    pub db: ConnectOptions,
-    pub compared: Compared,
+    db: ConnectOptions,
+    compared: Compared,
     /// One race setting per row, with the row's label.
-    pub rows: Vec<(String, RaceSettings)>,
-    pub runs: u64,
-    pub out: Output,
+    rows: Vec<(String, RaceSettings)>,
+    runs: u64,
+    pub(crate) out: Output,
     /// The course's strategies left out of the table, and why.
-    pub left_out: Option<String>,
+    left_out: Option<String>,
 }
 
 pub fn plan(args: &CompareArgs) -> Result<Plan> {

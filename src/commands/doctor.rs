@@ -58,10 +58,10 @@ pub struct StandbyFindings {
 
 /// `idem doctor`: what idem finds on the database it is given.
 pub struct Plan {
-    pub db: ConnectOptions,
-    pub out: Output,
+    db: ConnectOptions,
+    pub(crate) out: Output,
     /// Start a hot standby too (`--standby`).
-    pub standby: bool,
+    standby: bool,
 }
 
 pub fn plan(args: &DoctorArgs) -> Result<Plan> {

@@ -12,10 +12,10 @@ use crate::race::RaceSettings;
 use crate::report::{self, Output};
 
 pub struct Plan {
-    pub db: ConnectOptions,
-    pub settings: RaceSettings,
-    pub walking: explore::Walking,
-    pub out: Output,
+    db: ConnectOptions,
+    settings: RaceSettings,
+    walking: explore::Walking,
+    pub(crate) out: Output,
 }
 
 pub fn plan(args: &ExploreArgs) -> Result<Plan> {

@@ -12,10 +12,10 @@ use crate::report::{self, Output};
 
 pub struct Plan {
     /// The database it runs against.
-    pub db: ConnectOptions,
-    pub runs: Vec<KeysSettings>,
-    pub compare: bool,
-    pub out: Output,
+    db: ConnectOptions,
+    runs: Vec<KeysSettings>,
+    compare: bool,
+    pub(crate) out: Output,
 }
 
 pub fn plan(args: &KeysArgs) -> Result<Plan> {

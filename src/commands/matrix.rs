@@ -14,12 +14,12 @@ use crate::report::{self, Output};
 /// What `idem matrix` will race, checked before the database starts.
 pub struct Plan {
     /// The database it runs against.
-    pub db: ConnectOptions,
-    pub cells: Vec<(Cell, RaceSettings)>,
-    pub runs: u64,
-    pub out: Output,
+    db: ConnectOptions,
+    cells: Vec<(Cell, RaceSettings)>,
+    runs: u64,
+    pub(crate) out: Output,
     /// The rows left out, and why.
-    pub left_out: Option<&'static str>,
+    left_out: Option<&'static str>,
 }
 
 pub fn plan(args: &MatrixArgs) -> Result<Plan> {

@@ -12,10 +12,10 @@ use crate::report::{self, Output};
 
 pub struct Plan {
     /// The database it runs against.
-    pub db: ConnectOptions,
+    db: ConnectOptions,
     program: PathBuf,
     runs: u64,
-    out: Output,
+    pub(crate) out: Output,
 }
 
 /// Finds PgBouncer before any cluster starts.

@@ -25,31 +25,31 @@ use crate::report::probe::{
 
 /// What `idem probe` will do, checked before anything is sent.
 pub struct Plan {
-    pub probe: Probe,
+    pub(crate) probe: Probe,
     /// `--key`, or `None` for a fresh key per burst.
-    pub key: Option<String>,
-    pub runs: usize,
-    pub requests: usize,
-    pub conformance: Option<Bytes>,
+    key: Option<String>,
+    runs: usize,
+    requests: usize,
+    pub(crate) conformance: Option<Bytes>,
     /// `--other-caller`: the second identity of the conformance's
     /// "another caller" case.
-    pub other_caller: Option<Caller>,
+    other_caller: Option<Caller>,
     /// `--in-flight-ms`: when the in-flight cases' second request goes.
-    pub in_flight: Option<Duration>,
+    in_flight: Option<Duration>,
     /// `--settle-ms`: how long the abort case retries a 409.
-    pub settle: Duration,
+    settle: Duration,
     /// `--retry-at`: the retries' offsets from the first send, in order.
-    pub retry_at: Vec<Duration>,
+    retry_at: Vec<Duration>,
     /// `--timeout-ms`: how long the whole probe may take, every burst,
     /// case, retry and count in it.
-    pub whole: Duration,
-    pub out: Output,
+    whole: Duration,
+    pub(crate) out: Output,
     /// `--report`: the CI reports to write once every case is judged.
-    pub reports: Vec<ReportTo>,
+    pub(crate) reports: Vec<ReportTo>,
     /// `--wait-for-ms`: how long to wait for the server to answer at all.
-    pub wait_for: Option<Duration>,
+    pub(crate) wait_for: Option<Duration>,
     /// `--other-url`: a second endpoint, for the "another endpoint" case.
-    pub other_endpoint: Option<Probe>,
+    pub(crate) other_endpoint: Option<Probe>,
 }
 
 pub fn plan(args: &ProbeArgs) -> Result<Plan> {

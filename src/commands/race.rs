@@ -16,14 +16,14 @@ use crate::report::{self, Output};
 /// What `idem race` will do, checked before the database starts.
 pub struct Plan {
     /// The database it runs against.
-    pub db: ConnectOptions,
-    pub settings: RaceSettings,
-    pub runs: u64,
-    pub trace: bool,
-    pub sql: bool,
-    pub files: Files,
-    pub audit: bool,
-    pub out: Output,
+    db: ConnectOptions,
+    settings: RaceSettings,
+    runs: u64,
+    trace: bool,
+    sql: bool,
+    files: Files,
+    audit: bool,
+    pub(crate) out: Output,
 }
 
 pub fn plan(args: &RaceArgs) -> Result<Plan> {

@@ -22,7 +22,7 @@ pub struct Plan {
     older_than: Duration,
     /// Whether the keys are idem's own, seeded into a fresh schema.
     seeded: bool,
-    out: Output,
+    pub(crate) out: Output,
     db: ConnectOptions,
 }
 

@@ -23,7 +23,7 @@ use crate::request::service::ServiceCalls;
 
 pub struct Plan {
     /// The database it runs against.
-    pub db: ConnectOptions,
+    db: ConnectOptions,
     number: usize,
     settings: RaceSettings,
     limits: Limits,

@@ -22,15 +22,15 @@ use crate::report::width::width;
 /// What `idem serve` will do, checked before the database starts.
 pub struct Plan {
     /// The database it runs against.
-    pub db: ConnectOptions,
-    pub settings: RaceSettings,
-    pub listen: SocketAddr,
-    pub limits: Limits,
+    db: ConnectOptions,
+    settings: RaceSettings,
+    listen: SocketAddr,
+    limits: Limits,
     /// `--tls-cert` and `--tls-key`, read and checked.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
-    pub out: Output,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    pub(crate) out: Output,
     /// `--write-plan`: where to write a plan for `idem probe --plan`.
-    pub write_plan: Option<std::path::PathBuf>,
+    write_plan: Option<std::path::PathBuf>,
 }
 
 pub fn plan(args: &ServeArgs) -> Result<Plan> {

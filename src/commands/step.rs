@@ -18,15 +18,15 @@ use crate::report::{self, Output, emit};
 
 pub struct Plan {
     /// The database it runs against.
-    pub db: ConnectOptions,
+    db: ConnectOptions,
     /// The race, with its `--schedule` if one was given.
-    pub settings: RaceSettings,
+    settings: RaceSettings,
     /// Show each step's statement in the closing timeline.
-    pub sql: bool,
-    pub files: report::trace_file::Files,
-    pub out: Output,
+    sql: bool,
+    files: report::trace_file::Files,
+    pub(crate) out: Output,
     /// `--goal`: the XP rows the scheduler is asked to make.
-    pub goal: Option<u64>,
+    goal: Option<u64>,
 }
 
 pub fn plan(args: &StepArgs) -> Result<Plan> {

@@ -13,12 +13,12 @@ use crate::store::cache::CacheLimits;
 
 pub struct Plan {
     /// The database it runs against.
-    pub db: ConnectOptions,
-    pub runs: u64,
-    pub workers: usize,
-    pub work: Duration,
-    pub cache: CacheLimits,
-    pub out: Output,
+    db: ConnectOptions,
+    runs: u64,
+    workers: usize,
+    work: Duration,
+    cache: CacheLimits,
+    pub(crate) out: Output,
 }
 
 pub fn plan(args: &StoresArgs) -> Result<Plan> {

@@ -19,7 +19,7 @@ const ASK_LIMIT: Duration = Duration::from_secs(10);
 pub struct PgBinaries {
     pub dir: PathBuf,
     /// What `postgres --version` says, e.g. `15.18`.
-    pub version: String,
+    pub(crate) version: String,
 }
 
 impl PgBinaries {

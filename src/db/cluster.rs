@@ -40,16 +40,16 @@ pub struct ClusterOptions {
 #[derive(Debug)]
 pub struct Cluster {
     pub bins: PgBinaries,
-    pub template: Template,
+    pub(crate) template: Template,
     /// The private run directory; it also holds the unix socket.
     pub run_dir: PathBuf,
     /// Who runs the server, when idem runs as root; `None`: idem's own user.
-    pub user: Option<super::os_user::OsUser>,
+    pub(crate) user: Option<super::os_user::OsUser>,
     /// The token in its data directory that proves it idem's (see
     /// [`super::ownership`]).
-    pub token: String,
+    pub(crate) token: String,
     /// From the start of the copy to the server accepting connections.
-    pub start_time: Duration,
+    pub(crate) start_time: Duration,
     server: Supervised,
 }
 

@@ -84,7 +84,7 @@ pub enum Backend {
 /// An open database with the run's schema migrated and ready.
 #[derive(Debug)]
 pub struct Database {
-    pub backend: Backend,
+    pub(crate) backend: Backend,
     /// The run's schema, `idem_<run id>`: every table idem makes lives here.
     pub schema: String,
     /// sqlx's pool for bookkeeping: schema, migrations, resets and counts.

@@ -34,7 +34,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A running PgBouncer. Dropping it stops it and removes its directory.
 pub struct Bouncer {
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     child: Child,
 }
 

@@ -104,11 +104,11 @@ pub async fn create(conn: &mut PgConnection, run_id: Uuid, schema: &str) -> Resu
 /// What a schema's mark says.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mark {
-    pub run_id: Uuid,
+    run_id: Uuid,
     /// Kept on purpose (`--keep`): never swept.
-    pub kept: bool,
+    pub(crate) kept: bool,
     /// Seconds since the run last said it was alive (server clock).
-    pub heartbeat_age_s: f64,
+    pub(crate) heartbeat_age_s: f64,
 }
 
 /// The schema's mark, if it is idem's; `None` for anything idem cannot prove

@@ -66,9 +66,9 @@ impl SslMode {
 /// The URL's TLS settings, and the URL without them.
 #[derive(Debug, Clone)]
 pub struct Tls {
-    pub mode: SslMode,
+    mode: SslMode,
     /// `sslrootcert`: a PEM file, or `system`.
-    pub root_cert: Option<String>,
+    root_cert: Option<String>,
 }
 
 /// Parameters taken out of a URL before tokio-postgres reads it.

@@ -33,7 +33,7 @@ use tokio_postgres::{Client, Error, Row, Statement};
 #[derive(Debug)]
 pub struct Sql {
     pub text: &'static str,
-    pub types: &'static [Type],
+    pub(crate) types: &'static [Type],
 }
 
 impl Sql {

@@ -53,9 +53,9 @@ rm -rf "$run"
 #[derive(Debug)]
 pub struct Supervised {
     /// The run directory: the data in `data/`, the socket, the log.
-    pub run_dir: PathBuf,
+    pub(crate) run_dir: PathBuf,
     /// The postmaster's process id.
-    pub pid: u32,
+    pid: u32,
     supervisor: Option<Child>,
     pipe: Option<ChildStdin>,
 }

@@ -16,7 +16,7 @@ pub struct Exercise {
     /// The file's name, as `idem exercise` writes it.
     pub file: &'static str,
     /// What to achieve, in one line.
-    pub goal: &'static str,
+    pub(crate) goal: &'static str,
     /// How to see what the file does, `{file}` standing for its path.
     pub try_it: &'static str,
     /// The file to start from, with the lesson's flaw in it.
@@ -24,15 +24,15 @@ pub struct Exercise {
     /// A reference answer.
     pub solution: &'static str,
     /// A nudge, then the statement to change, then the answer's idea.
-    pub hints: [&'static str; 3],
+    pub(crate) hints: [&'static str; 3],
     /// Why the answer works, for after a pass.
-    pub why: &'static str,
+    pub(crate) why: &'static str,
     /// Reads the learner's file (a guard file, an orders, loser, store,
     /// key or standby file), so that a broken one is refused before any
     /// database starts.
-    pub read: fn(&Path) -> Result<()>,
+    pub(crate) read: fn(&Path) -> Result<()>,
     /// Races the file through the lesson's cases.
-    pub judge: for<'a> fn(&'a Database, &'a Path) -> Judging<'a>,
+    pub(crate) judge: for<'a> fn(&'a Database, &'a Path) -> Judging<'a>,
 }
 
 /// What an exercise's judge returns: its cases' verdicts, once raced.

@@ -45,17 +45,17 @@ pub type Response = hyper::Response<Full<Bytes>>;
 #[derive(Debug, Clone, Copy)]
 pub struct Shape {
     /// Whether requests are fingerprinted (and a mismatch answered 422).
-    pub fingerprint: bool,
+    pub(crate) fingerprint: bool,
     /// How long the award's service call takes.
-    pub work: Duration,
+    pub(crate) work: Duration,
     /// How long a request waits for a pooled connection.
-    pub checkout_timeout: Duration,
+    pub(crate) checkout_timeout: Duration,
     /// The request (by its number) whose work fails, if any.
-    pub fail_work: Option<usize>,
+    pub(crate) fail_work: Option<usize>,
     /// Whether a key is the caller's own or everyone's.
-    pub key_scope: KeyScope,
+    pub(crate) key_scope: KeyScope,
     /// What the app does with a request whose client went away.
-    pub on_hangup: OnHangup,
+    pub(crate) on_hangup: OnHangup,
 }
 
 /// What the app does when a request's client goes away before its answer

@@ -51,13 +51,13 @@ pub struct Target {
     /// The path and query every request is sent to.
     pub path: String,
     /// A longer body is not read: the request is reported as [`BodyTooLarge`].
-    pub max_response_bytes: usize,
+    pub(crate) max_response_bytes: usize,
     /// For `https://`: the TLS configuration, offering [`Reach::offer`].
     tls: Option<Arc<ClientConfig>>,
     /// `http://` spoken as HTTP/2 from the start.
     prior_knowledge: bool,
     /// `--insecure`: certificates were not checked.
-    pub unverified: bool,
+    pub(crate) unverified: bool,
 }
 
 impl std::fmt::Debug for Target {

@@ -39,11 +39,11 @@ const DYING: Duration = Duration::from_millis(200);
 /// One process behind the front door.
 pub struct Backend {
     /// Its number among the replicas, as its answers name it.
-    pub number: usize,
-    pub addr: SocketAddr,
+    number: usize,
+    addr: SocketAddr,
     /// Its process: a child of this one, so its id is not reused before
     /// it is reaped, and whether it has exited can be asked by id.
-    pub pid: u32,
+    pid: u32,
     down: AtomicBool,
 }
 
@@ -119,11 +119,11 @@ fn exited(pid: u32) -> bool {
 
 /// Where the front door sends connections, and its bounds.
 pub struct Backends {
-    pub replicas: Vec<Backend>,
+    pub(crate) replicas: Vec<Backend>,
     /// Connections open at once, at most.
-    pub cap: usize,
+    pub(crate) cap: usize,
     /// A client that takes none of its answer for this long is cut.
-    pub idle: Duration,
+    pub(crate) idle: Duration,
 }
 
 impl Backends {

@@ -35,11 +35,11 @@ use super::observed::{Observed, Observer};
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// How long a client may take to send a request's headers, and again its body.
-    pub read_timeout: Duration,
+    pub(crate) read_timeout: Duration,
     /// How long a connection may sit with nothing moving before it is closed.
-    pub idle_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
     /// How many connections may be open at once.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
 }
 
 impl Default for Limits {

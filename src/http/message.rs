@@ -25,7 +25,7 @@ pub struct Received {
     pub headers: HeaderMap,
     pub body: Bytes,
     /// When the last byte of the body arrived.
-    pub at: Instant,
+    pub(crate) at: Instant,
 }
 
 impl Received {

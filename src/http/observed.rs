@@ -25,8 +25,8 @@ impl<O: Observer> Observer for std::sync::Arc<O> {
 
 /// `io`, observed by `observer`.
 pub struct Observed<T, O> {
-    pub io: T,
-    pub observer: O,
+    pub(crate) io: T,
+    pub(crate) observer: O,
 }
 
 impl<T: AsyncRead + Unpin, O: Observer + Unpin> AsyncRead for Observed<T, O> {

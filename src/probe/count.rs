@@ -57,7 +57,7 @@ pub struct SqlCounter {
     tls: MakeRustlsConnect,
     timeout: Duration,
     /// The database URL with any password hidden.
-    pub shown: String,
+    shown: String,
     /// Whether the URL reaches a disposable cluster idem started.
     disposable: bool,
 }

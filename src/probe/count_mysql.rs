@@ -48,7 +48,7 @@ pub struct MySqlCounter {
     options: MySqlConnectOptions,
     timeout: Duration,
     /// The URL with any password hidden.
-    pub shown: String,
+    shown: String,
 }
 
 impl MySqlCounter {

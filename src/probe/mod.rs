@@ -92,13 +92,13 @@ pub struct Caller(Vec<(HeaderName, HeaderValue)>);
 pub struct Probe {
     target: Target,
     /// The URL as it may be printed: no query string (it may hold a token).
-    pub shown_url: String,
-    pub method: Method,
+    pub(crate) shown_url: String,
+    method: Method,
     headers: Vec<(HeaderName, HeaderValue)>,
     pub body: Bytes,
     /// How long each volley may take, connections included.
-    pub timeout: Duration,
-    pub counter: Option<Counter>,
+    timeout: Duration,
+    pub(crate) counter: Option<Counter>,
     /// How HTTP/1.1 requests are released.
     http1: Mode,
 }

@@ -21,21 +21,21 @@ pub const STRIPE: &str = "Stripe API reference, Idempotent requests \
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Observed {
     /// The status of a request without a key.
-    pub missing_key: Option<u16>,
+    pub(crate) missing_key: Option<u16>,
     /// The status of the same key with another body, after the first
     /// completed.
-    pub other_body: Option<u16>,
+    pub(crate) other_body: Option<u16>,
     /// The status of the same request while the first was in flight.
-    pub in_flight: Option<u16>,
+    pub(crate) in_flight: Option<u16>,
     /// Whether that answer was the first's own, after a wait.
-    pub in_flight_waited: bool,
+    pub(crate) in_flight_waited: bool,
     /// A retry after completion: whether it had the first's status and
     /// body, and whether it was marked as a replay.
-    pub replay: Option<Replay>,
+    pub(crate) replay: Option<Replay>,
     /// After a request whose effect failed (the sink answered 500): `true`
     /// when its retry got the stored failure back, `false` when it was
     /// performed again. Seen only with `--sink`.
-    pub failure_replayed: Option<bool>,
+    pub(crate) failure_replayed: Option<bool>,
 }
 
 impl Observed {

@@ -38,17 +38,17 @@ const WIRE_TIMEOUT: Duration = Duration::from_secs(120);
 /// lives: in this process, or as replicas behind a front port.
 pub struct Wire {
     server: Option<JoinHandle<()>>,
-    pub replicas: Option<Replicas>,
-    pub end: Arc<WireEnd>,
+    pub(crate) replicas: Option<Replicas>,
+    pub(crate) end: Arc<WireEnd>,
 }
 
 /// What the race's clients share: where the app listens and what it handled.
 pub struct WireEnd {
-    pub target: Target,
+    target: Target,
     handled: Mutex<HashMap<usize, Handled>>,
     /// The client that hangs up mid-request, if one does, and how far into
     /// the work it does.
-    pub hang_ups: Option<(Arc<HangUps>, Duration)>,
+    pub(crate) hang_ups: Option<(Arc<HangUps>, Duration)>,
 }
 
 impl WireEnd {

@@ -62,7 +62,7 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The running replicas and their front door.
 pub struct Replicas {
-    pub front: SocketAddr,
+    pub(crate) front: SocketAddr,
     replicas: Vec<Mutex<Control>>,
     forwarder: JoinHandle<()>,
 }

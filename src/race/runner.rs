@@ -52,7 +52,7 @@ pub struct Race<'db> {
     service: ServiceCalls,
     /// Set once a failover has promoted the standby.
     promoted: AtomicBool,
-    pub settings: RaceSettings,
+    pub(crate) settings: RaceSettings,
 }
 
 impl<'db> Race<'db> {

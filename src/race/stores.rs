@@ -37,10 +37,10 @@ pub struct StoreFigures {
 /// What `measure` runs: the claim race's shape and the cache's limits.
 #[derive(Debug, Clone, Copy)]
 pub struct StoresPlan {
-    pub runs: u64,
-    pub workers: usize,
-    pub work: Duration,
-    pub cache: CacheLimits,
+    pub(crate) runs: u64,
+    pub(crate) workers: usize,
+    pub(crate) work: Duration,
+    pub(crate) cache: CacheLimits,
 }
 
 impl StoresPlan {

@@ -12,22 +12,22 @@ pub use crate::race::{histogram, outcome_totals};
 /// What R races of one strategy came to.
 #[derive(Debug, Clone, Default)]
 pub struct RunsSummary {
-    pub runs: u64,
+    pub(crate) runs: u64,
     /// XP rows → how many runs left that many.
-    pub xp_histogram: BTreeMap<u64, u64>,
-    pub key_histogram: BTreeMap<u64, u64>,
+    xp_histogram: BTreeMap<u64, u64>,
+    key_histogram: BTreeMap<u64, u64>,
     /// Service calls → how many runs made that many.
-    pub calls_histogram: BTreeMap<u64, u64>,
+    calls_histogram: BTreeMap<u64, u64>,
     /// Runs whose XP rows were the course's figure for these settings.
-    pub lesson_figure: u64,
-    pub runs_with_figure: u64,
-    pub runs_with_duplicates: u64,
+    lesson_figure: u64,
+    runs_with_figure: u64,
+    runs_with_duplicates: u64,
     /// With `--failover`: the runs that failed over, and those whose
     /// acknowledged key was lost in it.
-    pub failovers: u64,
-    pub keys_lost: u64,
-    pub outcomes: BTreeMap<Outcome, u64>,
-    pub elapsed_ms: f64,
+    failovers: u64,
+    keys_lost: u64,
+    outcomes: BTreeMap<Outcome, u64>,
+    elapsed_ms: f64,
 }
 
 impl RunsSummary {

@@ -18,8 +18,8 @@ use crate::strategy::Step;
 /// The files `--timeline` and `--trace-json` ask for.
 #[derive(Debug, Clone, Default)]
 pub struct Files {
-    pub html: Option<std::path::PathBuf>,
-    pub trace_json: Option<std::path::PathBuf>,
+    pub(crate) html: Option<std::path::PathBuf>,
+    pub(crate) trace_json: Option<std::path::PathBuf>,
 }
 
 impl Files {

@@ -52,8 +52,8 @@ pub enum FaultKind {
 /// A fault planned for one request.
 #[derive(Debug)]
 pub struct Fault {
-    pub at: FaultPoint,
-    pub kind: FaultKind,
+    pub(crate) at: FaultPoint,
+    pub(crate) kind: FaultKind,
     meta: PgPool,
     fired: Arc<AtomicBool>,
 }

@@ -33,7 +33,7 @@ pub enum Go {
 /// The worker's end: pause before a step until the controller says go.
 #[derive(Debug)]
 pub struct StepHook {
-    pub worker: usize,
+    pub(crate) worker: usize,
     events: mpsc::UnboundedSender<TurnEvent>,
     go: mpsc::UnboundedReceiver<Go>,
 }

@@ -64,7 +64,7 @@ pub struct Lease {
     reader: Option<Workers>,
     read: Option<Conn>,
     /// How many times this request checked a connection out.
-    pub checkouts: u32,
+    pub(crate) checkouts: u32,
 }
 
 impl Lease {

@@ -28,30 +28,30 @@ pub struct StepEvent {
 #[derive(Debug)]
 pub struct Trace {
     gate: Instant,
-    pub events: Vec<StepEvent>,
+    pub(crate) events: Vec<StepEvent>,
     /// Statements sent to the database.
-    pub queries: u32,
+    pub(crate) queries: u32,
     /// The server process of the request's connection, where a strategy
     /// asked for it (to tell who blocks whom), or where a fault needs it.
-    pub backend_pid: Option<i32>,
+    pub(crate) backend_pid: Option<i32>,
     /// A fault planned for this request, if any.
-    pub fault: Option<Arc<Fault>>,
+    pub(crate) fault: Option<Arc<Fault>>,
     /// Set once a fault has fired: what it did to the request.
-    pub faulted: Option<FaultKind>,
+    pub(crate) faulted: Option<FaultKind>,
     /// The request's handle on the award service, silenced by a crash.
-    pub service: Option<super::service::ServiceCalls>,
+    pub(crate) service: Option<super::service::ServiceCalls>,
     /// How far into a step a fault planned "during" it strikes.
-    pub strike_delay: Duration,
+    pub(crate) strike_delay: Duration,
     /// Step by step (`idem step`): the worker's end of the controller.
-    pub stepper: Option<StepHook>,
+    pub(crate) stepper: Option<StepHook>,
     /// The last database error the request met, caught or not.
-    pub db_error: Option<DbError>,
+    pub(crate) db_error: Option<DbError>,
     /// Told when the work begins, with the request's worker: a client
     /// that is to hang up mid-request (`race --http --hang-up`).
-    pub hang_up: Option<(Arc<super::hang_up::HangUps>, usize)>,
+    pub(crate) hang_up: Option<(Arc<super::hang_up::HangUps>, usize)>,
     /// How many times the request's transaction was run again after a
     /// serialization failure (`--retry-serialization`).
-    pub retries: u32,
+    pub(crate) retries: u32,
     /// Whether steps are timed and recorded; a counting trace only counts
     /// the statements.
     timed: bool,

@@ -57,8 +57,8 @@ pub static STORE: Sql = Sql::new(
 /// add to it.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CheckThenStore {
-    pub orm: Orm,
-    pub lock: FindLock,
+    pub(crate) orm: Orm,
+    pub(crate) lock: FindLock,
 }
 
 /// The lock a check-then-store takes to make its check safe (the guards

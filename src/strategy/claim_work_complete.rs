@@ -78,13 +78,13 @@ pub static READ: Sql = Sql::new(
 /// and the request's fingerprint to compare the stored one with (none:
 /// nothing is compared). The course's read, or a guard file's replay step.
 pub(super) struct ClaimRead<'r> {
-    pub sql: &'static Sql,
-    pub shown: &'static str,
-    pub params: Vec<&'r (dyn ToSql + Sync)>,
-    pub asked: Option<&'r str>,
+    pub(crate) sql: &'static Sql,
+    pub(crate) shown: &'static str,
+    pub(crate) params: Vec<&'r (dyn ToSql + Sync)>,
+    pub(crate) asked: Option<&'r str>,
     /// For a statement of someone else's: the most it may take, and its
     /// place in its file (see [`crate::request::bounded`]).
-    pub limit: Option<(Duration, String)>,
+    pub(crate) limit: Option<(Duration, String)>,
 }
 
 impl<'r> ClaimRead<'r> {

@@ -18,31 +18,31 @@ use super::{Step, Strategy};
 /// Everything idem says and does about one strategy.
 pub struct Spec {
     /// The name as `--strategy`, scenario files and the JSON spell it.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// The flag's help line for this value.
-    pub help: &'static str,
+    pub(crate) help: &'static str,
     /// The lesson that teaches it; the matrix shows shapes in this order.
-    pub lesson: u8,
+    pub(crate) lesson: u8,
     /// One of the course's five, the shapes `compare` puts side by side.
-    pub in_course: bool,
+    pub(crate) in_course: bool,
     /// Where it keeps its keys, which decides what the counts mean.
-    pub keys: Keys,
+    pub(crate) keys: Keys,
     /// Whether it runs in the request's transaction, may, or must not.
-    pub transaction: TransactionRule,
+    pub(crate) transaction: TransactionRule,
     /// Whether a request can lose a claim and have a `--loser` policy.
-    pub losers: bool,
+    pub(crate) losers: bool,
     /// The XP rows the course predicts when the race window is wide.
-    pub figure: Figure,
+    pub(crate) figure: Figure,
     /// Which of the report's stories explains one of its races.
-    pub story: Story,
+    pub(crate) story: Story,
     /// For the course's Rails shapes: the line of Rails code each step stands for.
-    pub rails: &'static [RailsLine],
+    pub(crate) rails: &'static [RailsLine],
     /// Its rows in lesson 8's matrix; empty for none.
-    pub matrix: &'static [MatrixCell],
+    pub(crate) matrix: &'static [MatrixCell],
     /// The options that need a strategy able to take them.
-    pub can: Can,
+    pub(crate) can: Can,
     /// Makes it from the settings that shape a strategy.
-    pub build: fn(&Options) -> Box<dyn Strategy>,
+    pub(crate) build: fn(&Options) -> Box<dyn Strategy>,
 }
 
 /// What a strategy can do beyond its race, for the options that need it:
@@ -50,13 +50,13 @@ pub struct Spec {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Can {
     /// Send ActiveRecord's statements (`--orm`): lesson 1's Rails code.
-    pub orm: bool,
+    pub(crate) orm: bool,
     /// Keep its claims in the cache store (`--store cache`, lesson 5).
-    pub cache_claims: bool,
+    pub(crate) cache_claims: bool,
     /// Rescue work that failed (`--fail-work`, lesson 7).
-    pub rescue: bool,
+    pub(crate) rescue: bool,
     /// Renew a running claim (`--heartbeat-ms`, lesson 9).
-    pub heartbeat: bool,
+    pub(crate) heartbeat: bool,
 }
 
 impl Can {

@@ -18,6 +18,7 @@ mod exercises;
 mod explore;
 mod explore_branches;
 mod failure_classes;
+mod fields;
 mod files;
 mod fingerprints_and_keys;
 mod front_door;

@@ -77,8 +77,8 @@ impl Need {
 /// What one case gave: its verdicts, and what it saw of the profile.
 #[derive(Debug, Default)]
 pub struct Ran {
-    pub checks: Vec<Check>,
-    pub seen: Observed,
+    checks: Vec<Check>,
+    seen: Observed,
 }
 
 impl Ran {
@@ -97,11 +97,11 @@ pub type Running<'a> = Pin<Box<dyn Future<Output = Result<Ran>> + 'a>>;
 /// (none for a case that only observes a point of the profile), what it
 /// needs, and its run.
 pub struct Case {
-    pub verdicts: &'static [(&'static str, &'static str)],
+    verdicts: &'static [(&'static str, &'static str)],
     /// One of the four cases `idem challenge --url` judges an app with.
-    pub in_challenge: bool,
-    pub needs: &'static [Need],
-    pub run: for<'a> fn(&'a Given<'a>) -> Running<'a>,
+    pub(crate) in_challenge: bool,
+    needs: &'static [Need],
+    run: for<'a> fn(&'a Given<'a>) -> Running<'a>,
 }
 
 /// Every case, in the order they run.

@@ -160,18 +160,18 @@ pub struct Statement {
 #[derive(Debug)]
 pub struct GuardFile {
     /// The path as the user gave it, to name the file in messages.
-    pub name: String,
+    pub(crate) name: String,
     /// Its text, sent to an app replica, which reads it again.
     pub(super) source: String,
-    pub shape: Shape,
+    pub(crate) shape: Shape,
     /// Whether a found key's stored fingerprint is compared with the
     /// request's (422 when they differ): `fingerprint = true`, or a
     /// fingerprint step of the file's own.
-    pub fingerprint: bool,
+    pub(crate) fingerprint: bool,
     /// The request's transaction, if the file asks for one.
-    pub transaction: Option<Transaction>,
-    pub isolation: Option<Isolation>,
-    pub statements: Vec<Statement>,
+    pub(crate) transaction: Option<Transaction>,
+    pub(crate) isolation: Option<Isolation>,
+    pub(crate) statements: Vec<Statement>,
 }
 
 impl GuardFile {

@@ -23,11 +23,11 @@ const VERIFY_CHECKOUT: Duration = Duration::from_secs(5);
 
 /// A guard file as a strategy.
 pub struct FileGuard {
-    pub file: GuardRef,
+    file: GuardRef,
     /// What a loser of the claim does (fail-fast or poll).
-    pub loser: LoserPolicy,
+    loser: LoserPolicy,
     /// The race's stale-claim timeout, given to the file as `$stale_after_ms`.
-    pub stale_after: Duration,
+    stale_after: Duration,
     /// The file's renew step, sent for each running claim every
     /// `--heartbeat-ms`, when it has one and the race beats.
     heartbeat: Option<Heartbeat>,
