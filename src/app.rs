@@ -8,10 +8,10 @@ use colored::Colorize;
 
 use crate::cli::Cli;
 use crate::commands::db::ExitWith;
-use crate::commands::status::Ended;
 use crate::controls::escaped;
 use crate::db::secret::scrub;
 use crate::report::BrokenPipe;
+use crate::report::status::{Ended, Status};
 use crate::signals::Interrupted;
 
 /// The whole program: parse the command line, run it, print any error on
@@ -34,7 +34,7 @@ pub fn main() -> ExitCode {
         Err(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => err.exit(),
         Err(err) => {
             eprintln!("{}", on_stderr(&bad_arguments(&err)));
-            return ExitCode::from(2);
+            return ExitCode::from(Status::BadInput.code());
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -65,7 +65,7 @@ pub fn main() -> ExitCode {
         Err(err) if err.is::<BrokenPipe>() => ExitCode::SUCCESS,
         Err(err) => {
             // What a file or a server said reaches the terminal as text.
-            let said = scrub(&said_once(&err));
+            let said = scrub(&crate::controls::causes_once(&err));
             let line = format!("{} {}", "error:".red().bold(), escaped(&said));
             eprintln!("{}", on_stderr(&line));
             if let Some(ended) = err.downcast_ref::<Ended>() {
@@ -137,22 +137,4 @@ fn bad_arguments(err: &clap::Error) -> String {
         Some(choices) => format!("{first} {choices}"),
         None => format!("{first} (see --help)"),
     }
-}
-
-/// The error and its causes joined as anyhow's `{:#}` does, but each said
-/// once: drivers often repeat their cause's text in their own message
-/// ("timestamp out of range: timestamp out of range").
-fn said_once(err: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in err.chain() {
-        let said = cause.to_string();
-        if text.contains(&said) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&said);
-    }
-    text
 }

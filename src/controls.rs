@@ -34,6 +34,24 @@ pub fn escaped(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The error and its causes joined as anyhow's `{:#}` does, but each said
+/// once: drivers often repeat their cause's text in their own message
+/// ("timestamp out of range: timestamp out of range").
+pub fn causes_once(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let said = cause.to_string();
+        if text.contains(&said) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&said);
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -130,5 +130,5 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
 /// A command line refused before anything ran: exit 2, as clap's own
 /// refusals are, never the 1 of a verdict.
 fn bad_input(err: anyhow::Error) -> anyhow::Error {
-    commands::status::Status::BadInput.because(format!("{err:#}"))
+    report::status::Status::BadInput.because(format!("{err:#}"))
 }

@@ -4,12 +4,10 @@ use std::time::Duration;
 
 use crate::strategy::StrategyKind;
 
-/// The median of `samples`, in ms.
+/// The median of `samples`, in ms, as [`crate::race::percentile`] takes it.
 pub(crate) fn median_ms(samples: &mut [Duration]) -> f64 {
-    samples.sort();
-    samples
-        .get(samples.len() / 2)
-        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+    crate::race::percentile(&mut ms, 0.5)
 }
 
 /// CPU time (user and system) used so far by this process (`Who::Me`) or

@@ -142,13 +142,10 @@ fn spread(arrivals: &[Arrival]) -> Duration {
     Duration::from_nanos((last - first).max(0) as u64)
 }
 
+/// The `pct`-th percentile of `samples`, in µs, as [`crate::race::percentile`] takes it.
 fn percentile_us(samples: &mut [Duration], pct: usize) -> f64 {
-    samples.sort();
-    if samples.is_empty() {
-        return 0.0;
-    }
-    let at = (samples.len() * pct / 100).min(samples.len() - 1);
-    samples[at].as_secs_f64() * 1e6
+    let mut us: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+    crate::race::percentile(&mut us, pct as f64 / 100.0)
 }
 
 /// A certificate for `localhost` made for this run, and a TLS acceptor

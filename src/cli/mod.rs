@@ -84,14 +84,7 @@ pub enum Command {
     /// Serve the course's app over HTTP: POST /lessons/{lesson}/complete with an Idempotency-Key.
     Serve(wire_commands::ServeArgs),
     /// Race N identical requests with one Idempotency-Key at any HTTP API and count the effects.
-    #[command(
-        after_help = "Exit status: 0 every case held; 1 a case failed (duplicate effects, \
-        or a conformance case); 2 the command line is wrong; 3 nothing failed, but something \
-        asked for could not be judged (too few requests reached the server, every answer \
-        refused, no effect counted); 4 the probe could not run (the service never answered, \
-        or the count could not be taken before the first request), or a --report it asked \
-        for could not be written."
-    )]
+    #[command(after_help = crate::report::status::Status::contract())]
     Probe(wire_commands::ProbeArgs),
     /// One app replica of `--replicas`, driven by its parent idem.
     #[command(hide = true)]

@@ -31,7 +31,6 @@ pub mod scenario;
 pub mod serve;
 pub mod shell;
 pub mod starter;
-pub mod status;
 pub mod step;
 pub mod step_puzzle;
 pub mod stores;

@@ -7,7 +7,6 @@ use anyhow::{Result, bail};
 use bytes::Bytes;
 
 use super::command::{Command, Given, Needs, Nothing};
-use super::status::Status;
 use crate::cli::wire_commands::{CountFlags, ProbeArgs, ReportTo};
 use crate::limits;
 use crate::probe::bursts::Bursts;
@@ -22,6 +21,7 @@ use crate::report::Output;
 use crate::report::probe::{
     counted_words, render, render_bursts, render_checks, render_profile, render_schedule,
 };
+use crate::report::status::Status;
 
 /// What `idem probe` will do, checked before anything is sent.
 pub struct Plan {

@@ -2,11 +2,11 @@
 
 use anyhow::Result;
 
-use super::status::Status;
 use crate::cli::wire_commands::ReportTo;
 use crate::db::secret::hide_variables;
 use crate::probe::judged::Endpoint;
 use crate::report::ci;
+use crate::report::status::Status;
 
 /// Writes each report asked for. GitHub's needs its variables: without
 /// `GITHUB_STEP_SUMMARY` there is no summary to append to, and without

@@ -296,17 +296,10 @@ fn refuse_open(quote: char) -> Result<usize> {
     )
 }
 
-/// An error's causes in one line, each said once (a driver's error
-/// repeats its source's text), with any remembered password removed.
+/// An error's causes in one line, each said once, with any remembered
+/// password removed.
 fn said(err: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if !parts.last().is_some_and(|last| last.contains(&text)) {
-            parts.push(text);
-        }
-    }
-    scrub(&parts.join(": "))
+    scrub(&crate::controls::causes_once(err))
 }
 
 #[cfg(test)]

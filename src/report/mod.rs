@@ -24,6 +24,7 @@ pub mod runs;
 pub mod scenario;
 pub mod serve;
 pub mod sql;
+pub mod status;
 pub mod stores;
 pub mod style;
 pub mod table;
