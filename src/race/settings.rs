@@ -5,13 +5,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use super::options::{CrashPlan, DEFAULT_KEY, Transport};
-use super::options::{
-    Faults, Pool, ReadFrom, Recovery, Requests, StandbyPlan, Store, TransactionPlan,
-};
+use super::options::{Faults, Pool, ReadFrom, Requests, StandbyPlan, Store, TransactionPlan};
 use crate::http::app::OnHangup;
 use crate::http::caller::KeyScope;
 use crate::store::StoreKind;
 use crate::strategy::fingerprint::Params;
+use crate::strategy::guard::Recovery;
 use crate::strategy::guard_file::{FileGuard, GuardRef};
 use crate::strategy::orm::Orm;
 use crate::strategy::spec::{Figure, Options};
@@ -140,8 +139,7 @@ impl RaceSettings {
             Some(file) => Box::new(FileGuard::new(
                 file,
                 self.app.loser,
-                self.app.recovery.stale_after(),
-                self.app.recovery.heartbeat(),
+                self.app.recovery,
                 crate::strategy::guard_file::step_limit(
                     self.requests.workers(),
                     self.app.work,
@@ -151,9 +149,7 @@ impl RaceSettings {
             None => (self.app.strategy.spec().build)(&Options {
                 orm: self.app.orm,
                 loser: self.app.loser,
-                stale_after: self.app.recovery.stale_after(),
-                heartbeat: self.app.recovery.heartbeat(),
-                on_failure: self.app.recovery.on_failure(),
+                recovery: self.app.recovery,
             }),
         };
         match self.app.transaction.scope() {

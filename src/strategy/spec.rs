@@ -7,9 +7,6 @@
 //! schema's enum) reads it from there. A `Spec` has no defaults: a new
 //! strategy that leaves a field out does not compile.
 
-use std::time::Duration;
-
-use super::guard::OnFailure;
 use super::loser::LoserPolicy;
 use super::orm::Orm;
 use super::transaction::Isolation;
@@ -76,12 +73,9 @@ pub struct Options {
     pub orm: Orm,
     /// What a loser of the claim does.
     pub loser: LoserPolicy,
-    /// The guard's stale-claim timeout.
-    pub stale_after: Duration,
-    /// How often the guard renews a running claim, if it does.
-    pub heartbeat: Option<Duration>,
-    /// What the guard does when the work fails.
-    pub on_failure: OnFailure,
+    /// How the guard recovers: its stale-claim age, its heartbeat, what
+    /// failed work leaves.
+    pub recovery: super::guard::Recovery,
 }
 
 /// Where a strategy keeps what it knows of a key.

@@ -8,7 +8,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::limits::{self, Origin, help_with_default as with_default};
-use crate::strategy::guard::OnFailure;
+use crate::strategy::guard::{OnFailure, Recovery};
 
 /// What the guard does with failed work unless told otherwise (Stripe's way).
 pub const DEFAULT_ON_FAILURE: OnFailure = OnFailure::Store;
@@ -47,15 +47,6 @@ pub struct GuardInput {
     pub on_failure: Option<OnFailure>,
 }
 
-/// How the guard recovers.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Recovery {
-    stale_after: Duration,
-    heartbeat: Option<Duration>,
-    on_failure: OnFailure,
-}
-
 impl GuardInput {
     /// The recovery this says; the stale-claim age may come by its old
     /// name (`--lock-timeout-ms`, `lock_timeout_ms`), with a note, never
@@ -78,29 +69,10 @@ impl GuardInput {
             }
             (ms, None) => ms,
         };
-        Ok(Recovery {
-            stale_after: Duration::from_millis(
-                stale_after.unwrap_or(limits::STALE_AFTER_MS.default()),
-            ),
-            heartbeat: self.heartbeat_ms.map(Duration::from_millis),
-            on_failure: self.on_failure.unwrap_or(DEFAULT_ON_FAILURE),
-        })
-    }
-}
-
-impl Recovery {
-    /// The age past which a pending claim is taken over.
-    pub fn stale_after(&self) -> Duration {
-        self.stale_after
-    }
-
-    /// How often a running claim is renewed, if it is.
-    pub fn heartbeat(&self) -> Option<Duration> {
-        self.heartbeat
-    }
-
-    /// What the guard does when the work fails.
-    pub fn on_failure(&self) -> OnFailure {
-        self.on_failure
+        Ok(Recovery::new(
+            Duration::from_millis(stale_after.unwrap_or(limits::STALE_AFTER_MS.default())),
+            self.heartbeat_ms.map(Duration::from_millis),
+            self.on_failure.unwrap_or(DEFAULT_ON_FAILURE),
+        ))
     }
 }

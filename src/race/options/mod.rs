@@ -35,7 +35,6 @@ pub(crate) use faults::Faults;
 pub use faults::{CrashPlan, FaultInput, HangUpPlan};
 pub use fingerprints::{AmountInput, FingerprintInput};
 pub use guard::GuardInput;
-pub(crate) use guard::Recovery;
 pub use hang_up::HangUpInput;
 pub(crate) use hang_up::settle;
 pub use losers::LoserInput;

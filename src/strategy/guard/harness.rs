@@ -39,9 +39,9 @@ pub const SPEC: Spec = Spec {
     },
     build: |options| {
         Box::new(Guard {
-            stale_after: options.stale_after,
-            on_failure: options.on_failure,
-            heartbeat: options.heartbeat.map(Heartbeat::every),
+            stale_after: options.recovery.stale_after(),
+            on_failure: options.recovery.on_failure(),
+            heartbeat: options.recovery.heartbeat().map(Heartbeat::every),
             ..Guard::default()
         })
     },

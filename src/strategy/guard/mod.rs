@@ -71,6 +71,8 @@ pub(crate) use harness::SPEC;
 pub(crate) use harness::beat_aside;
 pub use heartbeat::{ClaimPart, Heartbeat, Renewal};
 pub use inputs::{GuardClient, Key};
+#[doc(hidden)]
+pub use settings::Recovery;
 pub use settings::{Guard, OnFailure};
 pub use verdict::{ClaimState, Reply, Verdict, WorkFailed};
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::heartbeat::Heartbeat;
 
@@ -52,5 +52,42 @@ impl Default for Guard {
             first_backoff: Duration::from_millis(10),
             heartbeat: None,
         }
+    }
+}
+
+/// How the guard recovers: the one carrier of its three settings, from the
+/// command line or a file to the guard itself.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recovery {
+    stale_after: Duration,
+    heartbeat: Option<Duration>,
+    on_failure: OnFailure,
+}
+
+impl Recovery {
+    /// A recovery: the stale-claim age, the heartbeat if any, and what a
+    /// failed work leaves.
+    pub fn new(stale_after: Duration, heartbeat: Option<Duration>, on_failure: OnFailure) -> Self {
+        Recovery {
+            stale_after,
+            heartbeat,
+            on_failure,
+        }
+    }
+
+    /// The age past which a pending claim is taken over.
+    pub fn stale_after(&self) -> Duration {
+        self.stale_after
+    }
+
+    /// How often a running claim is renewed, if it is.
+    pub fn heartbeat(&self) -> Option<Duration> {
+        self.heartbeat
+    }
+
+    /// What the guard does when the work fails.
+    pub fn on_failure(&self) -> OnFailure {
+        self.on_failure
     }
 }

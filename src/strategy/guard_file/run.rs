@@ -14,7 +14,7 @@ use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace, bounded};
 use crate::strategy::answers::{completed, mismatch, replay};
 use crate::strategy::check_then_store::after_store;
 use crate::strategy::claim_work_complete::{ClaimRead, lose};
-use crate::strategy::guard::{ClaimPart, Heartbeat, Renewal, beat_aside};
+use crate::strategy::guard::{ClaimPart, Heartbeat, Recovery, Renewal, beat_aside};
 use crate::strategy::loser::LoserPolicy;
 use crate::strategy::{Handled, OPERATION, Starting, Step, Strategy, fingerprint, work};
 
@@ -51,15 +51,16 @@ pub fn step_limit(workers: usize, work: Duration, stale_after: Duration) -> Dura
 }
 
 impl FileGuard {
-    /// The file as a strategy; with `beat_every`, its renew step (if it
-    /// has one) renews each won claim that often while its work runs.
+    /// The file as a strategy; with a heartbeat in `recovery`, its renew
+    /// step (if it has one) renews each won claim that often while its
+    /// work runs.
     pub fn new(
         file: GuardRef,
         loser: LoserPolicy,
-        stale_after: Duration,
-        beat_every: Option<Duration>,
+        recovery: Recovery,
         step_limit: Duration,
     ) -> Self {
+        let (stale_after, beat_every) = (recovery.stale_after(), recovery.heartbeat());
         let file_ref: &'static super::GuardFile = file.0;
         let heartbeat =
             beat_every
