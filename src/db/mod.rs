@@ -10,6 +10,7 @@ pub mod binaries;
 pub mod book;
 pub mod cache_dir;
 pub mod child;
+pub mod clock;
 pub mod cluster;
 pub mod guard_role;
 pub mod leftovers;
@@ -532,6 +533,12 @@ impl Database {
                 })
             })
             .await
+    }
+
+    /// The clock of a stepped race on this run's tables: pending claims
+    /// aged past `stale_after` by setting their time, never by sleeping.
+    pub fn clock(&self, stale_after: Duration, heartbeat: bool) -> clock::Clock {
+        clock::Clock::new(self.meta.clone(), &self.schema, stale_after, heartbeat)
     }
 
     /// Drops the run's schema (unless kept) and stops the cluster.

@@ -3,7 +3,7 @@
 mod after;
 mod blocking;
 mod checks;
-pub mod clock;
+pub use crate::db::clock;
 pub mod moves;
 pub mod options;
 mod over_http;

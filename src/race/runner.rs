@@ -327,12 +327,8 @@ impl<'db> Race<'db> {
     /// The clock of a stepped race: claims aged by the stale-claim age.
     fn clock(&self) -> Clock {
         let recovery = &self.settings.app.recovery;
-        Clock::new(
-            self.db.meta.clone(),
-            &self.db.schema,
-            recovery.stale_after(),
-            recovery.heartbeat().is_some(),
-        )
+        self.db
+            .clock(recovery.stale_after(), recovery.heartbeat().is_some())
     }
 
     /// Waits for the workers, has each option do what it does after the

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 
-use crate::db::book;
+use super::book;
 
 /// How far past the stale-claim age the clock moves a claim, so that the
 /// few milliseconds a step takes never decide whether it is stale.
