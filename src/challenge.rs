@@ -86,8 +86,13 @@ pub fn outcomes_said(r: &RaceResult) -> String {
         .reports
         .iter()
         .find(|w| w.outcome == crate::request::Outcome::Error);
+    // The server's own SQLSTATE beside its words, where it said one.
+    let code = |w: &crate::race::WorkerReport| match &w.error {
+        Some(e) => format!(" (SQLSTATE {}, {})", e.code, e.name),
+        None => String::new(),
+    };
     match failed {
-        Some(w) => format!("{totals} (worker {}: {})", w.worker, w.did),
+        Some(w) => format!("{totals} (worker {}: {}{})", w.worker, w.did, code(w)),
         None => totals,
     }
 }

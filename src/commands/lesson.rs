@@ -76,7 +76,11 @@ fn list() -> Result<()> {
     };
     emit(&format!(
         "{}\n{next}\n",
-        table::render(&["", "lesson", "in one line", "", "exercise"], rows, &[0])
+        table::render(
+            &["#", "lesson", "in one line", "read", "exercise"],
+            rows,
+            &[0]
+        )
     ))
 }
 

@@ -19,7 +19,15 @@ pub fn write(reports: &[ReportTo], endpoints: &[Endpoint]) -> Result<()> {
                 crate::files::write::replace(path, xml.as_bytes(), "--report junit:")?;
             }
             ReportTo::Github => {
-                if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+                let summary = std::env::var_os("GITHUB_STEP_SUMMARY");
+                let actions = std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true");
+                if summary.is_none() && !actions {
+                    eprintln!(
+                        "note: --report github wrote nothing: GITHUB_STEP_SUMMARY is not set \
+                         and GITHUB_ACTIONS is not true (outside GitHub Actions)"
+                    );
+                }
+                if let Some(path) = summary {
                     let md = hide_variables(&ci::github_summary(endpoints));
                     crate::files::write::append(
                         std::path::Path::new(&path),
@@ -27,7 +35,7 @@ pub fn write(reports: &[ReportTo], endpoints: &[Endpoint]) -> Result<()> {
                         "GITHUB_STEP_SUMMARY",
                     )?;
                 }
-                if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") {
+                if actions {
                     eprint!("{}", hide_variables(&ci::github_annotations(endpoints)));
                 }
             }

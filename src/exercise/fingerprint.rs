@@ -28,21 +28,24 @@ struct Asked {
 const CASES: [Asked; 4] = [
     Asked {
         case: "other amounts",
-        demands: "10, 20, 10, 30 and 10 XP on one key: 422 for 20 and 30, the 10s one award",
+        demands: "10, 20, 10, 30 and 10 XP on one key: one award, and 422 for every request \
+                  that asks another amount than the winner's",
         amounts: &[10, 20, 10, 30, 10],
         lessons: &[],
         users: &[],
     },
     Asked {
         case: "other lessons",
-        demands: "lessons 1, 2, 1, 3 and 1 on one key: 422 for lessons 2 and 3",
+        demands: "lessons 1, 2, 1, 3 and 1 on one key: 422 for every request for another \
+                  lesson than the winner's",
         amounts: &[],
         lessons: &[1, 2, 1, 3, 1],
         users: &[],
     },
     Asked {
         case: "other users",
-        demands: "users 42, 7, 42, 9 and 42 on one key: 422 for users 7 and 9",
+        demands: "users 42, 7, 42, 9 and 42 on one key: 422 for every request of another user \
+                  than the winner's",
         amounts: &[],
         lessons: &[],
         users: &[42, 7, 42, 9, 42],
@@ -99,11 +102,22 @@ fn told_apart(r: &RaceResult, asked: &Asked) -> Check {
             })
     });
     let passed = r.xp_rows == 1 && winner.is_some() && wrong.is_none() && r.wrong_replays == 0;
+    // Who won decides which requests were "other": the case names it.
+    let won = winner.map_or("no request won".to_string(), won);
     let saw = match wrong {
-        Some(w) => format!("{}; {}", rows_and_statuses(r), told(w)),
-        None => rows_and_statuses(r),
+        Some(w) => format!("{}; {won}; {}", rows_and_statuses(r), told(w)),
+        None => format!("{}; {won}", rows_and_statuses(r)),
     };
     Check::judged(asked.case, asked.demands, passed, saw)
+}
+
+/// "the request for 10 XP, lesson 1, user 42 won".
+fn won(w: &WorkerReport) -> String {
+    let p = &w.params;
+    format!(
+        "the request for {} XP, lesson {}, user {} won",
+        p.amount, p.lesson, p.user_id
+    )
 }
 
 /// "the request for 20 XP, lesson 1, user 42 was told 409".

@@ -79,12 +79,20 @@ async fn run(db: &Database, input: RaceInput) -> Result<RaceResult> {
     Race::prepare(db, settings).await?.run(1).await
 }
 
+/// `1 service call`, `2 service calls`.
+fn service_calls(n: u64) -> String {
+    match n {
+        1 => "1 service call".to_string(),
+        n => format!("{n} service calls"),
+    }
+}
+
 fn one_award(r: &RaceResult) -> Check {
     Check::judged(
         "a standby 200 ms behind",
         "five at once with a lagging standby beside the primary: 1 XP row, 1 service call",
         r.xp_rows == 1 && r.service_calls == 1,
-        format!("{}, {} service calls", xp_rows(r.xp_rows), r.service_calls),
+        format!("{}, {}", xp_rows(r.xp_rows), service_calls(r.service_calls)),
     )
 }
 
@@ -96,13 +104,13 @@ fn key_kept(r: &RaceResult, synchronous: Synchronous) -> Check {
         return Check::not_applicable(CASE, DEMANDS, "no failover happened".to_string());
     };
     let saw = format!(
-        "{} bytes of WAL lost at the cut; the key {}; {} service calls",
+        "{} bytes of WAL lost at the cut; the key {}; {}",
         f.wal_lost_bytes,
         match f.acknowledged_key_lost {
             true => "was gone on the new primary",
             false => "was there on the new primary",
         },
-        r.service_calls
+        service_calls(r.service_calls)
     );
     let passed = !f.acknowledged_key_lost && r.service_calls == 1;
     if passed && f.untested(synchronous) {

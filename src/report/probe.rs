@@ -375,13 +375,17 @@ pub fn render_plan(endpoints: &[crate::probe::judged::Endpoint]) -> String {
         .iter()
         .filter(|e| e.could_not_run.is_some())
         .count();
+    let cases: usize = endpoints.iter().map(|e| e.cases.len()).sum();
     format!(
-        "\n{}\n\n{}\n\n{} held, {} failed, {} not judged, {} could not run\n",
+        "\n{}\n\n{}\n\n{cases} cases: {} held, {} failed, {} not judged, {} undecided, {} n/a; \
+         {unrun} of {} endpoints could not run\n",
         strong("the plan"),
         super::table::render(&["endpoint", "case", "verdict", "saw"], rows, &[]),
         count(Judged::Held),
         count(Judged::Failed),
         count(Judged::Unjudged),
-        unrun
+        count(Judged::Undecided),
+        count(Judged::NotApplicable),
+        endpoints.len(),
     )
 }

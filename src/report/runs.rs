@@ -89,7 +89,7 @@ pub fn render_summary(s: &RunsSummary, settings_line: &str, strategy: &str) -> S
     );
     let _ = writeln!(
         out,
-        "  predicted             {} in {}",
+        "  the course's figure   {} in {}",
         xp_rows(s.lesson_figure),
         strong(share)
     );
