@@ -47,11 +47,6 @@ fn check(page: &str) {
         .to_owned();
     let sandbox = Sandbox::new(&format!("docs-{name}"));
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(page)).unwrap();
-    // A page that shows races' figures runs alone, like the other tests that
-    // do; one whose commands' output does not hang on timing (no command
-    // idem runs, or only orders of steps and refusals) need not wait.
-    let timed = !UNTIMED.contains(&page) && text.lines().any(|l| l.starts_with("$ idem "));
-    let _serial = timed.then(|| TIMING.blocking_lock());
 
     // As printed: the page's own text, in a folder beside the sandbox; the
     // `.out` folder beside it tells trycmd to run the page's commands in a
@@ -121,19 +116,36 @@ impl Drop for Staged {
     }
 }
 
-#[test]
-fn readme() {
-    check("README.md");
-}
+/// The pages whose commands print figures that hang on timing: run one
+/// after another in one test that holds the timing lock once, as the other
+/// tests with such figures run alone, so that no test thread sits waiting
+/// for the lock page by page.
+const TIMED: &[&str] = &[
+    "README.md",
+    "docs/learning.md",
+    "docs/races.md",
+    "docs/losers.md",
+    "docs/keys.md",
+    "docs/stores.md",
+    "docs/guard.md",
+    "docs/transactions.md",
+    "docs/over-the-wire.md",
+    "docs/request-life.md",
+    "docs/standby.md",
+];
 
 #[test]
-fn learning() {
-    check("docs/learning.md");
-}
-
-#[test]
-fn races() {
-    check("docs/races.md");
+fn the_pages_with_figures() {
+    let _serial = TIMING.blocking_lock();
+    let failed: Vec<&str> = TIMED
+        .iter()
+        .copied()
+        .filter(|page| std::panic::catch_unwind(|| check(page)).is_err())
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "these pages' commands printed other than the page shows (above): {failed:?}"
+    );
 }
 
 #[test]
@@ -142,48 +154,8 @@ fn explore() {
 }
 
 #[test]
-fn losers() {
-    check("docs/losers.md");
-}
-
-#[test]
-fn keys() {
-    check("docs/keys.md");
-}
-
-#[test]
-fn stores() {
-    check("docs/stores.md");
-}
-
-#[test]
-fn guard() {
-    check("docs/guard.md");
-}
-
-#[test]
-fn transactions() {
-    check("docs/transactions.md");
-}
-
-#[test]
-fn over_the_wire() {
-    check("docs/over-the-wire.md");
-}
-
-#[test]
 fn ci() {
     check("docs/ci.md");
-}
-
-#[test]
-fn request_life() {
-    check("docs/request-life.md");
-}
-
-#[test]
-fn standby() {
-    check("docs/standby.md");
 }
 
 #[test]
@@ -194,6 +166,25 @@ fn where_the_tables_live() {
 #[test]
 fn tests() {
     check("docs/tests.md");
+}
+
+/// Every page whose console blocks run idem is checked, and held to the
+/// timing lock unless its output cannot hang on timing.
+#[test]
+fn every_page_that_runs_idem_is_checked() {
+    let mut pages = vec!["README.md".to_string()];
+    for entry in std::fs::read_dir("docs").unwrap().flatten() {
+        pages.push(format!("docs/{}", entry.file_name().to_string_lossy()));
+    }
+    for page in pages.iter().filter(|p| p.ends_with(".md")) {
+        let text = std::fs::read_to_string(page).unwrap();
+        if text.lines().any(|l| l.starts_with("$ idem ")) {
+            assert!(
+                TIMED.contains(&page.as_str()) || UNTIMED.contains(&page.as_str()),
+                "{page} runs idem: add it to TIMED (or UNTIMED, if nothing it prints hangs on timing)"
+            );
+        }
+    }
 }
 
 /// The pages with no command in them, so that one that gains a command is

@@ -308,7 +308,50 @@ pub fn wait_for(
 
 /// One lock for the tests whose figures depend on timing (a race window,
 /// a rate over many runs): they run one at a time, whatever area they are in.
-pub static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// With `IDEM_TIMING_LOG=FILE`, each test appends how long it held it.
+pub static TIMING: Timing = Timing(tokio::sync::Mutex::const_new(()));
+
+/// [`TIMING`]: a mutex whose guard can say how long it was held.
+pub struct Timing(tokio::sync::Mutex<()>);
+
+/// A hold of [`TIMING`].
+pub struct Held {
+    _guard: tokio::sync::MutexGuard<'static, ()>,
+    since: std::time::Instant,
+}
+
+impl Timing {
+    pub async fn lock(&'static self) -> Held {
+        Held {
+            _guard: self.0.lock().await,
+            since: std::time::Instant::now(),
+        }
+    }
+
+    pub fn blocking_lock(&'static self) -> Held {
+        Held {
+            _guard: self.0.blocking_lock(),
+            since: std::time::Instant::now(),
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let Some(log) = std::env::var_os("IDEM_TIMING_LOG") else {
+            return;
+        };
+        let line = format!(
+            "{:.1} {}\n",
+            self.since.elapsed().as_secs_f64(),
+            std::thread::current().name().unwrap_or("?")
+        );
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+}
 
 /// A test's race settings, built as the command line builds them.
 pub trait Built {
