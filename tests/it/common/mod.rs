@@ -347,7 +347,11 @@ impl Drop for Held {
             std::thread::current().name().unwrap_or("?")
         );
         use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
             let _ = f.write_all(line.as_bytes());
         }
     }
