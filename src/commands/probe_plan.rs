@@ -133,13 +133,14 @@ pub fn plan(args: &ProbeArgs, file: &Path) -> Result<PlanRun> {
     let dir = file.parent().unwrap_or(Path::new("."));
     let mut secrets = Secrets::default();
     let mut endpoints = Vec::new();
-    for table in &raw.endpoint {
+    for (i, table) in raw.endpoint.iter().enumerate() {
         let mut merged = raw.defaults.clone();
         for (key, value) in table {
             merged.insert(key.clone(), value.clone());
         }
         let at = |span: std::ops::Range<usize>| position(&text, span.start);
-        let (shown, argv, raw_url) = command_line(&merged, dir, &mut secrets, &name, &at)?;
+        let (shown, argv, raw_url) = command_line(&merged, dir, &mut secrets, &name, &at)
+            .map_err(|e| in_endpoint(&e, &label(table, i)))?;
         let place = format!("{name}, endpoint {shown}");
         let one = One::try_parse_from(&argv).map_err(|e| {
             let said = e.to_string();
@@ -235,6 +236,29 @@ fn command_line(
     };
     let name = name.unwrap_or_else(|| url.clone());
     Ok((name, argv, url))
+}
+
+/// An endpoint as a message names it before its command line is read: its
+/// `name`, else its `url` as written (`${VAR}` and all), else its place.
+fn label(table: &BTreeMap<Spanned<String>, Spanned<toml::Value>>, i: usize) -> String {
+    let text = |key: &str| {
+        table
+            .iter()
+            .find(|(k, _)| k.get_ref() == key)
+            .and_then(|(_, v)| v.get_ref().as_str().map(str::to_owned))
+    };
+    text("name")
+        .or_else(|| text("url"))
+        .unwrap_or_else(|| format!("number {}", i + 1))
+}
+
+/// `err`, a plan's error at `FILE LINE: why`, with the endpoint it is in.
+fn in_endpoint(err: &anyhow::Error, endpoint: &str) -> anyhow::Error {
+    let said = err.to_string();
+    match said.split_once(": ") {
+        Some((place, why)) => anyhow!("{place}, endpoint {endpoint}: {why}"),
+        None => anyhow!("{said} (endpoint {endpoint})"),
+    }
 }
 
 /// The flag a plan's key stands for: `retry_at` is `--retry-at`, and

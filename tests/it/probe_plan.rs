@@ -147,11 +147,11 @@ fn a_bad_plan_is_refused_in_one_line_naming_where() {
     let cases = [
         (
             "[[endpoint]]\nurl = \"http://127.0.0.1:1/\"\ncolour = 1\n",
-            "line 3, column 1: unknown key `colour`",
+            "line 3, column 1, endpoint http://127.0.0.1:1/: unknown key `colour`",
         ),
         (
             "[[endpoint]]\nurl = \"${IDEM_NOT_SET_ANYWHERE}\"\n",
-            "${IDEM_NOT_SET_ANYWHERE} is not set",
+            "endpoint ${IDEM_NOT_SET_ANYWHERE}: ${IDEM_NOT_SET_ANYWHERE} is not set",
         ),
         (
             "[[endpoint]]\nurl = \"http://127.0.0.1:1/\"\nrequests = 0\n",
