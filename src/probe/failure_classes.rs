@@ -68,7 +68,7 @@ pub(super) async fn another_endpoint(
         ENDPOINT,
         !borrowed,
         format!(
-            "{} then {}: {}, {}{}{words}",
+            "key {key:?}, {} then {}: {}, {}{}{words}",
             probe.shown_url,
             other.shown_url,
             status_of(&first),

@@ -59,9 +59,23 @@ fn each_flaw_fails_its_own_case_and_a_sound_api_holds_all_four() {
             "{flaw:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        // A failed case is a failed probe, whatever the draft's cases say.
-        if fails.is_some() {
+        // A failed case is a failed probe, whatever the draft's cases say,
+        // and names the key it was sent with (to find it in the API's logs).
+        if let Some(failed) = fails {
             assert_eq!(out.status.code(), Some(1), "{flaw:?}");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let saw = stdout
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|v| v["case"] == failed)
+                .and_then(|v| v["saw"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let key_base = stdout
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find_map(|v| v["key"].as_str().map(str::to_owned))
+                .expect("the burst's key");
+            assert!(saw.contains(&key_base), "{flaw:?}: {saw}");
         }
     }
 }

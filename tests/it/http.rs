@@ -335,7 +335,9 @@ fn after_an_abort_the_guard_recovers_and_claim_work_complete_is_stuck() {
     assert_eq!(code, Some(1));
     assert_eq!(stuck["mark"], "fail");
     assert!(
-        saw(&stuck).starts_with("still 409 after 2.5 s: the key is stuck"),
+        // A failure names its keys first, then what it saw.
+        saw(&stuck).starts_with("keys ")
+            && saw(&stuck).contains("-…: still 409 after 2.5 s: the key is stuck"),
         "{}",
         saw(&stuck)
     );

@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::Result;
 use bytes::Bytes;
 
-use super::conformance::{self as draft, Check};
+use super::conformance::{self as draft, Check, Mark};
 use super::failure_classes as classes;
 use super::profile::Observed;
 use super::{Caller, Counter, Probe};
@@ -290,7 +290,13 @@ pub async fn run(g: &Given<'_>, which: fn(&Case) -> bool) -> Result<(Vec<Check>,
             checks.extend(case.verdicts.iter().map(missing));
             continue;
         }
-        let ran = (case.run)(g).await?;
+        let mut ran = (case.run)(g).await?;
+        // A failure names its key, so that it can be found in the API's logs.
+        for check in ran.checks.iter_mut().filter(|c| c.mark == Mark::Fail) {
+            if !check.saw.contains(g.key_base) {
+                check.saw = format!("keys {}-…: {}", g.key_base, check.saw);
+            }
+        }
         checks.extend(ran.checks);
         seen.merge(ran.seen);
     }
