@@ -107,11 +107,23 @@ fn a_count_command_counts_effects_anywhere_and_is_bounded() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
-    let left = crate::common::processes()
-        .into_iter()
-        .filter(|p| p.cmdline.contains(&marker) || p.cmdline.contains(&dropped))
-        .count();
-    assert_eq!(left, 0, "the hung commands were killed");
+    // SIGKILL takes a moment to end a process after idem sent it and exited.
+    let left = || {
+        crate::common::processes()
+            .into_iter()
+            .filter(|p| p.cmdline.contains(&marker) || p.cmdline.contains(&dropped))
+            .map(|p| format!("{}: {}", p.pid, p.cmdline))
+            .collect::<Vec<_>>()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !left().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hung commands were not killed: {:?}",
+            left()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// `--wait-for-ms` waits for a service that is still starting, says how
