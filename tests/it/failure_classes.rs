@@ -89,12 +89,7 @@ fn the_sink_counts_the_calls_a_guard_makes_before_its_claim() {
     let sandbox = Sandbox::new("sink");
     for (flaw, code, calls) in [(Flaw::CallsBeforeClaim, 1, 5), (Flaw::None, 0, 1)] {
         let (url, sink) = api_with_sink(flaw, &sandbox);
-        let out = sandbox
-            .idem()
-            .args(["probe", &format!("{url}/pay"), "-d", r#"{"amount": 10}"#])
-            .args(["--sink", &sink, "--json"])
-            .output()
-            .unwrap();
+        let out = probe_with_sink(&sandbox, &url, &sink);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(code), "{flaw:?}: {stdout}");
         let burst = crate::common::burst_line(&stdout);
@@ -187,12 +182,7 @@ fn the_sink_counts_only_the_probes_keys_and_says_what_else_came() {
                 sent
             })
         };
-        let out = sandbox
-            .idem()
-            .args(["probe", &format!("{url}/pay"), "-d", r#"{"amount": 10}"#])
-            .args(["--sink", &sink, "--json"])
-            .output()
-            .unwrap();
+        let out = probe_with_sink(&sandbox, &url, &sink);
         done.store(true, std::sync::atomic::Ordering::SeqCst);
         let sent = stray.join().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -206,4 +196,14 @@ fn the_sink_counts_only_the_probes_keys_and_says_what_else_came() {
             "{summary}"
         );
     }
+}
+
+/// `idem probe URL/pay --sink SINK --json`, its output.
+fn probe_with_sink(sandbox: &Sandbox, url: &str, sink: &str) -> std::process::Output {
+    sandbox
+        .idem()
+        .args(["probe", &format!("{url}/pay"), "-d", r#"{"amount": 10}"#])
+        .args(["--sink", sink, "--json"])
+        .output()
+        .unwrap()
 }
