@@ -15,27 +15,37 @@ impl Mariadb {
     /// (in CI) runs it as root, as the server asks to be told.
     pub fn start(dir: &Path) -> Self {
         let data = dir.join("mariadb-data");
+        // Temporary tables go to a directory of this server's own: with the
+        // shared /tmp, two bootstraps at once (the suite runs four tests at a
+        // time) sometimes took each other's `#sql-temptable-*` files and
+        // failed with "Unknown table 'mysql.tmp_user_sys'".
+        let tmp = dir.join("mariadb-tmp");
+        std::fs::create_dir_all(&tmp).expect("a temporary directory for MariaDB");
         let root = unsafe { libc::geteuid() } == 0;
         let mut install = Command::new("mariadb-install-db");
         install
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
-            .arg("--auth-root-authentication-method=normal")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .arg(format!("--tmpdir={}", tmp.display()))
+            .arg("--auth-root-authentication-method=normal");
         if root {
             install.arg("--user=root");
         }
         let installed = install
-            .status()
+            .output()
             .expect("mariadb-install-db runs (apt-get install mariadb-server)");
-        assert!(installed.success(), "mariadb-install-db failed");
+        assert!(
+            installed.status.success(),
+            "mariadb-install-db failed: {}",
+            String::from_utf8_lossy(&installed.stdout)
+        );
         let port = super::free_port();
         let socket = dir.join("mariadb.sock");
         let mut server = Command::new("mariadbd");
         server
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg(format!("--socket={}", socket.display()))
             .arg(format!("--port={port}"))
             .arg("--bind-address=127.0.0.1")
