@@ -23,13 +23,60 @@ use crate::common::{Sandbox, TIMING};
 /// The pages whose commands print no figure that hangs on timing: an
 /// exploration and a stepped schedule are the same in every run, and a
 /// refused URL races nothing.
-const UNTIMED: &[&str] = &["docs/explore.md", "docs/where-the-tables-live.md"];
+/// learning.md's figures are an exercise's check and a lesson read, the
+/// same in every run.
+const UNTIMED: &[&str] = &[
+    "docs/explore.md",
+    "docs/where-the-tables-live.md",
+    "docs/learning.md",
+];
 
 /// The programs a page may show that the test does not run.
 const NOT_RUN: &[&str] = &["cargo", "curl", "ruby"];
 
+/// The line that marks the next console block of a timed page as one
+/// whose output hangs on no timing (its commands print `...`, say): it
+/// runs apart from the timing lock, in a state directory of its own.
+const UNTIMED_BLOCK: &str = "<!-- untimed:";
+
+/// Which of a page's console blocks a run takes.
+#[derive(Clone, Copy, PartialEq)]
+enum Part {
+    /// Every block, then the ignored ones parsed.
+    Whole,
+    /// The blocks not marked untimed, then the ignored ones parsed.
+    Timed,
+    /// Only the blocks marked untimed.
+    Untimed,
+}
+
 /// Runs `page`'s console blocks, then parses its ignored ones.
 fn check(page: &str) {
+    check_part(page, Part::Whole);
+}
+
+/// `text` with the console blocks `part` does not take set aside as text.
+fn only(text: &str, part: Part) -> String {
+    let mut marked = false;
+    let mut out = String::new();
+    for line in text.lines() {
+        let line = match line {
+            "```console" if part != Part::Whole && (marked != (part == Part::Untimed)) => "```text",
+            other => other,
+        };
+        if line.starts_with("```") {
+            marked = false;
+        }
+        marked |= line.starts_with(UNTIMED_BLOCK);
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Runs the console blocks of `page` that `part` takes, then (unless only
+/// its untimed blocks) parses its ignored ones.
+fn check_part(page: &str, part: Part) {
     // trycmd can add to the commands' environment but not take from it, and
     // a page's races must not reach a database of the reader's.
     let unset = std::env::var_os("DATABASE_URL").is_none();
@@ -47,6 +94,7 @@ fn check(page: &str) {
         .to_owned();
     let sandbox = Sandbox::new(&format!("docs-{name}"));
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(page)).unwrap();
+    let text = only(&text, part);
 
     // As printed: the page's own text, in a folder beside the sandbox; the
     // `.out` folder beside it tells trycmd to run the page's commands in a
@@ -58,6 +106,9 @@ fn check(page: &str) {
         .run();
     let left = sandbox.wait_clean(Duration::from_secs(10));
     assert!(left.is_empty(), "{page}'s commands left {left:?}");
+    if part == Part::Untimed {
+        return;
+    }
 
     // Only parsed: the ignored blocks become the page's console blocks, and
     // the console blocks already run are set aside as text.
@@ -122,7 +173,6 @@ impl Drop for Staged {
 /// for the lock page by page.
 const TIMED: &[&str] = &[
     "README.md",
-    "docs/learning.md",
     "docs/races.md",
     "docs/losers.md",
     "docs/keys.md",
@@ -140,12 +190,36 @@ fn the_pages_with_figures() {
     let failed: Vec<&str> = TIMED
         .iter()
         .copied()
-        .filter(|page| std::panic::catch_unwind(|| check(page)).is_err())
+        .filter(|page| std::panic::catch_unwind(|| check_part(page, Part::Timed)).is_err())
         .collect();
     assert!(
         failed.is_empty(),
         "these pages' commands printed other than the page shows (above): {failed:?}"
     );
+}
+
+/// The blocks of the timed pages marked untimed (an `idem matrix` whose
+/// output the page leaves as `...`), outside the timing lock.
+#[test]
+fn the_untimed_blocks_of_the_pages_with_figures() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut marked = 0;
+    for page in TIMED {
+        let text = std::fs::read_to_string(root.join(page)).unwrap();
+        if text.contains(UNTIMED_BLOCK) {
+            marked += 1;
+            check_part(page, Part::Untimed);
+        }
+    }
+    assert!(
+        marked > 0,
+        "no block is marked {UNTIMED_BLOCK}: drop this test"
+    );
+}
+
+#[test]
+fn learning() {
+    check("docs/learning.md");
 }
 
 #[test]

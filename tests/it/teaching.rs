@@ -11,8 +11,40 @@ use predicates::prelude::*;
 use crate::common::Sandbox;
 
 /// The scenario files are the living proof: every one shows its figures.
+/// They run by the lessons they teach, each group on its own
+/// cluster: three tests side by side rather than one a minute long.
+const SCENARIO_GROUPS: [std::ops::RangeInclusive<u8>; 3] = [1..=3, 4..=8, 9..=10];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_scenario_file_shows_its_expected_figures() {
+async fn the_scenario_files_of_lessons_1_to_3_show_their_expected_figures() {
+    scenario_files_show_their_figures(&SCENARIO_GROUPS[0]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scenario_files_of_lessons_4_to_8_show_their_expected_figures() {
+    scenario_files_show_their_figures(&SCENARIO_GROUPS[1]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scenario_files_of_lessons_9_and_10_show_their_expected_figures() {
+    scenario_files_show_their_figures(&SCENARIO_GROUPS[2]).await;
+}
+
+#[test]
+fn every_scenario_file_is_in_one_group() {
+    let lessons: Vec<u8> = builtin::all().unwrap().iter().map(|s| s.lesson).collect();
+    for lesson in lessons {
+        let groups = SCENARIO_GROUPS
+            .iter()
+            .filter(|g| g.contains(&lesson))
+            .count();
+        assert_eq!(groups, 1, "lesson {lesson}'s scenarios run in one group");
+    }
+}
+
+/// Runs every file in scenarios/ whose lesson is in `lessons`, each with
+/// its runs and its expected figures.
+async fn scenario_files_show_their_figures(lessons: &std::ops::RangeInclusive<u8>) {
     // The scenarios with app replicas start idem itself, not this test binary.
     idem::race::replicas::use_program(env!("CARGO_BIN_EXE_idem").into());
     let mut files: Vec<_> = std::fs::read_dir("scenarios")
@@ -22,20 +54,20 @@ async fn every_scenario_file_shows_its_expected_figures() {
         .collect();
     files.sort();
     assert!(files.len() >= 20, "a scenario per demonstration");
-    crate::common::say(&format!(
-        "teaching: every scenario file in scenarios/ ({}), each its runs and its \
-         expected figures (a minute or two)",
-        files.len()
-    ));
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     let mut failed = Vec::new();
+    let mut ran = 0;
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
         let s = scenario::parse(file, &text).unwrap();
+        if !lessons.contains(&s.lesson) {
+            continue;
+        }
+        ran += 1;
         let verdict = scenario::run(&db, &s).await.unwrap();
         if let Some(why) = &verdict.skipped {
             let name = format!(
-                "every_scenario_file_shows_its_expected_figures ({})",
+                "the scenario files show their expected figures ({})",
                 s.title
             );
             crate::common::runnable(&name, false, why);
@@ -43,8 +75,20 @@ async fn every_scenario_file_shows_its_expected_figures() {
         if !verdict.passed() {
             failed.push(idem::report::scenario::render_verdict(&verdict));
         }
+        // Each race's sentence names only what the race shows.
+        for r in &verdict.results {
+            let told = idem::report::explain::told(r);
+            let wrong = told.disagreements(r);
+            if !wrong.is_empty() {
+                failed.push(format!(
+                    "{}: the sentence disagrees: {wrong:?} {told:?}",
+                    s.title
+                ));
+            }
+        }
     }
     db.close().await.unwrap();
+    assert!(ran > 0, "no scenario file of lessons {lessons:?}");
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
