@@ -29,6 +29,7 @@ pub mod stores;
 pub mod style;
 pub mod table;
 pub mod timeline;
+pub mod told;
 pub mod trace_file;
 pub mod width;
 

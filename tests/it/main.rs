@@ -45,6 +45,7 @@ mod renderers;
 mod replicas;
 mod safeguards;
 mod screen;
+mod sentences;
 mod serve_answers;
 mod server;
 mod shell;
