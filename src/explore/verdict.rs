@@ -10,7 +10,6 @@
 use serde::Serialize;
 
 use crate::race::{Outcome, RaceResult};
-use crate::request::Step;
 
 /// How an interleaving broke the guard; one interleaving may break it
 /// more than one way.
@@ -54,11 +53,7 @@ impl Failure {
 /// that crashed after its work began may have called the service before
 /// it died, and no guard takes a call back: each such call is allowed.
 pub fn failures(result: &RaceResult) -> Vec<Failure> {
-    let cut_off = result
-        .reports
-        .iter()
-        .filter(|w| w.outcome == Outcome::Crashed && w.steps.iter().any(|e| e.step == Step::Work))
-        .count() as u64;
+    let cut_off = result.cut_off_after_work();
     let errors = result
         .outcomes
         .iter()

@@ -242,6 +242,29 @@ impl RaceResult {
             .count() as u64
     }
 
+    /// Requests cut off after their work step began: crashed, their
+    /// connection killed, or dropped by the app when their client hung
+    /// up. Each may have called the service before it was cut off, and no
+    /// guard takes a call back: a retry's call beside it is allowed. The
+    /// race card and the explorer's verdict both count by this.
+    pub fn cut_off_after_work(&self) -> u64 {
+        let dropped = |w: &WorkerReport| {
+            w.outcome == Outcome::HungUp && self.on_hangup == crate::http::app::OnHangup::Cancel
+        };
+        let took =
+            |w: &WorkerReport, step: crate::request::Step| w.steps.iter().any(|e| e.step == step);
+        let faulted = |w: &WorkerReport| took(w, crate::request::Step::Fault);
+        // A hang-up strikes only once the work has begun; a crash or a
+        // killed connection may strike before it.
+        let struck_mid_work = |w: &WorkerReport| {
+            (w.outcome == Outcome::Crashed || faulted(w)) && took(w, crate::request::Step::Work)
+        };
+        self.reports
+            .iter()
+            .filter(|w| dropped(w) || struck_mid_work(w))
+            .count() as u64
+    }
+
     /// How many workers ended with `outcome`.
     pub fn count(&self, outcome: Outcome) -> u64 {
         self.outcomes.get(&outcome).copied().unwrap_or(0)

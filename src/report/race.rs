@@ -7,7 +7,6 @@ use super::style::{bad, dim, good, judged, strong, warn};
 use super::table;
 use crate::race::{Outcome, RaceResult, Transport, WorkerReport};
 use crate::store::StoreKind;
-use crate::strategy::Step;
 
 /// The settings line, so that a screenshot explains itself.
 pub fn settings_line(r: &RaceResult) -> String {
@@ -171,9 +170,15 @@ pub fn figures(r: &RaceResult) -> String {
         let _ = writeln!(out, "  wrong replays         {}", bad(text));
     }
     if let Some(standby) = &r.standby {
-        let replay = match standby.replay_lag_ms {
-            Some(ms) => format!("; replay lag {ms:.0} ms"),
-            None => String::new(),
+        // With an apply delay, pg_stat_replication's replay_lag is not
+        // the delay a find meets (one run showed 25 ms beside a 200 ms
+        // delay): the card says the delay the standby was given instead.
+        let replay = match (standby.apply_delay_ms, standby.replay_lag_ms) {
+            (0, Some(ms)) => format!("; replay lag {ms:.0} ms"),
+            (0, None) => String::new(),
+            (delay, _) => {
+                format!("; each commit applied {delay} ms late (recovery_min_apply_delay)")
+            }
         };
         let text = format!(
             "{} bytes of WAL behind at the end{replay}",
@@ -316,43 +321,42 @@ fn calls_line(r: &RaceResult, right: bool) -> String {
         .iter()
         .filter(|w| w.outcome == Outcome::Failed && !w.retry)
         .count() as u64;
-    match r.service_calls {
-        0 => dim("0  the work never ran").to_string(),
-        1 => format!("1  {}", dim("the work ran once")),
-        n if failed_first > 0 && n <= 1 + failed_first && r.duplicates == 0 && right => {
-            format!(
-                "{n}  {}",
-                warn(
-                    "as it must: the first call failed, its claim was released, and the \
-                     retry called again"
-                )
-            )
-        }
-        n if n <= 1 + cut_off(r) && r.duplicates == 0 && right => format!(
-            "{n}  {}",
-            warn(
-                "as it must: a request cut off mid-work had already called, and no guard \
-                 takes a call back; a service that is idempotent itself, sent the same \
-                 key, would make the retry's call a replay"
-            )
+    let n = r.service_calls;
+    match n {
+        0 => noted("0", "the work never ran", |t| dim(t)),
+        1 => noted("1", "the work ran once", |t| dim(t)),
+        n if failed_first > 0 && n <= 1 + failed_first && r.duplicates == 0 && right => noted(
+            &n.to_string(),
+            "as it must: the first call failed, its claim was released, and the retry \
+             called again",
+            |t| warn(t),
         ),
-        n => bad(format!(
-            "{n}  ✗ the work ran {n} times; no rollback undoes a call"
-        ))
-        .to_string(),
+        n if n <= 1 + r.cut_off_after_work() && r.duplicates == 0 && right => noted(
+            &n.to_string(),
+            "as it must: a request cut off mid-work had already called, and no guard \
+             takes a call back; a service that is idempotent itself, sent the same \
+             key, would make the retry's call a replay",
+            |t| warn(t),
+        ),
+        n => noted(
+            &n.to_string(),
+            &format!("✗ the work ran {n} times; no rollback undoes a call"),
+            |t| bad(t),
+        ),
     }
 }
 
-/// Requests cut off after their work began: crashed, their connection
-/// killed, or dropped by the app when their client hung up. Each may have
-/// called the service before it was cut off, whatever the guard.
-fn cut_off(r: &RaceResult) -> u64 {
-    let dropped = |w: &WorkerReport| {
-        w.outcome == Outcome::HungUp && r.on_hangup == crate::http::app::OnHangup::Cancel
-    };
-    let faulted = |w: &WorkerReport| w.steps.iter().any(|e| e.step == Step::Fault);
-    r.reports
-        .iter()
-        .filter(|w| w.outcome == Outcome::Crashed || dropped(w) || faulted(w))
-        .count() as u64
+/// A figure's value and its note, the note wrapped to the terminal under
+/// its own first line (the figures' values start at column 24).
+fn noted(value: &str, note: &str, paint: fn(&str) -> colored::ColoredString) -> String {
+    let indent = 24 + value.chars().count() + 2;
+    let room = super::width::width().saturating_sub(indent).max(20);
+    let lines: Vec<String> = table::wrap_cell(note, room)
+        .lines()
+        .map(|l| paint(l).to_string())
+        .collect();
+    format!(
+        "{value}  {}",
+        lines.join(&format!("\n{}", " ".repeat(indent)))
+    )
 }

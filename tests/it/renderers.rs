@@ -244,6 +244,10 @@ fn the_matrix_groups_its_rows_by_shape_with_a_legend() {
 #[test]
 fn a_crash_mid_work_marks_the_second_call_as_expected() {
     let mut crashed = worker(1, Outcome::Crashed, 0, 0.0);
+    // Its work had begun (it called the service) when the crash struck.
+    crashed
+        .steps
+        .push(step(Step::Work, 1.0, 11.0, "called the service"));
     crashed.steps.push(step(Step::Fault, 11.0, 11.0, "crashed"));
     let mut retry = worker(6, Outcome::Created, 201, 0.0);
     retry.retry = true;
