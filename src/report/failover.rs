@@ -35,7 +35,7 @@ pub fn render(r: &RaceResult) -> String {
     let how = format!(
         "The standby's WAL crossed a relay of idem's that held it {link} ms, as a link \
          between two sites would, with commits waiting for {}. {:.0} ms into the race idem \
-         cut the link, a network partition: {} bytes of WAL on it never arrived. It promoted \
+         cut the link, a network partition: {}. It promoted \
          the standby with pg_promote() ({:.0} ms), pointed a new pool at it, and sent \
          worker {}'s request again: {}{}",
         match standby.synchronous {
@@ -45,7 +45,10 @@ pub fn render(r: &RaceResult) -> String {
             }
         },
         f.cut_after_ms,
-        f.wal_lost_bytes,
+        match f.wal_lost_bytes {
+            0 => "no WAL was on it".to_string(),
+            n => format!("{n} bytes of WAL on it never arrived"),
+        },
         f.promote_ms,
         f.retried_worker,
         match f.acknowledged_key_lost {

@@ -299,13 +299,40 @@ pub fn render_schedule(s: &Schedule) -> String {
     let verdict = match (s.held, s.effects) {
         (Some(true), _) => good("held: one effect for the key").to_string(),
         (Some(false), Some(n)) => bad(format!(
-            "duplicate: {n} effects for one key; a retry ran the work again while the first still worked, or after"
+            "duplicate: {n} effects for one key; {}",
+            whose_work(s)
         ))
         .to_string(),
         _ => warn("not judged: no effect was counted for the key").to_string(),
     };
     let _ = writeln!(text, "\n{verdict}");
     text
+}
+
+/// Which sends of a schedule did the work again, read off its rows: the
+/// retries answered without a replay, or (when every retry replayed) the
+/// first send's burst.
+fn whose_work(s: &Schedule) -> String {
+    let worked: Vec<String> = s
+        .steps
+        .iter()
+        .filter(|st| !st.replayed && st.status.is_some_and(|c| (200..300).contains(&c)))
+        .map(|st| format!("{} ms", st.offset_ms))
+        .collect();
+    match (worked.as_slice(), s.requests) {
+        ([], 1) => "no retry was answered without a replay: the first request's own work made them"
+            .to_string(),
+        ([], n) => {
+            format!("every retry was a replay: they came from the first send, {n} requests at once")
+        }
+        ([one], _) => {
+            format!("the retry sent at {one} was answered without a replay: it ran the work again")
+        }
+        (many, _) => format!(
+            "the retries sent at {} were answered without a replay: they ran the work again",
+            many.join(", ")
+        ),
+    }
 }
 
 /// The profile under the conformance table: each point, what the API
