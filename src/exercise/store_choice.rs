@@ -25,12 +25,19 @@ pub const MAX_ENTRIES: u64 = 10_000;
 /// The traffic of lesson 5's demonstration: sixty other writes.
 const LESSON_PRESSURE: u64 = 60;
 
-/// Where the learner keeps the claims.
+/// The cache the learner measures, lesson 5's: fifty entries.
+const MEASURED_ENTRIES: u64 = 50;
+
+/// Where the learner keeps the claims, and why: the figure that shows
+/// what the cache does to a claim.
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoreChoice {
     pub store: StoreKind,
     pub cache_max_entries: Option<u64>,
+    /// The fewest other cache writes after an award at which a cache of
+    /// fifty entries has evicted the claim (the retry works again).
+    pub cache_evicts_after: Option<u64>,
 }
 
 impl StoreChoice {
@@ -46,6 +53,9 @@ impl StoreChoice {
             (StoreKind::Cache, Some(n)) if !(1..=MAX_ENTRIES).contains(&n) => {
                 bail!("{name}: cache_max_entries must be 1 to {MAX_ENTRIES}, not {n}")
             }
+            _ if choice.cache_evicts_after.is_some_and(|n| n > MAX_ENTRIES) => {
+                bail!("{name}: cache_evicts_after must be 0 to {MAX_ENTRIES}")
+            }
             _ => Ok(choice),
         }
     }
@@ -57,13 +67,19 @@ impl StoreChoice {
 
     /// One award, then `pressure` other cache writes, then the retry.
     fn race(&self, pressure: u64) -> RaceInput {
-        RaceInput::with_strategy(StrategyKind::ClaimWorkComplete).with(|r| {
-            r.shape.workers = Some(1);
-            r.store.store = Some(self.store);
-            r.store.cache_max_entries = (self.store == StoreKind::Cache).then(|| self.entries());
-            r.eviction.cache_pressure = Some(pressure);
-        })
+        traffic(self.store, self.entries(), pressure)
     }
+}
+
+/// One award with its claim in `store` (a cache of `entries`), then
+/// `pressure` other cache writes, then the client's retry.
+fn traffic(store: StoreKind, entries: u64, pressure: u64) -> RaceInput {
+    RaceInput::with_strategy(StrategyKind::ClaimWorkComplete).with(|r| {
+        r.shape.workers = Some(1);
+        r.store.store = Some(store);
+        r.store.cache_max_entries = (store == StoreKind::Cache).then_some(entries);
+        r.eviction.cache_pressure = Some(pressure);
+    })
 }
 
 /// Runs the store file at `file` through lesson 5's traffic, then through
@@ -80,7 +96,48 @@ pub async fn judge(db: &Database, file: &Path) -> Result<Vec<Check>> {
         let r = Race::prepare(db, settings).await?.run(1).await?;
         checks.push(verdict(&r));
     }
+    checks.push(why(db, choice.cache_evicts_after).await?);
     Ok(checks)
+}
+
+/// The learner's figure for the cache: at `n` other writes a fifty-entry
+/// cache has evicted the claim (the retry works again), and at one fewer
+/// it has not (the retry replays). Two races, measured, not looked up.
+async fn why(db: &Database, said: Option<u64>) -> Result<Check> {
+    const CASE: &str = "why: the cache's eviction figure";
+    const DEMANDS: &str = "cache_evicts_after: the fewest other writes after which a \
+                           50-entry cache has lost the claim (at one fewer, the retry replays)";
+    let Some(n) = said else {
+        return Ok(Check::judged(
+            CASE,
+            DEMANDS,
+            false,
+            "no cache_evicts_after in the file".into(),
+        ));
+    };
+    let mut runs = Vec::new();
+    for pressure in [n.saturating_sub(1), n] {
+        let settings =
+            traffic(StoreKind::Cache, MEASURED_ENTRIES, pressure).build(Origin::Flags)?;
+        runs.push(Race::prepare(db, settings).await?.run(1).await?);
+    }
+    let kept_before = n > 0 && replayed(&runs[0]);
+    let lost_at = !replayed(&runs[1]);
+    Ok(Check::judged(
+        CASE,
+        DEMANDS,
+        kept_before && lost_at,
+        format!(
+            "after {} writes the retry {}; after {n}, it {}",
+            n.saturating_sub(1),
+            if replayed(&runs[0]) {
+                "replayed"
+            } else {
+                "worked again"
+            },
+            if lost_at { "worked again" } else { "replayed" }
+        ),
+    ))
 }
 
 /// The retry was replayed: the claim was still there.
@@ -126,8 +183,10 @@ pub const EXERCISE: Exercise = Exercise {
     solution: include_str!("../../exercises/solutions/5-the-store.toml"),
     hints: [
         "Race it with --json and look at the retry: it found no claim. Who removed it?",
-        "The cache evicted it to make room for other entries. A bigger cache_max_entries \
-         passes the lesson's sixty writes; try the check's second case with it.",
+        "The cache evicted it to make room for other entries. Race it again with \
+         --cache-pressure at 40, then nearer 50: the claim goes once the other writes fill \
+         the cache's entries. A bigger cache_max_entries passes the lesson's sixty writes; \
+         try the check's second case with it.",
         "Any size is a bet on the traffic. store = \"table\" keeps claims in the key \
          table, which evicts nothing.",
     ],

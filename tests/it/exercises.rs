@@ -113,6 +113,111 @@ async fn exercise_sevens_owner_case_fails_a_completion_that_checks_only_the_id()
     db.close().await.unwrap();
 }
 
+/// The values a starter's line may be changed to in one token: every
+/// choice its key takes (the strategies a lesson names, the stores, the
+/// levels), a flag flipped, a few sizes and counts. SQL and key templates
+/// are the learner's own writing, not a token to flip.
+const ONE_TOKEN: &[(&str, &[&str])] = &[
+    ("loser", &["\"fail-fast\"", "\"block\"", "\"poll\""]),
+    ("store", &["\"cache\"", "\"table\""]),
+    ("cache_max_entries", &["1", "50", "100", "1000", "10000"]),
+    ("cache_evicts_after", &["0", "1", "49", "50", "51", "60"]),
+    (
+        "strategy",
+        &[
+            "\"check-then-store\"",
+            "\"claim-work-complete\"",
+            "\"guard\"",
+        ],
+    ),
+    ("read_from", &["\"primary\"", "\"standby\""]),
+    ("synchronous", &["\"off\"", "\"remote_apply\""]),
+    ("transaction", &["\"request\"", "\"none\""]),
+    (
+        "isolation",
+        &[
+            "\"read-committed\"",
+            "\"repeatable-read\"",
+            "\"serializable\"",
+        ],
+    ),
+    ("shape", &["\"find-then-store\"", "\"claim-work-complete\""]),
+    ("fingerprint", &["true", "false"]),
+];
+
+/// Every starter whose file changed in one token: each value of a line's
+/// key put in its place, and two lines' values swapped (exercise 1's
+/// orders, swapped, were once its answer).
+fn one_token_changes(start: &str) -> Vec<String> {
+    let lines: Vec<&str> = start.lines().collect();
+    // The lines of a choice (a key of ONE_TOKEN, or a list), outside the
+    // SQL steps' multi-line strings.
+    let mut in_sql = vec![false; lines.len()];
+    let mut open = false;
+    for (i, line) in lines.iter().enumerate() {
+        in_sql[i] = open;
+        open ^= line.matches("'''").count() % 2 == 1;
+    }
+    let value_of = |i: usize| {
+        let (key, value) = lines[i].split_once(" = ")?;
+        let (key, value) = (key.trim(), value.trim());
+        let chosen = ONE_TOKEN.iter().any(|(k, _)| *k == key) || value.starts_with('[');
+        (chosen && !in_sql[i] && !lines[i].starts_with('#')).then_some((key, value))
+    };
+    let mut changed = Vec::new();
+    for i in 0..lines.len() {
+        let Some((key, value)) = value_of(i) else {
+            continue;
+        };
+        let choices = ONE_TOKEN.iter().find(|(k, _)| *k == key).map(|(_, c)| *c);
+        for choice in choices.unwrap_or_default().iter().filter(|c| **c != value) {
+            let mut mutant = lines.clone();
+            let line = format!("{key} = {choice}");
+            mutant[i] = &line;
+            changed.push(mutant.join("\n"));
+        }
+        for j in i + 1..lines.len() {
+            if let Some((other_key, other_value)) = value_of(j)
+                && other_value != value
+            {
+                let mut mutant: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+                mutant[i] = format!("{key} = {other_value}");
+                mutant[j] = format!("{other_key} = {value}");
+                changed.push(mutant.join("\n"));
+            }
+        }
+    }
+    changed
+}
+
+/// No starter passes its check after a change of one token: each leaves
+/// its lesson's idea to the learner. (Where the change makes a file the
+/// reader refuses, that is not a pass either.)
+#[tokio::test]
+async fn no_starter_passes_with_one_token_changed() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let dir = Sandbox::new("exercise-one-token");
+    let mut tried = 0;
+    let mut passed = Vec::new();
+    for e in EXERCISES {
+        for (n, text) in one_token_changes(e.start).into_iter().enumerate() {
+            let file = dir.dir.join(format!("{}-{n}.toml", e.lesson));
+            std::fs::write(&file, &text).unwrap();
+            tried += 1;
+            let Ok(checks) = judge(&db, e.lesson, &file).await else {
+                continue;
+            };
+            if checks.iter().all(|c| c.passed()) {
+                let body: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+                passed.push(format!("exercise {}: {}", e.lesson, body.join(" / ")));
+            }
+        }
+    }
+    db.close().await.unwrap();
+    assert!(tried >= 20, "only {tried} one-token changes tried");
+    assert!(passed.is_empty(), "{passed:#?}");
+}
+
 /// Exercise 3 needs the trade-off of lesson 3: each wrong choice fails the
 /// case that shows its cost. Block starves twenty requests on four
 /// connections; a poll every 250 ms answers too late; a poll every 5 ms
