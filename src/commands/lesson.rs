@@ -296,16 +296,23 @@ async fn show_all(
                 false => format!("{}\n", report::scenario::render_verdict(&verdict)),
             };
             emit(&shown)?;
-            answer(lesson, &show.scenario, guesses, &verdict)?;
             ran.insert(show.scenario.clone(), Ran { verdict, audit });
         }
         let Ran { verdict, audit } = &ran[&show.scenario];
+        // The verdict on a prediction comes under the figures it is about,
+        // once (a scenario may be shown twice), and waits to be read.
+        let last_view = !lesson.shows[i + 1..]
+            .iter()
+            .any(|s| s.scenario == show.scenario);
         if row {
             matrix.push(verdict.results.clone());
             if !lesson.shows[i + 1..].iter().any(|s| s.view == View::Matrix)
                 && let Some(matrix) = Matrix::of(&matrix)
             {
                 emit(&format!("\n{}\n", report::matrix::render(&matrix)))?;
+            }
+            if last_view && answer(lesson, &show.scenario, guesses, verdict)? {
+                wait(pause).await?;
             }
             continue;
         }
@@ -318,6 +325,9 @@ async fn show_all(
             &mut beside,
             &mut losers,
         )?;
+        if last_view && answer(lesson, &show.scenario, guesses, verdict)? {
+            wait(pause).await?;
+        }
     }
     Ok(())
 }
@@ -429,19 +439,20 @@ fn answer(
     scenario: &str,
     guesses: &BTreeMap<String, u64>,
     verdict: &Verdict,
-) -> Result<()> {
+) -> Result<bool> {
     let Some(p) = lesson.predictions.iter().find(|p| p.scenario == scenario) else {
-        return Ok(());
+        return Ok(false);
     };
     let Some(&guess) = guesses.get(scenario) else {
-        return Ok(());
+        return Ok(false);
     };
     let seen = predict::figures(p.figure, verdict);
-    if let Some(text) = predict::told(p, guess, &seen) {
-        emit(&format!("{text}\n"))?;
-        Progress::predicted(lesson.number, scenario, guess, &seen);
-    }
-    Ok(())
+    let Some(text) = predict::told(p, guess, &seen) else {
+        return Ok(false);
+    };
+    emit(&format!("{text}\n"))?;
+    Progress::predicted(lesson.number, scenario, guess, &seen);
+    Ok(true)
 }
 
 /// Waits for a key (Enter, or any other) on a terminal; Ctrl-C stops at

@@ -42,6 +42,10 @@ fn a_prediction_is_asked_before_the_screens_and_judged_beside_the_figure() {
         right.contains("You said 2: right, 2 wrong replays."),
         "{right}"
     );
+    // Under the race's card, whose figure it judges, not above it.
+    let card = right.find("  wrong replays ").expect(&right);
+    let told = right.find("You said 2").unwrap();
+    assert!(card < told, "the verdict comes under the figure: {right}");
     let (code, wrong) = lesson_four(&sandbox, b"0");
     assert_eq!(code, Some(0), "{wrong}");
     assert!(
