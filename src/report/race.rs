@@ -156,18 +156,20 @@ pub fn figures(r: &RaceResult) -> String {
     // After a crash, no XP row means the request's award was lost: the
     // client was never told, and no retry did the work.
     if r.crash.is_some() && r.xp_rows < r.expected_xp_rows {
-        let text = format!(
-            "{}  ✗ the work was never done: the request's award is lost",
-            r.expected_xp_rows - r.xp_rows
+        let lost = noted(
+            &(r.expected_xp_rows - r.xp_rows).to_string(),
+            "✗ the work was never done: the request's award is lost",
+            |t| bad(t),
         );
-        let _ = writeln!(out, "  lost work             {}", bad(text));
+        let _ = writeln!(out, "  lost work             {lost}");
     }
     if r.wrong_replays > 0 {
-        let text = format!(
-            "{}  ✗ told \"success\" with another request's result (no fingerprint check)",
-            r.wrong_replays
+        let wrong = noted(
+            &r.wrong_replays.to_string(),
+            "✗ told \"success\" with another request's result (no fingerprint check)",
+            |t| bad(t),
         );
-        let _ = writeln!(out, "  wrong replays         {}", bad(text));
+        let _ = writeln!(out, "  wrong replays         {wrong}");
     }
     if let Some(standby) = &r.standby {
         // With an apply delay, pg_stat_replication's replay_lag is not
@@ -180,11 +182,12 @@ pub fn figures(r: &RaceResult) -> String {
                 format!("; each commit applied {delay} ms late (recovery_min_apply_delay)")
             }
         };
-        let text = format!(
-            "{} bytes of WAL behind at the end{replay}",
-            standby.lag_bytes
+        let lag = noted(
+            &standby.lag_bytes.to_string(),
+            &format!("bytes of WAL behind at the end{replay}"),
+            |t| dim(t),
         );
-        let _ = writeln!(out, "  standby lag           {}", dim(text));
+        let _ = writeln!(out, "  standby lag           {lag}");
     }
     out.push_str(&super::failover::render(r));
     out
