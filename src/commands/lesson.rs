@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Result, bail};
 
@@ -181,13 +182,11 @@ async fn tell(
             shown += lines;
         }
         wait(pause).await?;
-        emit(&format!(
-            "{}\n\n",
-            dim(format!(
-                "Running the lesson's demonstrations. {}",
-                look_at(&lesson.look_at)
-            ))
-        ))?;
+        let running = format!(
+            "Running the lesson's demonstrations. {}",
+            look_at(&lesson.look_at)
+        );
+        pace(&format!("{}\n\n", dim(running)), pause).await?;
         show_all(lesson, scenarios, db, (pause, &guesses)).await?;
         emit(&format!(
             "{}\n{}\n",
@@ -272,7 +271,7 @@ async fn show_all(
                 wait(pause).await?;
             }
             if !row {
-                emit(&format!("{}\n", scenario.explain.trim()))?;
+                pace(&format!("{}\n", scenario.explain.trim()), pause).await?;
             }
             let verdict = scenario::run(db, scenario).await?;
             // The audit reads what the race left, before anything else runs.
@@ -295,7 +294,7 @@ async fn show_all(
                 true => report::scenario::render_verdict_line(&verdict),
                 false => format!("{}\n", report::scenario::render_verdict(&verdict)),
             };
-            emit(&shown)?;
+            pace(&shown, pause).await?;
             ran.insert(show.scenario.clone(), Ran { verdict, audit });
         }
         let Ran { verdict, audit } = &ran[&show.scenario];
@@ -309,23 +308,24 @@ async fn show_all(
             if !lesson.shows[i + 1..].iter().any(|s| s.view == View::Matrix)
                 && let Some(matrix) = Matrix::of(&matrix)
             {
-                emit(&format!("\n{}\n", report::matrix::render(&matrix)))?;
+                pace(&format!("\n{}\n", report::matrix::render(&matrix)), pause).await?;
             }
-            if last_view && answer(lesson, &show.scenario, guesses, verdict)? {
+            if last_view && answer(lesson, &show.scenario, guesses, verdict, pause).await? {
                 wait(pause).await?;
             }
             continue;
         }
         let more_losers = lesson.shows[i + 1..].iter().any(|s| s.view == View::Losers);
-        show_view(
+        let text = show_view(
             show.view,
             verdict,
             audit.as_ref(),
             more_losers,
             &mut beside,
             &mut losers,
-        )?;
-        if last_view && answer(lesson, &show.scenario, guesses, verdict)? {
+        );
+        pace(&text, pause).await?;
+        if last_view && answer(lesson, &show.scenario, guesses, verdict, pause).await? {
             wait(pause).await?;
         }
     }
@@ -341,50 +341,51 @@ fn show_view(
     more_losers: bool,
     beside: &mut Option<RaceResult>,
     losers: &mut Vec<LoserRow>,
-) -> Result<()> {
+) -> String {
+    let mut out = String::new();
     let first = verdict.results.first();
     if let (View::Explore, Some(found)) = (view, &verdict.explored) {
-        return emit(&format!("{}\n", report::explore::render(found)));
+        return format!("{}\n", report::explore::render(found));
     }
     match (view, first) {
         (View::Verdict | View::Explore, _) | (_, None) => {}
-        (View::Race, Some(r)) => emit(&format!("{}\n", report::race::render(r)))?,
-        (View::Trace, Some(r)) => emit(&format!(
+        (View::Race, Some(r)) => out.push_str(&format!("{}\n", report::race::render(r))),
+        (View::Trace, Some(r)) => out.push_str(&format!(
             "{}\n{}\n",
             report::race::render(r),
             report::timeline::render_with(r, Default::default())
-        ))?,
+        )),
         (View::Runs, Some(r)) => {
             let mut summary = RunsSummary::default();
             verdict.results.iter().for_each(|r| summary.add(r));
             let line = report::race::settings_line(r);
-            emit(&format!(
+            out.push_str(&format!(
                 "{}\n",
                 render_summary(&summary, &line, r.strategy.name())
-            ))?;
+            ));
         }
-        (View::Schedule, Some(r)) => emit(&format!("{}\n", schedule(r)))?,
+        (View::Schedule, Some(r)) => out.push_str(&format!("{}\n", schedule(r))),
         (View::Side, Some(r)) => match beside.take() {
             None => *beside = Some(r.clone()),
-            Some(left) => emit(&format!("{}\n", side_by_side(&left, r)))?,
+            Some(left) => out.push_str(&format!("{}\n", side_by_side(&left, r))),
         },
         (View::Losers, Some(r)) => {
             let policy = r.loser_policy.map_or("none", |l| l.name());
             losers.push(LoserRow::from_races(policy, &verdict.results));
             if !more_losers {
                 let line = report::race::settings_line_for_every_loser(r);
-                emit(&format!("{}\n", report::losers::render(losers, &line)))?;
+                out.push_str(&format!("{}\n", report::losers::render(losers, &line)));
             }
         }
         // Gathered by `show_all`, shown as one table.
         (View::Matrix, Some(_)) => {}
         (View::Audit, Some(_)) => {
             if let Some(audit) = audit {
-                emit(&format!("{}\n", report::stores::render_audit(audit)))?;
+                out.push_str(&format!("{}\n", report::stores::render_audit(audit)));
             }
         }
     }
-    Ok(())
+    out
 }
 
 /// A scheduled race: its steps in the order they were taken.
@@ -434,11 +435,12 @@ fn side_by_side(left: &RaceResult, right: &RaceResult) -> String {
 
 /// The learner's prediction for `scenario`, if they made one, beside the
 /// figure it showed; kept in the progress file.
-fn answer(
+async fn answer(
     lesson: &Lesson,
     scenario: &str,
     guesses: &BTreeMap<String, u64>,
     verdict: &Verdict,
+    pause: bool,
 ) -> Result<bool> {
     let Some(p) = lesson.predictions.iter().find(|p| p.scenario == scenario) else {
         return Ok(false);
@@ -450,7 +452,7 @@ fn answer(
     let Some(text) = predict::told(p, guess, &seen) else {
         return Ok(false);
     };
-    emit(&format!("{text}\n"))?;
+    pace(&format!("{text}\n"), pause).await?;
     Progress::predicted(lesson.number, scenario, guess, &seen);
     Ok(true)
 }
@@ -463,6 +465,33 @@ async fn wait(pause: bool) -> Result<()> {
         Keyboard::open().any().await?;
         // The key was not echoed: the next text starts on a line of its own.
         emit("\n")?;
+        SHOWN.store(0, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Rows shown since the learner last pressed a key.
+static SHOWN: AtomicUsize = AtomicUsize::new(0);
+
+/// Shows a demonstration's `text`, pausing (when pausing at all) before a
+/// row that would push a row not yet read off the terminal's screen: a
+/// race card, its table and the verdict on a prediction are read before
+/// the next one scrolls them away.
+async fn pace(text: &str, pause: bool) -> Result<()> {
+    let (width, room) = (
+        report::width::width().max(1),
+        report::width::height().saturating_sub(2).max(10),
+    );
+    for line in text.split_inclusive('\n') {
+        // A line wider than the terminal takes as many rows as it wraps to.
+        let rows = report::width::visible(line.trim_end_matches('\n'))
+            .div_ceil(width)
+            .max(1);
+        if pause && SHOWN.load(Ordering::Relaxed) + rows > room {
+            wait(pause).await?;
+        }
+        emit(line)?;
+        SHOWN.fetch_add(rows, Ordering::Relaxed);
     }
     Ok(())
 }

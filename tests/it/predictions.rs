@@ -133,3 +133,38 @@ fn ctrl_c_at_the_question_or_the_pause_ends_calmly_and_leaves_nothing() {
         );
     }
 }
+
+/// At a terminal of 30 rows, a lesson pauses before its text would push a
+/// row not yet read off the screen: between two pauses (and before the
+/// first) at most 29 rows are shown, the prompt's row aside, demonstrations
+/// included (a race card with its table is longer than a screen).
+#[test]
+fn a_lesson_at_a_terminal_pauses_before_the_screen_overflows() {
+    let sandbox = Sandbox::new("paced");
+    let mut child = in_a_terminal(&sandbox, "{idem} --no-pager lesson 4 --no-ask")
+        .env("LINES", "30")
+        .env("COLUMNS", "80")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&[b'\n'; 200]).unwrap();
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    // The terminal echoes the keys as they are typed, all before idem's
+    // first line.
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    let text = text.trim_start_matches('\n');
+    assert!(out.status.success(), "{text}");
+    let screens: Vec<&str> = text.split("(Enter to go on)").collect();
+    assert!(screens.len() > 3, "it paused: {text}");
+    for screen in &screens {
+        let rows: usize = screen
+            .lines()
+            .map(|l| l.chars().count().div_ceil(80).max(1))
+            .sum();
+        assert!(rows <= 30, "{rows} rows between two pauses:\n{screen}");
+    }
+}
