@@ -3,7 +3,6 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use serde::Deserialize;
 
 use super::spec::Exercise;
 use crate::db::Database;
@@ -11,41 +10,39 @@ use crate::limits::Origin;
 use crate::probe::conformance::Check;
 use crate::race::options::{Failover, RaceInput, ReadFrom, Synchronous};
 use crate::race::{Race, RaceResult, xp_rows};
-use crate::strategy::StrategyKind;
-
-/// The most a standby file may hold.
-pub const MAX_STANDBY_FILE_BYTES: u64 = 64 * 1024;
 
 /// How far behind the standby applies commits in the lagging case.
 const LAG_MS: u64 = 200;
 
-/// The learner's choice, as a scenario's `[race]` table says it.
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StandbyChoice {
-    pub strategy: StrategyKind,
-    pub read_from: ReadFrom,
-    pub synchronous: Synchronous,
+/// The learner's guard file, raced as this app runs: its finds and reads
+/// on a hot standby beside the primary (a reading role, as lesson 10's
+/// app has), its commits waiting for what the file's `synchronous` says.
+#[derive(Debug, Clone)]
+pub struct StandbyGuard {
+    path: std::path::PathBuf,
 }
 
-impl StandbyChoice {
-    /// The standby file at `path`, checked as a race checks its settings.
+impl StandbyGuard {
+    /// The guard file at `path`, checked as a race checks its settings.
     pub fn load(path: &Path) -> Result<Self> {
-        let name = path.display().to_string();
-        let text = crate::files::read_text(path, MAX_STANDBY_FILE_BYTES, "standby file")?;
-        let choice: StandbyChoice = crate::files::parse_toml(&name, &text)?;
-        for input in [choice.lagging(), choice.failing_over()] {
-            input.build(Origin::File).with_context(|| name.clone())?;
+        let guard = Self {
+            path: path.to_path_buf(),
+        };
+        for input in [guard.lagging(), guard.failing_over()] {
+            input
+                .build(Origin::File)
+                .with_context(|| path.display().to_string())?;
         }
-        Ok(choice)
+        Ok(guard)
     }
 
-    /// Five requests with one key, a hot standby beside the primary.
+    /// Five requests with one key, a hot standby beside the primary, the
+    /// reads on it.
     fn race(&self) -> RaceInput {
-        RaceInput::with_strategy(self.strategy).with(|r| {
+        RaceInput::default().with(|r| {
+            r.strategy.strategy_file = Some(self.path.clone());
             r.standby.standby = true;
-            r.standby.read_from = Some(self.read_from);
-            r.standby.synchronous = Some(self.synchronous);
+            r.standby.read_from = Some(ReadFrom::Standby);
         })
     }
 
@@ -65,13 +62,10 @@ impl StandbyChoice {
 
 /// Races the file's choice beside a lagging standby, then through a failover.
 pub async fn judge(db: &Database, file: &Path) -> Result<Vec<Check>> {
-    let choice = StandbyChoice::load(file)?;
-    let lagging = run(db, choice.lagging()).await?;
-    let failed_over = run(db, choice.failing_over()).await?;
-    Ok(vec![
-        one_award(&lagging),
-        key_kept(&failed_over, choice.synchronous),
-    ])
+    let guard = StandbyGuard::load(file)?;
+    let lagging = run(db, guard.lagging()).await?;
+    let failed_over = run(db, guard.failing_over()).await?;
+    Ok(vec![one_award(&lagging), key_kept(&failed_over)])
 }
 
 async fn run(db: &Database, input: RaceInput) -> Result<RaceResult> {
@@ -96,7 +90,7 @@ fn one_award(r: &RaceResult) -> Check {
     )
 }
 
-fn key_kept(r: &RaceResult, synchronous: Synchronous) -> Check {
+fn key_kept(r: &RaceResult) -> Check {
     const CASE: &str = "failover after a 201";
     const DEMANDS: &str = "the primary fails with WAL on the link; the promoted standby still \
                            has the answered key, and the retry is replayed: 1 service call";
@@ -113,6 +107,7 @@ fn key_kept(r: &RaceResult, synchronous: Synchronous) -> Check {
         service_calls(r.service_calls)
     );
     let passed = !f.acknowledged_key_lost && r.service_calls == 1;
+    let synchronous = r.standby.map_or(Synchronous::Off, |s| s.synchronous);
     if passed && f.untested(synchronous) {
         return Check::not_applicable(
             CASE,
@@ -128,7 +123,7 @@ pub const EXERCISE: Exercise = Exercise {
     lesson: 10,
     file: "10-the-standby.toml",
     goal: "a guard that keeps one award with a lagging standby beside it, and keeps an answered key through a failover",
-    try_it: "idem race -s check-then-store --standby --read-from standby \
+    try_it: "idem race --strategy-file {file} --standby --read-from standby \
              --replica-delay-ms 200",
     start: include_str!("../../exercises/10-the-standby.toml"),
     solution: include_str!("../../exercises/solutions/10-the-standby.toml"),
@@ -139,15 +134,16 @@ pub const EXERCISE: Exercise = Exercise {
         "A find can read stale data wherever it goes; a claim is an INSERT, and the \
          unique index on the primary decides. For the failover, a commit that waits \
          for the primary alone can be acknowledged and then lost with it.",
-        "strategy = \"claim-work-complete\" (the reads then only choose what a loser \
-         answers, so read_from may stay on the standby) and synchronous = \
-         \"remote_apply\": a commit returns once the standby has applied it.",
+        "shape = \"claim-work-complete\" with a claim that is an INSERT ... ON CONFLICT \
+         DO NOTHING RETURNING id (the reads then only choose what a loser answers, so they \
+         may stay on the standby), and synchronous = \"remote_apply\": a commit returns \
+         once the standby has applied it.",
     ],
     why: "A guard that decides by writing does not care how stale its reads are: the \
           primary's unique index lets one claim in. But the guard's memory is only as \
           durable as its commit: asynchronous replication acknowledges a key the \
           standby may never get, and a failover then forgets it. remote_apply makes \
           every 201 a promise the standby keeps, for a round trip per commit.",
-    read: |path| StandbyChoice::load(path).map(drop),
+    read: |path| StandbyGuard::load(path).map(drop),
     judge: |db, path| Box::pin(judge(db, path)),
 };

@@ -354,13 +354,18 @@ async fn exercise_tens_choice_needs_the_claim_and_a_commit_that_waits() {
     let _timing = crate::common::TIMING.lock().await;
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     let dir = Sandbox::new("exercise-standby");
+    let e = EXERCISES.iter().find(|e| e.lesson == 10).unwrap();
+    let remote = "synchronous = \"remote_apply\"";
+    assert!(
+        e.solution.contains(remote),
+        "the solution's commits changed"
+    );
+    let asynchronous = e.solution.replace(remote, "synchronous = \"off\"");
+    let finds = e.start.replace("synchronous = \"off\"", remote);
     let choices = [
+        (asynchronous.as_str(), ["failover after a 201"].as_slice()),
         (
-            "strategy = \"claim-work-complete\"\nread_from = \"primary\"\nsynchronous = \"off\"\n",
-            ["failover after a 201"].as_slice(),
-        ),
-        (
-            "strategy = \"check-then-store\"\nread_from = \"primary\"\nsynchronous = \"remote_apply\"\n",
+            finds.as_str(),
             ["a standby 200 ms behind", "failover after a 201"].as_slice(),
         ),
     ];
@@ -501,6 +506,29 @@ fn a_broken_guard_file_is_refused_in_one_line_naming_its_line() {
         assert!(line.contains(&path), "{name} names the file: {line}");
         assert!(line.contains(" line "), "{name} names the line: {line}");
     }
+    // What a file's commits wait for: one of two words, and not another
+    // than the command line's.
+    let synchronous =
+        |word: &str| good.replace("[steps]", &format!("synchronous = \"{word}\"\n\n[steps]"));
+    let path = write(&work.0, "sync.toml", &synchronous("fast"));
+    let line = refused_in_one_line(sandbox.idem().args(["race", "--strategy-file", &path]));
+    assert!(
+        line.contains("synchronous is \"off\" or \"remote_apply\", not \"fast\""),
+        "{line}"
+    );
+    let path = write(&work.0, "sync-flag.toml", &synchronous("remote_apply"));
+    let line = refused_in_one_line(sandbox.idem().args([
+        "race",
+        "--strategy-file",
+        &path,
+        "--standby",
+        "--synchronous",
+        "off",
+    ]));
+    assert!(
+        line.contains("says remote_apply; --synchronous off says otherwise"),
+        "{line}"
+    );
     // Lesson 6's key file and lesson 5's store file say what is wrong alike.
     let key = write(&work.0, "key.toml", "key = \"{operation}:{user}\"\n");
     let line = refused_in_one_line(sandbox.idem().args(["check", "6", &key]));

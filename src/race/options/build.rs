@@ -8,7 +8,7 @@
 use anyhow::{Result, bail};
 
 use super::super::settings::{App, DEFAULT_STRATEGY, RaceSettings};
-use super::{RaceInput, STEPPED_WORKERS};
+use super::{RaceInput, STEPPED_WORKERS, Synchronous};
 use crate::limits::{self, Origin};
 use crate::strategy::guard_file::{self, GuardRef};
 use crate::strategy::transaction::{Isolation, Transaction};
@@ -143,10 +143,24 @@ impl RaceInput {
             "--isolation",
             "race.isolation =",
         )?;
+        agreed(
+            self.standby.synchronous.map(Synchronous::name),
+            file.synchronous.as_deref().filter(|_| self.standby.standby),
+            "--synchronous",
+            "race.synchronous =",
+        )?;
+        // What the file's commits wait for, beside a standby only: a race
+        // with none has nothing to wait for.
+        let synchronous = file
+            .synchronous
+            .as_deref()
+            .filter(|_| self.standby.standby)
+            .and_then(|s| <Synchronous as clap::ValueEnum>::from_str(s, false).ok());
         Ok(self.clone().with(|r| {
             r.strategy.strategy = Some(file.shape.kind());
             r.transaction.transaction = r.transaction.transaction.or(file.transaction);
             r.transaction.isolation = r.transaction.isolation.or(file.isolation);
+            r.standby.synchronous = r.standby.synchronous.or(synchronous);
         }))
     }
 

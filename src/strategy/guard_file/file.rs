@@ -171,6 +171,9 @@ pub struct GuardFile {
     /// The request's transaction, if the file asks for one.
     pub(crate) transaction: Option<Transaction>,
     pub(crate) isolation: Option<Isolation>,
+    /// What the workers' commits wait for beside a standby (`off` or
+    /// `remote_apply`), if the file says.
+    pub(crate) synchronous: Option<String>,
     pub(crate) statements: Vec<Statement>,
 }
 

@@ -21,8 +21,13 @@ struct Raw {
     fingerprint: bool,
     transaction: Option<Transaction>,
     isolation: Option<Isolation>,
+    synchronous: Option<String>,
     steps: BTreeMap<Spanned<String>, Spanned<String>>,
 }
+
+/// What a file's `synchronous` may say: the workers' commits wait for the
+/// primary alone, or for a standby to apply them (lesson 10).
+pub const SYNCHRONOUS: [&str; 2] = ["off", "remote_apply"];
 
 /// The statements a step may be: one that reads or writes rows.
 const KEYWORDS: [&str; 5] = ["select", "insert", "update", "delete", "with"];
@@ -59,6 +64,14 @@ pub fn parse(name: &str, text: &str) -> Result<GuardFile> {
             "{name}: isolation sets the request transaction's level; transaction = \"none\" has none"
         );
     }
+    if let Some(said) = raw.synchronous.as_deref()
+        && !SYNCHRONOUS.contains(&said)
+    {
+        bail!(
+            "{name}: synchronous is \"off\" or \"remote_apply\", not {:?}",
+            crate::controls::escaped(said)
+        );
+    }
     Ok(GuardFile {
         name: name.to_string(),
         source: text.to_string(),
@@ -66,6 +79,7 @@ pub fn parse(name: &str, text: &str) -> Result<GuardFile> {
         fingerprint: raw.fingerprint || raw.steps.contains_key(StepName::Fingerprint.name()),
         transaction: raw.transaction,
         isolation: raw.isolation,
+        synchronous: raw.synchronous,
         statements,
     })
 }
