@@ -482,12 +482,27 @@ async fn pace(text: &str, pause: bool) -> Result<()> {
         report::width::width().max(1),
         report::width::height().saturating_sub(2).max(10),
     );
-    for line in text.split_inclusive('\n') {
-        // A line wider than the terminal takes as many rows as it wraps to.
-        let rows = report::width::visible(line.trim_end_matches('\n'))
+    // A line wider than the terminal takes as many rows as it wraps to.
+    let rows_of = |line: &str| {
+        report::width::visible(line.trim_end_matches('\n'))
             .div_ceil(width)
-            .max(1);
-        if pause && SHOWN.load(Ordering::Relaxed) + rows > room {
+            .max(1)
+    };
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    for (i, line) in lines.iter().enumerate() {
+        // A block (a card, a table: the lines up to the next blank one)
+        // that fits on a screen starts on a fresh one rather than break.
+        let starts_block = i == 0 || lines[i - 1].trim().is_empty();
+        let block: usize = lines[i..]
+            .iter()
+            .take_while(|l| !l.trim().is_empty())
+            .map(|l| rows_of(l))
+            .sum();
+        let shown = SHOWN.load(Ordering::Relaxed);
+        let rows = rows_of(line);
+        let overflows = shown + rows > room;
+        let moves_whole = starts_block && shown > 0 && block <= room && shown + block > room;
+        if pause && (overflows || moves_whole) {
             wait(pause).await?;
         }
         emit(line)?;
