@@ -219,7 +219,7 @@ fn in_transaction(r: &RaceResult) -> Told {
             t,
             " {} ran a request's transaction again after a serialization failure; a retry that finds \
              the key replays it, but the work its first try did stays done.",
-            count(retried as usize, "retry")
+            super::told::counted(u64::from(retried), "retry")
         );
     }
     if r.reports.iter().any(|w| took(w, Step::Lock)) {
@@ -250,16 +250,6 @@ fn error_codes(r: &RaceResult) -> String {
     codes.sort();
     codes.dedup();
     codes.join(" or ")
-}
-
-/// `1 retry`, `2 retries`: for counts inside a request, which the result
-/// keeps no total of.
-fn count(n: usize, what: &str) -> String {
-    match (n, what.strip_suffix('y')) {
-        (1, _) => format!("1 {what}"),
-        (_, Some(stem)) => format!("{n} {stem}ies"),
-        _ => format!("{n} {what}s"),
-    }
 }
 
 /// Lesson 5: the cache's `write(unless_exist)` has nothing to lock.
@@ -354,14 +344,14 @@ fn after_the_retry(t: &mut Told, r: &RaceResult) {
             *t,
             " Then {} other cache writes did not reach the entry, and the retry (worker {}) replayed it.",
             writes,
-            Fact::Worker(retry.worker, Who::Replayed)
+            Fact::Worker(retry.worker, Who::Ended(Outcome::Replayed))
         ),
         (false, _) => tell!(
             *t,
             " Then {} other cache writes went by, and the retry (worker {}) found the completed \
              claim in the key table, which nothing evicts, and replayed it.",
             writes,
-            Fact::Worker(retry.worker, Who::Replayed)
+            Fact::Worker(retry.worker, Who::Ended(Outcome::Replayed))
         ),
     }
 }

@@ -19,8 +19,6 @@ use crate::request::Step;
 pub enum Who {
     /// Its work step ran (it called the award service), whatever followed.
     DidWork,
-    /// It found the key and answered without working.
-    Replayed,
     /// It is a client's retry, not one of the burst.
     Retry,
     /// It took a stale claim over from another request.
@@ -44,7 +42,6 @@ impl Who {
     fn is(self, w: &WorkerReport) -> bool {
         match self {
             Who::DidWork => w.steps.iter().any(|e| e.step == Step::Work),
-            Who::Replayed => w.outcome == Outcome::Replayed,
             Who::Retry => w.retry,
             Who::TookOver => w
                 .steps
@@ -154,12 +151,16 @@ pub struct Counted(pub Fact, pub &'static str);
 
 impl fmt::Display for Counted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (n, what) = (self.0.value(), self.1);
-        match (n, what.strip_suffix('y')) {
-            (1, _) => write!(f, "1 {what}"),
-            (_, Some(stem)) => write!(f, "{n} {stem}ies"),
-            _ => write!(f, "{n} {what}s"),
-        }
+        f.write_str(&counted(self.0.value(), self.1))
+    }
+}
+
+/// `1 worker`, `3 workers`; `1 retry`, `2 retries`.
+pub fn counted(n: u64, what: &str) -> String {
+    match (n, what.strip_suffix('y')) {
+        (1, _) => format!("1 {what}"),
+        (_, Some(stem)) => format!("{n} {stem}ies"),
+        _ => format!("{n} {what}s"),
     }
 }
 

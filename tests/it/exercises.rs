@@ -164,6 +164,14 @@ fn one_token_changes(start: &str) -> Vec<String> {
         let chosen = ONE_TOKEN.iter().any(|(k, _)| *k == key) || value.starts_with('[');
         (chosen && !in_sql[i] && !lines[i].starts_with('#')).then_some((key, value))
     };
+    // The starter with some of its lines given anew.
+    let with = |given: &[(usize, String)]| -> String {
+        let mut mutant: Vec<&str> = lines.clone();
+        for (i, line) in given {
+            mutant[*i] = line;
+        }
+        mutant.join("\n")
+    };
     let mut changed = Vec::new();
     for i in 0..lines.len() {
         let Some((key, value)) = value_of(i) else {
@@ -171,19 +179,16 @@ fn one_token_changes(start: &str) -> Vec<String> {
         };
         let choices = ONE_TOKEN.iter().find(|(k, _)| *k == key).map(|(_, c)| *c);
         for choice in choices.unwrap_or_default().iter().filter(|c| **c != value) {
-            let mut mutant = lines.clone();
-            let line = format!("{key} = {choice}");
-            mutant[i] = &line;
-            changed.push(mutant.join("\n"));
+            changed.push(with(&[(i, format!("{key} = {choice}"))]));
         }
         for j in i + 1..lines.len() {
             if let Some((other_key, other_value)) = value_of(j)
                 && other_value != value
             {
-                let mut mutant: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-                mutant[i] = format!("{key} = {other_value}");
-                mutant[j] = format!("{other_key} = {value}");
-                changed.push(mutant.join("\n"));
+                changed.push(with(&[
+                    (i, format!("{key} = {other_value}")),
+                    (j, format!("{other_key} = {value}")),
+                ]));
             }
         }
     }

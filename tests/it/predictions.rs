@@ -10,7 +10,20 @@ use crate::teaching::in_a_terminal;
 /// `idem lesson 4` at a terminal fed `keys`, its input held open until it
 /// ends: whether it succeeded, and what it printed.
 fn lesson_four(sandbox: &Sandbox, keys: &[u8]) -> (Option<i32>, String) {
-    let mut child = in_a_terminal(sandbox, "{idem} lesson 4 --no-pause")
+    let out = fed(
+        &mut in_a_terminal(sandbox, "{idem} lesson 4 --no-pause"),
+        keys,
+    );
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
+}
+
+/// `terminal` (a command in a pseudo-terminal) run with `keys` typed and
+/// its input held open until it ends.
+fn fed(terminal: &mut std::process::Command, keys: &[u8]) -> std::process::Output {
+    let mut child = terminal
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -20,10 +33,7 @@ fn lesson_four(sandbox: &Sandbox, keys: &[u8]) -> (Option<i32>, String) {
     stdin.write_all(keys).unwrap();
     let out = child.wait_with_output().unwrap();
     drop(stdin);
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-    )
+    out
 }
 
 #[test]
@@ -141,18 +151,9 @@ fn ctrl_c_at_the_question_or_the_pause_ends_calmly_and_leaves_nothing() {
 #[test]
 fn a_lesson_at_a_terminal_pauses_before_the_screen_overflows() {
     let sandbox = Sandbox::new("paced");
-    let mut child = in_a_terminal(&sandbox, "{idem} --no-pager lesson 4 --no-ask")
-        .env("LINES", "30")
-        .env("COLUMNS", "80")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("script(1) from util-linux");
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&[b'\n'; 200]).unwrap();
-    let out = child.wait_with_output().unwrap();
-    drop(stdin);
+    let mut terminal = in_a_terminal(&sandbox, "{idem} --no-pager lesson 4 --no-ask");
+    terminal.env("LINES", "30").env("COLUMNS", "80");
+    let out = fed(&mut terminal, &[b'\n'; 200]);
     // The terminal echoes the keys as they are typed, all before idem's
     // first line.
     let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");

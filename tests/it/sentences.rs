@@ -52,7 +52,7 @@ async fn a_fact_the_race_does_not_bear_out_is_caught() {
     let wrong = [
         Fact::XpRows(r.xp_rows + 1),
         Fact::Requests(answered_with_xp.min(worked - 1), Who::DidWork),
-        Fact::Worker(crashed.worker, Who::Replayed),
+        Fact::Worker(crashed.worker, Who::Ended(idem::race::Outcome::Replayed)),
         Fact::Worker(r.reports.len() + 1, Who::Retry),
         Fact::ServiceCalls(r.service_calls + 1),
     ];
