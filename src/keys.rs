@@ -183,6 +183,15 @@ impl CrashPoint {
             CrashPoint::AfterResponse => "after-response",
         }
     }
+
+    /// The point as the table's column says it.
+    pub fn words(self) -> &'static str {
+        match self {
+            CrashPoint::BeforeSend => "before it sent",
+            CrashPoint::AfterWork => "after the server's work, before the answer",
+            CrashPoint::AfterResponse => "after the answer, before it recorded it",
+        }
+    }
 }
 
 /// One `idem keys` simulation.

@@ -60,7 +60,7 @@ pub fn render(r: &KeysResult) -> String {
                 a.status.map_or("—".into(), |s| s.to_string()),
                 a.did.clone(),
                 a.crashed.map_or(String::new(), |c| {
-                    warn(format!("crashed {}", c.name())).to_string()
+                    warn(format!("crashed {}", c.words())).to_string()
                 }),
             ]
         })

@@ -156,7 +156,7 @@ impl Trace {
         let pid = self.backend_pid;
         if let (Some(fault), Some(pid)) = (&fault, pid) {
             if fault.before(step) && fault.arm() {
-                self.strike(fault, pid, Duration::ZERO).await;
+                self.strike(fault, step, pid, Duration::ZERO).await;
                 if self.crashed() {
                     return fut.await;
                 }
@@ -164,7 +164,7 @@ impl Trace {
                 // Strike halfway through the work, while it is still running.
                 self.queries += 1;
                 self.faulted = Some(fault.kind);
-                let note = fault_note(fault.kind, fault.at);
+                let note = fault_note(fault.kind, fault.at, step);
                 let (fault, delay) = (fault.clone(), self.strike_delay);
                 // The call this work made before the crash stands; the
                 // dead worker makes no more.
@@ -195,21 +195,17 @@ impl Trace {
         self.time_sql(step, sql, fut).await
     }
 
-    async fn strike(&mut self, fault: &Fault, pid: i32, delay: Duration) {
+    async fn strike(&mut self, fault: &Fault, step: Step, pid: i32, delay: Duration) {
         let start = self.since_gate();
         fault.fire(pid, delay).await;
-        self.faulted(fault.kind, start, fault_note(fault.kind, fault.at));
+        self.faulted(fault.kind, start, fault_note(fault.kind, fault.at, step));
     }
 
     /// The controller killed this worker's server process before `step`
     /// (`crashN` in a schedule): it is gone, as after a planned crash.
     fn crashed_by_controller(&mut self, step: Step) {
         let at = self.since_gate();
-        self.faulted(
-            FaultKind::Crash,
-            at,
-            format!("crashed before {}", step.name()),
-        );
+        self.faulted(FaultKind::Crash, at, format!("crashed {}", before(step)));
     }
 
     /// A fault struck, from `start` until now: what it did to the request
@@ -260,9 +256,26 @@ impl Trace {
     }
 }
 
-fn fault_note(kind: FaultKind, at: super::fault::FaultPoint) -> String {
+/// What a fault did, in words a person reads in the workers' table ("crashed
+/// before it stored the key"), not the flag's value ("before-complete").
+fn fault_note(kind: FaultKind, at: super::fault::FaultPoint, step: Step) -> String {
+    let when = match at {
+        super::fault::FaultPoint::DuringWork => "halfway through its work".to_string(),
+        _ => before(step),
+    };
     match kind {
-        FaultKind::Crash => format!("crashed {}", at.name()),
-        FaultKind::Kill => format!("connection killed {}", at.name()),
+        FaultKind::Crash => format!("crashed {when}"),
+        FaultKind::Kill => format!("connection killed {when}"),
+    }
+}
+
+/// "before its work", "before it stored the key": the step a fault came
+/// before, as a sentence says it.
+fn before(step: Step) -> String {
+    match step {
+        Step::Store => "before it stored the key".into(),
+        Step::Complete => "before it completed its claim".into(),
+        Step::Work => "before its work".into(),
+        other => format!("before its {}", other.name()),
     }
 }
