@@ -27,9 +27,9 @@ macro_rules! internal {
 }
 
 internal!(
-    app, bench, challenge, cli, commands, controls, db, exercise, explore, files, http, keys,
-    lesson, lifeline, limits, matrix, pooler, probe, progress, race, report, request, scenario,
-    signals, store, strategy, trust,
+    app, bench, challenge, cli, commands, controls, db, engine, exercise, explore, files, http,
+    keys, lesson, lifeline, limits, matrix, pooler, probe, progress, race, report, request,
+    scenario, signals, store, strategy, trust,
 );
 
 pub use app::main;
@@ -50,7 +50,10 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     let s = &mut Signals::install()?;
     let page = !cli.no_pager;
     match cli.command {
-        Command::Race(a) => dispatch(c::race::plan(&a)?, s).await,
+        Command::Race(a) => match c::race::plan(&a)? {
+            c::race::Planned::Postgres(plan) => dispatch(*plan, s).await,
+            c::race::Planned::Mariadb(plan) => dispatch(*plan, s).await,
+        },
         Command::Compare(a) => dispatch(c::compare::plan(&a)?, s).await,
         Command::Matrix(a) => dispatch(c::matrix::plan(&a)?, s).await,
         Command::Stores(a) => dispatch(c::stores::plan(&a)?, s).await,
@@ -69,25 +72,13 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         },
         Command::Lessons => dispatch(c::lesson::List, s).await,
         Command::Lesson(a) => {
-            let numbers = [a.number as u8];
-            let how = c::lesson::Telling {
-                no_pause: a.no_pause,
-                page,
-                no_ask: a.no_ask,
-            };
-            let told = c::lesson::plan(&numbers, how, a.connect.options())?;
-            dispatch(told, s).await
+            let how = (a.no_pause, a.no_ask, page);
+            lessons(&[a.number as u8], how, &a.connect, s).await
         }
         Command::Tour(a) => {
             let first = a.from.unwrap_or(1) as u8;
             let numbers: Vec<u8> = (first..=crate::lesson::LESSONS.len() as u8).collect();
-            let how = c::lesson::Telling {
-                no_pause: a.no_pause,
-                page,
-                no_ask: a.no_ask,
-            };
-            let told = c::lesson::plan(&numbers, how, a.connect.options())?;
-            dispatch(told, s).await
+            lessons(&numbers, (a.no_pause, a.no_ask, page), &a.connect, s).await
         }
         Command::Progress(a) => dispatch(c::progress::Shown { reset: a.reset }, s).await,
         Command::Exercise(a) => dispatch(c::exercise::plan(&a)?, s).await,
@@ -125,6 +116,22 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Completions(a) => c::shell::completions(a.shell, a.dir.as_deref()),
         Command::Man(a) => c::shell::man(a.dir.as_deref()),
     }
+}
+
+/// `idem lesson N` and `idem tour`: lessons told in turn, `how` being
+/// (`--no-pause`, `--no-ask`, whether a pager may take the output).
+async fn lessons(
+    numbers: &[u8],
+    (no_pause, no_ask, page): (bool, bool, bool),
+    connect: &cli::connection::ConnectArgs,
+    s: &mut Signals,
+) -> Result<()> {
+    let how = commands::lesson::Telling {
+        no_pause,
+        page,
+        no_ask,
+    };
+    dispatch(commands::lesson::plan(numbers, how, connect.options())?, s).await
 }
 
 /// A command line refused before anything ran: exit 2, as clap's own

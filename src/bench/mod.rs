@@ -2,6 +2,7 @@
 
 pub mod arrival;
 pub mod cluster;
+pub mod engines;
 pub mod guard_over_http;
 pub mod meter;
 pub mod pgbench;
@@ -47,6 +48,8 @@ pub struct BenchReport {
     /// One request at a time with a hot standby, asynchronous and
     /// `remote_apply` (on idem's own cluster only).
     pub replication: Vec<replication::ReplicationFigure>,
+    /// MariaDB beside PostgreSQL (`null` without a `mariadbd` here).
+    pub engines: Option<engines::EngineFigures>,
     /// The idem process's peak resident memory over the whole benchmark.
     pub peak_rss_mb: f64,
 }

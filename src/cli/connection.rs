@@ -62,6 +62,17 @@ pub struct ClusterArgs {
         hide_env_values = true
     )]
     pub pgbouncer_bin: Option<PathBuf>,
+
+    /// Directory holding MariaDB's `mariadbd` and `mariadb-install-db`, for
+    /// `--engine mariadb` (found if not given).
+    #[arg(
+        long,
+        global = true,
+        env = "IDEM_MARIADB_BIN",
+        value_name = "DIR",
+        hide_env_values = true
+    )]
+    pub mariadb_bin: Option<PathBuf>,
 }
 
 impl ClusterArgs {

@@ -60,4 +60,6 @@ pub enum BenchSection {
     Scale,
     /// A request's latency with a hot standby: asynchronous, then remote_apply.
     Replication,
+    /// MariaDB beside PostgreSQL: server start and stop, whole races, lesson 1's figure.
+    Engines,
 }

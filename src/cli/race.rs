@@ -4,6 +4,7 @@ use clap::Args;
 
 use super::connection::ConnectArgs;
 use super::race_shape::{RaceFlags, StrategyFlag};
+use crate::engine::Engine;
 use crate::limits;
 use crate::race::moves::Move;
 use crate::race::options::{AppInput, ShapeInput, StandbyInput};
@@ -13,6 +14,11 @@ use crate::strategy::StrategyKind;
 pub struct RaceArgs {
     #[command(flatten)]
     pub strategy: StrategyFlag,
+
+    /// The database engine the race runs on: PostgreSQL, or MariaDB
+    /// (InnoDB) in a disposable server of idem's own.
+    #[arg(long, value_enum, default_value_t = Engine::Postgres)]
+    pub engine: Engine,
 
     #[command(flatten)]
     pub race: RaceFlags,

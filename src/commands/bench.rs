@@ -70,10 +70,13 @@ pub struct Plan {
     scale: Vec<(usize, usize)>,
     /// Requests per replication mode.
     replicated: usize,
+    /// The engines section's samples.
+    engines: measure::engines::Samples,
+    mariadb_bin: Option<std::path::PathBuf>,
 }
 
 /// Every section, in the order the report shows them.
-const ALL: [BenchSection; 10] = [
+const ALL: [BenchSection; 11] = [
     BenchSection::Cluster,
     BenchSection::Races,
     BenchSection::Process,
@@ -84,6 +87,7 @@ const ALL: [BenchSection; 10] = [
     BenchSection::HotKey,
     BenchSection::Scale,
     BenchSection::Replication,
+    BenchSection::Engines,
 ];
 
 pub fn plan(args: &BenchArgs) -> Result<Plan> {
@@ -113,6 +117,13 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
             vec![(1000, 50), (10_000, 90)]
         },
         replicated: if quick { 50 } else { 500 },
+        engines: measure::engines::Samples {
+            cold: if quick { 1 } else { 3 },
+            warm: if quick { 3 } else { 10 },
+            processes: if quick { 3 } else { 15 },
+            figure_runs: if quick { 20 } else { 200 },
+        },
+        mariadb_bin: args.connect.cluster.mariadb_bin.clone(),
     })
 }
 
@@ -138,6 +149,10 @@ fn steps(plan: &Plan) -> u64 {
         (BenchSection::HotKey, GUARDS.len() as u64),
         (BenchSection::Scale, 3 * plan.scale.len() as u64),
         (BenchSection::Replication, 2 * plan.replicated as u64 / 10),
+        (BenchSection::Engines, {
+            let e = &plan.engines;
+            (e.cold + e.warm + e.processes + 2) as u64
+        }),
     ]
     .iter()
     .filter(|(s, _)| plan.sections.contains(s))
@@ -154,6 +169,20 @@ async fn cluster_section(
     let (cold, warm, bar) = (plan.cold_samples, plan.warm_samples, progress.clone());
     tokio::task::spawn_blocking(move || measure::cluster::measure(&opts, cold, warm, || bar.inc(1)))
         .await?
+}
+
+/// The engines side by side, off the runtime's threads.
+async fn engines_section(
+    plan: &Plan,
+    progress: &indicatif::ProgressBar,
+) -> Result<Option<measure::engines::EngineFigures>> {
+    let bar = progress.clone();
+    let samples = plan.engines;
+    let bin = plan.mariadb_bin.clone();
+    tokio::task::spawn_blocking(move || {
+        measure::engines::measure(bin.as_deref(), &samples, || bar.inc(1))
+    })
+    .await?
 }
 
 /// Whole `idem race` processes, off the runtime's threads.
@@ -202,6 +231,7 @@ impl OnDatabase for Plan {
         let scale = when(on(S::Scale), races::scale(db, &self.scale, tick)).await?;
         let replication = measure::replication::measure(db, self.replicated, tick);
         let replication = when(on(S::Replication), replication).await?;
+        let engines = when(on(S::Engines), engines_section(&self, &progress)).await?;
         progress.finish_and_clear();
 
         let bench = BenchReport {
@@ -223,6 +253,7 @@ impl OnDatabase for Plan {
             hot_key: hot_key.unwrap_or_default(),
             scale: scale.unwrap_or_default(),
             replication: replication.unwrap_or_default(),
+            engines: engines.flatten(),
             peak_rss_mb: peak_rss_mb(),
         };
         self.out.record(&bench, report::bench::render)

@@ -25,6 +25,7 @@ pub mod probe_plan;
 pub mod probe_reports;
 pub mod progress;
 pub mod race;
+pub mod race_mariadb;
 pub mod reap;
 pub mod replica;
 pub mod scenario;

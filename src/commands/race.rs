@@ -26,7 +26,23 @@ pub struct Plan {
     pub(crate) out: Output,
 }
 
-pub fn plan(args: &RaceArgs) -> Result<Plan> {
+/// A race on the engine `--engine` names.
+pub enum Planned {
+    Postgres(Box<Plan>),
+    Mariadb(Box<super::race_mariadb::Plan>),
+}
+
+pub fn plan(args: &RaceArgs) -> Result<Planned> {
+    Ok(match args.engine {
+        crate::engine::Engine::Postgres => Planned::Postgres(Box::new(on_postgres(args)?)),
+        crate::engine::Engine::Mariadb => {
+            Planned::Mariadb(Box::new(super::race_mariadb::plan(args)?))
+        }
+    })
+}
+
+/// The race on PostgreSQL.
+pub fn on_postgres(args: &RaceArgs) -> Result<Plan> {
     let settings = args
         .race
         .input(args.strategy.strategy)

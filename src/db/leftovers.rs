@@ -39,11 +39,17 @@ fn owner(name: &str, prefix: &str) -> Option<u32> {
     pid.parse().ok()
 }
 
+/// Whether a server still runs in `dir`: PostgreSQL's `data/postmaster.pid`
+/// or MariaDB's `mariadb.pid` names a live process.
 fn server_running(dir: &Path) -> bool {
-    fs::read_to_string(dir.join("data").join("postmaster.pid"))
-        .ok()
-        .and_then(|text| text.lines().next()?.trim().parse::<u32>().ok())
-        .is_some_and(alive)
+    [
+        dir.join("data").join("postmaster.pid"),
+        dir.join("mariadb.pid"),
+    ]
+    .iter()
+    .filter_map(|pid_file| fs::read_to_string(pid_file).ok())
+    .filter_map(|text| text.lines().next()?.trim().parse::<u32>().ok())
+    .any(alive)
 }
 
 #[cfg(test)]

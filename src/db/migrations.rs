@@ -43,6 +43,35 @@ pub const FILES: &[(i64, &str, &str)] = &[
     ),
 ];
 
+/// The same tables on MariaDB (`--engine mariadb`), in InnoDB's SQL, from
+/// `migrations/mariadb/`.
+pub const MARIADB_FILES: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "idempotency keys",
+        include_str!("../../migrations/mariadb/0001_idempotency_keys.sql"),
+    ),
+    (
+        2,
+        "experience points",
+        include_str!("../../migrations/mariadb/0002_experience_points.sql"),
+    ),
+];
+
+/// Applies every MariaDB migration to the database `conn` is in. MariaDB
+/// commits a `CREATE TABLE` at once (DDL is not transactional there), so a
+/// failure leaves the tables made before it, in the run's own database,
+/// which goes with the run.
+pub async fn apply_mariadb(conn: &mut sqlx::MySqlConnection) -> Result<()> {
+    for &(version, description, sql) in MARIADB_FILES {
+        sqlx::raw_sql(sql)
+            .execute(&mut *conn)
+            .await
+            .with_context(|| format!("MariaDB migration {version} ({description}) failed"))?;
+    }
+    Ok(())
+}
+
 /// Applies every migration to `schema`, on `tx`: a transaction the caller
 /// commits, so that the schema gets all of its tables or none.
 pub async fn apply(tx: &mut PgConnection, schema: &str) -> Result<()> {

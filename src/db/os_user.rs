@@ -50,6 +50,23 @@ pub fn cluster_user(requested: Option<&str>) -> Result<Option<OsUser>> {
     }
 }
 
+/// Who runs another server idem starts (`mysql` for MariaDB): idem's own
+/// user, or when idem runs as root, the unprivileged system user `name`
+/// that the server's package creates.
+pub fn server_user(name: &str, server: &str) -> Result<Option<OsUser>> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(None);
+    }
+    match lookup(name)? {
+        Some(user) if user.uid != 0 => Ok(Some(user)),
+        _ => bail!(
+            "idem runs as root and will not run {server} as root; there is no unprivileged \
+             `{name}` user to run it as (its package makes one)"
+        ),
+    }
+}
+
 /// Hands a whole tree to `user`, so that PostgreSQL may own its data directory.
 pub fn chown_tree(path: &Path, user: OsUser) -> Result<()> {
     lchown(path, Some(user.uid), Some(user.gid))

@@ -22,11 +22,13 @@ use crate::files::owners::alive;
 /// How long the server may take to accept connections before idem gives up.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The supervisor: starts postgres, prints its pid, then waits for its
-/// standard input to close, stops postgres with SIGQUIT (an immediate
-/// shutdown: no shutdown checkpoint, since the files go next) and removes
-/// the run directory. `$1` is the postgres binary, `$2` the run
-/// directory, the rest postgres's own arguments.
+/// The supervisor: starts the server, prints its pid, then waits for its
+/// standard input to close, stops the server with a signal (SIGQUIT for
+/// postgres, an immediate shutdown: no shutdown checkpoint, since the files
+/// go next; SIGKILL for mariadbd, whose files go too) and removes the run
+/// directory. `$1` is the server's binary, `$2` the run directory, `$3`
+/// the log's name in it, `$4` the stop signal, the rest the server's own
+/// arguments.
 ///
 /// Two traps of `sh` are closed here. A reader that is gone (idem killed
 /// before it read the pid) must not kill the supervisor with SIGPIPE, so
@@ -35,18 +37,27 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// could be lost: the signal is repeated until postgres is gone.
 const SUPERVISOR: &str = r#"
 trap '' PIPE
-pg=$1; run=$2; shift 2
-"$pg" "$@" >"$run/postgres.log" 2>&1 </dev/null &
+pg=$1; run=$2; log=$3; sig=$4; shift 4
+"$pg" "$@" >"$run/$log" 2>&1 </dev/null &
 server=$!
 echo $server
 exec >/dev/null 2>&1
 cat >/dev/null
-( while kill -QUIT "$server"; do sleep 0.05; done ) &
+( while kill -"$sig" "$server"; do sleep 0.05; done ) &
 repeater=$!
 wait "$server"
 kill "$repeater"
 rm -rf "$run"
 "#;
+
+/// What the supervisor starts: a server's program, its log's name in the
+/// run directory, the signal that stops it, and its arguments.
+pub struct Launch<'a> {
+    pub program: &'a Path,
+    pub log: &'static str,
+    pub stop_signal: &'static str,
+    pub args: Vec<std::ffi::OsString>,
+}
 
 /// A running server and its supervisor. Dropping it stops the server and
 /// removes the run directory.
@@ -54,8 +65,10 @@ rm -rf "$run"
 pub struct Supervised {
     /// The run directory: the data in `data/`, the socket, the log.
     pub(crate) run_dir: PathBuf,
-    /// The postmaster's process id.
+    /// The server's process id.
     pid: u32,
+    /// The server's log, in the run directory.
+    log: &'static str,
     supervisor: Option<Child>,
     pipe: Option<ChildStdin>,
 }
@@ -73,17 +86,38 @@ impl Supervised {
         settings: &[String],
         ready_as: &str,
     ) -> Result<Self> {
+        let mut args = vec![
+            "-D".into(),
+            run_dir.join("data").into(),
+            "-k".into(),
+            run_dir.into(),
+        ];
+        args.extend(settings.iter().map(Into::into));
+        let launch = Launch {
+            program: postgres,
+            log: "postgres.log",
+            stop_signal: "QUIT",
+            args,
+        };
+        let server = Self::spawn(&launch, run_dir, user)?;
+        server.wait_until(ready_as)?;
+        Ok(server)
+    }
+
+    /// Starts `launch` under the supervisor, with `run_dir` as its run
+    /// directory, as `user` if given, and returns once its pid is known:
+    /// waiting until it takes connections is the caller's. The run
+    /// directory is removed if it fails.
+    pub fn spawn(launch: &Launch, run_dir: &Path, user: Option<OsUser>) -> Result<Self> {
         let mut cmd = Command::new("/bin/sh");
         cmd.arg("-c")
             .arg(SUPERVISOR)
             .arg("idem-supervisor")
-            .arg(postgres)
+            .arg(launch.program)
             .arg(run_dir)
-            .arg("-D")
-            .arg(run_dir.join("data"))
-            .arg("-k")
-            .arg(run_dir)
-            .args(settings)
+            .arg(launch.log)
+            .arg(launch.stop_signal)
+            .args(&launch.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -104,13 +138,18 @@ impl Supervised {
         let mut server = Supervised {
             run_dir: run_dir.to_path_buf(),
             pid: 0,
+            log: launch.log,
             supervisor: Some(supervisor),
             pipe,
         };
         // From here on, dropping `server` on an error cleans everything up.
         server.pid = server.read_pid()?;
-        server.wait_until(ready_as)?;
         Ok(server)
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
     }
 
     fn read_pid(&mut self) -> Result<u32> {
@@ -153,7 +192,7 @@ impl Supervised {
 
     /// The server log's last meaningful line, for error messages.
     pub fn log_tail(&self) -> String {
-        let log = fs::read_to_string(self.run_dir.join("postgres.log")).unwrap_or_default();
+        let log = fs::read_to_string(self.run_dir.join(self.log)).unwrap_or_default();
         log.lines()
             .rfind(|l| l.contains("FATAL") || l.contains("ERROR"))
             .or_else(|| log.lines().rfind(|l| !l.trim().is_empty()))

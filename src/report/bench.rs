@@ -32,6 +32,7 @@ pub fn render(b: &BenchReport) -> String {
     hot_key(&mut out, b);
     scale(&mut out, b);
     replication(&mut out, b);
+    engines(&mut out, b);
     let _ = writeln!(
         out,
         "\npeak memory of the idem process: {:.1} MB  {}",
@@ -451,6 +452,62 @@ const PROCESS_RATIO: f64 = 1.3;
 const CLIENT_TARGET: f64 = crate::bench::versus_pgbench::TARGET;
 
 /// A row of (name, median, target, met).
+/// MariaDB beside PostgreSQL: its server's start and stop, whole races,
+/// and how often each gives lesson 1's figure.
+fn engines(out: &mut String, b: &BenchReport) {
+    let Some(e) = &b.engines else {
+        return;
+    };
+    let m = &e.mariadb;
+    let p = &e.processes;
+    let mut rows = vec![
+        vec![
+            "MariaDB cold start (install + copy + start)".into(),
+            ms(m.cold_start_ms),
+            String::new(),
+            String::new(),
+        ],
+        vec![
+            "MariaDB warm start (copy + start)".into(),
+            ms(m.warm_start_ms),
+            String::new(),
+            String::new(),
+        ],
+        vec![
+            "MariaDB stop (kill + remove)".into(),
+            ms(m.stop_ms),
+            String::new(),
+            String::new(),
+        ],
+        vec![
+            "idem race, whole process, PostgreSQL".into(),
+            ms(p.postgres_median_ms),
+            String::new(),
+            String::new(),
+        ],
+        row(
+            "idem race --engine mariadb, whole process",
+            format!("{} ({:.2}×)", ms(p.mariadb_median_ms), p.ratio),
+            p.ratio <= 2.0,
+            "≤ 2× PostgreSQL's",
+        ),
+    ];
+    for f in &e.lesson_one {
+        rows.push(row(
+            &format!("lesson 1's figure (1 key, 4 XP rows), {}", f.engine),
+            format!("{} of {} ({:.0}%)", f.hits, f.runs, f.rate * 100.0),
+            f.rate >= 0.95,
+            "≥ 95%",
+        ));
+    }
+    let title = format!(
+        "engines: MariaDB {} beside PostgreSQL ({} cold, {} warm starts; {} race pairs)",
+        m.version, m.cold_samples, m.warm_samples, p.runs
+    );
+    section(out, &title, &["", "median", "target", "met"], rows, &[1]);
+    out.push_str("\n\n");
+}
+
 fn row(name: &str, value: String, met: bool, target: &str) -> Vec<String> {
     vec![name.to_string(), value, target.to_string(), verdict(met)]
 }

@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod challenge;
 pub mod ci;
+pub mod engine;
 pub mod exercise;
 pub mod explain;
 pub mod explore;

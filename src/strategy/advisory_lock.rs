@@ -6,7 +6,7 @@
 
 use super::check_then_store::{CheckThenStore, FindLock};
 use super::spec::{
-    Can, Figure, Keys, MatrixCell, SERIALIZABLE_RETRIES, Spec, Story, TransactionRule,
+    Can, Figure, Keys, MatrixCell, OnMariadb, SERIALIZABLE_RETRIES, Spec, Story, TransactionRule,
 };
 use super::transaction::Isolation;
 
@@ -29,6 +29,7 @@ pub const SPEC: Spec = Spec {
         MatrixCell::Within(Isolation::Serializable, SERIALIZABLE_RETRIES),
     ],
     can: Can::NOTHING,
+    on_mariadb: OnMariadb::Runs(super::check_then_store::on_mariadb::advisory),
     build: |options| {
         Box::new(CheckThenStore {
             orm: options.orm,

@@ -14,7 +14,7 @@ use super::answers::mismatch;
 use super::fingerprint;
 use super::orm::{Orm, VERIFY};
 use super::spec::{
-    Can, Figure, Keys, MatrixCell, Note, RailsLine, SERIALIZABLE_RETRIES, Spec, Story,
+    Can, Figure, Keys, MatrixCell, Note, OnMariadb, RailsLine, SERIALIZABLE_RETRIES, Spec, Story,
     TransactionRule,
 };
 use super::transaction::Isolation;
@@ -278,6 +278,7 @@ pub const SPEC: Spec = Spec {
         orm: true,
         ..Can::NOTHING
     },
+    on_mariadb: OnMariadb::Runs(on_mariadb::plain),
     build: |options| {
         Box::new(CheckThenStore {
             orm: options.orm,
@@ -292,3 +293,116 @@ pub const RAILS_WORK: RailsLine = RailsLine {
     when: Note::Any,
     line: "xp = ExperiencePoint.create!(user:, amount:)  # the work",
 };
+
+/// Check, work, store on MariaDB (InnoDB): the same steps in MySQL's SQL.
+/// What differs is the server: InnoDB's `FOR UPDATE` of a missing key
+/// takes a gap lock under REPEATABLE READ, where PostgreSQL locks nothing,
+/// and its advisory lock (`GET_LOCK`) belongs to the session, not the
+/// transaction, so it is released by hand.
+pub mod on_mariadb {
+    use std::future::Future;
+    use std::pin::Pin;
+
+    use sqlx::Row;
+
+    use super::FindLock;
+    use crate::engine::mariadb::request::{Answered, Bind, Ctx, replayed, stored_xp};
+    use crate::request::{Outcome, Step};
+    use crate::strategy::{OPERATION, work};
+
+    pub const FIND: &str =
+        "SELECT response_body FROM idempotency_keys WHERE `key` = ? AND operation = ?";
+    pub const FIND_FOR_UPDATE: &str =
+        "SELECT response_body FROM idempotency_keys WHERE `key` = ? AND operation = ? FOR UPDATE";
+    /// The lock on the key's name, waiting at most 10 s for it.
+    pub const GET_LOCK: &str = "SELECT GET_LOCK(CONCAT(?, ':', ?), 10)";
+    pub const RELEASE_LOCK: &str = "SELECT RELEASE_LOCK(CONCAT(?, ':', ?))";
+    pub const STORE: &str = "INSERT INTO idempotency_keys \
+        (`key`, operation, status, response_code, response_body, worker, completed_at) \
+        VALUES (?, ?, 'completed', 201, ?, ?, NOW(6))";
+
+    type Shaped<'a> = Pin<Box<dyn Future<Output = Answered> + Send + 'a>>;
+
+    pub fn plain(ctx: &mut Ctx) -> Shaped<'_> {
+        Box::pin(checked(ctx, FindLock::None))
+    }
+
+    pub fn for_update(ctx: &mut Ctx) -> Shaped<'_> {
+        Box::pin(checked(ctx, FindLock::ForUpdate))
+    }
+
+    /// `pg_advisory_xact_lock`'s counterpart. `GET_LOCK` belongs to the
+    /// session, so the request's end releases it ([`Ctx::hold_until_end`]):
+    /// after its transaction's COMMIT, never before. Released before the
+    /// COMMIT, the next request would get the lock, find no key (the
+    /// winner's is not committed yet), work, and meet 1062 at its store.
+    pub fn advisory(ctx: &mut Ctx) -> Shaped<'_> {
+        Box::pin(async move {
+            let key = ctx.asked.key.clone();
+            let on = [Bind::Text(&key), Bind::Text(OPERATION)];
+            match ctx.fetch_opt(Step::Lock, GET_LOCK, &on).await {
+                Ok(Some(row)) if row.try_get::<Option<i64>, _>(0).ok().flatten() == Some(1) => {
+                    ctx.note("key locked");
+                    ctx.hold_until_end(RELEASE_LOCK, [key.clone(), OPERATION.to_string()]);
+                }
+                Ok(_) => return Answered::new(Outcome::Error, "—", "GET_LOCK timed out, 500"),
+                Err(err) => return ctx.failed(&err, "—", None),
+            }
+            checked(ctx, FindLock::Advisory).await
+        })
+    }
+
+    async fn checked(ctx: &mut Ctx, lock: FindLock) -> Answered {
+        let key = ctx.asked.key.clone();
+        let find = match lock {
+            FindLock::ForUpdate => FIND_FOR_UPDATE,
+            FindLock::None | FindLock::Advisory => FIND,
+        };
+        let on = [Bind::Text(&key), Bind::Text(OPERATION)];
+        match ctx.fetch_opt(Step::Find, find, &on).await {
+            Err(err) => return ctx.failed(&err, "—", None),
+            Ok(Some(row)) => {
+                ctx.note("key found");
+                let did = replayed(stored_xp(&row, 0));
+                return Answered::new(Outcome::Replayed, "key found", did);
+            }
+            Ok(None) => ctx.note("no key"),
+        }
+        let xp = match ctx.work().await {
+            Ok(xp) => xp,
+            Err(err) => return ctx.failed(&err, "no key", None),
+        };
+        let a = &ctx.asked;
+        let params = crate::strategy::fingerprint::Params {
+            operation: OPERATION,
+            user_id: a.user_id,
+            amount: a.amount,
+            lesson: a.lesson,
+        };
+        let body = work::response_body(xp, &params).to_string();
+        let worker = a.worker as i64;
+        let binds = [
+            Bind::Text(&key),
+            Bind::Text(OPERATION),
+            Bind::Text(&body),
+            Bind::Int(worker),
+        ];
+        let made = |outcome, did: String| Answered {
+            made_xp: Some(xp),
+            ..Answered::new(outcome, "no key", did)
+        };
+        match ctx.exec(Step::Store, STORE, &binds).await {
+            Ok(_) => {
+                ctx.note("key stored");
+                made(Outcome::Created, format!("made XP #{xp}, stored key"))
+            }
+            // The course's rescue: this request lost the key store, and can
+            // do nothing about the XP row it made (1062 is MySQL's 23505).
+            Err(err) if crate::engine::mariadb::request::number(&err) == Some(1062) => {
+                ctx.note("key store lost (1062)");
+                made(Outcome::Duplicate, format!("made XP #{xp}, key store lost"))
+            }
+            Err(err) => ctx.failed(&err, "no key", Some(xp)),
+        }
+    }
+}

@@ -15,7 +15,9 @@ use super::answers::{completed, conflict, mismatch, replay};
 use super::claims::{claim, complete, key_of};
 use super::fingerprint;
 use super::loser::LoserPolicy;
-use super::spec::{Can, Figure, Keys, MatrixCell, Note, RailsLine, Spec, Story, TransactionRule};
+use super::spec::{
+    Can, Figure, Keys, MatrixCell, Note, OnMariadb, RailsLine, Spec, Story, TransactionRule,
+};
 use super::{Handled, OPERATION, Step, Strategy, work};
 use crate::db::pool::Conn;
 use crate::db::statements::{Sends, Sql};
@@ -319,9 +321,97 @@ pub const SPEC: Spec = Spec {
         cache_claims: true,
         ..Can::NOTHING
     },
+    on_mariadb: OnMariadb::Runs(on_mariadb::shape),
     build: |options| {
         Box::new(ClaimWorkComplete {
             loser: options.loser,
         })
     },
 };
+
+/// Claim, work, complete on MariaDB (InnoDB). `INSERT IGNORE` stands for
+/// `ON CONFLICT DO NOTHING`: a claim that meets the key's unique index
+/// inserts nothing (0 rows), and nothing else here could be ignored, since
+/// every value fits its column. A loser answers 409 at once, as the
+/// course's default loser does.
+pub mod on_mariadb {
+    use std::future::Future;
+    use std::pin::Pin;
+
+    use sqlx::Row;
+
+    use crate::engine::mariadb::request::{Answered, Bind, Ctx, replayed, stored_xp};
+    use crate::request::{Outcome, Step};
+    use crate::strategy::{OPERATION, work};
+
+    pub const CLAIM: &str = "INSERT IGNORE INTO idempotency_keys \
+        (`key`, operation, status, worker, locked_at) VALUES (?, ?, 'pending', ?, NOW(6))";
+    pub const READ: &str = "SELECT status, response_body FROM idempotency_keys WHERE `key` = ?";
+    pub const COMPLETE: &str = "UPDATE idempotency_keys SET status = 'completed', \
+        response_code = 201, response_body = ?, completed_at = NOW(6) \
+        WHERE `key` = ? AND worker = ?";
+
+    pub fn shape(ctx: &mut Ctx) -> Pin<Box<dyn Future<Output = Answered> + Send + '_>> {
+        Box::pin(async move {
+            let key = ctx.asked.key.clone();
+            let worker = ctx.asked.worker as i64;
+            let claim = [Bind::Text(&key), Bind::Text(OPERATION), Bind::Int(worker)];
+            match ctx.exec(Step::Claim, CLAIM, &claim).await {
+                Ok(done) if done.rows_affected() == 1 => ctx.note("claimed"),
+                Ok(_) => {
+                    ctx.note("key taken");
+                    return lose(ctx, &key).await;
+                }
+                Err(err) => return ctx.failed(&err, "—", None),
+            }
+            let xp = match ctx.work().await {
+                Ok(xp) => xp,
+                Err(err) => return ctx.failed(&err, "claimed", None),
+            };
+            let a = &ctx.asked;
+            let params = crate::strategy::fingerprint::Params {
+                operation: OPERATION,
+                user_id: a.user_id,
+                amount: a.amount,
+                lesson: a.lesson,
+            };
+            let body = work::response_body(xp, &params).to_string();
+            let complete = [Bind::Text(&body), Bind::Text(&key), Bind::Int(worker)];
+            match ctx.exec(Step::Complete, COMPLETE, &complete).await {
+                Ok(_) => {
+                    ctx.note("completed");
+                    Answered {
+                        made_xp: Some(xp),
+                        ..Answered::new(
+                            Outcome::Created,
+                            "claimed",
+                            format!("made XP #{xp}, completed"),
+                        )
+                    }
+                }
+                Err(err) => ctx.failed(&err, "claimed", Some(xp)),
+            }
+        })
+    }
+
+    /// A loser reads the claim once: a finished one is replayed, a pending
+    /// one answered 409.
+    async fn lose(ctx: &mut Ctx, key: &str) -> Answered {
+        let row = match ctx.fetch_opt(Step::Read, READ, &[Bind::Text(key)]).await {
+            Ok(row) => row,
+            Err(err) => return ctx.failed(&err, "key taken", None),
+        };
+        let status: Option<String> = row.as_ref().and_then(|r| r.try_get(0).ok());
+        let status = status.unwrap_or_else(|| "missing".into());
+        ctx.note(status.clone());
+        if status == "completed" {
+            let did = replayed(row.as_ref().and_then(|r| stored_xp(r, 1)));
+            return Answered::new(Outcome::Replayed, "claim completed", did);
+        }
+        Answered::new(
+            Outcome::Conflict,
+            format!("claim {status}"),
+            "answered 409 at once",
+        )
+    }
+}

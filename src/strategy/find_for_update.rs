@@ -4,7 +4,7 @@
 //! when there is none, as in every first request of a race, it locks nothing.
 
 use super::check_then_store::{CheckThenStore, FindLock};
-use super::spec::{Can, Figure, Keys, MatrixCell, Spec, Story, TransactionRule};
+use super::spec::{Can, Figure, Keys, MatrixCell, OnMariadb, Spec, Story, TransactionRule};
 
 /// `find-for-update`.
 pub const SPEC: Spec = Spec {
@@ -20,6 +20,7 @@ pub const SPEC: Spec = Spec {
     rails: &[],
     matrix: &MatrixCell::EVERY_LEVEL,
     can: Can::NOTHING,
+    on_mariadb: OnMariadb::Runs(super::check_then_store::on_mariadb::for_update),
     build: |options| {
         Box::new(CheckThenStore {
             orm: options.orm,

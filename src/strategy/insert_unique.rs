@@ -6,7 +6,7 @@
 use tokio_postgres::types::Type;
 
 use super::fingerprint::Params;
-use super::spec::{Can, Figure, Keys, MatrixCell, Spec, Story, TransactionRule};
+use super::spec::{Can, Figure, Keys, MatrixCell, OnMariadb, Spec, Story, TransactionRule};
 use super::{Handled, Step, Strategy, work};
 use crate::db::statements::{Sends, Sql};
 use crate::request::{Answer, Lease, Outcome, Request, Trace};
@@ -108,4 +108,60 @@ pub const SPEC: Spec = Spec {
     matrix: &MatrixCell::PLAIN_AND_EVERY_LEVEL,
     can: Can::NOTHING,
     build: |_| Box::new(InsertUnique),
+    on_mariadb: OnMariadb::Runs(on_mariadb::shape),
 };
+
+/// insert-unique on MariaDB (InnoDB): `INSERT IGNORE` on the XP table's
+/// unique key, MySQL's `ON CONFLICT DO NOTHING`; 0 rows means the key's
+/// row was there, and the request replays it.
+pub mod on_mariadb {
+    use std::future::Future;
+    use std::pin::Pin;
+
+    use sqlx::Row;
+
+    use crate::engine::mariadb::request::{Answered, Bind, Ctx, replayed};
+    use crate::request::{Outcome, Step};
+
+    pub const INSERT: &str = "INSERT IGNORE INTO experience_points \
+        (user_id, amount, lesson, idempotency_key, worker) VALUES (?, ?, ?, ?, ?)";
+    pub const FIND: &str = "SELECT id FROM experience_points WHERE idempotency_key = ?";
+
+    pub fn shape(ctx: &mut Ctx) -> Pin<Box<dyn Future<Output = Answered> + Send + '_>> {
+        Box::pin(async move {
+            let a = ctx.asked.clone();
+            let binds = [
+                Bind::Int(a.user_id),
+                Bind::Int(a.amount.into()),
+                Bind::Int(a.lesson.into()),
+                Bind::Text(&a.key),
+                Bind::Int(a.worker as i64),
+            ];
+            match ctx.work_with(INSERT, &binds).await {
+                Ok(done) if done.rows_affected() == 1 => {
+                    let xp = done.last_insert_id() as i64;
+                    ctx.note(format!("made XP #{xp}"));
+                    return Answered {
+                        made_xp: Some(xp),
+                        ..Answered::new(
+                            Outcome::Created,
+                            "no XP row for the key",
+                            format!("made XP #{xp}"),
+                        )
+                    };
+                }
+                Ok(_) => ctx.note("key taken"),
+                Err(err) => return ctx.failed(&err, "—", None),
+            }
+            match ctx.fetch_opt(Step::Read, FIND, &[Bind::Text(&a.key)]).await {
+                Ok(row) => {
+                    let xp: Option<i64> = row.and_then(|r| r.try_get(0).ok());
+                    let did = replayed(xp);
+                    ctx.note(did.clone());
+                    Answered::new(Outcome::Replayed, "XP row exists", did)
+                }
+                Err(err) => ctx.failed(&err, "XP row exists", None),
+            }
+        })
+    }
+}

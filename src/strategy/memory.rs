@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::answers::{completed, conflict, mismatch, replay};
 use super::fingerprint;
-use super::spec::{Can, Figure, Keys, Spec, Story, TransactionRule};
+use super::spec::{Can, Figure, Keys, OnMariadb, Spec, Story, TransactionRule};
 use super::{Handled, Step, Strategy, work};
 use crate::request::{Answer, Lease, Request, Trace};
 
@@ -151,4 +151,7 @@ pub const SPEC: Spec = Spec {
     matrix: &[],
     can: Can::NOTHING,
     build: |_| Box::new(Memory::default()),
+    on_mariadb: OnMariadb::Refused(
+        "its claim lives in the app's memory, not in the database, so the engine changes nothing",
+    ),
 };

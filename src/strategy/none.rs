@@ -1,7 +1,8 @@
 //! `none`: the work with no key at all, the baseline every guard is measured against.
 
-use super::spec::{Can, Figure, Keys, Spec, Story, TransactionRule};
+use super::spec::{Can, Figure, Keys, OnMariadb, Spec, Story, TransactionRule};
 use super::{Handled, Step, Strategy, work};
+use crate::engine::mariadb::request::Answered;
 use crate::request::{Answer, Lease, Outcome, Request, Trace};
 
 /// No guard: every request does the work.
@@ -48,4 +49,15 @@ pub const SPEC: Spec = Spec {
     matrix: &[],
     can: Can::NOTHING,
     build: |_| Box::new(NoGuard),
+    on_mariadb: OnMariadb::Runs(|ctx| {
+        Box::pin(async move {
+            match ctx.work().await {
+                Ok(xp) => Answered {
+                    made_xp: Some(xp),
+                    ..Answered::new(Outcome::Created, "no key at all", format!("made XP #{xp}"))
+                },
+                Err(err) => ctx.failed(&err, "no key at all", None),
+            }
+        })
+    }),
 };

@@ -40,6 +40,17 @@ pub struct Spec {
     pub(crate) can: Can,
     /// Makes it from the settings that shape a strategy.
     pub(crate) build: fn(&Options) -> Box<dyn Strategy>,
+    /// Its shape on MariaDB (`--engine mariadb`), or why it has none there.
+    pub(crate) on_mariadb: OnMariadb,
+}
+
+/// Whether a strategy runs on MariaDB: its shape there, its SQL in
+/// InnoDB's dialect beside its PostgreSQL SQL in its own file; or the
+/// reason it does not, said in one line when a race asks for it.
+#[derive(Clone, Copy)]
+pub enum OnMariadb {
+    Runs(crate::engine::mariadb::request::Shape),
+    Refused(&'static str),
 }
 
 /// What a strategy can do beyond its race, for the options that need it:

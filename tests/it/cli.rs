@@ -320,26 +320,28 @@ fn a_closed_pipe_ends_quietly() {
 
 #[test]
 fn every_migration_file_is_built_in() {
-    let mut files: Vec<String> = std::fs::read_dir("migrations")
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-        .collect();
-    files.sort();
-    let listed = idem::db::migrations::FILES;
-    assert_eq!(
-        files.len(),
-        listed.len(),
-        "migrations/ and db::migrations::FILES differ"
-    );
-    for (file, (version, _, sql)) in files.iter().zip(listed) {
-        assert!(
-            file.starts_with(&format!("{version:04}_")),
-            "{file} vs version {version}"
-        );
-        assert_eq!(
-            std::fs::read_to_string(format!("migrations/{file}")).unwrap(),
-            *sql
-        );
+    for (dir, listed) in [
+        ("migrations", idem::db::migrations::FILES),
+        ("migrations/mariadb", idem::db::migrations::MARIADB_FILES),
+    ] {
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_type().unwrap().is_file())
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), listed.len(), "{dir} and its list differ");
+        for (file, (version, _, sql)) in files.iter().zip(listed) {
+            assert!(
+                file.starts_with(&format!("{version:04}_")),
+                "{file} vs version {version}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(format!("{dir}/{file}")).unwrap(),
+                *sql
+            );
+        }
     }
 }
 

@@ -14,6 +14,7 @@ mod cli;
 mod cluster;
 mod common;
 mod docs;
+mod engines;
 mod exercises;
 mod explore;
 mod explore_branches;

@@ -12,7 +12,9 @@ use crate::db::pool::Workers;
 use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
 use crate::strategy::answers::{self, mismatch};
 use crate::strategy::claims::key_of;
-use crate::strategy::spec::{Can, Figure, Keys, MatrixCell, Spec, Story, TransactionRule};
+use crate::strategy::spec::{
+    Can, Figure, Keys, MatrixCell, OnMariadb, Spec, Story, TransactionRule,
+};
 use crate::strategy::{Handled, OPERATION, Starting, Strategy, work};
 
 /// `guard`: lesson 7's whole guard, as idem races it.
@@ -37,6 +39,10 @@ pub const SPEC: Spec = Spec {
         heartbeat: true,
         ..Can::NOTHING
     },
+    on_mariadb: OnMariadb::Refused(
+        "not written for InnoDB yet (its stale-claim takeover and owner check); race \
+         claim-work-complete there",
+    ),
     build: |options| {
         Box::new(Guard {
             stale_after: options.recovery.stale_after(),

@@ -1,0 +1,201 @@
+//! The engines side by side: MariaDB's disposable server started and stopped, whole `idem race` processes on each engine, and how often lesson 1's figure comes on each.
+//!
+//! Every figure is taken from this very binary run as a user runs it, one
+//! engine after the other in pairs, so that both see the same machine.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use super::meter::median_ms;
+use crate::db::template::private_dir;
+use crate::engine::mariadb::server::{MariadbBinaries, MariadbServer};
+
+/// Start and stop of a disposable MariaDB, medians in ms.
+#[derive(Debug, Serialize)]
+pub struct MariadbStarts {
+    pub version: String,
+    /// With no template: `mariadb-install-db`, copy, start, ready.
+    pub cold_start_ms: f64,
+    /// From the cached template: copy, start, ready.
+    pub warm_start_ms: f64,
+    pub stop_ms: f64,
+    pub cold_samples: usize,
+    pub warm_samples: usize,
+}
+
+/// Whole `idem race` processes (the default race, its server included),
+/// one engine beside the other.
+#[derive(Debug, Serialize)]
+pub struct EngineProcesses {
+    pub runs: usize,
+    pub postgres_median_ms: f64,
+    pub mariadb_median_ms: f64,
+    /// MariaDB's median over PostgreSQL's.
+    pub ratio: f64,
+}
+
+/// How often `idem race` (the course's check-then-store, pool of five)
+/// gave lesson 1's figure, on each engine.
+#[derive(Debug, Serialize)]
+pub struct FigureRate {
+    pub engine: &'static str,
+    pub runs: usize,
+    /// Runs with 1 key row and 4 XP rows.
+    pub hits: usize,
+    pub rate: f64,
+}
+
+/// Everything the engines section measured; `None` with no MariaDB here.
+#[derive(Debug, Serialize)]
+pub struct EngineFigures {
+    pub mariadb: MariadbStarts,
+    pub processes: EngineProcesses,
+    pub lesson_one: Vec<FigureRate>,
+}
+
+/// What to measure, and how many times.
+#[derive(Debug, Clone, Copy)]
+pub struct Samples {
+    pub cold: usize,
+    pub warm: usize,
+    pub processes: usize,
+    pub figure_runs: usize,
+}
+
+/// Measures the section; `None` when there is no `mariadbd` to start.
+pub fn measure(
+    bin: Option<&std::path::Path>,
+    samples: &Samples,
+    tick: impl Fn(),
+) -> Result<Option<EngineFigures>> {
+    let Ok(bins) = MariadbBinaries::locate(bin) else {
+        return Ok(None);
+    };
+    let mariadb = starts(&bins, bin, samples, &tick)?;
+    let processes = processes(bin, samples.processes, &tick)?;
+    let mut lesson_one = Vec::new();
+    for engine in ["postgres", "mariadb"] {
+        lesson_one.push(figure_rate(engine, bin, samples.figure_runs)?);
+        tick();
+    }
+    Ok(Some(EngineFigures {
+        mariadb,
+        processes,
+        lesson_one,
+    }))
+}
+
+fn starts(
+    bins: &MariadbBinaries,
+    bin: Option<&std::path::Path>,
+    samples: &Samples,
+    tick: &impl Fn(),
+) -> Result<MariadbStarts> {
+    let scratch = private_dir(&std::env::temp_dir(), "idem-bench")?;
+    let measured = (|| -> Result<MariadbStarts> {
+        let (mut cold, mut warm, mut stops) = (Vec::new(), Vec::new(), Vec::new());
+        for sample in 0..samples.cold + samples.warm {
+            // The cold ones each get an empty cache of their own.
+            let cache = match sample < samples.cold {
+                true => scratch.join(format!("cache-{sample}")),
+                false => scratch.join("warm"),
+            };
+            let began = Instant::now();
+            let server = MariadbServer::start(bin, Some(&cache))?;
+            match server.made_template {
+                true => cold.push(began.elapsed()),
+                false => warm.push(began.elapsed()),
+            }
+            stops.push(server.stop()?);
+            tick();
+        }
+        Ok(MariadbStarts {
+            version: bins.version.clone(),
+            cold_start_ms: median_ms(&mut cold),
+            warm_start_ms: median_ms(&mut warm),
+            stop_ms: median_ms(&mut stops),
+            cold_samples: cold.len(),
+            warm_samples: warm.len(),
+        })
+    })();
+    let _ = std::fs::remove_dir_all(&scratch);
+    measured
+}
+
+/// `idem race ARGS` as a user runs it: its wall time, and its stdout.
+fn idem_race(args: &[&str], bin: Option<&std::path::Path>) -> Result<(Duration, Vec<u8>)> {
+    let idem = std::env::current_exe().context("could not find idem's own binary")?;
+    let mut race = Command::new(idem);
+    race.arg("race").args(args);
+    if let Some(bin) = bin {
+        race.arg("--mariadb-bin").arg(bin);
+    }
+    let began = Instant::now();
+    let out = race
+        .env_remove("DATABASE_URL")
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .context("could not run idem race")?;
+    let took = began.elapsed();
+    if !out.status.success() {
+        bail!(
+            "idem race {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok((took, out.stdout))
+}
+
+fn processes(
+    bin: Option<&std::path::Path>,
+    runs: usize,
+    tick: &impl Fn(),
+) -> Result<EngineProcesses> {
+    let (mut postgres, mut mariadb) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        postgres.push(idem_race(&[], bin)?.0);
+        mariadb.push(idem_race(&["--engine", "mariadb"], bin)?.0);
+        tick();
+    }
+    let (p, m) = (median_ms(&mut postgres), median_ms(&mut mariadb));
+    Ok(EngineProcesses {
+        runs,
+        postgres_median_ms: p,
+        mariadb_median_ms: m,
+        ratio: m / p,
+    })
+}
+
+/// `runs` default races on `engine` in one process: how many gave 1 key
+/// row and 4 XP rows.
+fn figure_rate(
+    engine: &'static str,
+    bin: Option<&std::path::Path>,
+    runs: usize,
+) -> Result<FigureRate> {
+    let n = runs.to_string();
+    let (_, out) = idem_race(&["--engine", engine, "--runs", &n, "--json"], bin)?;
+    let mut hits = 0;
+    let mut seen = 0;
+    for line in String::from_utf8_lossy(&out).lines() {
+        let r: serde_json::Value = serde_json::from_str(line)?;
+        seen += 1;
+        if r["key_rows"] == 1 && r["xp_rows"] == 4 {
+            hits += 1;
+        }
+    }
+    if seen != runs {
+        bail!("idem race --engine {engine} --runs {runs} gave {seen} results");
+    }
+    Ok(FigureRate {
+        engine,
+        runs,
+        hits,
+        rate: hits as f64 / runs as f64,
+    })
+}

@@ -1,0 +1,315 @@
+//! A race on MariaDB: N workers, each with its own connection from a pool of the race's size, one key, one strategy's MariaDB shape; then the rows.
+//!
+//! It keeps the PostgreSQL race's rules: fresh tables for each race, every
+//! pooled connection opened before the gate (so the race measures
+//! checkouts, not connects), the runner holding one connection as the
+//! course's test runner does, and every worker released at one gate.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+use sqlx::Row;
+
+use super::Mariadb;
+use super::request::{Answered, Asked, Ctx, ServerError};
+use crate::engine::Engine;
+use crate::race::RaceSettings;
+use crate::request::{Outcome, StepEvent};
+use crate::strategy::StrategyKind;
+use crate::strategy::spec::OnMariadb;
+use crate::strategy::transaction::{Isolation, Transaction};
+
+/// The longest one request may take before the race gives up on it; its
+/// future is then dropped, and its connection closed, not pooled.
+const REQUEST_LIMIT: Duration = Duration::from_secs(60);
+
+/// What a MariaDB race needs of the race's settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct MariadbRace {
+    pub strategy: StrategyKind,
+    pub workers: usize,
+    pub pool_size: usize,
+    pub runner_holds_connection: bool,
+    pub work_ms: u64,
+    /// The request's transaction, at its level; `null`: each statement
+    /// commits on its own.
+    pub isolation: Option<Isolation>,
+    #[serde(skip)]
+    key: String,
+    #[serde(skip)]
+    settings: RaceSettings,
+    #[serde(skip)]
+    shape: super::request::Shape,
+}
+
+impl MariadbRace {
+    /// The race `settings` describe, on MariaDB; refused in one line when
+    /// the strategy has no MariaDB shape. `isolation` is what the user
+    /// asked for; unasked, a transaction gets InnoDB's REPEATABLE READ.
+    pub fn new(settings: RaceSettings, isolation: Option<Isolation>) -> Result<Self> {
+        let strategy = settings.strategy();
+        let shape = match strategy.spec().on_mariadb {
+            OnMariadb::Runs(shape) => shape,
+            OnMariadb::Refused(why) => bail!("{} on MariaDB: {why}", strategy.spec().name),
+        };
+        let app = settings.app();
+        let isolation = match app.transaction.scope() {
+            Transaction::None => None,
+            Transaction::Request => {
+                Some(isolation.unwrap_or(Engine::Mariadb.spec().default_isolation))
+            }
+        };
+        Ok(Self {
+            strategy,
+            workers: settings.requests().workers(),
+            pool_size: app.pool.size(),
+            runner_holds_connection: app.pool.runner_holds_connection(),
+            work_ms: settings.work_ms(),
+            isolation,
+            key: settings.requests().key().to_string(),
+            shape,
+            settings,
+        })
+    }
+
+    /// The XP rows the course predicts, as on PostgreSQL.
+    pub fn lesson_figure(&self) -> u64 {
+        self.settings.lesson_figure()
+    }
+}
+
+/// One worker's request, as the workers' table shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineWorker {
+    pub worker: usize,
+    pub checkout_wait_ms: f64,
+    pub saw: String,
+    pub did: String,
+    pub outcome: Outcome,
+    pub status: u16,
+    /// The server's error, by its number and SQLSTATE.
+    pub error: Option<ServerError>,
+    pub made_xp: Option<i64>,
+    pub service_calls: u32,
+    pub answer_ms: f64,
+    pub steps: Vec<StepEvent>,
+}
+
+/// One race's figures on an engine: one line of `--json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineResult {
+    pub engine: Engine,
+    /// The server's version: `10.11.19-MariaDB-0+deb12u1`.
+    pub server_version: String,
+    pub run: usize,
+    #[serde(flatten)]
+    pub race: MariadbRace,
+    pub key_rows: u64,
+    pub xp_rows: u64,
+    /// Times the work's service call was made, whatever was rolled back.
+    pub service_calls: u64,
+    pub outcomes: BTreeMap<&'static str, usize>,
+    /// Server errors met, by `number (SQLSTATE, name)`.
+    pub errors: BTreeMap<String, usize>,
+    pub lesson_figure: u64,
+    pub elapsed_ms: f64,
+    pub reports: Vec<EngineWorker>,
+}
+
+/// Runs one race on fresh tables.
+pub async fn run(db: &Mariadb, race: &MariadbRace, run: usize) -> Result<EngineResult> {
+    for table in ["idempotency_keys", "experience_points"] {
+        sqlx::raw_sql(&format!("TRUNCATE TABLE {table}"))
+            .execute(&db.admin)
+            .await?;
+    }
+    let app = race.settings.app();
+    let pool = db
+        .workers_pool(race.pool_size, app.pool.checkout_timeout())
+        .await?;
+    let mut opened = Vec::new();
+    for _ in 0..race.pool_size {
+        opened.push(pool.acquire().await?);
+    }
+    // The runner keeps one; the rest go back to the pool, open.
+    let runner = race.runner_holds_connection.then(|| opened.pop());
+    drop(opened);
+
+    let calls = Arc::new(AtomicU64::new(0));
+    let gate = Arc::new(OnceLock::new());
+    let barrier = Arc::new(tokio::sync::Barrier::new(race.workers));
+    let began = Instant::now();
+    let mut tasks = Vec::new();
+    for worker in 1..=race.workers {
+        let (pool, calls, gate, barrier) =
+            (pool.clone(), calls.clone(), gate.clone(), barrier.clone());
+        let asked = asked(race, worker);
+        let (shape, isolation, work) = (race.shape, race.isolation, app.work);
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let gate = *gate.get_or_init(Instant::now);
+            let request = one_request(pool, asked, gate, work, calls, isolation, shape);
+            match tokio::time::timeout(REQUEST_LIMIT, request).await {
+                Ok(report) => report,
+                Err(_) => gave_up(worker, gate),
+            }
+        }));
+    }
+    let mut reports = Vec::new();
+    for task in tasks {
+        reports.push(task.await?);
+    }
+    let elapsed_ms = began.elapsed().as_secs_f64() * 1000.0;
+    drop(runner);
+    pool.close().await;
+    figures(db, race, run, reports, calls, elapsed_ms).await
+}
+
+/// What worker `worker` asks for: the race's key, and its own parameters.
+fn asked(race: &MariadbRace, worker: usize) -> Asked {
+    let p = race.settings.params(worker);
+    Asked {
+        key: race.key.clone(),
+        worker,
+        user_id: p.user_id,
+        amount: p.amount,
+        lesson: p.lesson,
+    }
+}
+
+/// One worker: its checkout, then the strategy's shape on its connection.
+async fn one_request(
+    pool: sqlx::MySqlPool,
+    asked: Asked,
+    gate: Instant,
+    work: Duration,
+    calls: Arc<AtomicU64>,
+    isolation: Option<Isolation>,
+    shape: super::request::Shape,
+) -> EngineWorker {
+    let worker = asked.worker;
+    let since = |at: Instant| at.duration_since(gate).as_secs_f64() * 1000.0;
+    let conn = pool.acquire().await;
+    let checkout_wait_ms = since(Instant::now());
+    let conn = match conn {
+        Ok(conn) => conn,
+        Err(_) => {
+            let answered = Answered::new(Outcome::CheckoutTimeout, "no connection", "503");
+            return report(worker, checkout_wait_ms, answered, None, checkout_wait_ms);
+        }
+    };
+    let mut ctx = Ctx::new(conn, asked, gate, work, calls, isolation);
+    let answered = answer(&mut ctx, shape).await;
+    ctx.release_held().await;
+    let answer_ms = since(Instant::now());
+    let mut r = report(
+        worker,
+        checkout_wait_ms,
+        answered,
+        ctx.error.take(),
+        answer_ms,
+    );
+    r.service_calls = ctx.service_calls;
+    r.steps = std::mem::take(&mut ctx.steps);
+    r
+}
+
+/// The shape's answer; in the request's transaction when it runs in one,
+/// which a server error rolls back, as an app's transaction block does
+/// when a statement raises (a 1062 caught by the shape included).
+async fn answer(ctx: &mut Ctx, shape: super::request::Shape) -> Answered {
+    let Some(level) = ctx.transaction else {
+        return shape(ctx).await;
+    };
+    if let Err(err) = ctx.begin(level).await {
+        return ctx.failed(&err, "—", None);
+    }
+    let answered = shape(ctx).await;
+    if ctx.error.is_none() && ctx.commit().await.is_ok() {
+        ctx.note("committed");
+        return answered;
+    }
+    ctx.rollback().await;
+    ctx.note("rolled back");
+    let did = match (answered.outcome, &ctx.error) {
+        (Outcome::Error, _) => format!("{}; rolled back", answered.did),
+        (_, Some(e)) => format!("{}; {}: rolled back, 500", answered.did, e.shown()),
+        (_, None) => format!("{}; rolled back, 500", answered.did),
+    };
+    Answered::new(Outcome::Error, answered.saw, did)
+}
+
+fn report(
+    worker: usize,
+    checkout_wait_ms: f64,
+    a: Answered,
+    error: Option<ServerError>,
+    answer_ms: f64,
+) -> EngineWorker {
+    EngineWorker {
+        worker,
+        checkout_wait_ms,
+        saw: a.saw,
+        did: a.did,
+        status: a.outcome.status(),
+        outcome: a.outcome,
+        // An error the shape caught and answered past is not the answer's.
+        error: error.filter(|_| a.outcome == Outcome::Error),
+        made_xp: a.made_xp,
+        service_calls: 0,
+        answer_ms,
+        steps: Vec::new(),
+    }
+}
+
+fn gave_up(worker: usize, gate: Instant) -> EngineWorker {
+    let limit = REQUEST_LIMIT.as_secs();
+    let answered = Answered::new(Outcome::Error, "—", format!("no answer within {limit} s"));
+    let at = gate.elapsed().as_secs_f64() * 1000.0;
+    report(worker, 0.0, answered, None, at)
+}
+
+/// The rows the race left, beside what each worker was told.
+async fn figures(
+    db: &Mariadb,
+    race: &MariadbRace,
+    run: usize,
+    reports: Vec<EngineWorker>,
+    calls: Arc<AtomicU64>,
+    elapsed_ms: f64,
+) -> Result<EngineResult> {
+    let count = |table: &'static str| {
+        let sql = format!("SELECT COUNT(*) FROM {table}");
+        let admin = db.admin.clone();
+        async move {
+            let row = sqlx::query(&sql).fetch_one(&admin).await?;
+            Ok::<u64, sqlx::Error>(row.try_get::<i64, _>(0)? as u64)
+        }
+    };
+    let mut outcomes = BTreeMap::new();
+    let mut errors = BTreeMap::new();
+    for r in &reports {
+        *outcomes.entry(r.outcome.name()).or_insert(0) += 1;
+        if let Some(e) = &r.error {
+            *errors.entry(e.shown()).or_insert(0) += 1;
+        }
+    }
+    Ok(EngineResult {
+        engine: Engine::Mariadb,
+        server_version: db.version().to_string(),
+        run,
+        key_rows: count("idempotency_keys").await?,
+        xp_rows: count("experience_points").await?,
+        service_calls: calls.load(std::sync::atomic::Ordering::SeqCst),
+        outcomes,
+        errors,
+        lesson_figure: race.lesson_figure(),
+        elapsed_ms,
+        reports,
+        race: race.clone(),
+    })
+}

@@ -1,0 +1,332 @@
+//! One request on MariaDB: its connection from the pool, the steps it takes (timed and noted as on PostgreSQL), the service call its work makes, and how it was answered.
+//!
+//! A strategy's MariaDB shape (its file's `on_mariadb`) sends its
+//! statements through [`Ctx`], never through the connection itself, so
+//! that every statement is a step in the workers' table and every server
+//! error is kept with its number and SQLSTATE.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use sqlx::mysql::{MySql, MySqlDatabaseError, MySqlQueryResult, MySqlRow};
+use sqlx::pool::PoolConnection;
+
+use crate::request::{Outcome, Step, StepEvent};
+use crate::strategy::transaction::Isolation;
+
+/// A strategy's shape on MariaDB: the request in, its answer out.
+pub type Shape = for<'a> fn(&'a mut Ctx) -> Pin<Box<dyn Future<Output = Answered> + Send + 'a>>;
+
+/// What a request asks for.
+#[derive(Debug, Clone, Serialize)]
+pub struct Asked {
+    pub key: String,
+    pub worker: usize,
+    pub user_id: i64,
+    pub amount: i32,
+    pub lesson: i32,
+}
+
+/// A value bound to a statement's `?`.
+#[derive(Debug, Clone)]
+pub enum Bind<'a> {
+    Text(&'a str),
+    Int(i64),
+}
+
+/// The error a MariaDB server answered with: its own number beside the
+/// SQLSTATE (1213 and 40001, 1062 and 23000).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerError {
+    pub number: u16,
+    pub sqlstate: String,
+    /// MariaDB's name for the number, where idem knows it.
+    pub name: &'static str,
+}
+
+/// The server errors a race meets, by number.
+const NAMES: [(u16, &str); 4] = [
+    (1062, "ER_DUP_ENTRY"),
+    (1205, "ER_LOCK_WAIT_TIMEOUT"),
+    (1213, "ER_LOCK_DEADLOCK"),
+    (1020, "ER_CHECKREAD"),
+];
+
+impl ServerError {
+    fn of(err: &sqlx::Error) -> Option<Self> {
+        let db = err.as_database_error()?;
+        let my = db.try_downcast_ref::<MySqlDatabaseError>()?;
+        let number = my.number();
+        Some(ServerError {
+            number,
+            sqlstate: my.code().unwrap_or("HY000").to_string(),
+            name: NAMES
+                .iter()
+                .find(|(n, _)| *n == number)
+                .map_or("", |(_, name)| name),
+        })
+    }
+
+    /// `1213 (40001, ER_LOCK_DEADLOCK)`.
+    pub fn shown(&self) -> String {
+        match self.name {
+            "" => format!("{} ({})", self.number, self.sqlstate),
+            name => format!("{} ({}, {name})", self.number, self.sqlstate),
+        }
+    }
+}
+
+/// The server's error number of `err`, if the server answered with one.
+pub fn number(err: &sqlx::Error) -> Option<u16> {
+    ServerError::of(err).map(|e| e.number)
+}
+
+/// The XP row a stored response names (`response_body`'s `xp_id`), read
+/// from column `col`. MariaDB's JSON is LONGTEXT under a binary collation,
+/// which sqlx reports as a blob: it is read as the text it is.
+pub fn stored_xp(row: &MySqlRow, col: usize) -> Option<i64> {
+    use sqlx::Row;
+    let body: Option<String> = row.try_get_unchecked(col).ok().flatten();
+    let body: serde_json::Value = serde_json::from_str(&body?).ok()?;
+    crate::strategy::work::xp_id_of(&body)
+}
+
+/// "replayed XP #4", or "replayed" when the stored response names none.
+pub fn replayed(xp: Option<i64>) -> String {
+    xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}"))
+}
+
+/// How a request ended.
+#[derive(Debug, Clone)]
+pub struct Answered {
+    pub outcome: Outcome,
+    /// What it found: "no key", "claim pending".
+    pub saw: String,
+    /// What it did: "made XP #3, key store lost".
+    pub did: String,
+    /// The XP row it made, if it made one that was kept or not.
+    pub made_xp: Option<i64>,
+}
+
+impl Answered {
+    pub fn new(outcome: Outcome, saw: impl Into<String>, did: impl Into<String>) -> Self {
+        Self {
+            outcome,
+            saw: saw.into(),
+            did: did.into(),
+            made_xp: None,
+        }
+    }
+}
+
+/// One request's connection and record.
+pub struct Ctx {
+    conn: PoolConnection<MySql>,
+    pub asked: Asked,
+    gate: Instant,
+    work: Duration,
+    calls: Arc<AtomicU64>,
+    /// The isolation level of the request's transaction, if it runs in one.
+    pub transaction: Option<Isolation>,
+    pub(super) steps: Vec<StepEvent>,
+    pub(super) error: Option<ServerError>,
+    pub(super) service_calls: u32,
+    /// What the session holds until the request ends (a `GET_LOCK`), with
+    /// the statement that lets it go.
+    held: Option<(&'static str, [String; 2])>,
+}
+
+impl Ctx {
+    pub(super) fn new(
+        conn: PoolConnection<MySql>,
+        asked: Asked,
+        gate: Instant,
+        work: Duration,
+        calls: Arc<AtomicU64>,
+        transaction: Option<Isolation>,
+    ) -> Self {
+        Self {
+            conn,
+            asked,
+            gate,
+            work,
+            calls,
+            transaction,
+            steps: Vec::new(),
+            error: None,
+            service_calls: 0,
+            held: None,
+        }
+    }
+
+    fn now_ms(&self) -> f64 {
+        self.gate.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// Sends `sql` with `binds` as `step`.
+    pub async fn exec(
+        &mut self,
+        step: Step,
+        sql: &'static str,
+        binds: &[Bind<'_>],
+    ) -> Result<MySqlQueryResult, sqlx::Error> {
+        let query = bound(sql, binds);
+        let start_ms = self.now_ms();
+        let out = query.execute(&mut *self.conn).await;
+        self.record(step, sql, start_ms, out.as_ref().err());
+        out
+    }
+
+    /// Sends `sql` with `binds` as `step`: its row, if there is one.
+    pub async fn fetch_opt(
+        &mut self,
+        step: Step,
+        sql: &'static str,
+        binds: &[Bind<'_>],
+    ) -> Result<Option<MySqlRow>, sqlx::Error> {
+        let query = bound(sql, binds);
+        let start_ms = self.now_ms();
+        let out = query.fetch_optional(&mut *self.conn).await;
+        self.record(step, sql, start_ms, out.as_ref().err());
+        out
+    }
+
+    fn record(&mut self, step: Step, sql: &'static str, start_ms: f64, err: Option<&sqlx::Error>) {
+        if let Some(error) = err.and_then(ServerError::of) {
+            self.error = Some(error);
+        }
+        self.steps.push(StepEvent {
+            step,
+            start_ms,
+            end_ms: self.now_ms(),
+            note: String::new(),
+            sql: (!sql.is_empty()).then_some(sql),
+        });
+    }
+
+    /// Notes what the last step found or did.
+    pub fn note(&mut self, note: impl Into<String>) {
+        if let Some(last) = self.steps.last_mut() {
+            last.note = note.into();
+        }
+    }
+
+    /// Keeps what the session took (a `GET_LOCK`) until the request ends,
+    /// after its transaction, when `release` with `on` lets it go. Until
+    /// then a request dropped at an await closes its connection, so that
+    /// the pool never hands out a session holding someone's lock.
+    pub fn hold_until_end(&mut self, release: &'static str, on: [String; 2]) {
+        self.conn.close_on_drop();
+        self.held = Some((release, on));
+    }
+
+    /// Lets go of what the session held, once the request's transaction
+    /// has ended.
+    pub(super) async fn release_held(&mut self) {
+        if let Some((release, [a, b])) = self.held.take()
+            && self
+                .fetch_opt(Step::Lock, release, &[Bind::Text(&a), Bind::Text(&b)])
+                .await
+                .is_ok()
+        {
+            self.note("key released");
+        }
+    }
+
+    /// Opens the request's transaction at its level. From here until it
+    /// ends, a request dropped at an await must not hand the pool a
+    /// connection inside a transaction: the connection is closed on drop
+    /// instead (the server rolls back a closed session's transaction).
+    pub async fn begin(&mut self, level: Isolation) -> Result<(), sqlx::Error> {
+        self.conn.close_on_drop();
+        let set = set_isolation(level);
+        self.exec(Step::Begin, set, &[]).await?;
+        self.exec(Step::Begin, "BEGIN", &[]).await?;
+        self.note(format!("BEGIN {}", level.name()));
+        Ok(())
+    }
+
+    pub async fn commit(&mut self) -> Result<(), sqlx::Error> {
+        self.exec(Step::Commit, "COMMIT", &[]).await.map(drop)
+    }
+
+    /// Rolls the transaction back; a connection the server has already
+    /// dropped is closed on drop anyway.
+    pub async fn rollback(&mut self) {
+        let _ = self.exec(Step::Rollback, "ROLLBACK", &[]).await;
+    }
+
+    /// The work: the service call (counted, and as slow as `--work-ms`),
+    /// then the XP row. Its id.
+    pub async fn work(&mut self) -> Result<i64, sqlx::Error> {
+        let a = self.asked.clone();
+        let binds = [
+            Bind::Int(a.user_id),
+            Bind::Int(a.amount.into()),
+            Bind::Int(a.lesson.into()),
+            Bind::Int(a.worker as i64),
+        ];
+        let xp = self.work_with(AWARD, &binds).await?.last_insert_id() as i64;
+        self.note(format!("made XP #{xp}"));
+        Ok(xp)
+    }
+
+    /// The service call, then `sql` as the work's statement: one step.
+    pub async fn work_with(
+        &mut self,
+        sql: &'static str,
+        binds: &[Bind<'_>],
+    ) -> Result<MySqlQueryResult, sqlx::Error> {
+        let start_ms = self.now_ms();
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.service_calls += 1;
+        tokio::time::sleep(self.work).await;
+        let out = bound(sql, binds).execute(&mut *self.conn).await;
+        self.record(Step::Work, sql, start_ms, out.as_ref().err());
+        out
+    }
+
+    /// A request ended on a server error: 500, the error kept.
+    pub fn failed(&mut self, err: &sqlx::Error, saw: &str, made_xp: Option<i64>) -> Answered {
+        let said = match ServerError::of(err) {
+            Some(e) => format!("error {}", e.shown()),
+            None => format!("error: {}", crate::controls::escaped(&err.to_string())),
+        };
+        self.note(said.clone());
+        Answered {
+            outcome: Outcome::Error,
+            saw: saw.into(),
+            did: match made_xp {
+                Some(xp) => format!("made XP #{xp}; {said}"),
+                None => said,
+            },
+            made_xp,
+        }
+    }
+}
+
+/// The work's statement: one XP row.
+pub const AWARD: &str = "INSERT INTO experience_points (user_id, amount, lesson, worker) \
+                         VALUES (?, ?, ?, ?)";
+
+fn set_isolation(level: Isolation) -> &'static str {
+    match level {
+        Isolation::ReadCommitted => "SET TRANSACTION ISOLATION LEVEL READ COMMITTED",
+        Isolation::RepeatableRead => "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+        Isolation::Serializable => "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+    }
+}
+
+fn bound<'q>(
+    sql: &'q str,
+    binds: &[Bind<'q>],
+) -> sqlx::query::Query<'q, MySql, sqlx::mysql::MySqlArguments> {
+    binds.iter().fold(sqlx::query(sql), |q, b| match b {
+        Bind::Text(t) => q.bind(*t),
+        Bind::Int(i) => q.bind(*i),
+    })
+}

@@ -1,0 +1,148 @@
+//! A race on another engine (MariaDB), as a person reads it: the settings, the rows beside the lesson's figure, what each worker was told, and the server's errors by number and SQLSTATE.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::style::{dim, strong};
+use super::table;
+use crate::engine::mariadb::race::EngineResult;
+
+/// One race's card.
+pub fn render(r: &EngineResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "\n{}", strong(title(r)));
+    let _ = writeln!(out, "{}\n", dim(settings_line(r)));
+    let figures = vec![
+        vec!["key rows".into(), r.key_rows.to_string()],
+        vec![
+            "XP rows".into(),
+            format!("{} (the lesson's figure: {})", r.xp_rows, r.lesson_figure),
+        ],
+        vec!["service calls".into(), r.service_calls.to_string()],
+        vec!["outcomes".into(), counted(&r.outcomes)],
+        vec![
+            "server errors".into(),
+            match r.errors.is_empty() {
+                true => "none".into(),
+                false => counted(&r.errors),
+            },
+        ],
+    ];
+    out.push_str(&table::render(&["figure", "value"], figures, &[]));
+    out.push('\n');
+    let rows = r
+        .reports
+        .iter()
+        .map(|w| {
+            vec![
+                w.worker.to_string(),
+                format!("{:.1} ms", w.checkout_wait_ms),
+                w.saw.clone(),
+                w.did.clone(),
+                format!("{} {}", status(w.status), w.outcome.name()),
+                format!("{:.1} ms", w.answer_ms),
+            ]
+        })
+        .collect();
+    out.push_str(&table::render(
+        &[
+            "worker",
+            "checkout wait",
+            "saw",
+            "did",
+            "outcome",
+            "answered at",
+        ],
+        rows,
+        &[0, 1, 5],
+    ));
+    out.push('\n');
+    out
+}
+
+/// "check-then-store on MariaDB 10.11.19 (InnoDB)".
+fn title(r: &EngineResult) -> String {
+    let version = r.server_version.split('-').next().unwrap_or("");
+    format!(
+        "{} on {} {version} (InnoDB)",
+        r.race.strategy.spec().name,
+        r.engine.spec().server
+    )
+}
+
+/// The race's settings in one line, as the PostgreSQL card gives them.
+pub fn settings_line(r: &EngineResult) -> String {
+    let runner = match r.race.runner_holds_connection {
+        true => " (the runner holds one)",
+        false => "",
+    };
+    let transaction = match r.race.isolation {
+        Some(level) => format!("in the request's transaction at {}", level.name()),
+        None => "each statement committing on its own".into(),
+    };
+    format!(
+        "{} workers, pool of {}{runner}, work {} ms, {transaction}",
+        r.race.workers, r.race.pool_size, r.race.work_ms
+    )
+}
+
+fn status(status: u16) -> String {
+    match status {
+        0 => "—".into(),
+        s => s.to_string(),
+    }
+}
+
+/// "created 1, duplicate 3".
+pub fn counted<K: std::fmt::Display>(counts: &BTreeMap<K, usize>) -> String {
+    counts
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Many races' XP rows: how often each figure came.
+pub fn render_runs(results: &[EngineResult]) -> String {
+    let Some(first) = results.first() else {
+        return String::new();
+    };
+    let mut seen: BTreeMap<(u64, u64), usize> = BTreeMap::new();
+    let mut errors: BTreeMap<String, usize> = BTreeMap::new();
+    for r in results {
+        *seen.entry((r.xp_rows, r.service_calls)).or_insert(0) += 1;
+        for (e, n) in &r.errors {
+            *errors.entry(e.clone()).or_insert(0) += n;
+        }
+    }
+    let n = results.len();
+    let rows = seen
+        .iter()
+        .map(|((rows, calls), runs)| {
+            let mark = match *rows == first.lesson_figure {
+                true => "  ← the lesson's figure",
+                false => "",
+            };
+            vec![
+                rows.to_string(),
+                calls.to_string(),
+                format!("{runs} of {n}{mark}"),
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "\n{}\n{}\n\n",
+        strong(title(first)),
+        dim(settings_line(first))
+    );
+    out.push_str(&table::render(
+        &["XP rows", "service calls", "runs"],
+        rows,
+        &[0, 1],
+    ));
+    out.push('\n');
+    if !errors.is_empty() {
+        let _ = writeln!(out, "server errors over the {n} runs: {}", counted(&errors));
+    }
+    out
+}

@@ -1,0 +1,220 @@
+//! The races on MariaDB (InnoDB), on a real `mariadbd` idem starts itself: lesson 1's figure, where InnoDB agrees with PostgreSQL, where it answers otherwise (the gap lock's 1213), and that nothing outlives a run.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{Sandbox, TIMING, signal};
+
+/// `idem race --engine mariadb ARGS --json` in `sandbox`: its one result.
+fn race(sandbox: &Sandbox, args: &[&str]) -> Value {
+    let out = sandbox
+        .idem()
+        .args(["race", "--engine", "mariadb", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "idem race --engine mariadb {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn n(v: &Value, field: &str) -> u64 {
+    v[field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{field} in {v}"))
+}
+
+/// The server errors a race met, by their `number (SQLSTATE, name)`.
+fn errors(v: &Value) -> Vec<String> {
+    v["errors"].as_object().unwrap().keys().cloned().collect()
+}
+
+#[test]
+fn lesson_one_on_innodb_makes_one_xp_row_per_connection_as_on_postgres() {
+    let sandbox = Sandbox::new("engines-lesson-one");
+    let _serial = TIMING.blocking_lock();
+    // The course's figure: a pool of five, the runner holds one.
+    for (pool, xp) in [("4", 3), ("5", 4), ("6", 5)] {
+        let r = race(&sandbox, &["-s", "check-then-store", "--pool-size", pool]);
+        assert_eq!(r["engine"], "mariadb");
+        assert_eq!(n(&r, "key_rows"), 1, "pool {pool}: {r}");
+        assert_eq!(n(&r, "xp_rows"), xp, "pool {pool}: {r}");
+        assert_eq!(n(&r, "lesson_figure"), xp, "pool {pool}");
+        assert_eq!(n(&r, "service_calls"), xp, "pool {pool}: {r}");
+        // The losers of the key store met 1062 and answered 201 anyway.
+        assert_eq!(r["outcomes"]["duplicate"], xp - 1, "pool {pool}: {r}");
+    }
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn a_claim_or_a_unique_insert_holds_on_innodb() {
+    let sandbox = Sandbox::new("engines-claims");
+    for strategy in ["claim-work-complete", "insert-unique", "advisory-lock"] {
+        let r = race(
+            &sandbox,
+            &["-s", strategy, "--workers", "8", "--pool-size", "9"],
+        );
+        assert_eq!(n(&r, "xp_rows"), 1, "{strategy}: {r}");
+        assert_eq!(errors(&r), Vec::<String>::new(), "{strategy}: {r}");
+        let answered: u64 = r["outcomes"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(answered, 8, "{strategy}: every request answered: {r}");
+    }
+    // The claim's losers were told 409 or the winner's response, never 201 created.
+    let r = race(
+        &sandbox,
+        &[
+            "-s",
+            "claim-work-complete",
+            "--workers",
+            "8",
+            "--pool-size",
+            "9",
+        ],
+    );
+    assert_eq!(r["outcomes"]["created"], 1, "{r}");
+    assert_eq!(n(&r, "service_calls"), 1, "{r}");
+}
+
+#[test]
+fn find_for_update_deadlocks_under_repeatable_read_and_meets_1062_under_read_committed() {
+    let sandbox = Sandbox::new("engines-gap-lock");
+    let _serial = TIMING.blocking_lock();
+    // A wide window, so that every worker with a connection has locked
+    // the missing key's gap before the first one inserts.
+    let wide = ["-s", "find-for-update", "--work-ms", "100"];
+    let rr = race(&sandbox, &wide);
+    assert_eq!(rr["isolation"], "repeatable-read", "InnoDB's default");
+    assert_eq!(errors(&rr), ["1213 (40001, ER_LOCK_DEADLOCK)"], "{rr}");
+    let rc = race(
+        &sandbox,
+        &[&wide[..], &["--isolation", "read-committed"]].concat(),
+    );
+    assert_eq!(errors(&rc), ["1062 (23000, ER_DUP_ENTRY)"], "{rc}");
+    for r in [&rr, &rc] {
+        // Either way the rollbacks leave one XP row and one key.
+        assert_eq!(n(r, "xp_rows"), 1, "{r}");
+        assert_eq!(n(r, "key_rows"), 1, "{r}");
+        // The work ran for every request that found no key: the four with
+        // a connection at the gate, and under REPEATABLE READ sometimes a
+        // fifth, whose gap lock (taken once a loser's rollback freed a
+        // connection) blocks the winner's insert in turn.
+        let found_none = r["reports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["saw"] == "no key")
+            .count() as u64;
+        assert_eq!(n(r, "service_calls"), found_none, "{r}");
+        assert!(found_none >= 4, "{r}");
+        assert_eq!(r["outcomes"]["error"], found_none - 1, "{r}");
+        // Each loser's error carries the server's number beside its SQLSTATE.
+        let loser = r["reports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["outcome"] == "error")
+            .unwrap();
+        assert!(loser["error"]["number"].as_u64().is_some(), "{loser}");
+        assert!(loser["error"]["sqlstate"].as_str().is_some(), "{loser}");
+        assert_eq!(loser["status"], 500, "{loser}");
+    }
+}
+
+#[test]
+fn what_a_mariadb_race_does_not_take_is_refused_in_one_line() {
+    let sandbox = Sandbox::new("engines-refused");
+    for (args, says) in [
+        (&["--http"][..], "--http"),
+        (&["-s", "guard"][..], "guard on MariaDB"),
+        (&["--loser", "poll"][..], "--loser"),
+        (&["--trace"][..], "--trace"),
+        (&["--database-url", "mysql://u@h/d"][..], "--database-url"),
+    ] {
+        let out = sandbox
+            .idem()
+            .args(["race", "--engine", "mariadb"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} was taken");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}
+
+/// Starts a slow MariaDB race, signals it `after` its start (or, with
+/// `server_up`, after its `mariadbd` is up), and says what was left.
+fn signalled(sandbox: &Sandbox, sig: i32, server_up: bool, after: Duration) -> Vec<String> {
+    let mut child = sandbox
+        .idem_std()
+        .args(["race", "--engine", "mariadb", "--work-ms", "2000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server_up
+        && !crate::common::processes_mentioning(&sandbox.dir)
+            .iter()
+            .any(|p| p.contains("mariadbd"))
+    {
+        assert!(Instant::now() < deadline, "no mariadbd started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(after);
+    signal(child.id(), sig);
+    child.wait().unwrap();
+    match sig {
+        // A run killed before its server's supervisor started may leave
+        // its run directory (no process): the next run's sweep removes it.
+        libc::SIGKILL => {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let left = crate::common::processes_mentioning(&sandbox.dir);
+                if left.is_empty() || Instant::now() > deadline {
+                    return left;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        _ => sandbox.wait_clean(Duration::from_secs(10)),
+    }
+}
+
+#[test]
+fn no_mariadbd_or_run_directory_outlives_ctrl_c_sigterm_or_sigkill() {
+    let sandbox = Sandbox::new("engines-signals");
+    // Moments spread over the server's start (the first three), then
+    // over the tables' migration and the race.
+    let signals = [libc::SIGINT, libc::SIGTERM, libc::SIGKILL];
+    for (i, sig) in signals.into_iter().cycle().take(9).enumerate() {
+        let (server_up, after) = match i {
+            0..3 => (false, Duration::from_millis(40 * i as u64)),
+            _ => (true, Duration::from_millis(150 * (i as u64 - 3))),
+        };
+        let left = signalled(&sandbox, sig, server_up, after);
+        assert_eq!(left, Vec::<String>::new(), "signal {sig} at moment {i}");
+    }
+    // The next run sweeps whatever directory a SIGKILL left.
+    race(&sandbox, &["--work-ms", "1"]);
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
