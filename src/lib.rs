@@ -89,7 +89,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Hint(a) => dispatch(c::hint::plan(&a)?, s).await,
         Command::Challenge(a) => match c::challenge::plan(&a)? {
             c::challenge::Challenge::AtUrl(at_url) => dispatch(*at_url, s).await,
-            c::challenge::Challenge::InProcess(in_process) => dispatch(in_process, s).await,
+            c::challenge::Challenge::InProcess(in_process) => dispatch(*in_process, s).await,
             c::challenge::Challenge::Starter(written) => dispatch(written, s).await,
         },
         Command::Serve(a) => dispatch(c::serve::plan(&a)?, s).await,

@@ -81,6 +81,7 @@ impl ClusterArgs {
             pg_bin: self.pg_bin.clone(),
             pg_user: self.pg_user.clone(),
             pgbouncer_bin: self.pgbouncer_bin.clone(),
+            mariadb_bin: self.mariadb_bin.clone(),
             ..ClusterOptions::default()
         }
     }

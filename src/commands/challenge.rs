@@ -31,7 +31,7 @@ const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// written.
 pub enum Challenge {
     AtUrl(Box<AtUrl>),
-    InProcess(InProcess),
+    InProcess(Box<InProcess>),
     Starter(super::starter::Written),
 }
 
@@ -58,10 +58,10 @@ pub fn plan(args: &ChallengeArgs) -> Result<Challenge> {
         if args.count.count_sql.is_some() {
             bail!("--count-sql judges an app over HTTP; add --url");
         }
-        return Ok(Challenge::InProcess(InProcess {
+        return Ok(Challenge::InProcess(Box::new(InProcess {
             out,
             db: args.connect.options(),
-        }));
+        })));
     };
     let counter = super::probe::counter(&args.count)?;
     let probe = Probe::new(

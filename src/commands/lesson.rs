@@ -344,6 +344,13 @@ fn show_view(
 ) -> String {
     let mut out = String::new();
     let first = verdict.results.first();
+    if let Some(r) = verdict.engine_results.first() {
+        return match view {
+            View::Race => format!("{}\n", report::engine::render(r)),
+            View::Runs => format!("{}\n", report::engine::render_runs(&verdict.engine_results)),
+            _ => out,
+        };
+    }
     if let (View::Explore, Some(found)) = (view, &verdict.explored) {
         return format!("{}\n", report::explore::render(found));
     }

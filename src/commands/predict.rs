@@ -43,6 +43,18 @@ pub async fn ask(p: &Prediction, keys: &mut Keyboard) -> Result<Option<u64>> {
 /// The figure of each run the scenario ran; for a scenario that is not a
 /// race (lesson 6's clients), the figure its checks counted.
 pub fn figures(figure: Figure, verdict: &Verdict) -> Vec<u64> {
+    if !verdict.engine_results.is_empty() {
+        return verdict
+            .engine_results
+            .iter()
+            .filter_map(|r| match figure {
+                Figure::XpRows => Some(r.xp_rows),
+                Figure::ServiceCalls => Some(r.service_calls),
+                Figure::Conflicts => Some(r.outcomes.get("conflict").map_or(0, |n| *n as u64)),
+                Figure::WrongReplays => None,
+            })
+            .collect();
+    }
     if verdict.results.is_empty() {
         let named = match figure {
             Figure::XpRows => "XP rows",

@@ -34,6 +34,8 @@ pub struct ClusterOptions {
     pub server_settings: Vec<String>,
     /// `--pgbouncer-bin`: where PgBouncer is, for `--via pgbouncer`; found if `None`.
     pub pgbouncer_bin: Option<PathBuf>,
+    /// `--mariadb-bin`: where MariaDB is, for a scenario on that engine.
+    pub mariadb_bin: Option<PathBuf>,
 }
 
 /// A running disposable cluster. Dropping it stops it and removes its files.

@@ -108,6 +108,11 @@ pub struct Database {
     bouncer: tokio::sync::OnceCell<pgbouncer::Bouncer>,
     /// Where PgBouncer is (`--pgbouncer-bin`).
     pgbouncer_bin: Option<std::path::PathBuf>,
+    /// A disposable MariaDB beside the cluster, started by the first
+    /// scenario on that engine, stopped at close.
+    mariadb: tokio::sync::OnceCell<crate::engine::mariadb::Mariadb>,
+    /// Where MariaDB is (`--mariadb-bin`).
+    mariadb_bin: Option<std::path::PathBuf>,
     /// A server reached by URL proven a disposable cluster of idem's by
     /// this token (see [`ownership`]).
     proven_own: Option<String>,
@@ -216,6 +221,8 @@ impl Database {
             standby,
             bouncer: tokio::sync::OnceCell::new(),
             pgbouncer_bin: opts.cluster.pgbouncer_bin.clone(),
+            mariadb: tokio::sync::OnceCell::new(),
+            mariadb_bin: opts.cluster.mariadb_bin.clone(),
             proven_own: None,
         };
         let opened = db.make_ready(run_id, &holder_options).await;
@@ -521,6 +528,18 @@ impl Database {
         Ok((pgbouncer::locate(self.pgbouncer_bin.as_deref())?, cluster))
     }
 
+    /// A disposable MariaDB beside the cluster, started on first use (a
+    /// scenario on `engine = "mariadb"`).
+    pub async fn mariadb(&self) -> Result<&crate::engine::mariadb::Mariadb> {
+        let options = crate::engine::mariadb::MariadbOptions {
+            bin: self.mariadb_bin.clone(),
+            template_cache: None,
+        };
+        self.mariadb
+            .get_or_try_init(|| crate::engine::mariadb::Mariadb::open(&options))
+            .await
+    }
+
     /// The PgBouncer in front of the disposable cluster, started on first use.
     async fn bouncer(&self) -> Result<&pgbouncer::Bouncer> {
         let (program, cluster) = self.pgbouncer_front()?;
@@ -552,8 +571,12 @@ impl Database {
             existing,
             lifeline,
             bouncer,
+            mariadb,
             ..
         } = self;
+        if let Some(mariadb) = mariadb.into_inner() {
+            let _ = mariadb.close().await;
+        }
         // Only a schema this run made (and so marked) is kept or dropped.
         let dropped = match (&backend, &lifeline) {
             (Backend::Server { .. }, Some(_)) if !existing => {

@@ -9,12 +9,14 @@
 
 pub mod mariadb;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::strategy::transaction::Isolation;
 
 /// An engine, as `--engine` and the JSON name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Engine {
     /// PostgreSQL: a disposable cluster, or --database-url.

@@ -5,6 +5,10 @@
 /// (lesson 10's after lesson 1's).
 pub const SCENARIOS: &[(&str, &str)] = &[
     (
+        "1-check-then-store-on-innodb.toml",
+        include_str!("../../scenarios/1-check-then-store-on-innodb.toml"),
+    ),
+    (
         "1-check-then-store.toml",
         include_str!("../../scenarios/1-check-then-store.toml"),
     ),
@@ -33,6 +37,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/10-sync-failover-keeps-the-key.toml"),
     ),
     (
+        "2-claim-work-complete-on-innodb.toml",
+        include_str!("../../scenarios/2-claim-work-complete-on-innodb.toml"),
+    ),
+    (
         "2-claim-work-complete.toml",
         include_str!("../../scenarios/2-claim-work-complete.toml"),
     ),
@@ -43,6 +51,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "2-explore-claim-work-complete.toml",
         include_str!("../../scenarios/2-explore-claim-work-complete.toml"),
+    ),
+    (
+        "2-insert-unique-on-innodb.toml",
+        include_str!("../../scenarios/2-insert-unique-on-innodb.toml"),
     ),
     (
         "2-insert-unique.toml",
@@ -163,6 +175,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/8-advisory-lock-rc.toml"),
     ),
     (
+        "8-advisory-lock-rr-on-innodb.toml",
+        include_str!("../../scenarios/8-advisory-lock-rr-on-innodb.toml"),
+    ),
+    (
         "8-advisory-lock-rr.toml",
         include_str!("../../scenarios/8-advisory-lock-rr.toml"),
     ),
@@ -211,8 +227,16 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/8-claim-work-complete-ser.toml"),
     ),
     (
+        "8-find-for-update-rc-on-innodb.toml",
+        include_str!("../../scenarios/8-find-for-update-rc-on-innodb.toml"),
+    ),
+    (
         "8-find-for-update-rc.toml",
         include_str!("../../scenarios/8-find-for-update-rc.toml"),
+    ),
+    (
+        "8-find-for-update-rr-on-innodb.toml",
+        include_str!("../../scenarios/8-find-for-update-rr-on-innodb.toml"),
     ),
     (
         "8-find-for-update-rr.toml",

@@ -8,6 +8,8 @@ use serde::Serialize;
 use super::file::Scenario;
 use crate::db::Database;
 use crate::db::via::Via;
+use crate::engine::Engine;
+use crate::engine::mariadb::race::{self as on_mariadb, EngineResult, MariadbRace};
 use crate::keys::{KeysResult, simulate};
 use crate::limits::Origin;
 use crate::race::options::RaceInput;
@@ -36,6 +38,9 @@ pub struct Verdict {
     /// The races it ran, for whoever shows more than the checks (a lesson).
     #[serde(skip)]
     pub results: Vec<RaceResult>,
+    /// The races it ran on another engine (MariaDB).
+    #[serde(skip)]
+    pub engine_results: Vec<EngineResult>,
     /// What an `[explore]` scenario's walk found.
     #[serde(skip)]
     pub explored: Option<crate::explore::Exploration>,
@@ -56,8 +61,12 @@ fn check(what: &str, expected: impl ToString, actual: impl ToString, ok: bool) -
     }
 }
 
-/// Runs the scenario against `db` and checks every expectation it states.
+/// Runs the scenario against `db` (or, on `engine = "mariadb"`, against
+/// the disposable MariaDB beside it) and checks every expectation it states.
 pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
+    if scenario.engine == Engine::Mariadb {
+        return on_another_engine(db, scenario).await;
+    }
     let needs_pgbouncer = scenario.pooler.is_some()
         || scenario
             .race
@@ -98,7 +107,32 @@ pub async fn run(db: &Database, scenario: &Scenario) -> Result<Verdict> {
         checks,
         skipped,
         results,
+        engine_results: Vec::new(),
         explored,
+    })
+}
+
+/// A `[race]` scenario on MariaDB: its races, then its checks.
+async fn on_another_engine(db: &Database, scenario: &Scenario) -> Result<Verdict> {
+    let spec = scenario
+        .race
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("{}: a MariaDB scenario is a [race]", scenario.source))?;
+    let race = MariadbRace::from_input(spec, Origin::File)?;
+    let mariadb = db.mariadb().await?;
+    let mut results = Vec::new();
+    for run in 1..=scenario.expect.runs.unwrap_or(1).max(1) as usize {
+        results.push(on_mariadb::run(mariadb, &race, run).await?);
+    }
+    Ok(Verdict {
+        source: scenario.source.clone(),
+        title: scenario.title.clone(),
+        lesson: scenario.lesson,
+        checks: engine_checks(scenario, &results),
+        skipped: None,
+        results: Vec::new(),
+        engine_results: results,
+        explored: None,
     })
 }
 
@@ -196,12 +230,16 @@ async fn race_results(
 }
 
 /// A figure of a race, by the name its check shows.
-type Figure = fn(&RaceResult) -> u64;
+type Figure<T> = fn(&T) -> u64;
 
-/// The figures an `[expect]` may state of a race, in the order they are
-/// shown, each checked on every run unless the file gives its rate (the
-/// least and the most share of runs that must show it).
-fn race_figures(e: &super::file::Expect) -> [(&'static str, Option<u64>, Figure, Rate); 5] {
+/// A figure an `[expect]` may state: its name, the value the file gives,
+/// how to read it off a race, and the least and the most share of runs
+/// that must show it (none: every run).
+type Stated<T> = (&'static str, Option<u64>, Figure<T>, Rate);
+
+/// The figures an `[expect]` may state of a race on PostgreSQL, in the
+/// order they are shown.
+fn race_figures(e: &super::file::Expect) -> [Stated<RaceResult>; 5] {
     [
         ("key rows", e.key_rows, |r| r.key_rows, (None, None)),
         (
@@ -226,11 +264,30 @@ fn race_figures(e: &super::file::Expect) -> [(&'static str, Option<u64>, Figure,
     ]
 }
 
+/// The same for a race on another engine (MariaDB).
+fn engine_figures(e: &super::file::Expect) -> [Stated<EngineResult>; 3] {
+    [
+        ("key rows", e.key_rows, |r| r.key_rows, (None, None)),
+        (
+            "XP rows",
+            e.xp_rows,
+            |r| r.xp_rows,
+            (e.min_rate, e.max_rate),
+        ),
+        (
+            "service calls",
+            e.service_calls,
+            |r| r.service_calls,
+            (e.service_calls_min_rate, e.service_calls_max_rate),
+        ),
+    ]
+}
+
 /// The least and the most share of runs a figure must be seen in.
 type Rate = (Option<f64>, Option<f64>);
 
 /// The runs' figure: the one value when one race ran, else its distribution.
-fn shown(results: &[RaceResult], figure: Figure) -> String {
+fn shown<T>(results: &[T], figure: Figure<T>) -> String {
     let mut h = BTreeMap::new();
     for r in results {
         *h.entry(figure(r)).or_insert(0u64) += 1;
@@ -242,39 +299,83 @@ fn shown(results: &[RaceResult], figure: Figure) -> String {
 }
 
 /// " in all N runs", or nothing for one.
-fn in_all(results: &[RaceResult]) -> String {
+fn in_all<T>(results: &[T]) -> String {
     match results.len() {
         1 => String::new(),
         n => format!(" in all {n} runs"),
     }
 }
 
-fn race_checks(scenario: &Scenario, results: &[RaceResult]) -> Vec<Check> {
-    let e = &scenario.expect;
-    let every_run = |what: &str, x: u64, figure: Figure| {
-        check(
-            what,
-            format!("{x}{}", in_all(results)),
-            shown(results, figure),
-            results.iter().all(|r| figure(r) == x),
-        )
-    };
-    let mut checks: Vec<Check> = race_figures(e)
+/// Each stated figure against the runs: on every run, or at its rate.
+fn figure_checks<T>(results: &[T], figures: impl IntoIterator<Item = Stated<T>>) -> Vec<Check> {
+    figures
         .into_iter()
         .filter_map(|(what, x, figure, rate)| {
             x.map(|x| match rate {
-                (None, None) => every_run(what, x, figure),
+                (None, None) => check(
+                    what,
+                    format!("{x}{}", in_all(results)),
+                    shown(results, figure),
+                    results.iter().all(|r| figure(r) == x),
+                ),
                 rate => rate_check(what, results, figure, x, rate),
             })
         })
-        .collect();
+        .collect()
+}
+
+fn race_checks(scenario: &Scenario, results: &[RaceResult]) -> Vec<Check> {
+    let e = &scenario.expect;
+    let mut checks = figure_checks(results, race_figures(e));
     if let Some(expected) = &e.outcomes {
-        checks.push(outcomes_check(results, expected));
+        checks.push(outcomes_check(results, expected, |r, o| r.count(o)));
     }
     if let Some(lost) = e.acknowledged_key_lost {
         checks.push(failover_check(results, lost));
     }
     checks
+}
+
+/// A race on another engine: its figures, its outcomes, and the server
+/// errors every run met, by number.
+fn engine_checks(scenario: &Scenario, results: &[EngineResult]) -> Vec<Check> {
+    let e = &scenario.expect;
+    let mut checks = figure_checks(results, engine_figures(e));
+    if let Some(expected) = &e.outcomes {
+        let count =
+            |r: &EngineResult, o: Outcome| r.outcomes.get(o.name()).map_or(0, |n| *n as u64);
+        checks.push(outcomes_check(results, expected, count));
+    }
+    if let Some(expected) = &e.server_errors {
+        checks.push(server_errors_check(results, expected));
+    }
+    checks
+}
+
+/// Every run met each of the server errors the file names, by number, and
+/// no other.
+fn server_errors_check(results: &[EngineResult], expected: &[u16]) -> Check {
+    let numbers = |r: &EngineResult| -> std::collections::BTreeSet<u16> {
+        r.reports
+            .iter()
+            .filter_map(|w| w.error.as_ref().map(|e| e.number))
+            .collect()
+    };
+    let want: std::collections::BTreeSet<u16> = expected.iter().copied().collect();
+    let show = |s: &std::collections::BTreeSet<u16>| match s.is_empty() {
+        true => "none".to_string(),
+        false => s.iter().map(u16::to_string).collect::<Vec<_>>().join(", "),
+    };
+    let differing = results.iter().map(numbers).find(|n| *n != want);
+    let seen = differing
+        .clone()
+        .unwrap_or_else(|| results.first().map(numbers).unwrap_or_default());
+    check(
+        "server errors",
+        format!("{}{}", show(&want), in_all(results)),
+        show(&seen),
+        differing.is_none() && !results.is_empty(),
+    )
 }
 
 /// Lesson 10: whether every run's failover lost the acknowledged key. A
@@ -306,13 +407,7 @@ fn failover_check(results: &[RaceResult], lost: bool) -> Check {
 
 /// A probabilistic figure: the share of runs whose `figure` is `x`, at
 /// least `min` or at most `max` (`max` wins if both are given).
-fn rate_check(
-    what: &str,
-    results: &[RaceResult],
-    figure: Figure,
-    x: u64,
-    (min, max): Rate,
-) -> Check {
+fn rate_check<T>(what: &str, results: &[T], figure: Figure<T>, x: u64, (min, max): Rate) -> Check {
     let n = results.len();
     let hits = results.iter().filter(|r| figure(r) == x).count();
     let share = hits as f64 / n as f64;
@@ -330,17 +425,21 @@ fn rate_check(
 }
 
 /// Every run's count of each outcome the file names, against the file's.
-fn outcomes_check(results: &[RaceResult], expected: &BTreeMap<String, u64>) -> Check {
+fn outcomes_check<T>(
+    results: &[T],
+    expected: &BTreeMap<String, u64>,
+    count: fn(&T, Outcome) -> u64,
+) -> Check {
     let show = |m: &BTreeMap<String, u64>| {
         m.iter()
             .map(|(k, v)| format!("{k} {v}"))
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let actual = |r: &RaceResult| -> BTreeMap<String, u64> {
+    let actual = |r: &T| -> BTreeMap<String, u64> {
         expected
             .keys()
-            .map(|k| (k.clone(), Outcome::from_name(k).map_or(0, |o| r.count(o))))
+            .map(|k| (k.clone(), Outcome::from_name(k).map_or(0, |o| count(r, o))))
             .collect()
     };
     let differing = results.iter().map(actual).find(|a| a != expected);

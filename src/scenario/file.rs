@@ -18,6 +18,9 @@ use crate::race::options::RaceInput;
 pub struct Scenario {
     pub title: String,
     pub lesson: u8,
+    /// The engine its race runs on: PostgreSQL unless it says `mariadb`.
+    #[serde(default)]
+    pub engine: crate::engine::Engine,
     /// What it shows, in a few sentences.
     pub explain: String,
     /// A race (most lessons)...
@@ -79,6 +82,9 @@ pub struct Expect {
     /// whose service calls must equal `service_calls`.
     pub service_calls_min_rate: Option<f64>,
     pub service_calls_max_rate: Option<f64>,
+    /// On MariaDB: the server errors every run meets, by number (1213,
+    /// 1062), and no other.
+    pub server_errors: Option<Vec<u16>>,
     /// Lesson 10: whether the failover lost the key a 201 was answered for.
     pub acknowledged_key_lost: Option<bool>,
     /// Key-design simulations.
@@ -153,8 +159,18 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
     if let Some(runs) = scenario.expect.runs {
         limits::RUNS.check(runs, Origin::File).map_err(in_file)?;
     }
-    if let Some(race) = &scenario.race {
-        race.build(Origin::File).map_err(in_file)?;
+    match (&scenario.race, scenario.engine) {
+        (Some(race), crate::engine::Engine::Postgres) => {
+            race.build(Origin::File).map_err(in_file)?;
+        }
+        (Some(race), crate::engine::Engine::Mariadb) => {
+            let race = crate::engine::mariadb::race::MariadbRace::from_input(race, Origin::File);
+            race.map_err(in_file)?;
+        }
+        (None, crate::engine::Engine::Mariadb) => {
+            bail!("{name}: engine = \"mariadb\" runs a [race] only, so far")
+        }
+        (None, crate::engine::Engine::Postgres) => {}
     }
     if let Some(keys) = &scenario.keys {
         keys.checked(Origin::File).map_err(in_file)?;
@@ -225,6 +241,20 @@ const RACE_FIGURES: &[&str] = &[
     "service_calls_max_rate",
 ];
 
+/// The figures a `[race]` on MariaDB produces.
+const MARIADB_RACE_FIGURES: &[&str] = &[
+    "runs",
+    "key_rows",
+    "xp_rows",
+    "min_rate",
+    "max_rate",
+    "outcomes",
+    "service_calls",
+    "service_calls_min_rate",
+    "service_calls_max_rate",
+    "server_errors",
+];
+
 /// The figures a `[keys]` simulation produces.
 const KEYS_FIGURES: &[&str] = &["xp_rows", "duplicates", "keys_used", "merged_intents"];
 
@@ -272,6 +302,7 @@ impl Expect {
             ("interleavings", self.interleavings.is_some()),
             ("held", self.held.is_some()),
             ("failing", self.failing.is_some()),
+            ("server_errors", self.server_errors.is_some()),
         ]
         .into_iter()
         .filter_map(|(key, given)| given.then_some(key))
@@ -294,6 +325,9 @@ impl Scenario {
             (Some(_), ..) => ("[pooler]", POOLER_FIGURES),
             (None, Some(_), _) => ("[keys]", KEYS_FIGURES),
             (None, None, Some(_)) => ("[explore]", EXPLORE_FIGURES),
+            (None, None, None) if self.engine == crate::engine::Engine::Mariadb => {
+                ("[race] on MariaDB", MARIADB_RACE_FIGURES)
+            }
             (None, None, None) => ("[race]", RACE_FIGURES),
         }
     }

@@ -183,6 +183,7 @@ const TIMED: &[&str] = &[
     "docs/over-the-wire.md",
     "docs/request-life.md",
     "docs/standby.md",
+    "docs/engines.md",
     "README.md",
 ];
 

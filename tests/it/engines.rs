@@ -218,3 +218,48 @@ fn no_mariadbd_or_run_directory_outlives_ctrl_c_sigterm_or_sigkill() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn a_scenario_file_says_what_it_runs_on_and_checks_only_what_that_engine_shows() {
+    let sandbox = Sandbox::new("engines-scenario-files");
+    let file = sandbox.dir.join("s.toml");
+    let head = "title = \"t\"\nlesson = 8\nexplain = \"e\"\n";
+    for (body, says) in [
+        // The server's error numbers are MariaDB's.
+        (
+            "[race]\nstrategy = \"find-for-update\"\n[expect]\nserver_errors = [1213]\n",
+            "server_errors",
+        ),
+        // PostgreSQL's figures that a MariaDB race does not count yet.
+        (
+            "engine = \"mariadb\"\n[race]\nstrategy = \"check-then-store\"\n[expect]\nduplicates = 3\n",
+            "duplicates",
+        ),
+        (
+            "engine = \"mariadb\"\n[keys]\nkind = \"random\"\n[expect]\nxp_rows = 1\n",
+            "[race] only",
+        ),
+        (
+            "engine = \"mariadb\"\n[race]\nstrategy = \"guard\"\n[expect]\nxp_rows = 1\n",
+            "guard on MariaDB",
+        ),
+        (
+            "engine = \"oracle\"\n[race]\nstrategy = \"guard\"\n[expect]\nxp_rows = 1\n",
+            "oracle",
+        ),
+    ] {
+        std::fs::write(&file, format!("{head}{body}")).unwrap();
+        let out = sandbox
+            .idem()
+            .args(["scenario", "run"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{body}: {err}");
+        assert!(err.contains(says), "{body}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{body}: {err}");
+    }
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}

@@ -288,6 +288,7 @@ fn a_scenario_verdict_says_its_rates_in_runs() {
         }],
         skipped: None,
         results: Vec::new(),
+        engine_results: Vec::new(),
         explored: None,
     };
     insta::assert_snapshot!(format!(

@@ -36,6 +36,7 @@ pub struct MariadbOptions {
 }
 
 /// A disposable MariaDB and the run's database in it.
+#[derive(Debug)]
 pub struct Mariadb {
     server: Option<MariadbServer>,
     /// Bookkeeping: the run's tables and counts.

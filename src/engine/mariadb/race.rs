@@ -12,12 +12,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use serde::Serialize;
+use serde_json::Value;
 use sqlx::Row;
 
 use super::Mariadb;
 use super::request::{Answered, Asked, Ctx, ServerError};
 use crate::engine::Engine;
+use crate::limits::Origin;
 use crate::race::RaceSettings;
+use crate::race::options::RaceInput;
 use crate::request::{Outcome, StepEvent};
 use crate::strategy::StrategyKind;
 use crate::strategy::spec::OnMariadb;
@@ -26,6 +29,21 @@ use crate::strategy::transaction::{Isolation, Transaction};
 /// The longest one request may take before the race gives up on it; its
 /// future is then dropped, and its connection closed, not pooled.
 const REQUEST_LIMIT: Duration = Duration::from_secs(60);
+
+/// The options a MariaDB race takes, as the race's inputs name them.
+const TAKES: &[&str] = &[
+    "workers",
+    "key",
+    "strategy",
+    "pool_size",
+    "no_runner_connection",
+    "runner_connection",
+    "runner_holds_connection",
+    "work_ms",
+    "checkout_timeout_ms",
+    "transaction",
+    "isolation",
+];
 
 /// What a MariaDB race needs of the race's settings.
 #[derive(Debug, Clone, Serialize)]
@@ -76,10 +94,97 @@ impl MariadbRace {
         })
     }
 
+    /// The race `input` asks for, on MariaDB: any option a MariaDB race
+    /// does not take yet is refused, naming it, rather than ignored.
+    pub fn from_input(input: &RaceInput, origin: Origin) -> Result<Self> {
+        refuse_untaken(input)?;
+        let settings = input.clone().build(origin)?;
+        Self::new(settings, input.transaction.isolation)
+    }
+
     /// The XP rows the course predicts, as on PostgreSQL.
     pub fn lesson_figure(&self) -> u64 {
         self.settings.lesson_figure()
     }
+}
+
+/// Refuses, naming it, any option a MariaDB race does not take yet.
+fn refuse_untaken(input: &RaceInput) -> Result<()> {
+    let defaults = RaceInput::default();
+    let pairs = [
+        (
+            serde_json::to_value(&input.shape)?,
+            serde_json::to_value(&defaults.shape)?,
+        ),
+        (
+            serde_json::to_value(&input.wire)?,
+            serde_json::to_value(&defaults.wire)?,
+        ),
+        (
+            serde_json::to_value(&input.strategy)?,
+            serde_json::to_value(&defaults.strategy)?,
+        ),
+        (
+            serde_json::to_value(&input.app)?,
+            serde_json::to_value(&defaults.app)?,
+        ),
+        (
+            serde_json::to_value(&input.losers)?,
+            serde_json::to_value(&defaults.losers)?,
+        ),
+        (
+            serde_json::to_value(&input.amounts)?,
+            serde_json::to_value(&defaults.amounts)?,
+        ),
+        (
+            serde_json::to_value(&input.fingerprints)?,
+            serde_json::to_value(&defaults.fingerprints)?,
+        ),
+        (
+            serde_json::to_value(&input.store)?,
+            serde_json::to_value(&defaults.store)?,
+        ),
+        (
+            serde_json::to_value(&input.eviction)?,
+            serde_json::to_value(&defaults.eviction)?,
+        ),
+        (
+            serde_json::to_value(&input.guard)?,
+            serde_json::to_value(&defaults.guard)?,
+        ),
+        (
+            serde_json::to_value(&input.transaction)?,
+            serde_json::to_value(&defaults.transaction)?,
+        ),
+        (
+            serde_json::to_value(&input.standby)?,
+            serde_json::to_value(&defaults.standby)?,
+        ),
+        (
+            serde_json::to_value(&input.faults)?,
+            serde_json::to_value(&defaults.faults)?,
+        ),
+        (
+            serde_json::to_value(&input.hang_up)?,
+            serde_json::to_value(&defaults.hang_up)?,
+        ),
+    ];
+    for (given, default) in &pairs {
+        let Value::Object(given) = given else {
+            continue;
+        };
+        for (name, value) in given {
+            if TAKES.contains(&name.as_str()) || default.get(name) == Some(value) {
+                continue;
+            }
+            bail!(
+                "--engine mariadb does not take --{} yet (it takes --workers, --key, --pool-size, \
+                 --work-ms, --checkout-timeout-ms, --transaction, --isolation, --runs, --json)",
+                name.replace('_', "-")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// One worker's request, as the workers' table shows it.
