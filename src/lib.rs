@@ -54,7 +54,10 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             c::race::Planned::Postgres(plan) => dispatch(*plan, s).await,
             c::race::Planned::Mariadb(plan) => dispatch(*plan, s).await,
         },
-        Command::Compare(a) => dispatch(c::compare::plan(&a)?, s).await,
+        Command::Compare(a) => match c::compare::plan(&a)? {
+            c::compare::Planned::Postgres(plan) => dispatch(*plan, s).await,
+            c::compare::Planned::Engines(plan) => dispatch(*plan, s).await,
+        },
         Command::Matrix(a) => dispatch(c::matrix::plan(&a)?, s).await,
         Command::Stores(a) => dispatch(c::stores::plan(&a)?, s).await,
         // Their exit 1 is a verdict (a guard that failed): a wrong command

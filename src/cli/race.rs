@@ -29,6 +29,11 @@ pub struct RaceArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
+    /// The engines to compare the strategies on, row by row: postgres,
+    /// mariadb, or both (`--engine postgres,mariadb`).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "postgres")]
+    pub engine: Vec<Engine>,
+
     /// Compare the loser policies of claim-work-complete instead of the strategies.
     #[arg(long)]
     pub losers: bool,

@@ -34,7 +34,24 @@ pub struct Plan {
     left_out: Option<String>,
 }
 
-pub fn plan(args: &CompareArgs) -> Result<Plan> {
+/// A comparison on PostgreSQL alone, or engine by engine.
+pub enum Planned {
+    Postgres(Box<Plan>),
+    Engines(Box<super::compare_engines::Plan>),
+}
+
+pub fn plan(args: &CompareArgs) -> Result<Planned> {
+    let mut engines = args.engine.clone();
+    engines.dedup();
+    if engines == [crate::engine::Engine::Postgres] {
+        return Ok(Planned::Postgres(Box::new(on_postgres(args)?)));
+    }
+    let plan = super::compare_engines::plan(args, &engines)?;
+    Ok(Planned::Engines(Box::new(plan)))
+}
+
+/// The strategies, or the loser policies, on PostgreSQL.
+fn on_postgres(args: &CompareArgs) -> Result<Plan> {
     if args.race.show.trace {
         bail!("--trace draws a single race; use it with `idem race`");
     }

@@ -8,6 +8,7 @@ pub mod challenge;
 pub mod check;
 pub mod command;
 pub mod compare;
+pub mod compare_engines;
 pub mod db;
 pub mod dispatch;
 pub mod doctor;

@@ -94,12 +94,83 @@ fn status(status: u16) -> String {
 }
 
 /// "created 1, duplicate 3".
-pub fn counted<K: std::fmt::Display>(counts: &BTreeMap<K, usize>) -> String {
+pub fn counted<K: std::fmt::Display, V: std::fmt::Display>(counts: &BTreeMap<K, V>) -> String {
     counts
         .iter()
         .map(|(k, n)| format!("{k} {n}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `idem compare --engine ...`: each strategy's rows on each engine, one
+/// under the other.
+pub fn render_compare(
+    rows: &[crate::commands::compare_engines::EngineRow],
+    settings_line: &str,
+    runs: u64,
+) -> String {
+    use crate::race::histogram;
+    let mut out = String::new();
+    let each = match runs {
+        1 => String::new(),
+        n => format!(" · {n} runs each"),
+    };
+    let _ = writeln!(
+        out,
+        "{}",
+        strong(format!("idem compare, engine by engine{each}"))
+    );
+    let _ = writeln!(out, "{}\n", dim(settings_line));
+    let mut last = None;
+    let body = rows
+        .iter()
+        .map(|r| {
+            // The strategy's name once, on its first engine's row.
+            let name = match last.replace(r.strategy) == Some(r.strategy) {
+                true => String::new(),
+                false => r.strategy.spec().name.to_string(),
+            };
+            let server = r.engine.spec().server.to_string();
+            if let Some(why) = r.left_out {
+                return vec![
+                    name,
+                    server,
+                    dim(format!("not run: {why}")).to_string(),
+                    String::new(),
+                    String::new(),
+                ];
+            }
+            let errors = match r.errors.is_empty() {
+                true => "none".to_string(),
+                false => r
+                    .errors
+                    .iter()
+                    .map(|(e, n)| format!("{e} ×{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            vec![
+                name,
+                server,
+                histogram(&r.xp_rows),
+                histogram(&r.service_calls),
+                errors,
+            ]
+        })
+        .collect();
+    out.push_str(&table::render(
+        &[
+            "strategy",
+            "engine",
+            "XP rows",
+            "calls",
+            "server errors met",
+        ],
+        body,
+        &[],
+    ));
+    out.push('\n');
+    out
 }
 
 /// Many races' XP rows: how often each figure came.

@@ -362,8 +362,9 @@ fn report(
         did: a.did,
         status: a.outcome.status(),
         outcome: a.outcome,
-        // An error the shape caught and answered past is not the answer's.
-        error: error.filter(|_| a.outcome == Outcome::Error),
+        // The error the request met, whether the shape answered past it
+        // (check-then-store's lost store) or not, as PostgreSQL's reports keep it.
+        error,
         made_xp: a.made_xp,
         service_calls: 0,
         answer_ms,

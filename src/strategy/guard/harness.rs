@@ -39,10 +39,7 @@ pub const SPEC: Spec = Spec {
         heartbeat: true,
         ..Can::NOTHING
     },
-    on_mariadb: OnMariadb::Refused(
-        "not written for InnoDB yet (its stale-claim takeover and owner check); race \
-         claim-work-complete there",
-    ),
+    on_mariadb: OnMariadb::Refused("not written for InnoDB yet"),
     build: |options| {
         Box::new(Guard {
             stale_after: options.recovery.stale_after(),

@@ -1,0 +1,154 @@
+//! `idem compare --engine postgres,mariadb`: the course's strategies on each engine, row by row, under the same settings.
+//!
+//! Each strategy races `--runs` times on each engine named; the table puts
+//! one engine's row under the other's, with the XP rows, the service calls
+//! and the server errors the runs met. A strategy with no shape on an
+//! engine is left out there, and the table says why.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Result, bail};
+
+use super::command::OnDatabase;
+use crate::cli::race::CompareArgs;
+use crate::db::{ConnectOptions, Database};
+use crate::engine::Engine;
+use crate::engine::mariadb::race::{self as on_mariadb, MariadbRace};
+use crate::limits::Origin;
+use crate::race::{Race, RaceSettings};
+use crate::report::{self, Output};
+use crate::strategy::StrategyKind;
+use crate::strategy::spec::OnMariadb;
+
+/// One strategy's race, as each engine runs it.
+enum Raced {
+    Postgres(Box<RaceSettings>),
+    Mariadb(Box<MariadbRace>),
+    /// No shape on this engine, and why.
+    Left(&'static str),
+}
+
+/// What `idem compare --engine ...` will do, checked before anything starts.
+pub struct Plan {
+    db: ConnectOptions,
+    /// (strategy, engine, its race there), in the table's order.
+    rows: Vec<(StrategyKind, Engine, Raced)>,
+    runs: u64,
+    out: Output,
+}
+
+pub fn plan(args: &CompareArgs, engines: &[Engine]) -> Result<Plan> {
+    if args.losers || args.explore {
+        bail!("--engine compares the strategies' races; --losers and --explore are PostgreSQL's");
+    }
+    if engines.contains(&Engine::Mariadb) && args.connect.database_url.is_some() {
+        bail!(
+            "--engine mariadb races on a MariaDB of idem's own; compare on idem's own \
+             clusters (unset --database-url or DATABASE_URL)"
+        );
+    }
+    let mut rows = Vec::new();
+    for strategy in StrategyKind::course() {
+        let input = args.race.input(None).for_strategy(strategy);
+        for &engine in engines {
+            let raced = match (engine, strategy.spec().on_mariadb) {
+                (Engine::Postgres, _) => Raced::Postgres(Box::new(input.build(Origin::Flags)?)),
+                (Engine::Mariadb, OnMariadb::Refused(why)) => Raced::Left(why),
+                (Engine::Mariadb, OnMariadb::Runs(_)) => {
+                    Raced::Mariadb(Box::new(MariadbRace::from_input(&input, Origin::Flags)?))
+                }
+            };
+            rows.push((strategy, engine, raced));
+        }
+    }
+    Ok(Plan {
+        db: args.connect.options(),
+        rows,
+        runs: args.race.runs(),
+        out: Output::from_json_flag(args.race.show.json),
+    })
+}
+
+/// One row of the table: what the runs of one strategy on one engine showed.
+pub struct EngineRow {
+    pub strategy: StrategyKind,
+    pub engine: Engine,
+    pub xp_rows: BTreeMap<u64, u64>,
+    pub service_calls: BTreeMap<u64, u64>,
+    /// Server errors met over the runs, as each engine names them.
+    pub errors: BTreeMap<String, u64>,
+    /// Why the strategy did not run on this engine.
+    pub left_out: Option<&'static str>,
+}
+
+impl EngineRow {
+    fn new(strategy: StrategyKind, engine: Engine) -> Self {
+        Self {
+            strategy,
+            engine,
+            xp_rows: BTreeMap::new(),
+            service_calls: BTreeMap::new(),
+            errors: BTreeMap::new(),
+            left_out: None,
+        }
+    }
+
+    fn add(&mut self, xp_rows: u64, calls: u64, errors: impl Iterator<Item = String>) {
+        *self.xp_rows.entry(xp_rows).or_insert(0) += 1;
+        *self.service_calls.entry(calls).or_insert(0) += 1;
+        for e in errors {
+            *self.errors.entry(e).or_insert(0) += 1;
+        }
+    }
+}
+
+impl OnDatabase for Plan {
+    fn database(&self) -> ConnectOptions {
+        self.db.clone()
+    }
+
+    async fn run_on(self, db: &Database) -> Result<()> {
+        let out = self.out;
+        let raced = self.rows.iter().filter(|r| !matches!(r.2, Raced::Left(_)));
+        let progress = out.progress(self.runs * raced.count() as u64, "races");
+        let mut table = Vec::new();
+        let mut line = String::new();
+        for (strategy, engine, raced) in self.rows {
+            let mut row = EngineRow::new(strategy, engine);
+            match raced {
+                Raced::Left(why) => row.left_out = Some(why),
+                Raced::Postgres(settings) => {
+                    let mut race = Race::prepare(db, *settings).await?;
+                    for run in 1..=self.runs as usize {
+                        race = race.again(run).await?;
+                        let r = race.run(run).await?;
+                        out.record(&r, |_| String::new())?;
+                        if line.is_empty() {
+                            line = report::race::settings_line(&r);
+                        }
+                        let codes = r.reports.iter().filter_map(|w| w.error.as_ref());
+                        row.add(r.xp_rows, r.service_calls, codes.map(|e| e.code.clone()));
+                        progress.inc(1);
+                    }
+                }
+                Raced::Mariadb(race) => {
+                    let mariadb = db.mariadb().await?;
+                    for run in 1..=self.runs as usize {
+                        let r = on_mariadb::run(mariadb, &race, run).await?;
+                        out.record(&r, |_| String::new())?;
+                        if line.is_empty() {
+                            line = report::engine::settings_line(&r);
+                        }
+                        let numbers = r.reports.iter().filter_map(|w| w.error.as_ref());
+                        let shown = numbers.map(|e| format!("{} ({})", e.number, e.sqlstate));
+                        row.add(r.xp_rows, r.service_calls, shown);
+                        progress.inc(1);
+                    }
+                }
+            }
+            table.push(row);
+        }
+        progress.finish_and_clear();
+        out.text(|| report::engine::render_compare(&table, &line, self.runs))
+    }
+}
