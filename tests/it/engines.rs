@@ -358,3 +358,70 @@ fn a_mariadb_race_in_json_matches_its_published_schema() {
         }
     }
 }
+
+/// A request on MariaDB dropped at an await in the middle of its work: its
+/// connection is closed rather than pooled, so the server rolls back its
+/// transaction and lets go of its GET_LOCK, and no one else inherits them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_dropped_mid_work_leaves_no_transaction_and_no_lock_to_the_pool() {
+    use idem::engine::mariadb::race::{MariadbRace, one};
+    use idem::engine::mariadb::{Mariadb, MariadbOptions};
+    use idem::limits::Origin;
+    use idem::race::options::RaceInput;
+    use idem::strategy::{OPERATION, StrategyKind};
+
+    let db = Mariadb::open(&MariadbOptions::default()).await.unwrap();
+    let count = async |sql: &str| -> i64 {
+        sqlx::query_scalar::<_, i64>(sql)
+            .fetch_one(&db.admin)
+            .await
+            .unwrap()
+    };
+    for strategy in [StrategyKind::FindForUpdate, StrategyKind::AdvisoryLock] {
+        // A key of its own: the other strategy's requests stored theirs.
+        let key = format!("dropped-{}", strategy.name());
+        let input = RaceInput::default().with(|r| {
+            r.strategy.strategy = Some(strategy);
+            r.shape.key = Some(key.clone());
+            r.app.work_ms = Some(5_000);
+        });
+        let race = MariadbRace::from_input(&input, Origin::Flags).unwrap();
+        let pool = db.workers_pool(2, Duration::from_secs(5)).await.unwrap();
+        // Dropped 300 ms into a 5 s work: after BEGIN, the find's lock (and
+        // GET_LOCK), before the XP row's insert.
+        let dropped = tokio::time::timeout(Duration::from_millis(300), one(&race, pool.clone(), 1));
+        assert!(
+            dropped.await.is_err(),
+            "{strategy:?} finished within 300 ms"
+        );
+        // The connection went, not back to the pool.
+        assert_eq!(pool.num_idle(), 0, "{strategy:?}: a connection was pooled");
+        // The server notices the closed session and rolls it back.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let open = count("SELECT COUNT(*) FROM information_schema.INNODB_TRX").await;
+            // GET_LOCK's name is the key and the operation.
+            let name = format!("{key}:{OPERATION}");
+            let held: i64 = sqlx::query_scalar("SELECT IS_USED_LOCK(?) IS NOT NULL")
+                .bind(name)
+                .fetch_one(&db.admin)
+                .await
+                .unwrap();
+            if (open, held) == (0, 0) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{strategy:?}: {open} transactions, {held} user locks"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The next request on the same pool starts clean and finishes.
+        let next = input.clone().with(|r| r.app.work_ms = Some(1));
+        let next = MariadbRace::from_input(&next, Origin::Flags).unwrap();
+        let r = one(&next, pool.clone(), 2).await;
+        assert_eq!(r.status, 201, "{strategy:?}: {r:?}");
+        pool.close().await;
+    }
+    db.close().await.unwrap();
+}

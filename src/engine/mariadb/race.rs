@@ -274,6 +274,24 @@ pub async fn run(db: &Mariadb, race: &MariadbRace, run: usize) -> Result<EngineR
     figures(db, race, run, reports, calls, elapsed_ms).await
 }
 
+/// Worker `worker`'s request alone, on `pool`, with its gate now: what a
+/// test drops on purpose at an await, to see what the pool gets back.
+pub async fn one(race: &MariadbRace, pool: sqlx::MySqlPool, worker: usize) -> EngineWorker {
+    let calls = Arc::new(AtomicU64::new(0));
+    let asked = asked(race, worker);
+    let work = race.settings.app().work;
+    one_request(
+        pool,
+        asked,
+        Instant::now(),
+        work,
+        calls,
+        race.isolation,
+        race.shape,
+    )
+    .await
+}
+
 /// What worker `worker` asks for: the race's key, and its own parameters.
 fn asked(race: &MariadbRace, worker: usize) -> Asked {
     let p = race.settings.params(worker);
