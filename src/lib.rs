@@ -27,9 +27,9 @@ macro_rules! internal {
 }
 
 internal!(
-    app, bench, challenge, cli, commands, controls, db, engine, exercise, explore, files, http,
-    keys, lesson, lifeline, limits, matrix, pooler, probe, progress, race, report, request,
-    scenario, signals, store, strategy, trust,
+    app, bench, challenge, cli, commands, controls, db, exercise, explore, files, http, keys,
+    lesson, lifeline, limits, matrix, pooler, probe, progress, race, report, request, scenario,
+    signals, store, strategy, trust,
 );
 
 pub use app::main;

@@ -10,8 +10,8 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use super::meter::median_ms;
+use crate::db::mariadb::server::{MariadbBinaries, MariadbServer};
 use crate::db::template::private_dir;
-use crate::engine::mariadb::server::{MariadbBinaries, MariadbServer};
 
 /// Start and stop of a disposable MariaDB, medians in ms.
 #[derive(Debug, Serialize)]

@@ -4,8 +4,8 @@ use clap::Args;
 
 use super::connection::ConnectArgs;
 use super::race_shape::{RaceFlags, StrategyFlag};
-use crate::engine::Engine;
 use crate::limits;
+use crate::race::engine::Engine;
 use crate::race::moves::Move;
 use crate::race::options::{AppInput, ShapeInput, StandbyInput};
 use crate::strategy::StrategyKind;

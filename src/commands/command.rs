@@ -157,6 +157,18 @@ impl Place for Database {
     }
 }
 
+impl Place for crate::db::mariadb::Mariadb {
+    type Options = crate::db::mariadb::MariadbOptions;
+
+    async fn open(options: Self::Options) -> Result<Self> {
+        Self::open(&options).await
+    }
+
+    async fn close(self) -> Result<()> {
+        crate::db::mariadb::Mariadb::close(self).await.map(drop)
+    }
+}
+
 /// Nothing to open: the command runs on its own.
 pub struct Nothing;
 

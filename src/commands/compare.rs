@@ -43,7 +43,7 @@ pub enum Planned {
 pub fn plan(args: &CompareArgs) -> Result<Planned> {
     let mut engines = args.engine.clone();
     engines.dedup();
-    if engines == [crate::engine::Engine::Postgres] {
+    if engines == [crate::race::engine::Engine::Postgres] {
         return Ok(Planned::Postgres(Box::new(on_postgres(args)?)));
     }
     let plan = super::compare_engines::plan(args, &engines)?;

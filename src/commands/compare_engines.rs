@@ -5,17 +5,16 @@
 //! and the server errors the runs met. A strategy with no shape on an
 //! engine is left out there, and the table says why.
 
-use std::collections::BTreeMap;
-
 use anyhow::{Result, bail};
 
 use super::command::OnDatabase;
 use crate::cli::race::CompareArgs;
 use crate::db::{ConnectOptions, Database};
-use crate::engine::Engine;
-use crate::engine::mariadb::race::{self as on_mariadb, MariadbRace};
 use crate::limits::Origin;
+use crate::race::engine::Engine;
+use crate::race::mariadb::{self as on_mariadb, MariadbRace};
 use crate::race::{Race, RaceSettings};
+use crate::report::engine::EngineRow;
 use crate::report::{self, Output};
 use crate::strategy::StrategyKind;
 use crate::strategy::spec::OnMariadb;
@@ -67,39 +66,6 @@ pub fn plan(args: &CompareArgs, engines: &[Engine]) -> Result<Plan> {
         runs: args.race.runs(),
         out: Output::from_json_flag(args.race.show.json),
     })
-}
-
-/// One row of the table: what the runs of one strategy on one engine showed.
-pub struct EngineRow {
-    pub strategy: StrategyKind,
-    pub engine: Engine,
-    pub xp_rows: BTreeMap<u64, u64>,
-    pub service_calls: BTreeMap<u64, u64>,
-    /// Server errors met over the runs, as each engine names them.
-    pub errors: BTreeMap<String, u64>,
-    /// Why the strategy did not run on this engine.
-    pub left_out: Option<&'static str>,
-}
-
-impl EngineRow {
-    fn new(strategy: StrategyKind, engine: Engine) -> Self {
-        Self {
-            strategy,
-            engine,
-            xp_rows: BTreeMap::new(),
-            service_calls: BTreeMap::new(),
-            errors: BTreeMap::new(),
-            left_out: None,
-        }
-    }
-
-    fn add(&mut self, xp_rows: u64, calls: u64, errors: impl Iterator<Item = String>) {
-        *self.xp_rows.entry(xp_rows).or_insert(0) += 1;
-        *self.service_calls.entry(calls).or_insert(0) += 1;
-        for e in errors {
-            *self.errors.entry(e).or_insert(0) += 1;
-        }
-    }
 }
 
 impl OnDatabase for Plan {

@@ -34,8 +34,8 @@ pub enum Planned {
 
 pub fn plan(args: &RaceArgs) -> Result<Planned> {
     Ok(match args.engine {
-        crate::engine::Engine::Postgres => Planned::Postgres(Box::new(on_postgres(args)?)),
-        crate::engine::Engine::Mariadb => {
+        crate::race::engine::Engine::Postgres => Planned::Postgres(Box::new(on_postgres(args)?)),
+        crate::race::engine::Engine::Mariadb => {
             Planned::Mariadb(Box::new(super::race_mariadb::plan(args)?))
         }
     })

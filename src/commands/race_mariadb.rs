@@ -9,9 +9,9 @@ use anyhow::{Result, bail};
 
 use super::command::{Command, Given, Needs};
 use crate::cli::race::RaceArgs;
-use crate::engine::mariadb::race::{self, MariadbRace};
-use crate::engine::mariadb::{Mariadb, MariadbOptions};
+use crate::db::mariadb::{Mariadb, MariadbOptions};
 use crate::limits::Origin;
+use crate::race::mariadb::{self, MariadbRace};
 use crate::report::{self, Output};
 
 /// What `idem race --engine mariadb` will do, checked before the server starts.
@@ -58,13 +58,13 @@ impl Command for Plan {
     async fn run(self, db: &Mariadb, _: Given) -> Result<()> {
         let out = self.out;
         if self.runs == 1 {
-            let result = race::run(db, &self.race, 1).await?;
+            let result = mariadb::run(db, &self.race, 1).await?;
             return out.record(&result, report::engine::render);
         }
         let progress = out.progress(self.runs, "races");
         let mut results = Vec::new();
         for run in 1..=self.runs as usize {
-            let result = race::run(db, &self.race, run).await?;
+            let result = mariadb::run(db, &self.race, run).await?;
             out.record(&result, |_| String::new())?;
             results.push(result);
             progress.inc(1);

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use super::MIN_SERVER_VERSION;
+/// The oldest PostgreSQL idem runs on: `pg_terminate_backend(pid, timeout)`,
+/// which the fault demonstrations use, came with 14.
+pub const MIN_SERVER_VERSION: u32 = 14;
 use super::child;
 use crate::files::write;
 

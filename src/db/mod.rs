@@ -16,6 +16,7 @@ pub mod guard_role;
 pub mod leftovers;
 pub mod link;
 pub mod liveness;
+pub mod mariadb;
 pub mod migrations;
 pub mod os_user;
 pub mod ownership;
@@ -49,9 +50,7 @@ use liveness::Lifeline;
 use run_schema::Dropped;
 use said::{chain, first_line};
 
-/// The oldest PostgreSQL idem runs on: `pg_terminate_backend(pid, timeout)`,
-/// which the fault demonstrations use, came with 14.
-pub const MIN_SERVER_VERSION: u32 = 14;
+pub use binaries::MIN_SERVER_VERSION;
 
 /// How long a connection attempt may take before idem gives up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -110,7 +109,7 @@ pub struct Database {
     pgbouncer_bin: Option<std::path::PathBuf>,
     /// A disposable MariaDB beside the cluster, started by the first
     /// scenario on that engine, stopped at close.
-    mariadb: tokio::sync::OnceCell<crate::engine::mariadb::Mariadb>,
+    mariadb: tokio::sync::OnceCell<crate::db::mariadb::Mariadb>,
     /// Where MariaDB is (`--mariadb-bin`).
     mariadb_bin: Option<std::path::PathBuf>,
     /// A server reached by URL proven a disposable cluster of idem's by
@@ -530,13 +529,13 @@ impl Database {
 
     /// A disposable MariaDB beside the cluster, started on first use (a
     /// scenario on `engine = "mariadb"`).
-    pub async fn mariadb(&self) -> Result<&crate::engine::mariadb::Mariadb> {
-        let options = crate::engine::mariadb::MariadbOptions {
+    pub async fn mariadb(&self) -> Result<&crate::db::mariadb::Mariadb> {
+        let options = crate::db::mariadb::MariadbOptions {
             bin: self.mariadb_bin.clone(),
             template_cache: None,
         };
         self.mariadb
-            .get_or_try_init(|| crate::engine::mariadb::Mariadb::open(&options))
+            .get_or_try_init(|| crate::db::mariadb::Mariadb::open(&options))
             .await
     }
 

@@ -3,6 +3,8 @@
 mod after;
 mod blocking;
 mod checks;
+pub mod engine;
+pub mod mariadb;
 pub use crate::db::clock;
 pub mod moves;
 pub mod options;

@@ -183,6 +183,11 @@ impl RaceSettings {
         &self.app
     }
 
+    /// Faults on purpose, and the retries that recover from them.
+    pub fn faults(&self) -> &super::options::Faults {
+        &self.faults
+    }
+
     /// The strategy every worker runs.
     pub fn strategy(&self) -> StrategyKind {
         self.app.strategy

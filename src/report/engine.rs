@@ -5,7 +5,9 @@ use std::fmt::Write;
 
 use super::style::{dim, strong};
 use super::table;
-use crate::engine::mariadb::race::EngineResult;
+use crate::race::engine::Engine;
+use crate::race::mariadb::EngineResult;
+use crate::strategy::StrategyKind;
 
 /// One race's card.
 pub fn render(r: &EngineResult) -> String {
@@ -35,7 +37,10 @@ pub fn render(r: &EngineResult) -> String {
         .iter()
         .map(|w| {
             vec![
-                w.worker.to_string(),
+                match w.retry {
+                    true => format!("{} retry", w.worker),
+                    false => w.worker.to_string(),
+                },
                 format!("{:.1} ms", w.checkout_wait_ms),
                 w.saw.clone(),
                 w.did.clone(),
@@ -80,8 +85,21 @@ pub fn settings_line(r: &EngineResult) -> String {
         Some(level) => format!("in the request's transaction at {}", level.name()),
         None => "each statement committing on its own".into(),
     };
+    let crash = match r.race.crash {
+        Some(plan) => {
+            use crate::request::fault::FaultPoint;
+            let at = match plan.at {
+                FaultPoint::AfterClaim => "after the claim (or the find)",
+                FaultPoint::DuringWork => "halfway through the work",
+                FaultPoint::BeforeComplete => "before the completion (or the store)",
+            };
+            let stale = r.race.stale_after_ms;
+            format!(", a crash {at}, stale-claim age {stale} ms")
+        }
+        None => String::new(),
+    };
     format!(
-        "{} workers, pool of {}{runner}, work {} ms, {transaction}",
+        "{} workers, pool of {}{runner}, work {} ms, {transaction}{crash}",
         r.race.workers, r.race.pool_size, r.race.work_ms
     )
 }
@@ -102,13 +120,42 @@ pub fn counted<K: std::fmt::Display, V: std::fmt::Display>(counts: &BTreeMap<K, 
         .join(", ")
 }
 
+/// One row of the table: what the runs of one strategy on one engine showed.
+pub struct EngineRow {
+    pub strategy: StrategyKind,
+    pub engine: Engine,
+    pub xp_rows: BTreeMap<u64, u64>,
+    pub service_calls: BTreeMap<u64, u64>,
+    /// Server errors met over the runs, as each engine names them.
+    pub errors: BTreeMap<String, u64>,
+    /// Why the strategy did not run on this engine.
+    pub left_out: Option<&'static str>,
+}
+
+impl EngineRow {
+    pub fn new(strategy: StrategyKind, engine: Engine) -> Self {
+        Self {
+            strategy,
+            engine,
+            xp_rows: BTreeMap::new(),
+            service_calls: BTreeMap::new(),
+            errors: BTreeMap::new(),
+            left_out: None,
+        }
+    }
+
+    pub fn add(&mut self, xp_rows: u64, calls: u64, errors: impl Iterator<Item = String>) {
+        *self.xp_rows.entry(xp_rows).or_insert(0) += 1;
+        *self.service_calls.entry(calls).or_insert(0) += 1;
+        for e in errors {
+            *self.errors.entry(e).or_insert(0) += 1;
+        }
+    }
+}
+
 /// `idem compare --engine ...`: each strategy's rows on each engine, one
 /// under the other.
-pub fn render_compare(
-    rows: &[crate::commands::compare_engines::EngineRow],
-    settings_line: &str,
-    runs: u64,
-) -> String {
+pub fn render_compare(rows: &[EngineRow], settings_line: &str, runs: u64) -> String {
     use crate::race::histogram;
     let mut out = String::new();
     let each = match runs {

@@ -15,6 +15,7 @@ mod hook;
 pub mod key;
 mod lease;
 pub mod ledger;
+pub mod mariadb;
 mod observer;
 mod params;
 pub mod service;

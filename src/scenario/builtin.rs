@@ -147,8 +147,16 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/7-check-then-store-crash.toml"),
     ),
     (
+        "7-claim-work-complete-crash-on-innodb.toml",
+        include_str!("../../scenarios/7-claim-work-complete-crash-on-innodb.toml"),
+    ),
+    (
         "7-guard-crash-after-claim.toml",
         include_str!("../../scenarios/7-guard-crash-after-claim.toml"),
+    ),
+    (
+        "7-guard-crash-on-innodb.toml",
+        include_str!("../../scenarios/7-guard-crash-on-innodb.toml"),
     ),
     (
         "7-guard-failure-released.toml",

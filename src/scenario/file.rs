@@ -20,7 +20,7 @@ pub struct Scenario {
     pub lesson: u8,
     /// The engine its race runs on: PostgreSQL unless it says `mariadb`.
     #[serde(default)]
-    pub engine: crate::engine::Engine,
+    pub engine: crate::race::engine::Engine,
     /// What it shows, in a few sentences.
     pub explain: String,
     /// A race (most lessons)...
@@ -160,17 +160,17 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
         limits::RUNS.check(runs, Origin::File).map_err(in_file)?;
     }
     match (&scenario.race, scenario.engine) {
-        (Some(race), crate::engine::Engine::Postgres) => {
+        (Some(race), crate::race::engine::Engine::Postgres) => {
             race.build(Origin::File).map_err(in_file)?;
         }
-        (Some(race), crate::engine::Engine::Mariadb) => {
-            let race = crate::engine::mariadb::race::MariadbRace::from_input(race, Origin::File);
+        (Some(race), crate::race::engine::Engine::Mariadb) => {
+            let race = crate::race::mariadb::MariadbRace::from_input(race, Origin::File);
             race.map_err(in_file)?;
         }
-        (None, crate::engine::Engine::Mariadb) => {
+        (None, crate::race::engine::Engine::Mariadb) => {
             bail!("{name}: engine = \"mariadb\" runs a [race] only, so far")
         }
-        (None, crate::engine::Engine::Postgres) => {}
+        (None, crate::race::engine::Engine::Postgres) => {}
     }
     if let Some(keys) = &scenario.keys {
         keys.checked(Origin::File).map_err(in_file)?;
@@ -325,7 +325,7 @@ impl Scenario {
             (Some(_), ..) => ("[pooler]", POOLER_FIGURES),
             (None, Some(_), _) => ("[keys]", KEYS_FIGURES),
             (None, None, Some(_)) => ("[explore]", EXPLORE_FIGURES),
-            (None, None, None) if self.engine == crate::engine::Engine::Mariadb => {
+            (None, None, None) if self.engine == crate::race::engine::Engine::Mariadb => {
                 ("[race] on MariaDB", MARIADB_RACE_FIGURES)
             }
             (None, None, None) => ("[race]", RACE_FIGURES),

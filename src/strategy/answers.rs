@@ -59,3 +59,18 @@ pub fn mismatch(req: &Request) -> Answer {
         waited: None,
     }
 }
+
+/// The XP row a stored response names (`response_body`'s `xp_id`), read
+/// from column `col`. MariaDB's JSON is LONGTEXT under a binary collation,
+/// which sqlx reports as a blob: it is read as the text it is.
+pub fn stored_xp(row: &sqlx::mysql::MySqlRow, col: usize) -> Option<i64> {
+    use sqlx::Row;
+    let body: Option<String> = row.try_get_unchecked(col).ok().flatten();
+    let body: serde_json::Value = serde_json::from_str(&body?).ok()?;
+    super::work::xp_id_of(&body)
+}
+
+/// "replayed XP #4", or "replayed" when the stored response names none.
+pub fn replayed(xp: Option<i64>) -> String {
+    xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}"))
+}

@@ -306,8 +306,9 @@ pub mod on_mariadb {
     use sqlx::Row;
 
     use super::FindLock;
-    use crate::engine::mariadb::request::{Answered, Bind, Ctx, replayed, stored_xp};
+    use crate::request::mariadb::{Answered, Bind, Ctx};
     use crate::request::{Outcome, Step};
+    use crate::strategy::answers::{replayed, stored_xp};
     use crate::strategy::{OPERATION, work};
 
     pub const FIND: &str =
@@ -398,7 +399,7 @@ pub mod on_mariadb {
             }
             // The course's rescue: this request lost the key store, and can
             // do nothing about the XP row it made (1062 is MySQL's 23505).
-            Err(err) if crate::engine::mariadb::request::number(&err) == Some(1062) => {
+            Err(err) if crate::request::mariadb::number(&err) == Some(1062) => {
                 ctx.note("key store lost (1062)");
                 made(Outcome::Duplicate, format!("made XP #{xp}, key store lost"))
             }

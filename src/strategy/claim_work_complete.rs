@@ -340,8 +340,9 @@ pub mod on_mariadb {
 
     use sqlx::Row;
 
-    use crate::engine::mariadb::request::{Answered, Bind, Ctx, replayed, stored_xp};
+    use crate::request::mariadb::{Answered, Bind, Ctx};
     use crate::request::{Outcome, Step};
+    use crate::strategy::answers::{replayed, stored_xp};
     use crate::strategy::{OPERATION, work};
 
     pub const CLAIM: &str = "INSERT IGNORE INTO idempotency_keys \

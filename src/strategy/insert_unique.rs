@@ -120,8 +120,9 @@ pub mod on_mariadb {
 
     use sqlx::Row;
 
-    use crate::engine::mariadb::request::{Answered, Bind, Ctx, replayed};
+    use crate::request::mariadb::{Answered, Bind, Ctx};
     use crate::request::{Outcome, Step};
+    use crate::strategy::answers::replayed;
 
     pub const INSERT: &str = "INSERT IGNORE INTO experience_points \
         (user_id, amount, lesson, idempotency_key, worker) VALUES (?, ?, ?, ?, ?)";

@@ -2,7 +2,7 @@
 
 use super::spec::{Can, Figure, Keys, OnMariadb, Spec, Story, TransactionRule};
 use super::{Handled, Step, Strategy, work};
-use crate::engine::mariadb::request::Answered;
+use crate::request::mariadb::Answered;
 use crate::request::{Answer, Lease, Outcome, Request, Trace};
 
 /// No guard: every request does the work.

@@ -49,7 +49,7 @@ pub struct Spec {
 /// reason it does not, said in one line when a race asks for it.
 #[derive(Clone, Copy)]
 pub enum OnMariadb {
-    Runs(crate::engine::mariadb::request::Shape),
+    Runs(crate::request::mariadb::Shape),
     Refused(&'static str),
 }
 

@@ -46,6 +46,23 @@ pub enum Isolation {
 }
 
 impl Isolation {
+    /// InnoDB's default, and so a request transaction's level on MariaDB
+    /// unless told.
+    pub const INNODB_DEFAULT: Isolation = Isolation::RepeatableRead;
+
+    /// The level as MariaDB is told it, before the transaction's BEGIN.
+    pub fn on_mariadb(self) -> crate::request::mariadb::Level {
+        let set = match self {
+            Isolation::ReadCommitted => "SET TRANSACTION ISOLATION LEVEL READ COMMITTED",
+            Isolation::RepeatableRead => "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+            Isolation::Serializable => "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+        };
+        crate::request::mariadb::Level {
+            set,
+            name: self.name(),
+        }
+    }
+
     pub const ALL: [Isolation; 3] = [
         Isolation::ReadCommitted,
         Isolation::RepeatableRead,

@@ -39,7 +39,7 @@ pub const SPEC: Spec = Spec {
         heartbeat: true,
         ..Can::NOTHING
     },
-    on_mariadb: OnMariadb::Refused("not written for InnoDB yet"),
+    on_mariadb: OnMariadb::Runs(super::on_mariadb::shape),
     build: |options| {
         Box::new(Guard {
             stale_after: options.recovery.stale_after(),

@@ -60,6 +60,7 @@ mod core;
 mod harness;
 mod heartbeat;
 pub(crate) mod inputs;
+pub(crate) mod on_mariadb;
 mod open_transaction;
 mod settings;
 mod verdict;

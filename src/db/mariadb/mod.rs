@@ -5,8 +5,6 @@
 //! size, which stands for the app's pool as deadpool-postgres does on
 //! PostgreSQL. No query macros: nothing here needs a server to build.
 
-pub mod race;
-pub mod request;
 pub mod server;
 
 use std::path::PathBuf;
@@ -113,17 +111,5 @@ impl Mariadb {
             )),
             None => Ok(None),
         }
-    }
-}
-
-impl crate::commands::command::Place for Mariadb {
-    type Options = MariadbOptions;
-
-    async fn open(options: MariadbOptions) -> Result<Self> {
-        Mariadb::open(&options).await
-    }
-
-    async fn close(self) -> Result<()> {
-        Mariadb::close(self).await.map(drop)
     }
 }

@@ -7,8 +7,6 @@
 //! ([`crate::strategy::spec::OnMariadb`]), so the list of what runs where
 //! is the strategies' list, not a match here.
 
-pub mod mariadb;
-
 use serde::{Deserialize, Serialize};
 
 use crate::strategy::transaction::Isolation;
@@ -45,7 +43,7 @@ pub const ENGINES: &[EngineSpec] = &[
     EngineSpec {
         engine: Engine::Mariadb,
         server: "MariaDB",
-        default_isolation: Isolation::RepeatableRead,
+        default_isolation: Isolation::INNODB_DEFAULT,
     },
 ];
 

@@ -8,15 +8,15 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use sqlx::mysql::{MySql, MySqlDatabaseError, MySqlQueryResult, MySqlRow};
 use sqlx::pool::PoolConnection;
 
+use crate::request::fault::FaultPoint;
 use crate::request::{Outcome, Step, StepEvent};
-use crate::strategy::transaction::Isolation;
 
 /// A strategy's shape on MariaDB: the request in, its answer out.
 pub type Shape = for<'a> fn(&'a mut Ctx) -> Pin<Box<dyn Future<Output = Answered> + Send + 'a>>;
@@ -85,21 +85,6 @@ pub fn number(err: &sqlx::Error) -> Option<u16> {
     ServerError::of(err).map(|e| e.number)
 }
 
-/// The XP row a stored response names (`response_body`'s `xp_id`), read
-/// from column `col`. MariaDB's JSON is LONGTEXT under a binary collation,
-/// which sqlx reports as a blob: it is read as the text it is.
-pub fn stored_xp(row: &MySqlRow, col: usize) -> Option<i64> {
-    use sqlx::Row;
-    let body: Option<String> = row.try_get_unchecked(col).ok().flatten();
-    let body: serde_json::Value = serde_json::from_str(&body?).ok()?;
-    crate::strategy::work::xp_id_of(&body)
-}
-
-/// "replayed XP #4", or "replayed" when the stored response names none.
-pub fn replayed(xp: Option<i64>) -> String {
-    xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}"))
-}
-
 /// How a request ended.
 #[derive(Debug, Clone)]
 pub struct Answered {
@@ -123,6 +108,38 @@ impl Answered {
     }
 }
 
+/// A crash on purpose (`--crash`): the first worker (or worker N) to reach
+/// the point has its session killed by another (`KILL CONNECTION`), and
+/// dies with it: it answers nothing and calls nothing more.
+#[derive(Debug)]
+pub struct Crash {
+    /// Where the worker dies.
+    at: FaultPoint,
+    /// The worker that dies; `None`: whichever reaches the point first.
+    worker: Option<usize>,
+    fired: AtomicBool,
+    /// The connection that sends the KILL: the run's bookkeeping.
+    killer: sqlx::MySqlPool,
+}
+
+impl Crash {
+    pub fn new(at: FaultPoint, worker: Option<usize>, killer: sqlx::MySqlPool) -> Arc<Self> {
+        Arc::new(Self {
+            at,
+            worker,
+            fired: AtomicBool::new(false),
+            killer,
+        })
+    }
+
+    /// Whether worker `worker` at `point` is the one to crash (once).
+    fn due(&self, worker: usize, point: FaultPoint) -> bool {
+        self.at == point
+            && self.worker.is_none_or(|w| w == worker)
+            && !self.fired.swap(true, Ordering::SeqCst)
+    }
+}
+
 /// One request's connection and record.
 pub struct Ctx {
     conn: PoolConnection<MySql>,
@@ -131,23 +148,30 @@ pub struct Ctx {
     work: Duration,
     calls: Arc<AtomicU64>,
     /// The isolation level of the request's transaction, if it runs in one.
-    pub transaction: Option<Isolation>,
-    pub(super) steps: Vec<StepEvent>,
-    pub(super) error: Option<ServerError>,
-    pub(super) service_calls: u32,
+    pub transaction: Option<Level>,
+    pub(crate) steps: Vec<StepEvent>,
+    pub(crate) error: Option<ServerError>,
+    pub(crate) service_calls: u32,
     /// What the session holds until the request ends (a `GET_LOCK`), with
     /// the statement that lets it go.
     held: Option<(&'static str, [String; 2])>,
+    /// The guard's stale-claim age: a pending claim older than this may be
+    /// taken over.
+    pub stale_after: Duration,
+    /// The crash planned for the race, and this session's id to kill.
+    crash: Option<(Arc<Crash>, u64)>,
+    /// Where this request crashed, once it has.
+    pub(crate) crashed: Option<FaultPoint>,
 }
 
 impl Ctx {
-    pub(super) fn new(
+    pub(crate) fn new(
         conn: PoolConnection<MySql>,
         asked: Asked,
         gate: Instant,
         work: Duration,
         calls: Arc<AtomicU64>,
-        transaction: Option<Isolation>,
+        transaction: Option<Level>,
     ) -> Self {
         Self {
             conn,
@@ -160,7 +184,47 @@ impl Ctx {
             error: None,
             service_calls: 0,
             held: None,
+            stale_after: Duration::ZERO,
+            crash: None,
+            crashed: None,
         }
+    }
+
+    /// Arms the race's crash for this request: its session's id, read now,
+    /// is what the KILL names.
+    pub(crate) async fn arm(&mut self, crash: Arc<Crash>) -> Result<(), sqlx::Error> {
+        let id: u64 = sqlx::query_scalar("SELECT CONNECTION_ID()")
+            .fetch_one(&mut *self.conn)
+            .await?;
+        self.crash = Some((crash, id));
+        Ok(())
+    }
+
+    /// Crashes here if this is the planned point: another session kills
+    /// this one. True if it crashed; `when` says where, for the table
+    /// ("before it stored the key").
+    async fn strike(&mut self, point: FaultPoint, when: &str) -> bool {
+        let Some((crash, id)) = &self.crash else {
+            return false;
+        };
+        if self.crashed.is_some() || !crash.due(self.asked.worker, point) {
+            return self.crashed.is_some();
+        }
+        let start_ms = self.now_ms();
+        let _ = sqlx::query(&format!("KILL CONNECTION {id}"))
+            .execute(&crash.killer)
+            .await;
+        // A dead session is never handed to the pool again.
+        self.conn.close_on_drop();
+        self.crashed = Some(point);
+        self.steps.push(StepEvent {
+            step: Step::Fault,
+            start_ms,
+            end_ms: self.now_ms(),
+            note: format!("crashed {when}"),
+            sql: None,
+        });
+        true
     }
 
     fn now_ms(&self) -> f64 {
@@ -174,6 +238,15 @@ impl Ctx {
         sql: &'static str,
         binds: &[Bind<'_>],
     ) -> Result<MySqlQueryResult, sqlx::Error> {
+        let when = match step {
+            Step::Store => "before it stored the key",
+            _ => "before it completed its claim",
+        };
+        if matches!(step, Step::Store | Step::Complete)
+            && self.strike(FaultPoint::BeforeComplete, when).await
+        {
+            return Err(crashed());
+        }
         let query = bound(sql, binds);
         let start_ms = self.now_ms();
         let out = query.execute(&mut *self.conn).await;
@@ -210,7 +283,8 @@ impl Ctx {
 
     /// Notes what the last step found or did.
     pub fn note(&mut self, note: impl Into<String>) {
-        if let Some(last) = self.steps.last_mut() {
+        // A fault's own note stays as the fault wrote it.
+        if let Some(last) = self.steps.iter_mut().rev().find(|e| e.step != Step::Fault) {
             last.note = note.into();
         }
     }
@@ -226,7 +300,7 @@ impl Ctx {
 
     /// Lets go of what the session held, once the request's transaction
     /// has ended.
-    pub(super) async fn release_held(&mut self) {
+    pub(crate) async fn release_held(&mut self) {
         if let Some((release, [a, b])) = self.held.take()
             && self
                 .fetch_opt(Step::Lock, release, &[Bind::Text(&a), Bind::Text(&b)])
@@ -241,12 +315,11 @@ impl Ctx {
     /// ends, a request dropped at an await must not hand the pool a
     /// connection inside a transaction: the connection is closed on drop
     /// instead (the server rolls back a closed session's transaction).
-    pub async fn begin(&mut self, level: Isolation) -> Result<(), sqlx::Error> {
+    pub async fn begin(&mut self, level: Level) -> Result<(), sqlx::Error> {
         self.conn.close_on_drop();
-        let set = set_isolation(level);
-        self.exec(Step::Begin, set, &[]).await?;
+        self.exec(Step::Begin, level.set, &[]).await?;
         self.exec(Step::Begin, "BEGIN", &[]).await?;
-        self.note(format!("BEGIN {}", level.name()));
+        self.note(format!("BEGIN {}", level.name));
         Ok(())
     }
 
@@ -281,10 +354,21 @@ impl Ctx {
         sql: &'static str,
         binds: &[Bind<'_>],
     ) -> Result<MySqlQueryResult, sqlx::Error> {
+        if self.strike(FaultPoint::AfterClaim, "before its work").await {
+            return Err(crashed());
+        }
         let start_ms = self.now_ms();
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.service_calls += 1;
-        tokio::time::sleep(self.work).await;
+        tokio::time::sleep(self.work / 2).await;
+        // Halfway: the call was made, the XP row not yet written.
+        if self
+            .strike(FaultPoint::DuringWork, "halfway through its work")
+            .await
+        {
+            return Err(crashed());
+        }
+        tokio::time::sleep(self.work - self.work / 2).await;
         let out = bound(sql, binds).execute(&mut *self.conn).await;
         self.record(Step::Work, sql, start_ms, out.as_ref().err());
         out
@@ -309,17 +393,22 @@ impl Ctx {
     }
 }
 
+/// A transaction's isolation level as MariaDB is told it: the statement
+/// that sets it for the next transaction, and its name for the table.
+#[derive(Debug, Clone, Copy)]
+pub struct Level {
+    pub set: &'static str,
+    pub name: &'static str,
+}
+
+/// What a crashed worker's next statement meets: its session is gone.
+fn crashed() -> sqlx::Error {
+    sqlx::Error::Io(std::io::Error::other("the worker crashed on purpose"))
+}
+
 /// The work's statement: one XP row.
 pub const AWARD: &str = "INSERT INTO experience_points (user_id, amount, lesson, worker) \
                          VALUES (?, ?, ?, ?)";
-
-fn set_isolation(level: Isolation) -> &'static str {
-    match level {
-        Isolation::ReadCommitted => "SET TRANSACTION ISOLATION LEVEL READ COMMITTED",
-        Isolation::RepeatableRead => "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
-        Isolation::Serializable => "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
-    }
-}
 
 fn bound<'q>(
     sql: &'q str,

@@ -5,6 +5,8 @@
 //! checkouts, not connects), the runner holding one connection as the
 //! course's test runner does, and every worker released at one gate.
 
+mod taken;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
@@ -12,15 +14,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use serde::Serialize;
-use serde_json::Value;
 use sqlx::Row;
 
-use super::Mariadb;
-use super::request::{Answered, Asked, Ctx, ServerError};
-use crate::engine::Engine;
+use crate::db::mariadb::Mariadb;
 use crate::limits::Origin;
 use crate::race::RaceSettings;
+use crate::race::engine::Engine;
+use crate::race::options::CrashPlan;
 use crate::race::options::RaceInput;
+use crate::request::mariadb::{Answered, Asked, Crash, Ctx, ServerError};
 use crate::request::{Outcome, StepEvent};
 use crate::strategy::StrategyKind;
 use crate::strategy::spec::OnMariadb;
@@ -29,21 +31,6 @@ use crate::strategy::transaction::{Isolation, Transaction};
 /// The longest one request may take before the race gives up on it; its
 /// future is then dropped, and its connection closed, not pooled.
 const REQUEST_LIMIT: Duration = Duration::from_secs(60);
-
-/// The options a MariaDB race takes, as the race's inputs name them.
-const TAKES: &[&str] = &[
-    "workers",
-    "key",
-    "strategy",
-    "pool_size",
-    "no_runner_connection",
-    "runner_connection",
-    "runner_holds_connection",
-    "work_ms",
-    "checkout_timeout_ms",
-    "transaction",
-    "isolation",
-];
 
 /// What a MariaDB race needs of the race's settings.
 #[derive(Debug, Clone, Serialize)]
@@ -56,12 +43,18 @@ pub struct MariadbRace {
     /// The request's transaction, at its level; `null`: each statement
     /// commits on its own.
     pub isolation: Option<Isolation>,
+    /// `--crash`: where a worker dies, its session killed.
+    pub crash: Option<CrashPlan>,
+    /// The guard's stale-claim age, in ms.
+    pub stale_after_ms: u64,
+    #[serde(skip)]
+    recovery_retries: usize,
     #[serde(skip)]
     key: String,
     #[serde(skip)]
     settings: RaceSettings,
     #[serde(skip)]
-    shape: super::request::Shape,
+    shape: crate::request::mariadb::Shape,
 }
 
 impl MariadbRace {
@@ -88,6 +81,9 @@ impl MariadbRace {
             runner_holds_connection: app.pool.runner_holds_connection(),
             work_ms: settings.work_ms(),
             isolation,
+            crash: settings.faults().crash(),
+            stale_after_ms: app.recovery.stale_after().as_millis() as u64,
+            recovery_retries: settings.faults().recovery_retries(),
             key: settings.requests().key().to_string(),
             shape,
             settings,
@@ -97,7 +93,7 @@ impl MariadbRace {
     /// The race `input` asks for, on MariaDB: any option a MariaDB race
     /// does not take yet is refused, naming it, rather than ignored.
     pub fn from_input(input: &RaceInput, origin: Origin) -> Result<Self> {
-        refuse_untaken(input)?;
+        taken::refuse_untaken(input)?;
         let settings = input.clone().build(origin)?;
         Self::new(settings, input.transaction.isolation)
     }
@@ -106,85 +102,6 @@ impl MariadbRace {
     pub fn lesson_figure(&self) -> u64 {
         self.settings.lesson_figure()
     }
-}
-
-/// Refuses, naming it, any option a MariaDB race does not take yet.
-fn refuse_untaken(input: &RaceInput) -> Result<()> {
-    let defaults = RaceInput::default();
-    let pairs = [
-        (
-            serde_json::to_value(&input.shape)?,
-            serde_json::to_value(&defaults.shape)?,
-        ),
-        (
-            serde_json::to_value(&input.wire)?,
-            serde_json::to_value(&defaults.wire)?,
-        ),
-        (
-            serde_json::to_value(&input.strategy)?,
-            serde_json::to_value(&defaults.strategy)?,
-        ),
-        (
-            serde_json::to_value(&input.app)?,
-            serde_json::to_value(&defaults.app)?,
-        ),
-        (
-            serde_json::to_value(&input.losers)?,
-            serde_json::to_value(&defaults.losers)?,
-        ),
-        (
-            serde_json::to_value(&input.amounts)?,
-            serde_json::to_value(&defaults.amounts)?,
-        ),
-        (
-            serde_json::to_value(&input.fingerprints)?,
-            serde_json::to_value(&defaults.fingerprints)?,
-        ),
-        (
-            serde_json::to_value(&input.store)?,
-            serde_json::to_value(&defaults.store)?,
-        ),
-        (
-            serde_json::to_value(&input.eviction)?,
-            serde_json::to_value(&defaults.eviction)?,
-        ),
-        (
-            serde_json::to_value(&input.guard)?,
-            serde_json::to_value(&defaults.guard)?,
-        ),
-        (
-            serde_json::to_value(&input.transaction)?,
-            serde_json::to_value(&defaults.transaction)?,
-        ),
-        (
-            serde_json::to_value(&input.standby)?,
-            serde_json::to_value(&defaults.standby)?,
-        ),
-        (
-            serde_json::to_value(&input.faults)?,
-            serde_json::to_value(&defaults.faults)?,
-        ),
-        (
-            serde_json::to_value(&input.hang_up)?,
-            serde_json::to_value(&defaults.hang_up)?,
-        ),
-    ];
-    for (given, default) in &pairs {
-        let Value::Object(given) = given else {
-            continue;
-        };
-        for (name, value) in given {
-            if TAKES.contains(&name.as_str()) || default.get(name) == Some(value) {
-                continue;
-            }
-            bail!(
-                "--engine mariadb does not take --{} yet (it takes --workers, --key, --pool-size, \
-                 --work-ms, --checkout-timeout-ms, --transaction, --isolation, --runs, --json)",
-                name.replace('_', "-")
-            );
-        }
-    }
-    Ok(())
 }
 
 /// One worker's request, as the workers' table shows it.
@@ -201,6 +118,8 @@ pub struct EngineWorker {
     pub made_xp: Option<i64>,
     pub service_calls: u32,
     pub answer_ms: f64,
+    /// A client's retry after its first request crashed.
+    pub retry: bool,
     pub steps: Vec<StepEvent>,
 }
 
@@ -244,52 +163,90 @@ pub async fn run(db: &Mariadb, race: &MariadbRace, run: usize) -> Result<EngineR
     let runner = race.runner_holds_connection.then(|| opened.pop());
     drop(opened);
 
-    let calls = Arc::new(AtomicU64::new(0));
+    let crash = race
+        .crash
+        .map(|plan| Crash::new(plan.at, plan.worker, db.admin.clone()));
+    let shared = Shared::new(race, pool.clone(), crash);
     let gate = Arc::new(OnceLock::new());
     let barrier = Arc::new(tokio::sync::Barrier::new(race.workers));
     let began = Instant::now();
     let mut tasks = Vec::new();
     for worker in 1..=race.workers {
-        let (pool, calls, gate, barrier) =
-            (pool.clone(), calls.clone(), gate.clone(), barrier.clone());
+        let (shared, gate, barrier) = (shared.clone(), gate.clone(), barrier.clone());
         let asked = asked(race, worker);
-        let (shape, isolation, work) = (race.shape, race.isolation, app.work);
         tasks.push(tokio::spawn(async move {
             barrier.wait().await;
             let gate = *gate.get_or_init(Instant::now);
-            let request = one_request(pool, asked, gate, work, calls, isolation, shape);
-            match tokio::time::timeout(REQUEST_LIMIT, request).await {
-                Ok(report) => report,
-                Err(_) => gave_up(worker, gate),
-            }
+            bounded(one_request(shared, asked, gate), worker, gate).await
         }));
     }
     let mut reports = Vec::new();
     for task in tasks {
         reports.push(task.await?);
     }
+    let gate = gate.get().copied().unwrap_or(began);
+    reports.extend(recover(race, &shared, &reports, gate).await?);
     let elapsed_ms = began.elapsed().as_secs_f64() * 1000.0;
     drop(runner);
     pool.close().await;
-    figures(db, race, run, reports, calls, elapsed_ms).await
+    figures(db, race, run, reports, shared.calls, elapsed_ms).await
+}
+
+/// A request given [`REQUEST_LIMIT`]: past it, its future is dropped.
+async fn bounded(
+    request: impl std::future::Future<Output = EngineWorker>,
+    worker: usize,
+    gate: Instant,
+) -> EngineWorker {
+    match tokio::time::timeout(REQUEST_LIMIT, request).await {
+        Ok(report) => report,
+        Err(_) => gave_up(worker, gate),
+    }
+}
+
+/// Lesson 7's recovery: once a crashed request's claim is older than the
+/// stale-claim age, its client sends it again (`--recovery-retries` at once),
+/// as new workers numbered after the race's.
+async fn recover(
+    race: &MariadbRace,
+    shared: &Shared,
+    reports: &[EngineWorker],
+    gate: Instant,
+) -> Result<Vec<EngineWorker>> {
+    let Some(crashed) = reports.iter().find(|w| w.outcome == Outcome::Crashed) else {
+        return Ok(Vec::new());
+    };
+    let due = gate + Duration::from_secs_f64(crashed.answer_ms / 1000.0) + shared.stale_after;
+    tokio::time::sleep_until(due.into()).await;
+    let mut tasks = Vec::new();
+    for i in 1..=race.recovery_retries {
+        let worker = race.workers + i;
+        let asked = Asked {
+            worker,
+            ..asked(race, crashed.worker)
+        };
+        let shared = shared.clone();
+        tasks.push(tokio::spawn(bounded(
+            one_request(shared, asked, gate),
+            worker,
+            gate,
+        )));
+    }
+    let mut retries = Vec::new();
+    for task in tasks {
+        let mut report = task.await?;
+        report.retry = true;
+        retries.push(report);
+    }
+    Ok(retries)
 }
 
 /// Worker `worker`'s request alone, on `pool`, with its gate now: what a
 /// test drops on purpose at an await, to see what the pool gets back.
+#[cfg(feature = "internals")]
 pub async fn one(race: &MariadbRace, pool: sqlx::MySqlPool, worker: usize) -> EngineWorker {
-    let calls = Arc::new(AtomicU64::new(0));
-    let asked = asked(race, worker);
-    let work = race.settings.app().work;
-    one_request(
-        pool,
-        asked,
-        Instant::now(),
-        work,
-        calls,
-        race.isolation,
-        race.shape,
-    )
-    .await
+    let shared = Shared::new(race, pool, None);
+    one_request(shared, asked(race, worker), Instant::now()).await
 }
 
 /// What worker `worker` asks for: the race's key, and its own parameters.
@@ -304,20 +261,50 @@ fn asked(race: &MariadbRace, worker: usize) -> Asked {
     }
 }
 
-/// One worker: its checkout, then the strategy's shape on its connection.
-async fn one_request(
+/// What every request of one race shares.
+#[derive(Clone)]
+struct Shared {
     pool: sqlx::MySqlPool,
-    asked: Asked,
-    gate: Instant,
     work: Duration,
     calls: Arc<AtomicU64>,
-    isolation: Option<Isolation>,
-    shape: super::request::Shape,
-) -> EngineWorker {
+    isolation: Option<crate::request::mariadb::Level>,
+    shape: crate::request::mariadb::Shape,
+    stale_after: Duration,
+    crash: Option<Arc<Crash>>,
+}
+
+impl Shared {
+    fn new(race: &MariadbRace, pool: sqlx::MySqlPool, crash: Option<Arc<Crash>>) -> Self {
+        let app = race.settings.app();
+        Self {
+            pool,
+            work: app.work,
+            calls: Arc::new(AtomicU64::new(0)),
+            isolation: race.isolation.map(Isolation::on_mariadb),
+            shape: race.shape,
+            stale_after: app.recovery.stale_after(),
+            crash,
+        }
+    }
+}
+
+/// One worker: its checkout, then the strategy's shape on its connection.
+async fn one_request(s: Shared, asked: Asked, gate: Instant) -> EngineWorker {
+    let Shared {
+        pool,
+        work,
+        calls,
+        isolation,
+        shape,
+        stale_after,
+        crash,
+    } = s;
     let worker = asked.worker;
     let since = |at: Instant| at.duration_since(gate).as_secs_f64() * 1000.0;
+    // A retry is sent after the gate: its wait runs from its own sending.
+    let sent = Instant::now();
     let conn = pool.acquire().await;
-    let checkout_wait_ms = since(Instant::now());
+    let checkout_wait_ms = sent.elapsed().as_secs_f64() * 1000.0;
     let conn = match conn {
         Ok(conn) => conn,
         Err(_) => {
@@ -326,7 +313,28 @@ async fn one_request(
         }
     };
     let mut ctx = Ctx::new(conn, asked, gate, work, calls, isolation);
-    let answered = answer(&mut ctx, shape).await;
+    ctx.stale_after = stale_after;
+    if let Some(crash) = crash
+        && let Err(err) = ctx.arm(crash).await
+    {
+        let answered = ctx.failed(&err, "—", None);
+        return report(
+            worker,
+            checkout_wait_ms,
+            answered,
+            ctx.error.take(),
+            since(Instant::now()),
+        );
+    }
+    let mut answered = answer(&mut ctx, shape).await;
+    if let Some(point) = ctx.crashed {
+        let when = ctx
+            .steps
+            .iter()
+            .rfind(|e| e.step == crate::request::Step::Fault);
+        let did = when.map_or(format!("crashed {}", point.name()), |e| e.note.clone());
+        answered = Answered::new(Outcome::Crashed, answered.saw, format!("{did}; no answer"));
+    }
     ctx.release_held().await;
     let answer_ms = since(Instant::now());
     let mut r = report(
@@ -344,7 +352,7 @@ async fn one_request(
 /// The shape's answer; in the request's transaction when it runs in one,
 /// which a server error rolls back, as an app's transaction block does
 /// when a statement raises (a 1062 caught by the shape included).
-async fn answer(ctx: &mut Ctx, shape: super::request::Shape) -> Answered {
+async fn answer(ctx: &mut Ctx, shape: crate::request::mariadb::Shape) -> Answered {
     let Some(level) = ctx.transaction else {
         return shape(ctx).await;
     };
@@ -386,6 +394,7 @@ fn report(
         made_xp: a.made_xp,
         service_calls: 0,
         answer_ms,
+        retry: false,
         steps: Vec::new(),
     }
 }

@@ -1,0 +1,174 @@
+//! The whole guard on MariaDB (InnoDB): the same claim, takeover and owner-checked completion as `core.rs`, in InnoDB's SQL.
+//!
+//! The claim commits on its own (`INSERT IGNORE`, so others see it). A
+//! loser reads the claim: a completed one is replayed, a pending one older
+//! than the stale-claim age is taken over by one conditional `UPDATE` (of
+//! two takers, the row's lock lets one through), any other answers 409.
+//! The owner then works and completes in one transaction, the completion
+//! matching only while the claim is still its own; if it was taken over
+//! meanwhile, the transaction rolls back, the XP row with it. Not here yet:
+//! fingerprints (422), the heartbeat, and the rescue of failed work.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use sqlx::Row;
+
+use crate::request::mariadb::{Answered, Bind, Ctx};
+use crate::request::{Outcome, Step};
+use crate::strategy::answers::{replayed, stored_xp};
+use crate::strategy::{OPERATION, work};
+
+pub const CLAIM: &str = "INSERT IGNORE INTO idempotency_keys \
+    (`key`, operation, status, worker, locked_at) VALUES (?, ?, 'pending', ?, NOW(6))";
+
+/// A loser reads the claim, and whether it is older than the stale-claim
+/// age (in microseconds).
+pub const READ: &str = "SELECT id, status, worker, response_body, \
+    locked_at < NOW(6) - INTERVAL ? MICROSECOND FROM idempotency_keys WHERE `key` = ?";
+
+/// Take over a stale claim (or resume one's own), checked again under the
+/// row's lock.
+pub const TAKE_OVER: &str = "UPDATE idempotency_keys SET locked_at = NOW(6), worker = ? \
+    WHERE id = ? AND status = 'pending' \
+      AND (worker = ? OR locked_at < NOW(6) - INTERVAL ? MICROSECOND)";
+
+/// Complete the claim only while it is still ours.
+pub const COMPLETE_OWN: &str = "UPDATE idempotency_keys SET status = 'completed', \
+    response_code = 201, response_body = ?, completed_at = NOW(6) \
+    WHERE id = ? AND worker = ? AND status = 'pending'";
+
+/// The guard's shape on MariaDB.
+pub fn shape(ctx: &mut Ctx) -> Pin<Box<dyn Future<Output = Answered> + Send + '_>> {
+    Box::pin(async move {
+        let key = ctx.asked.key.clone();
+        let me = ctx.asked.worker as i64;
+        let claim = [Bind::Text(&key), Bind::Text(OPERATION), Bind::Int(me)];
+        let (id, saw) = match ctx.exec(Step::Claim, CLAIM, &claim).await {
+            Ok(done) if done.rows_affected() == 1 => {
+                ctx.note("claimed");
+                (done.last_insert_id() as i64, "claimed".to_string())
+            }
+            Ok(_) => match lost(ctx, &key).await {
+                Ok(taken) => taken,
+                Err(answered) => return answered,
+            },
+            Err(err) => return ctx.failed(&err, "—", None),
+        };
+        work_and_complete(ctx, id, &saw).await
+    })
+}
+
+/// The loser's path: `Ok((id, what it saw))` when it took a stale claim
+/// over, else its answer.
+async fn lost(ctx: &mut Ctx, key: &str) -> Result<(i64, String), Answered> {
+    let stale_us = ctx.stale_after.as_micros() as i64;
+    let on = [Bind::Int(stale_us), Bind::Text(key)];
+    let row = match ctx.fetch_opt(Step::Read, READ, &on).await {
+        Ok(Some(row)) => row,
+        Ok(None) => {
+            ctx.note("gone");
+            return Err(Answered::new(
+                Outcome::Conflict,
+                "claim gone",
+                "answered 409",
+            ));
+        }
+        Err(err) => return Err(ctx.failed(&err, "key taken", None)),
+    };
+    let id: i64 = row.try_get(0).unwrap_or_default();
+    let status: String = row.try_get(1).unwrap_or_default();
+    let owner: Option<i64> = row
+        .try_get::<Option<i32>, _>(2)
+        .ok()
+        .flatten()
+        .map(i64::from);
+    let stale = row.try_get::<Option<i64>, _>(4).ok().flatten() == Some(1);
+    ctx.note(status.clone());
+    if status == "completed" {
+        let did = replayed(stored_xp(&row, 3));
+        return Err(Answered::new(Outcome::Replayed, "claim completed", did));
+    }
+    let me = ctx.asked.worker as i64;
+    if !stale && owner != Some(me) {
+        return Err(Answered::new(
+            Outcome::Conflict,
+            "claim pending",
+            "answered 409 at once",
+        ));
+    }
+    let take = [
+        Bind::Int(me),
+        Bind::Int(id),
+        Bind::Int(me),
+        Bind::Int(stale_us),
+    ];
+    match ctx.exec(Step::Claim, TAKE_OVER, &take).await {
+        Ok(done) if done.rows_affected() == 1 => {
+            let from = owner.map_or("?".into(), |w| w.to_string());
+            ctx.note(format!("took over a stale claim from worker {from}"));
+            Ok((id, format!("worker {from}'s stale claim, taken over")))
+        }
+        Ok(_) => {
+            ctx.note("another request took it first");
+            Err(Answered::new(
+                Outcome::Conflict,
+                "claim stale",
+                "another took it over: 409",
+            ))
+        }
+        Err(err) => Err(ctx.failed(&err, "claim stale", None)),
+    }
+}
+
+/// The work and the completion in one transaction, at InnoDB's default
+/// level; the completion matches only while the claim is still ours.
+async fn work_and_complete(ctx: &mut Ctx, id: i64, saw: &str) -> Answered {
+    let level = crate::strategy::transaction::Isolation::INNODB_DEFAULT.on_mariadb();
+    if let Err(err) = ctx.begin(level).await {
+        return ctx.failed(&err, saw, None);
+    }
+    let xp = match ctx.work().await {
+        Ok(xp) => xp,
+        Err(err) => {
+            let answered = ctx.failed(&err, saw, None);
+            ctx.rollback().await;
+            return answered;
+        }
+    };
+    let a = &ctx.asked;
+    let params = crate::strategy::fingerprint::Params {
+        operation: OPERATION,
+        user_id: a.user_id,
+        amount: a.amount,
+        lesson: a.lesson,
+    };
+    let body = work::response_body(xp, &params).to_string();
+    let me = a.worker as i64;
+    let complete = [Bind::Text(&body), Bind::Int(id), Bind::Int(me)];
+    let completed = ctx.exec(Step::Complete, COMPLETE_OWN, &complete).await;
+    match completed {
+        Ok(done) if done.rows_affected() == 1 => match ctx.commit().await {
+            Ok(()) => {
+                ctx.note("completed, committed");
+                let did = format!("made XP #{xp}, completed");
+                Answered {
+                    made_xp: Some(xp),
+                    ..Answered::new(Outcome::Created, saw, did)
+                }
+            }
+            Err(err) => ctx.failed(&err, saw, None),
+        },
+        Ok(_) => {
+            ctx.rollback().await;
+            ctx.note("not ours any more: rolled back");
+            let did = format!("made XP #{xp}, rolled back: its claim was taken over");
+            Answered::new(Outcome::Conflict, saw, did)
+        }
+        Err(err) => {
+            let answered = ctx.failed(&err, saw, None);
+            ctx.rollback().await;
+            answered
+        }
+    }
+}
