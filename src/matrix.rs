@@ -67,6 +67,12 @@ impl Cell {
 
     /// The settings this cell races with, on top of the shared ones.
     pub fn settings(&self, base: &RaceInput) -> Result<RaceSettings> {
+        self.input(base).build(Origin::Flags)
+    }
+
+    /// The race's input for this cell: the strategy (or guard file) and
+    /// its transaction, on `base`.
+    pub fn input(&self, base: &RaceInput) -> RaceInput {
         let base = match self.strategy_file {
             Some(file) => base
                 .clone()
@@ -78,7 +84,6 @@ impl Cell {
             r.transaction.isolation = self.isolation;
             r.transaction.retry_serialization = Some(u64::from(self.retry_serialization));
         })
-        .build(Origin::Flags)
     }
 
     /// The shape as the table names it: the strategy, or the guard file.
@@ -193,18 +198,75 @@ impl MatrixRow {
 
     /// Adds one run's result.
     pub fn add(&mut self, r: &RaceResult) {
+        let told = r
+            .reports
+            .iter()
+            .filter(|w| w.outcome != Outcome::Created)
+            .map(told);
+        let statements = r.reports.iter().map(|w| u64::from(w.queries)).sum::<u64>();
+        let held_s = r.reports.iter().map(|w| w.held_ms / 1000.0).sum::<f64>();
+        let requests = r.reports.len() as u64;
+        self.add_run(
+            r.xp_rows,
+            r.service_calls,
+            told,
+            (requests, statements, held_s),
+        );
+    }
+
+    /// Adds one run's result on MariaDB: a loser's error is the server's
+    /// number (`500 1213`).
+    pub fn add_engine(&mut self, r: &crate::race::mariadb::EngineResult) {
+        let told = r
+            .reports
+            .iter()
+            .filter(|w| w.outcome != Outcome::Created)
+            .map(|w| match (w.outcome, &w.error) {
+                (Outcome::Duplicate, _) => "201 dup".to_string(),
+                (Outcome::Replayed, _) => "201 replay".to_string(),
+                (Outcome::Error, Some(error)) => format!("500 {}", error.number),
+                (Outcome::Crashed | Outcome::HungUp, _) => "no answer".to_string(),
+                (outcome, _) => format!("{} {}", outcome.status(), outcome.name()),
+            });
+        let sent = |w: &crate::race::mariadb::EngineWorker| {
+            w.steps.iter().filter(|e| e.sql.is_some()).count() as u64
+        };
+        let statements = r.reports.iter().map(sent).sum::<u64>();
+        let held = |w: &crate::race::mariadb::EngineWorker| {
+            (w.answer_ms - w.checkout_wait_ms).max(0.0) / 1000.0
+        };
+        let held_s = r.reports.iter().map(held).sum::<f64>();
+        let requests = r.reports.len() as u64;
+        self.add_run(
+            r.xp_rows,
+            r.service_calls,
+            told,
+            (requests, statements, held_s),
+        );
+    }
+
+    /// One run's figures: its XP rows and calls, what the requests that
+    /// did not create the row were told, and (requests, statements, seconds
+    /// a connection was held).
+    fn add_run(
+        &mut self,
+        xp_rows: u64,
+        service_calls: u64,
+        told: impl Iterator<Item = String>,
+        (requests, statements, held_s): (u64, u64, f64),
+    ) {
         self.runs += 1;
-        *self.xp_rows.entry(r.xp_rows).or_default() += 1;
-        *self.service_calls.entry(r.service_calls).or_default() += 1;
-        for w in r.reports.iter().filter(|w| w.outcome != Outcome::Created) {
-            *self.told.entry(told(w)).or_default() += 1;
+        *self.xp_rows.entry(xp_rows).or_default() += 1;
+        *self.service_calls.entry(service_calls).or_default() += 1;
+        for t in told {
+            *self.told.entry(t).or_default() += 1;
         }
         let sums = &mut self.sums;
-        sums.rows_held += u64::from(r.xp_rows == 1);
-        sums.work_held += u64::from(r.service_calls == 1);
-        sums.requests += r.reports.len() as u64;
-        sums.statements += r.reports.iter().map(|w| u64::from(w.queries)).sum::<u64>();
-        sums.held_s += r.reports.iter().map(|w| w.held_ms / 1000.0).sum::<f64>();
+        sums.rows_held += u64::from(xp_rows == 1);
+        sums.work_held += u64::from(service_calls == 1);
+        sums.requests += requests;
+        sums.statements += statements;
+        sums.held_s += held_s;
         let (runs, requests) = (self.runs as f64, sums.requests.max(1) as f64);
         self.rows_held_rate = sums.rows_held as f64 / runs;
         self.work_held_rate = sums.work_held as f64 / runs;
@@ -227,6 +289,8 @@ pub fn told(w: &WorkerReport) -> String {
 /// The whole matrix: the shared settings and a row per cell.
 #[derive(Debug, Clone, Serialize)]
 pub struct Matrix {
+    /// The engine every race ran on.
+    pub engine: crate::race::engine::Engine,
     pub workers: usize,
     pub pool_size: usize,
     pub runner_holds_connection: bool,
@@ -257,6 +321,7 @@ impl Matrix {
             })
             .collect();
         Some(Self {
+            engine: crate::race::engine::Engine::Postgres,
             workers: first.workers,
             pool_size: first.pool_size,
             runner_holds_connection: first.runner_holds_connection,

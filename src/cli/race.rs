@@ -79,6 +79,11 @@ pub struct StepArgs {
 
 #[derive(Debug, Args)]
 pub struct MatrixArgs {
+    /// The engine the matrix races on: PostgreSQL, or MariaDB (InnoDB),
+    /// where the same cells can answer otherwise.
+    #[arg(long, value_enum, default_value_t = Engine::Postgres)]
+    pub engine: Engine,
+
     #[arg(long, short = 'r', value_name = "R", allow_negative_numbers = true,
           value_parser = limits::MATRIX_RUNS.parser(),
           help = limits::MATRIX_RUNS.help("Races per cell, on fresh tables each."))]

@@ -6,16 +6,48 @@ use super::command::OnDatabase;
 use crate::cli::race::MatrixArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::limits;
+use crate::limits::Origin;
 use crate::matrix::{Cell, Matrix, MatrixRow, cells, file_cells};
+use crate::race::engine::Engine;
+use crate::race::mariadb::MariadbRace;
 use crate::race::options::RaceInput;
 use crate::race::{Race, RaceSettings};
 use crate::report::{self, Output};
+use crate::strategy::spec::OnMariadb;
+
+/// One cell's race, as its engine runs it.
+enum Raced {
+    Postgres(Box<RaceSettings>),
+    Mariadb(Box<MariadbRace>),
+}
+
+impl Raced {
+    fn on(engine: Engine, cell: &Cell, base: &RaceInput) -> Result<Option<Self>> {
+        Ok(match engine {
+            Engine::Postgres => Some(Raced::Postgres(Box::new(cell.settings(base)?))),
+            // On MariaDB a request is not run again, and a strategy with no
+            // InnoDB shape has no row.
+            Engine::Mariadb => match cell.strategy.spec().on_mariadb {
+                OnMariadb::Runs(_) if cell.retry_serialization == 0 => {
+                    // No retries here: the cell's retry count is 0.
+                    let input = cell
+                        .input(base)
+                        .with(|r| r.transaction.retry_serialization = None);
+                    let race = MariadbRace::from_input(&input, Origin::Flags)?;
+                    Some(Raced::Mariadb(Box::new(race)))
+                }
+                _ => None,
+            },
+        })
+    }
+}
 
 /// What `idem matrix` will race, checked before the database starts.
 pub struct Plan {
     /// The database it runs against.
     db: ConnectOptions,
-    cells: Vec<(Cell, RaceSettings)>,
+    engine: Engine,
+    cells: Vec<(Cell, Raced)>,
     runs: u64,
     pub(crate) out: Output,
     /// The rows left out, and why.
@@ -48,7 +80,11 @@ pub fn plan(args: &MatrixArgs) -> Result<Plan> {
                 || (c.transaction == crate::strategy::transaction::Transaction::None
                     && (c.strategy_file.is_some() || c.strategy.finds_by_reading()))
         })
-        .map(|cell| Ok((cell, cell.settings(&base)?)))
+        .filter_map(|cell| {
+            Raced::on(args.engine, &cell, &base)
+                .transpose()
+                .map(|r| r.map(|r| (cell, r)))
+        })
         .collect::<Result<Vec<_>>>()?;
     if cells.is_empty() {
         bail!(
@@ -61,8 +97,12 @@ pub fn plan(args: &MatrixArgs) -> Result<Plan> {
                 .join(", ")
         );
     }
+    if args.engine == Engine::Mariadb && (finds_on_standby || args.strategy_file.is_some()) {
+        bail!("--engine mariadb races the built-in strategies, with no standby and no guard file");
+    }
     Ok(Plan {
         db: args.connect.with_standby(&args.standby)?,
+        engine: args.engine,
         left_out: finds_on_standby.then_some(
             "left out, with no find to send to a standby: the rows in a request transaction, \
              and the strategies that decide by a write or a lock",
@@ -81,29 +121,57 @@ impl OnDatabase for Plan {
     async fn run_on(self, db: &Database) -> Result<()> {
         let out = self.out;
         let progress = out.progress(self.runs * self.cells.len() as u64, "races");
-        let shared = &self.cells[0].1;
+        let Some((_, first)) = self.cells.first() else {
+            bail!("no cell of the matrix runs on this engine");
+        };
+        let (workers, pool, work_ms, via) = match first {
+            Raced::Postgres(s) => (
+                s.requests().workers(),
+                s.app().pool,
+                s.work_ms(),
+                s.app().pool.via(),
+            ),
+            Raced::Mariadb(m) => (
+                m.workers,
+                m.settings().app().pool,
+                m.work_ms,
+                crate::db::via::Via::Direct,
+            ),
+        };
         let mut matrix = Matrix {
-            workers: shared.requests().workers(),
-            pool_size: shared.app().pool.size(),
-            runner_holds_connection: shared.app().pool.runner_holds_connection(),
-            work_ms: shared.work_ms(),
-            via: shared.app().pool.via(),
+            engine: self.engine,
+            workers,
+            pool_size: pool.size(),
+            runner_holds_connection: pool.runner_holds_connection(),
+            work_ms,
+            via,
             standby: None,
             left_out: self.left_out,
             runs: self.runs,
             rows: Vec::new(),
         };
-        for (cell, settings) in self.cells {
-            let mut race = Race::prepare(db, settings).await?;
+        for (cell, raced) in self.cells {
             let mut row = MatrixRow::new(cell);
-            for run in 1..=self.runs as usize {
-                race = race.again(run).await?;
-                let result = race.run(run).await?;
-                if matrix.standby.is_none() {
-                    matrix.standby = result.standby;
+            match raced {
+                Raced::Postgres(settings) => {
+                    let mut race = Race::prepare(db, *settings).await?;
+                    for run in 1..=self.runs as usize {
+                        race = race.again(run).await?;
+                        let result = race.run(run).await?;
+                        if matrix.standby.is_none() {
+                            matrix.standby = result.standby;
+                        }
+                        row.add(&result);
+                        progress.inc(1);
+                    }
                 }
-                row.add(&result);
-                progress.inc(1);
+                Raced::Mariadb(race) => {
+                    let mariadb = db.mariadb().await?;
+                    for run in 1..=self.runs as usize {
+                        row.add_engine(&crate::race::mariadb::run(mariadb, &race, run).await?);
+                        progress.inc(1);
+                    }
+                }
             }
             matrix.rows.push(row);
         }

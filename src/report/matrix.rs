@@ -9,19 +9,21 @@ use super::style::{bad, dim, good, strong, warn};
 use super::width::{visible, width};
 use crate::matrix::{Matrix, MatrixRow};
 
-/// From this many columns on, the settings and answers are spelled out.
-const WIDE: usize = 110;
-
-/// The most answers the compact form lists per row.
-const COMPACT_ANSWERS: usize = 2;
-
-pub fn render(m: &Matrix) -> String {
-    let wide = width() >= WIDE;
+/// The title, the settings every cell shares, and what was left out.
+fn heading(m: &Matrix) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "{}",
-        strong(format!("idem matrix · {} runs per cell", m.runs))
+        strong(match m.engine {
+            crate::race::engine::Engine::Postgres =>
+                format!("idem matrix · {} runs per cell", m.runs),
+            engine => format!(
+                "idem matrix on {} (InnoDB) · {} runs per cell",
+                engine.spec().server,
+                m.runs
+            ),
+        })
     );
     let pool = super::race::pool(m.pool_size, m.runner_holds_connection);
     let _ = writeln!(
@@ -52,6 +54,18 @@ pub fn render(m: &Matrix) -> String {
     if let Some(note) = m.left_out {
         let _ = writeln!(out, "{}", dim(note));
     }
+    out
+}
+
+/// From this many columns on, the settings and answers are spelled out.
+const WIDE: usize = 110;
+
+/// The most answers the compact form lists per row.
+const COMPACT_ANSWERS: usize = 2;
+
+pub fn render(m: &Matrix) -> String {
+    let wide = width() >= WIDE;
+    let mut out = heading(m);
     out.push('\n');
     let rows: Vec<Vec<Cell>> = m.rows.iter().map(|row| cells(row, wide)).collect();
     let header = [

@@ -455,3 +455,58 @@ async fn a_request_dropped_mid_work_leaves_no_transaction_and_no_lock_to_the_poo
     }
     db.close().await.unwrap();
 }
+
+/// Lesson 8's matrix on InnoDB, where two cells answer otherwise than on
+/// PostgreSQL: FOR UPDATE's gap locks deadlock (1213), and the advisory
+/// lock at REPEATABLE READ keeps the work to one call.
+#[test]
+fn the_matrix_on_innodb_shows_the_gap_lock_and_the_later_snapshot() {
+    let sandbox = Sandbox::new("engines-matrix");
+    let out = sandbox
+        .idem()
+        .args(["matrix", "--engine", "mariadb", "--runs", "2", "--json"])
+        .args([
+            "-s",
+            "find-for-update",
+            "-s",
+            "advisory-lock",
+            "--work-ms",
+            "100",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = std::fs::read_to_string("schemas/matrix.schema.json").unwrap();
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&m).map(|e| e.to_string()).collect();
+    assert_eq!(errors, Vec::<String>::new());
+    assert_eq!(m["engine"], "mariadb");
+    let row = |strategy: &str, isolation: &str| -> &Value {
+        m["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["strategy"] == strategy && r["isolation"] == isolation)
+            .unwrap_or_else(|| panic!("{strategy} at {isolation}: {m}"))
+    };
+    let rr = row("find-for-update", "repeatable-read");
+    assert!(rr["told"]["500 1213"].as_u64().is_some(), "{rr}");
+    assert_eq!(rr["xp_rows"], serde_json::json!({"1": 2}), "{rr}");
+    let lock = row("advisory-lock", "repeatable-read");
+    assert_eq!(lock["service_calls"], serde_json::json!({"1": 2}), "{lock}");
+    // A cell retried after 40001 has no row: MariaDB runs a request once.
+    assert!(
+        m["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["retry_serialization"] == 0),
+        "{m}"
+    );
+}

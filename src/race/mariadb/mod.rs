@@ -98,6 +98,11 @@ impl MariadbRace {
         Self::new(settings, input.transaction.isolation)
     }
 
+    /// The race's settings, as PostgreSQL's race would take them.
+    pub fn settings(&self) -> &RaceSettings {
+        &self.settings
+    }
+
     /// The XP rows the course predicts, as on PostgreSQL.
     pub fn lesson_figure(&self) -> u64 {
         self.settings.lesson_figure()
