@@ -221,13 +221,7 @@ impl MatrixRow {
             .reports
             .iter()
             .filter(|w| w.outcome != Outcome::Created)
-            .map(|w| match (w.outcome, &w.error) {
-                (Outcome::Duplicate, _) => "201 dup".to_string(),
-                (Outcome::Replayed, _) => "201 replay".to_string(),
-                (Outcome::Error, Some(error)) => format!("500 {}", error.number),
-                (Outcome::Crashed | Outcome::HungUp, _) => "no answer".to_string(),
-                (outcome, _) => format!("{} {}", outcome.status(), outcome.name()),
-            });
+            .map(|w| told_as(w.outcome, w.error.as_ref().map(|e| e.number.to_string())));
         let sent = |w: &crate::race::mariadb::EngineWorker| {
             w.steps.iter().filter(|e| e.sql.is_some()).count() as u64
         };
@@ -277,10 +271,16 @@ impl MatrixRow {
 
 /// What a request that did not create the row was answered, in a few words.
 pub fn told(w: &WorkerReport) -> String {
-    match (w.outcome, &w.error) {
+    told_as(w.outcome, w.error.as_ref().map(|e| e.code.clone()))
+}
+
+/// The same from an outcome and the error the engine names it by: its
+/// SQLSTATE on PostgreSQL (`500 23505`), its number on MariaDB (`500 1213`).
+fn told_as(outcome: Outcome, error: Option<String>) -> String {
+    match (outcome, error) {
         (Outcome::Duplicate, _) => "201 dup".to_string(),
         (Outcome::Replayed, _) => "201 replay".to_string(),
-        (Outcome::Error, Some(error)) => format!("500 {}", error.code),
+        (Outcome::Error, Some(error)) => format!("500 {error}"),
         (Outcome::Crashed | Outcome::HungUp, _) => "no answer".to_string(),
         (outcome, _) => format!("{} {}", outcome.status(), outcome.name()),
     }

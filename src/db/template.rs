@@ -53,21 +53,9 @@ pub fn ensure(bins: &PgBinaries, user: Option<OsUser>, cache: &Path) -> Result<T
     // (as root, the cache lives in root's home, which that user cannot enter).
     let staging = private_dir(&std::env::temp_dir(), "idem-initdb")?;
     let result = run_initdb(bins, user, &staging).and_then(|data| {
-        let incoming = cache.join(format!(".incoming-{}-{}", std::process::id(), short_id()));
-        copy_tree(&data, &incoming)?;
-        match fs::rename(&incoming, &dir) {
-            Ok(()) => Ok(true),
-            // Another idem finished first; its template is as good as ours.
-            Err(_) if dir.join("PG_VERSION").is_file() => {
-                let _ = fs::remove_dir_all(&incoming);
-                Ok(false)
-            }
-            Err(err) => {
-                let _ = fs::remove_dir_all(&incoming);
-                Err(err)
-                    .with_context(|| format!("could not store the template in {}", dir.display()))
-            }
-        }
+        store(&data, &dir, ".incoming", |dir| {
+            dir.join("PG_VERSION").is_file()
+        })
     });
     let _ = fs::remove_dir_all(&staging);
     Ok(Template {
@@ -106,6 +94,33 @@ fn run_initdb(bins: &PgBinaries, user: Option<OsUser>, staging: &Path) -> Result
         );
     }
     Ok(data)
+}
+
+/// Copies a freshly made data directory `data` into the cache as `dir`,
+/// through a copy named `<incoming>-<pid>-<random>` beside it and one
+/// rename, so that no run ever sees half a template. True if this call
+/// stored it; false if another run stored one first (`made` says whether
+/// `dir` is a whole template), which is as good.
+pub fn store(
+    data: &Path,
+    dir: &Path,
+    incoming: &str,
+    made: impl Fn(&Path) -> bool,
+) -> Result<bool> {
+    let cache = dir.parent().unwrap_or(Path::new("."));
+    let incoming = cache.join(format!("{incoming}-{}-{}", std::process::id(), short_id()));
+    copy_tree(data, &incoming)?;
+    match fs::rename(&incoming, dir) {
+        Ok(()) => Ok(true),
+        Err(_) if made(dir) => {
+            let _ = fs::remove_dir_all(&incoming);
+            Ok(false)
+        }
+        Err(err) => {
+            let _ = fs::remove_dir_all(&incoming);
+            Err(err).with_context(|| format!("could not store the template in {}", dir.display()))
+        }
+    }
 }
 
 /// Creates a fresh directory only its owner may enter, named `<prefix>-<pid>-<random>`.

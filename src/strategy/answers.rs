@@ -74,3 +74,15 @@ pub fn stored_xp(row: &sqlx::mysql::MySqlRow, col: usize) -> Option<i64> {
 pub fn replayed(xp: Option<i64>) -> String {
     xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}"))
 }
+
+/// The response a MariaDB request stores for XP row `xp`: the same body
+/// as on PostgreSQL, as the JSON text InnoDB keeps.
+pub fn body_of(asked: &crate::request::mariadb::Asked, xp: i64) -> String {
+    let params = super::fingerprint::Params {
+        operation: super::OPERATION,
+        user_id: asked.user_id,
+        amount: asked.amount,
+        lesson: asked.lesson,
+    };
+    super::work::response_body(xp, &params).to_string()
+}

@@ -308,8 +308,8 @@ pub mod on_mariadb {
     use super::FindLock;
     use crate::request::mariadb::{Answered, Bind, Ctx};
     use crate::request::{Outcome, Step};
-    use crate::strategy::answers::{replayed, stored_xp};
-    use crate::strategy::{OPERATION, work};
+    use crate::strategy::OPERATION;
+    use crate::strategy::answers::{body_of, replayed, stored_xp};
 
     pub const FIND: &str =
         "SELECT response_body FROM idempotency_keys WHERE `key` = ? AND operation = ?";
@@ -373,14 +373,8 @@ pub mod on_mariadb {
             Ok(xp) => xp,
             Err(err) => return ctx.failed(&err, "no key", None),
         };
+        let body = body_of(&ctx.asked, xp);
         let a = &ctx.asked;
-        let params = crate::strategy::fingerprint::Params {
-            operation: OPERATION,
-            user_id: a.user_id,
-            amount: a.amount,
-            lesson: a.lesson,
-        };
-        let body = work::response_body(xp, &params).to_string();
         let worker = a.worker as i64;
         let binds = [
             Bind::Text(&key),

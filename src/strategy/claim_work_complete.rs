@@ -342,8 +342,8 @@ pub mod on_mariadb {
 
     use crate::request::mariadb::{Answered, Bind, Ctx};
     use crate::request::{Outcome, Step};
-    use crate::strategy::answers::{replayed, stored_xp};
-    use crate::strategy::{OPERATION, work};
+    use crate::strategy::OPERATION;
+    use crate::strategy::answers::{body_of, replayed, stored_xp};
 
     pub const CLAIM: &str = "INSERT IGNORE INTO idempotency_keys \
         (`key`, operation, status, worker, locked_at) VALUES (?, ?, 'pending', ?, NOW(6))";
@@ -369,14 +369,7 @@ pub mod on_mariadb {
                 Ok(xp) => xp,
                 Err(err) => return ctx.failed(&err, "claimed", None),
             };
-            let a = &ctx.asked;
-            let params = crate::strategy::fingerprint::Params {
-                operation: OPERATION,
-                user_id: a.user_id,
-                amount: a.amount,
-                lesson: a.lesson,
-            };
-            let body = work::response_body(xp, &params).to_string();
+            let body = body_of(&ctx.asked, xp);
             let complete = [Bind::Text(&body), Bind::Text(&key), Bind::Int(worker)];
             match ctx.exec(Step::Complete, COMPLETE, &complete).await {
                 Ok(_) => {

@@ -9,18 +9,26 @@ use crate::common::{Sandbox, TIMING, signal};
 
 /// `idem race --engine mariadb ARGS --json` in `sandbox`: its one result.
 fn race(sandbox: &Sandbox, args: &[&str]) -> Value {
-    let out = sandbox
-        .idem()
-        .args(["race", "--engine", "mariadb", "--json"])
-        .args(args)
-        .output()
-        .unwrap();
+    let head = ["race", "--engine", "mariadb", "--json"];
+    serde_json::from_str(&stdout_of(sandbox, &[&head[..], args].concat())).unwrap()
+}
+
+/// `idem ARGS` in `sandbox`, which must succeed: its stdout.
+fn stdout_of(sandbox: &Sandbox, args: &[&str]) -> String {
+    let out = sandbox.idem().args(args).output().unwrap();
     assert!(
         out.status.success(),
-        "idem race --engine mariadb {args:?}: {}",
+        "idem {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The published schema at `path`, ready to check output against.
+fn validator(path: &str) -> jsonschema::Validator {
+    let text = std::fs::read_to_string(path).unwrap();
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    jsonschema::validator_for(&schema).expect("a valid JSON Schema")
 }
 
 fn n(v: &Value, field: &str) -> u64 {
@@ -267,24 +275,16 @@ fn a_scenario_file_says_what_it_runs_on_and_checks_only_what_that_engine_shows()
 #[test]
 fn compare_puts_each_strategy_on_each_engine_row_by_row() {
     let sandbox = Sandbox::new("engines-compare");
-    let out = sandbox
-        .idem()
-        .args([
-            "compare",
-            "--engine",
-            "postgres,mariadb",
-            "--runs",
-            "2",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+    let args = [
+        "compare",
+        "--engine",
+        "postgres,mariadb",
+        "--runs",
+        "2",
+        "--json",
+    ];
+    let out = stdout_of(&sandbox, &args);
+    let lines: Vec<Value> = out
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
@@ -338,9 +338,7 @@ fn compare_puts_each_strategy_on_each_engine_row_by_row() {
 
 #[test]
 fn a_mariadb_race_in_json_matches_its_published_schema() {
-    let text = std::fs::read_to_string("schemas/engine-race.schema.json").unwrap();
-    let schema: Value = serde_json::from_str(&text).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
+    let validator = validator("schemas/engine-race.schema.json");
     let sandbox = Sandbox::new("engines-schema");
     for args in [
         &["--runs", "2"][..],
@@ -356,14 +354,9 @@ fn a_mariadb_race_in_json_matches_its_published_schema() {
             "100",
         ][..],
     ] {
-        let out = sandbox
-            .idem()
-            .args(["race", "--engine", "mariadb", "--json", "--work-ms", "1"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{args:?}");
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let head = ["race", "--engine", "mariadb", "--json", "--work-ms", "1"];
+        let out = stdout_of(&sandbox, &[&head[..], args].concat());
+        for line in out.lines() {
             let v: Value = serde_json::from_str(line).unwrap();
             let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
             assert_eq!(errors, Vec::<String>::new(), "{args:?}: {line}");
@@ -462,28 +455,20 @@ async fn a_request_dropped_mid_work_leaves_no_transaction_and_no_lock_to_the_poo
 #[test]
 fn the_matrix_on_innodb_shows_the_gap_lock_and_the_later_snapshot() {
     let sandbox = Sandbox::new("engines-matrix");
-    let out = sandbox
-        .idem()
-        .args(["matrix", "--engine", "mariadb", "--runs", "2", "--json"])
-        .args([
-            "-s",
-            "find-for-update",
-            "-s",
-            "advisory-lock",
-            "--work-ms",
-            "100",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let m: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let text = std::fs::read_to_string("schemas/matrix.schema.json").unwrap();
-    let schema: Value = serde_json::from_str(&text).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
+    let args = [
+        "matrix",
+        "--engine",
+        "mariadb",
+        "--runs",
+        "2",
+        "--json",
+        "--work-ms",
+        "100",
+    ];
+    let strategies = ["-s", "find-for-update", "-s", "advisory-lock"];
+    let m: Value =
+        serde_json::from_str(&stdout_of(&sandbox, &[&args[..], &strategies].concat())).unwrap();
+    let validator = validator("schemas/matrix.schema.json");
     let errors: Vec<String> = validator.iter_errors(&m).map(|e| e.to_string()).collect();
     assert_eq!(errors, Vec::<String>::new());
     assert_eq!(m["engine"], "mariadb");

@@ -22,7 +22,7 @@ use crate::db::cluster::runs_parent;
 use crate::db::leftovers;
 use crate::db::os_user::{OsUser, chown_tree, server_user};
 use crate::db::supervised::{Launch, Supervised};
-use crate::db::template::{copy_tree, private_dir};
+use crate::db::template::{copy_tree, private_dir, store};
 use crate::files::owners::alive;
 
 /// Bumped whenever the install's flags change, so an old template is not reused.
@@ -228,27 +228,8 @@ fn ensure_template(
     fs::create_dir_all(cache)
         .with_context(|| format!("could not create the cache directory {}", cache.display()))?;
     let staging = private_dir(&std::env::temp_dir(), STAGING_PREFIX)?;
-    let result = install(bins, user, &staging).and_then(|data| {
-        let incoming = cache.join(format!(
-            ".incoming-mariadb-{}-{}",
-            std::process::id(),
-            &uuid::Uuid::new_v4().simple().to_string()[..8]
-        ));
-        copy_tree(&data, &incoming)?;
-        match fs::rename(&incoming, &dir) {
-            Ok(()) => Ok(true),
-            // Another idem finished first; its template is as good as ours.
-            Err(_) if made(&dir) => {
-                let _ = fs::remove_dir_all(&incoming);
-                Ok(false)
-            }
-            Err(err) => {
-                let _ = fs::remove_dir_all(&incoming);
-                Err(err)
-                    .with_context(|| format!("could not store the template in {}", dir.display()))
-            }
-        }
-    });
+    let result = install(bins, user, &staging)
+        .and_then(|data| store(&data, &dir, ".incoming-mariadb", made));
     let _ = fs::remove_dir_all(&staging);
     Ok((dir, result?))
 }

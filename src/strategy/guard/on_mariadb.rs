@@ -16,8 +16,8 @@ use sqlx::Row;
 
 use crate::request::mariadb::{Answered, Bind, Ctx};
 use crate::request::{Outcome, Step};
-use crate::strategy::answers::{replayed, stored_xp};
-use crate::strategy::{OPERATION, work};
+use crate::strategy::OPERATION;
+use crate::strategy::answers::{body_of, replayed, stored_xp};
 
 pub const CLAIM: &str = "INSERT IGNORE INTO idempotency_keys \
     (`key`, operation, status, worker, locked_at) VALUES (?, ?, 'pending', ?, NOW(6))";
@@ -136,14 +136,8 @@ async fn work_and_complete(ctx: &mut Ctx, id: i64, saw: &str) -> Answered {
             return answered;
         }
     };
+    let body = body_of(&ctx.asked, xp);
     let a = &ctx.asked;
-    let params = crate::strategy::fingerprint::Params {
-        operation: OPERATION,
-        user_id: a.user_id,
-        amount: a.amount,
-        lesson: a.lesson,
-    };
-    let body = work::response_body(xp, &params).to_string();
     let me = a.worker as i64;
     let complete = [Bind::Text(&body), Bind::Int(id), Bind::Int(me)];
     let completed = ctx.exec(Step::Complete, COMPLETE_OWN, &complete).await;
