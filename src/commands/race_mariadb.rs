@@ -20,6 +20,8 @@ pub struct Plan {
     race: MariadbRace,
     runs: u64,
     out: Output,
+    /// `--trace`, or `--sql` (the steps with their statements).
+    trace: Option<bool>,
 }
 
 pub fn plan(args: &RaceArgs) -> Result<Plan> {
@@ -30,10 +32,14 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
         );
     }
     let show = &args.race.show;
-    if show.trace || show.sql || show.timeline.is_some() || show.trace_json.is_some() {
+    if show.timeline.is_some() || show.trace_json.is_some() {
         bail!(
-            "--engine mariadb shows each worker's steps in its table; --trace, --sql, --timeline and --trace-json are PostgreSQL's so far"
+            "--engine mariadb draws its steps with --trace (and --sql); --timeline and \
+             --trace-json are PostgreSQL's so far"
         );
+    }
+    if (show.trace || show.sql) && args.race.runs() > 1 {
+        bail!("--trace and --sql show a single race; drop --runs");
     }
     let input = args.race.input(args.strategy.strategy);
     let race = MariadbRace::from_input(&input, Origin::Flags)?;
@@ -45,6 +51,7 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
         race,
         runs: args.race.runs(),
         out: Output::from_json_flag(show.json),
+        trace: (show.trace || show.sql).then_some(show.sql),
     })
 }
 
@@ -59,7 +66,11 @@ impl Command for Plan {
         let out = self.out;
         if self.runs == 1 {
             let result = mariadb::run(db, &self.race, 1).await?;
-            return out.record(&result, report::engine::render);
+            out.record(&result, report::engine::render)?;
+            if let Some(sql) = self.trace {
+                out.text(|| report::engine::render_steps(&result, sql))?;
+            }
+            return Ok(());
         }
         let progress = out.progress(self.runs, "races");
         let mut results = Vec::new();

@@ -65,6 +65,53 @@ pub fn render(r: &EngineResult) -> String {
     out
 }
 
+/// `--trace`: every step of every request, in the order they ended, with
+/// its time, what it found or did, and with `sql` its statement.
+pub fn render_steps(r: &EngineResult, sql: bool) -> String {
+    let mut steps: Vec<(String, &crate::request::StepEvent)> = r
+        .reports
+        .iter()
+        .flat_map(|w| {
+            let who = match w.retry {
+                true => format!("{} retry", w.worker),
+                false => w.worker.to_string(),
+            };
+            w.steps.iter().map(move |e| (who.clone(), e))
+        })
+        .collect();
+    steps.sort_by(|a, b| a.1.end_ms.total_cmp(&b.1.end_ms));
+    let rows = steps
+        .iter()
+        .map(|(who, e)| {
+            let mut row = vec![
+                format!("{:.1}–{:.1} ms", e.start_ms, e.end_ms),
+                who.clone(),
+                e.step.name().to_string(),
+                e.note.clone(),
+            ];
+            if sql {
+                row.push(
+                    e.sql
+                        .unwrap_or("")
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                );
+            }
+            row
+        })
+        .collect();
+    let mut header = vec!["when", "worker", "step", "what it found or did"];
+    if sql {
+        header.push("statement");
+    }
+    format!(
+        "\n{}\n{}",
+        strong("every step, in the order they ended"),
+        table::render(&header, rows, &[])
+    )
+}
+
 /// "check-then-store on MariaDB 10.11.19 (InnoDB)".
 fn title(r: &EngineResult) -> String {
     let version = r.server_version.split('-').next().unwrap_or("");

@@ -318,8 +318,9 @@ impl Ctx {
     pub async fn begin(&mut self, level: Level) -> Result<(), sqlx::Error> {
         self.conn.close_on_drop();
         self.exec(Step::Begin, level.set, &[]).await?;
+        self.note(format!("next transaction: {}", level.name));
         self.exec(Step::Begin, "BEGIN", &[]).await?;
-        self.note(format!("BEGIN {}", level.name));
+        self.note("BEGIN");
         Ok(())
     }
 

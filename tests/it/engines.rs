@@ -149,7 +149,7 @@ fn what_a_mariadb_race_does_not_take_is_refused_in_one_line() {
         (&["--http"][..], "--http"),
         (&["-s", "memory"][..], "memory on MariaDB"),
         (&["--loser", "poll"][..], "--loser"),
-        (&["--trace"][..], "--trace"),
+        (&["--timeline", "t.html"][..], "--timeline"),
         (&["--database-url", "mysql://u@h/d"][..], "--database-url"),
     ] {
         let out = sandbox
@@ -494,4 +494,31 @@ fn the_matrix_on_innodb_shows_the_gap_lock_and_the_later_snapshot() {
             .all(|r| r["retry_serialization"] == 0),
         "{m}"
     );
+}
+
+#[test]
+fn trace_shows_every_step_and_the_deadlock_it_ended_in() {
+    let sandbox = Sandbox::new("engines-trace");
+    let _serial = TIMING.blocking_lock();
+    let out = sandbox
+        .idem()
+        .args(["race", "--engine", "mariadb", "-s", "find-for-update"])
+        .args(["--work-ms", "100", "--sql"])
+        // Wide enough that no cell wraps.
+        .env("COLUMNS", "250")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("every step, in the order they ended"),
+        "{text}"
+    );
+    // The gap lock's find, the deadlock at the store, and the rollback.
+    assert!(text.contains("FOR UPDATE"), "{text}");
+    assert!(
+        text.contains("error 1213 (40001, ER_LOCK_DEADLOCK)"),
+        "{text}"
+    );
+    assert!(text.contains("rolled back"), "{text}");
 }
