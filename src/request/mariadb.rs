@@ -29,12 +29,17 @@ pub struct Asked {
     pub user_id: i64,
     pub amount: i32,
     pub lesson: i32,
+    /// What the request asks for, hashed (lesson 4); `None` when the app
+    /// checks no fingerprints.
+    pub fingerprint: Option<String>,
 }
 
 /// A value bound to a statement's `?`.
 #[derive(Debug, Clone)]
 pub enum Bind<'a> {
     Text(&'a str),
+    /// Text or NULL.
+    OptText(Option<&'a str>),
     Int(i64),
 }
 
@@ -417,6 +422,7 @@ fn bound<'q>(
 ) -> sqlx::query::Query<'q, MySql, sqlx::mysql::MySqlArguments> {
     binds.iter().fold(sqlx::query(sql), |q, b| match b {
         Bind::Text(t) => q.bind(*t),
+        Bind::OptText(t) => q.bind(*t),
         Bind::Int(i) => q.bind(*i),
     })
 }

@@ -75,6 +75,23 @@ pub fn replayed(xp: Option<i64>) -> String {
     xp.map_or("replayed".into(), |xp| format!("replayed XP #{xp}"))
 }
 
+/// A MariaDB request whose key was first used with other parameters: 422,
+/// and no work (lesson 4).
+pub fn other_parameters(
+    ctx: &mut crate::request::mariadb::Ctx,
+    stored: Option<&str>,
+) -> Option<crate::request::mariadb::Answered> {
+    if !super::fingerprint::differs(ctx.asked.fingerprint.as_deref(), stored) {
+        return None;
+    }
+    ctx.note("other parameters");
+    Some(crate::request::mariadb::Answered::new(
+        crate::request::Outcome::Mismatch,
+        "key used for other parameters",
+        "answered 422",
+    ))
+}
+
 /// The response a MariaDB request stores for XP row `xp`: the same body
 /// as on PostgreSQL, as the JSON text InnoDB keeps.
 pub fn body_of(asked: &crate::request::mariadb::Asked, xp: i64) -> String {

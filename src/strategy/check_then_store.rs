@@ -309,18 +309,18 @@ pub mod on_mariadb {
     use crate::request::mariadb::{Answered, Bind, Ctx};
     use crate::request::{Outcome, Step};
     use crate::strategy::OPERATION;
-    use crate::strategy::answers::{body_of, replayed, stored_xp};
+    use crate::strategy::answers::{body_of, other_parameters, replayed, stored_xp};
 
-    pub const FIND: &str =
-        "SELECT response_body FROM idempotency_keys WHERE `key` = ? AND operation = ?";
-    pub const FIND_FOR_UPDATE: &str =
-        "SELECT response_body FROM idempotency_keys WHERE `key` = ? AND operation = ? FOR UPDATE";
+    pub const FIND: &str = "SELECT response_body, request_fingerprint FROM idempotency_keys \
+        WHERE `key` = ? AND operation = ?";
+    pub const FIND_FOR_UPDATE: &str = "SELECT response_body, request_fingerprint \
+        FROM idempotency_keys WHERE `key` = ? AND operation = ? FOR UPDATE";
     /// The lock on the key's name, waiting at most 10 s for it.
     pub const GET_LOCK: &str = "SELECT GET_LOCK(CONCAT(?, ':', ?), 10)";
     pub const RELEASE_LOCK: &str = "SELECT RELEASE_LOCK(CONCAT(?, ':', ?))";
-    pub const STORE: &str = "INSERT INTO idempotency_keys \
-        (`key`, operation, status, response_code, response_body, worker, completed_at) \
-        VALUES (?, ?, 'completed', 201, ?, ?, NOW(6))";
+    pub const STORE: &str = "INSERT INTO idempotency_keys (`key`, operation, status, \
+        request_fingerprint, response_code, response_body, worker, completed_at) \
+        VALUES (?, ?, 'completed', ?, 201, ?, ?, NOW(6))";
 
     type Shaped<'a> = Pin<Box<dyn Future<Output = Answered> + Send + 'a>>;
 
@@ -363,6 +363,10 @@ pub mod on_mariadb {
         match ctx.fetch_opt(Step::Find, find, &on).await {
             Err(err) => return ctx.failed(&err, "—", None),
             Ok(Some(row)) => {
+                let stored: Option<String> = row.try_get(1).ok().flatten();
+                if let Some(answered) = other_parameters(ctx, stored.as_deref()) {
+                    return answered;
+                }
                 ctx.note("key found");
                 let did = replayed(stored_xp(&row, 0));
                 return Answered::new(Outcome::Replayed, "key found", did);
@@ -376,9 +380,11 @@ pub mod on_mariadb {
         let body = body_of(&ctx.asked, xp);
         let a = &ctx.asked;
         let worker = a.worker as i64;
+        let print = ctx.asked.fingerprint.clone();
         let binds = [
             Bind::Text(&key),
             Bind::Text(OPERATION),
+            Bind::OptText(print.as_deref()),
             Bind::Text(&body),
             Bind::Int(worker),
         ];

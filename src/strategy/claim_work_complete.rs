@@ -343,11 +343,13 @@ pub mod on_mariadb {
     use crate::request::mariadb::{Answered, Bind, Ctx};
     use crate::request::{Outcome, Step};
     use crate::strategy::OPERATION;
-    use crate::strategy::answers::{body_of, replayed, stored_xp};
+    use crate::strategy::answers::{body_of, other_parameters, replayed, stored_xp};
 
     pub const CLAIM: &str = "INSERT IGNORE INTO idempotency_keys \
-        (`key`, operation, status, worker, locked_at) VALUES (?, ?, 'pending', ?, NOW(6))";
-    pub const READ: &str = "SELECT status, response_body FROM idempotency_keys WHERE `key` = ?";
+        (`key`, operation, status, request_fingerprint, worker, locked_at) \
+        VALUES (?, ?, 'pending', ?, ?, NOW(6))";
+    pub const READ: &str = "SELECT status, response_body, request_fingerprint \
+        FROM idempotency_keys WHERE `key` = ?";
     pub const COMPLETE: &str = "UPDATE idempotency_keys SET status = 'completed', \
         response_code = 201, response_body = ?, completed_at = NOW(6) \
         WHERE `key` = ? AND worker = ?";
@@ -356,7 +358,13 @@ pub mod on_mariadb {
         Box::pin(async move {
             let key = ctx.asked.key.clone();
             let worker = ctx.asked.worker as i64;
-            let claim = [Bind::Text(&key), Bind::Text(OPERATION), Bind::Int(worker)];
+            let print = ctx.asked.fingerprint.clone();
+            let claim = [
+                Bind::Text(&key),
+                Bind::Text(OPERATION),
+                Bind::OptText(print.as_deref()),
+                Bind::Int(worker),
+            ];
             match ctx.exec(Step::Claim, CLAIM, &claim).await {
                 Ok(done) if done.rows_affected() == 1 => ctx.note("claimed"),
                 Ok(_) => {
@@ -395,6 +403,10 @@ pub mod on_mariadb {
             Ok(row) => row,
             Err(err) => return ctx.failed(&err, "key taken", None),
         };
+        let stored: Option<String> = row.as_ref().and_then(|r| r.try_get(2).ok()).flatten();
+        if let Some(answered) = other_parameters(ctx, stored.as_deref()) {
+            return answered;
+        }
         let status: Option<String> = row.as_ref().and_then(|r| r.try_get(0).ok());
         let status = status.unwrap_or_else(|| "missing".into());
         ctx.note(status.clone());

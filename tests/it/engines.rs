@@ -522,3 +522,43 @@ fn trace_shows_every_step_and_the_deadlock_it_ended_in() {
     );
     assert!(text.contains("rolled back"), "{text}");
 }
+
+/// Lesson 4 on InnoDB: a request whose parameters differ from the
+/// winner's is told 422, one with the same parameters is not, and the
+/// work runs once; without fingerprints no one is told 422.
+#[test]
+fn a_key_reused_with_other_parameters_is_told_422_on_innodb() {
+    let sandbox = Sandbox::new("engines-fingerprints");
+    let amounts = [10, 20, 10, 30, 10];
+    for strategy in ["claim-work-complete", "guard"] {
+        let asked = ["-s", strategy, "--amounts", "10,20,10,30,10", "--runs", "3"];
+        for line in stdout_of(
+            &sandbox,
+            &[&["race", "--engine", "mariadb", "--json"][..], &asked].concat(),
+        )
+        .lines()
+        {
+            let r: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(n(&r, "xp_rows"), 1, "{strategy}: {r}");
+            let reports = r["reports"].as_array().unwrap();
+            let winner = reports.iter().find(|w| w["outcome"] == "created").unwrap();
+            let amount_of = |w: &Value| amounts[w["worker"].as_u64().unwrap() as usize - 1];
+            let won = amount_of(winner);
+            for w in reports.iter().filter(|w| w["outcome"] != "created") {
+                let other = amount_of(w) != won;
+                assert_eq!(
+                    w["status"] == 422,
+                    other,
+                    "{strategy}: {w} (the winner asked {won})"
+                );
+            }
+        }
+        let plain = [
+            &["race", "--engine", "mariadb", "--json", "--no-fingerprint"][..],
+            &asked[..4],
+        ]
+        .concat();
+        let r: Value = serde_json::from_str(&stdout_of(&sandbox, &plain)).unwrap();
+        assert_eq!(r["outcomes"].get("mismatch"), None, "{strategy}: {r}");
+    }
+}

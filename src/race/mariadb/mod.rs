@@ -263,6 +263,7 @@ fn asked(race: &MariadbRace, worker: usize) -> Asked {
         user_id: p.user_id,
         amount: p.amount,
         lesson: p.lesson,
+        fingerprint: race.settings.app().fingerprint.then(|| p.fingerprint()),
     }
 }
 

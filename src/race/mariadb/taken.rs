@@ -21,6 +21,10 @@ const TAKES: &[&str] = &[
     "crash",
     "recovery_retries",
     "stale_after_ms",
+    "amounts",
+    "lessons",
+    "users",
+    "fingerprint",
 ];
 
 /// Refuses, naming it, any option a MariaDB race does not take yet.
@@ -95,7 +99,8 @@ pub(super) fn refuse_untaken(input: &RaceInput) -> Result<()> {
             bail!(
                 "--engine mariadb does not take --{} yet (it takes --workers, --key, --pool-size, \
                  --work-ms, --checkout-timeout-ms, --transaction, --isolation, --crash, \
-                 --recovery-retries, --stale-after-ms, --runs, --json)",
+                 --recovery-retries, --stale-after-ms, --amounts, --lessons, --users, \
+                 --no-fingerprint, --runs, --json)",
                 name.replace('_', "-")
             );
         }

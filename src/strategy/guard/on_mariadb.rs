@@ -17,15 +17,17 @@ use sqlx::Row;
 use crate::request::mariadb::{Answered, Bind, Ctx};
 use crate::request::{Outcome, Step};
 use crate::strategy::OPERATION;
-use crate::strategy::answers::{body_of, replayed, stored_xp};
+use crate::strategy::answers::{body_of, other_parameters, replayed, stored_xp};
 
 pub const CLAIM: &str = "INSERT IGNORE INTO idempotency_keys \
-    (`key`, operation, status, worker, locked_at) VALUES (?, ?, 'pending', ?, NOW(6))";
+    (`key`, operation, status, request_fingerprint, worker, locked_at) \
+    VALUES (?, ?, 'pending', ?, ?, NOW(6))";
 
 /// A loser reads the claim, and whether it is older than the stale-claim
 /// age (in microseconds).
 pub const READ: &str = "SELECT id, status, worker, response_body, \
-    locked_at < NOW(6) - INTERVAL ? MICROSECOND FROM idempotency_keys WHERE `key` = ?";
+    locked_at < NOW(6) - INTERVAL ? MICROSECOND, request_fingerprint \
+    FROM idempotency_keys WHERE `key` = ?";
 
 /// Take over a stale claim (or resume one's own), checked again under the
 /// row's lock.
@@ -43,7 +45,13 @@ pub fn shape(ctx: &mut Ctx) -> Pin<Box<dyn Future<Output = Answered> + Send + '_
     Box::pin(async move {
         let key = ctx.asked.key.clone();
         let me = ctx.asked.worker as i64;
-        let claim = [Bind::Text(&key), Bind::Text(OPERATION), Bind::Int(me)];
+        let print = ctx.asked.fingerprint.clone();
+        let claim = [
+            Bind::Text(&key),
+            Bind::Text(OPERATION),
+            Bind::OptText(print.as_deref()),
+            Bind::Int(me),
+        ];
         let (id, saw) = match ctx.exec(Step::Claim, CLAIM, &claim).await {
             Ok(done) if done.rows_affected() == 1 => {
                 ctx.note("claimed");
@@ -84,6 +92,10 @@ async fn lost(ctx: &mut Ctx, key: &str) -> Result<(i64, String), Answered> {
         .flatten()
         .map(i64::from);
     let stale = row.try_get::<Option<i64>, _>(4).ok().flatten() == Some(1);
+    let stored: Option<String> = row.try_get(5).ok().flatten();
+    if let Some(answered) = other_parameters(ctx, stored.as_deref()) {
+        return Err(answered);
+    }
     ctx.note(status.clone());
     if status == "completed" {
         let did = replayed(stored_xp(&row, 3));
