@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{Sandbox, TIMING, signal};
+use crate::common::{Sandbox, TIMING, refused_in_one_line, refused_in_one_line_with, signal};
 
 /// `idem race --engine mariadb ARGS --json` in `sandbox`: its one result.
 fn race(sandbox: &Sandbox, args: &[&str]) -> Value {
@@ -152,15 +152,9 @@ fn what_a_mariadb_race_does_not_take_is_refused_in_one_line() {
         (&["--timeline", "t.html"][..], "--timeline"),
         (&["--database-url", "mysql://u@h/d"][..], "--database-url"),
     ] {
-        let out = sandbox
-            .idem()
-            .args(["race", "--engine", "mariadb"])
-            .args(args)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?} was taken");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        let mut race = sandbox.idem();
+        race.args(["race", "--engine", "mariadb"]).args(args);
+        let err = refused_in_one_line(&mut race);
         assert!(err.contains(says), "{args:?}: {err}");
     }
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
@@ -257,16 +251,10 @@ fn a_scenario_file_says_what_it_runs_on_and_checks_only_what_that_engine_shows()
         ),
     ] {
         std::fs::write(&file, format!("{head}{body}")).unwrap();
-        let out = sandbox
-            .idem()
-            .args(["scenario", "run"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{body}: {err}");
+        let mut run = sandbox.idem();
+        run.args(["scenario", "run"]).arg(&file);
+        let err = refused_in_one_line_with(&mut run, 2);
         assert!(err.contains(says), "{body}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{body}: {err}");
     }
     std::fs::remove_file(&file).unwrap();
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
