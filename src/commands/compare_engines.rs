@@ -10,28 +10,19 @@ use anyhow::{Result, bail};
 use super::command::OnDatabase;
 use crate::cli::race::CompareArgs;
 use crate::db::{ConnectOptions, Database};
-use crate::limits::Origin;
+use crate::race::Race;
 use crate::race::engine::Engine;
-use crate::race::mariadb::{self as on_mariadb, MariadbRace};
-use crate::race::{Race, RaceSettings};
+use crate::race::mariadb as on_mariadb;
+use crate::race::on_engine::OnEngine;
 use crate::report::engine::EngineRow;
 use crate::report::{self, Output};
 use crate::strategy::StrategyKind;
-use crate::strategy::spec::OnMariadb;
-
-/// One strategy's race, as each engine runs it.
-enum Raced {
-    Postgres(Box<RaceSettings>),
-    Mariadb(Box<MariadbRace>),
-    /// No shape on this engine, and why.
-    Left(&'static str),
-}
 
 /// What `idem compare --engine ...` will do, checked before anything starts.
 pub struct Plan {
     db: ConnectOptions,
     /// (strategy, engine, its race there), in the table's order.
-    rows: Vec<(StrategyKind, Engine, Raced)>,
+    rows: Vec<(StrategyKind, Engine, OnEngine)>,
     runs: u64,
     out: Output,
 }
@@ -50,14 +41,7 @@ pub fn plan(args: &CompareArgs, engines: &[Engine]) -> Result<Plan> {
     for strategy in StrategyKind::course() {
         let input = args.race.input(None).for_strategy(strategy);
         for &engine in engines {
-            let raced = match (engine, strategy.spec().on_mariadb) {
-                (Engine::Postgres, _) => Raced::Postgres(Box::new(input.build(Origin::Flags)?)),
-                (Engine::Mariadb, OnMariadb::Refused(why)) => Raced::Left(why),
-                (Engine::Mariadb, OnMariadb::Runs(_)) => {
-                    Raced::Mariadb(Box::new(MariadbRace::from_input(&input, Origin::Flags)?))
-                }
-            };
-            rows.push((strategy, engine, raced));
+            rows.push((strategy, engine, OnEngine::of(engine, &input)?));
         }
     }
     Ok(Plan {
@@ -75,15 +59,18 @@ impl OnDatabase for Plan {
 
     async fn run_on(self, db: &Database) -> Result<()> {
         let out = self.out;
-        let raced = self.rows.iter().filter(|r| !matches!(r.2, Raced::Left(_)));
+        let raced = self
+            .rows
+            .iter()
+            .filter(|r| !matches!(r.2, OnEngine::Left(_)));
         let progress = out.progress(self.runs * raced.count() as u64, "races");
         let mut table = Vec::new();
         let mut line = String::new();
         for (strategy, engine, raced) in self.rows {
             let mut row = EngineRow::new(strategy, engine);
             match raced {
-                Raced::Left(why) => row.left_out = Some(why),
-                Raced::Postgres(settings) => {
+                OnEngine::Left(why) => row.left_out = Some(why),
+                OnEngine::Postgres(settings) => {
                     let mut race = Race::prepare(db, *settings).await?;
                     for run in 1..=self.runs as usize {
                         race = race.again(run).await?;
@@ -97,7 +84,7 @@ impl OnDatabase for Plan {
                         progress.inc(1);
                     }
                 }
-                Raced::Mariadb(race) => {
+                OnEngine::Mariadb(race) => {
                     let mariadb = db.mariadb().await?;
                     for run in 1..=self.runs as usize {
                         let r = on_mariadb::run(mariadb, &race, run).await?;

@@ -6,48 +6,19 @@ use super::command::OnDatabase;
 use crate::cli::race::MatrixArgs;
 use crate::db::{ConnectOptions, Database};
 use crate::limits;
-use crate::limits::Origin;
 use crate::matrix::{Cell, Matrix, MatrixRow, cells, file_cells};
+use crate::race::Race;
 use crate::race::engine::Engine;
-use crate::race::mariadb::MariadbRace;
+use crate::race::on_engine::OnEngine;
 use crate::race::options::RaceInput;
-use crate::race::{Race, RaceSettings};
 use crate::report::{self, Output};
-use crate::strategy::spec::OnMariadb;
-
-/// One cell's race, as its engine runs it.
-enum Raced {
-    Postgres(Box<RaceSettings>),
-    Mariadb(Box<MariadbRace>),
-}
-
-impl Raced {
-    fn on(engine: Engine, cell: &Cell, base: &RaceInput) -> Result<Option<Self>> {
-        Ok(match engine {
-            Engine::Postgres => Some(Raced::Postgres(Box::new(cell.settings(base)?))),
-            // On MariaDB a request is not run again, and a strategy with no
-            // InnoDB shape has no row.
-            Engine::Mariadb => match cell.strategy.spec().on_mariadb {
-                OnMariadb::Runs(_) if cell.retry_serialization == 0 => {
-                    // No retries here: the cell's retry count is 0.
-                    let input = cell
-                        .input(base)
-                        .with(|r| r.transaction.retry_serialization = None);
-                    let race = MariadbRace::from_input(&input, Origin::Flags)?;
-                    Some(Raced::Mariadb(Box::new(race)))
-                }
-                _ => None,
-            },
-        })
-    }
-}
 
 /// What `idem matrix` will race, checked before the database starts.
 pub struct Plan {
     /// The database it runs against.
     db: ConnectOptions,
     engine: Engine,
-    cells: Vec<(Cell, Raced)>,
+    cells: Vec<(Cell, OnEngine)>,
     runs: u64,
     pub(crate) out: Output,
     /// The rows left out, and why.
@@ -80,11 +51,11 @@ pub fn plan(args: &MatrixArgs) -> Result<Plan> {
                 || (c.transaction == crate::strategy::transaction::Transaction::None
                     && (c.strategy_file.is_some() || c.strategy.finds_by_reading()))
         })
-        .filter_map(|cell| {
-            Raced::on(args.engine, &cell, &base)
-                .transpose()
-                .map(|r| r.map(|r| (cell, r)))
-        })
+        // On MariaDB a request is not run again: the cells retried after
+        // 40001 have no row there, nor the strategies with no InnoDB shape.
+        .filter(|c| args.engine == Engine::Postgres || c.retry_serialization == 0)
+        .map(|cell| Ok((cell, OnEngine::of(args.engine, &cell.input(&base))?)))
+        .filter(|r| !matches!(r, Ok((_, OnEngine::Left(_)))))
         .collect::<Result<Vec<_>>>()?;
     if cells.is_empty() {
         bail!(
@@ -121,23 +92,15 @@ impl OnDatabase for Plan {
     async fn run_on(self, db: &Database) -> Result<()> {
         let out = self.out;
         let progress = out.progress(self.runs * self.cells.len() as u64, "races");
-        let Some((_, first)) = self.cells.first() else {
+        let Some(first) = self.cells.first().and_then(|(_, r)| r.settings()) else {
             bail!("no cell of the matrix runs on this engine");
         };
-        let (workers, pool, work_ms, via) = match first {
-            Raced::Postgres(s) => (
-                s.requests().workers(),
-                s.app().pool,
-                s.work_ms(),
-                s.app().pool.via(),
-            ),
-            Raced::Mariadb(m) => (
-                m.workers,
-                m.settings().app().pool,
-                m.work_ms,
-                crate::db::via::Via::Direct,
-            ),
-        };
+        let (workers, pool, work_ms, via) = (
+            first.requests().workers(),
+            first.app().pool,
+            first.work_ms(),
+            first.app().pool.via(),
+        );
         let mut matrix = Matrix {
             engine: self.engine,
             workers,
@@ -153,7 +116,9 @@ impl OnDatabase for Plan {
         for (cell, raced) in self.cells {
             let mut row = MatrixRow::new(cell);
             match raced {
-                Raced::Postgres(settings) => {
+                // Left out when planned.
+                OnEngine::Left(_) => continue,
+                OnEngine::Postgres(settings) => {
                     let mut race = Race::prepare(db, *settings).await?;
                     for run in 1..=self.runs as usize {
                         race = race.again(run).await?;
@@ -165,7 +130,7 @@ impl OnDatabase for Plan {
                         progress.inc(1);
                     }
                 }
-                Raced::Mariadb(race) => {
+                OnEngine::Mariadb(race) => {
                     let mariadb = db.mariadb().await?;
                     for run in 1..=self.runs as usize {
                         row.add_engine(&crate::race::mariadb::run(mariadb, &race, run).await?);

@@ -5,6 +5,7 @@ mod blocking;
 mod checks;
 pub mod engine;
 pub mod mariadb;
+pub mod on_engine;
 pub use crate::db::clock;
 pub mod moves;
 pub mod options;

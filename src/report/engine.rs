@@ -3,17 +3,31 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::style::{dim, strong};
+use super::style::{dim, strong, warn};
 use super::table;
 use crate::race::engine::Engine;
 use crate::race::mariadb::EngineResult;
+use crate::request::Outcome;
 use crate::strategy::StrategyKind;
 
 /// One race's card.
 pub fn render(r: &EngineResult) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "\n{}", strong(title(r)));
-    let _ = writeln!(out, "{}\n", dim(settings_line(r)));
+    let _ = writeln!(out, "{}", dim(settings_line(r)));
+    // A crash asked for and not seen is said, not left for the reader to
+    // take the race for one that recovered.
+    if r.race.crash.is_some() && !r.reports.iter().any(|w| w.outcome == Outcome::Crashed) {
+        let _ = writeln!(
+            out,
+            "{}",
+            warn(format!(
+                "the crash planned never struck: {} reached no such point",
+                r.race.strategy.spec().name
+            ))
+        );
+    }
+    out.push('\n');
     let figures = vec![
         vec!["key rows".into(), r.key_rows.to_string()],
         vec![

@@ -550,3 +550,31 @@ fn a_key_reused_with_other_parameters_is_told_422_on_innodb() {
         assert_eq!(r["outcomes"].get("mismatch"), None, "{strategy}: {r}");
     }
 }
+
+#[test]
+fn a_crash_that_never_struck_is_said() {
+    let sandbox = Sandbox::new("engines-no-crash");
+    let args = ["race", "--engine", "mariadb", "-s", "insert-unique"];
+    let text = stdout_of(
+        &sandbox,
+        &[&args[..], &["--crash", "at=before-complete"]].concat(),
+    );
+    assert!(text.contains("the crash planned never struck"), "{text}");
+    let guard = [
+        "race",
+        "--engine",
+        "mariadb",
+        "-s",
+        "guard",
+        "--stale-after-ms",
+        "100",
+    ];
+    let text = stdout_of(
+        &sandbox,
+        &[&guard[..], &["--crash", "at=after-claim"]].concat(),
+    );
+    assert!(
+        !text.contains("never struck") && text.contains("crashed"),
+        "{text}"
+    );
+}

@@ -50,8 +50,6 @@ pub struct MariadbRace {
     #[serde(skip)]
     recovery_retries: usize,
     #[serde(skip)]
-    key: String,
-    #[serde(skip)]
     settings: RaceSettings,
     #[serde(skip)]
     shape: crate::request::mariadb::Shape,
@@ -61,7 +59,7 @@ impl MariadbRace {
     /// The race `settings` describe, on MariaDB; refused in one line when
     /// the strategy has no MariaDB shape. `isolation` is what the user
     /// asked for; unasked, a transaction gets InnoDB's REPEATABLE READ.
-    pub fn new(settings: RaceSettings, isolation: Option<Isolation>) -> Result<Self> {
+    fn new(settings: RaceSettings, isolation: Option<Isolation>) -> Result<Self> {
         let strategy = settings.strategy();
         let shape = match strategy.spec().on_mariadb {
             OnMariadb::Runs(shape) => shape,
@@ -84,7 +82,6 @@ impl MariadbRace {
             crash: settings.faults().crash(),
             stale_after_ms: app.recovery.stale_after().as_millis() as u64,
             recovery_retries: settings.faults().recovery_retries(),
-            key: settings.requests().key().to_string(),
             shape,
             settings,
         })
@@ -258,7 +255,7 @@ pub async fn one(race: &MariadbRace, pool: sqlx::MySqlPool, worker: usize) -> En
 fn asked(race: &MariadbRace, worker: usize) -> Asked {
     let p = race.settings.params(worker);
     Asked {
-        key: race.key.clone(),
+        key: race.settings.requests().key().to_string(),
         worker,
         user_id: p.user_id,
         amount: p.amount,
