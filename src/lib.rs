@@ -62,8 +62,14 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Stores(a) => dispatch(c::stores::plan(&a)?, s).await,
         // Their exit 1 is a verdict (a guard that failed): a wrong command
         // line exits 2, as clap's own refusals do.
-        Command::Step(a) => dispatch(c::step::plan(&a).map_err(bad_input)?, s).await,
-        Command::Explore(a) => dispatch(c::explore::plan(&a).map_err(bad_input)?, s).await,
+        Command::Step(a) => match c::step::plan(&a).map_err(bad_input)? {
+            c::step::Planned::Postgres(plan) => dispatch(*plan, s).await,
+            c::step::Planned::Mariadb(plan) => dispatch(*plan, s).await,
+        },
+        Command::Explore(a) => match c::explore::plan(&a).map_err(bad_input)? {
+            c::explore::Planned::Postgres(plan) => dispatch(*plan, s).await,
+            c::explore::Planned::Mariadb(plan) => dispatch(*plan, s).await,
+        },
         Command::Keys(a) => dispatch(c::keys::plan(&a)?, s).await,
         Command::Bench(a) => dispatch(c::bench::plan(&a)?, s).await,
         Command::Audit(a) => dispatch(c::audit::plan(&a)?, s).await,

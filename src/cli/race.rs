@@ -55,6 +55,11 @@ pub struct StepArgs {
     #[command(flatten)]
     pub strategy: StrategyFlag,
 
+    /// The engine the requests run on: PostgreSQL, or MariaDB (InnoDB) in
+    /// a disposable server of idem's own.
+    #[arg(long, value_enum, default_value_t = Engine::Postgres)]
+    pub engine: Engine,
+
     /// The order of steps, one worker number per step (e.g. 1,2,1,2):
     /// replays an interleaving without asking. `clock` moves every pending
     /// claim past the stale-claim age; `crash2` kills worker 2's
@@ -129,6 +134,11 @@ pub const EXPLORE_WORKERS_HELP: &str = "Concurrent workers, each one request wit
 pub struct ExploreArgs {
     #[command(flatten)]
     pub strategy: StrategyFlag,
+
+    /// The engine the requests run on: PostgreSQL, or MariaDB (InnoDB) in
+    /// a disposable server of idem's own.
+    #[arg(long, value_enum, default_value_t = Engine::Postgres)]
+    pub engine: Engine,
 
     #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = limits::MAX_INTERLEAVINGS.parser(),

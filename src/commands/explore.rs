@@ -6,9 +6,12 @@ use anyhow::{Result, bail};
 
 use super::command::{Command, Given, Needs};
 use crate::cli::race::ExploreArgs;
+use crate::db::mariadb::{Mariadb, MariadbOptions};
 use crate::db::{ConnectOptions, Database};
 use crate::explore;
 use crate::race::RaceSettings;
+use crate::race::engine::Engine;
+use crate::race::mariadb::MariadbRace;
 use crate::report::{self, Output};
 
 pub struct Plan {
@@ -18,25 +21,65 @@ pub struct Plan {
     pub(crate) out: Output,
 }
 
-pub fn plan(args: &ExploreArgs) -> Result<Plan> {
+/// The same exploration on MariaDB.
+pub struct OnMariadb {
+    options: MariadbOptions,
+    race: MariadbRace,
+    walking: explore::Walking,
+    out: Output,
+}
+
+/// An exploration on the engine `--engine` names.
+pub enum Planned {
+    Postgres(Box<Plan>),
+    Mariadb(Box<OnMariadb>),
+}
+
+pub fn plan(args: &ExploreArgs) -> Result<Planned> {
     let input = args
         .input
         .clone()
         .with(|r| r.strategy.strategy = args.strategy.strategy);
-    let settings = explore::settings(&input)?;
-    Ok(Plan {
-        db: args.connect.with_standby(&args.input.standby)?,
-        walking: explore::Walking {
-            bound: args.max_interleavings.unwrap_or(explore::DEFAULT_BOUND),
-            branches: explore::Branches {
-                crashes: args.crashes,
-                clock: args.clock,
+    let out = Output::from_json_flag(args.json);
+    if args.engine == Engine::Mariadb {
+        if args.connect.database_url.is_some() {
+            bail!(
+                "--engine mariadb explores on a MariaDB of idem's own; a server's URL \
+                 (--database-url or DATABASE_URL) is not taken there yet: unset it"
+            );
+        }
+        let race = MariadbRace::stepped_from_input(&explore::input_of(&input))?;
+        let walking = walking(args, race.settings());
+        explore::steps_alone_on_mariadb(walking.branches)?;
+        return Ok(Planned::Mariadb(Box::new(OnMariadb {
+            options: MariadbOptions {
+                bin: args.connect.cluster.mariadb_bin.clone(),
+                template_cache: None,
             },
-            replay: replay_command(std::env::args_os().collect(), &settings),
-        },
+            race,
+            walking,
+            out,
+        })));
+    }
+    let settings = explore::settings(&input)?;
+    Ok(Planned::Postgres(Box::new(Plan {
+        db: args.connect.with_standby(&args.input.standby)?,
+        walking: walking(args, &settings),
         settings,
-        out: Output::from_json_flag(args.json),
-    })
+        out,
+    })))
+}
+
+/// How `args` ask to walk the race `settings` describe.
+fn walking(args: &ExploreArgs, settings: &RaceSettings) -> explore::Walking {
+    explore::Walking {
+        bound: args.max_interleavings.unwrap_or(explore::DEFAULT_BOUND),
+        branches: explore::Branches {
+            crashes: args.crashes,
+            clock: args.clock,
+        },
+        replay: replay_command(std::env::args_os().collect(), settings),
+    }
 }
 
 impl Command for Plan {
@@ -47,33 +90,62 @@ impl Command for Plan {
     }
 
     async fn run(self, db: &Database, _: Given) -> Result<()> {
-        let out = self.out;
-        let progress = report::progress::counter(!out.for_people(), "interleavings");
+        let progress = report::progress::counter(!self.out.for_people(), "interleavings");
         let found = explore::explore(db, self.settings, &self.walking, |n| {
             progress.set_position(n)
         })
         .await;
         progress.finish_and_clear();
-        let found = found?;
-        out.record(&found, report::explore::render)?;
-        if let Some(race) = &found.shortest_race {
-            let shown = report::timeline::Shown {
-                axis: report::timeline::Axis::StepOrder,
-                sql: false,
-            };
-            out.text(|| report::explore::render_shortest(&found))?;
-            out.text(|| format!("\n{}", report::race::render(race)))?;
-            out.text(|| report::timeline::render_with(race, shown))?;
-        }
-        if found.failing > 0 {
-            bail!(
-                "the guard failed in {} of {} interleavings",
-                found.failing,
-                found.interleavings
-            );
-        }
-        Ok(())
+        shown(found?, self.out)
     }
+}
+
+impl Command for OnMariadb {
+    type On = Mariadb;
+
+    fn needs(&self) -> Needs<MariadbOptions> {
+        Needs::on(self.options.clone()).verdict()
+    }
+
+    async fn run(self, db: &Mariadb, _: Given) -> Result<()> {
+        let progress = report::progress::counter(!self.out.for_people(), "interleavings");
+        let found =
+            explore::explore_mariadb(db, &self.race, &self.walking, |n| progress.set_position(n))
+                .await;
+        progress.finish_and_clear();
+        shown(found?, self.out)
+    }
+}
+
+/// Shows what an exploration found, and the shortest failing interleaving
+/// drawn; a guard that failed in any is the exit's verdict.
+fn shown(found: explore::Exploration, out: Output) -> Result<()> {
+    out.record(&found, report::explore::render)?;
+    if let Some(race) = &found.shortest_race {
+        out.text(|| report::explore::render_shortest(&found))?;
+        match race {
+            explore::Ran::Postgres(race) => {
+                let shown = report::timeline::Shown {
+                    axis: report::timeline::Axis::StepOrder,
+                    sql: false,
+                };
+                out.text(|| format!("\n{}", report::race::render(race)))?;
+                out.text(|| report::timeline::render_with(race, shown))?;
+            }
+            explore::Ran::Mariadb(race) => {
+                out.text(|| format!("\n{}", report::engine::render(race)))?;
+                out.text(|| report::engine::render_steps(race, false))?;
+            }
+        }
+    }
+    if found.failing > 0 {
+        bail!(
+            "the guard failed in {} of {} interleavings",
+            found.failing,
+            found.interleavings
+        );
+    }
+    Ok(())
 }
 
 /// The `idem step` command line that replays this exploration's races:

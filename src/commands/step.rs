@@ -5,12 +5,16 @@ use std::io::IsTerminal;
 
 use anyhow::{Result, bail};
 
-use super::command::OnDatabase;
+use super::command::{Command, Given, Needs, OnDatabase};
 use super::keyboard::{Key, Keyboard};
 use super::step_puzzle as puzzle;
 use crate::cli::race::StepArgs;
+use crate::db::mariadb::{Mariadb, MariadbOptions};
 use crate::db::{ConnectOptions, Database, book};
+use crate::race::engine::Engine;
+use crate::race::mariadb::{self, KeyRow, MariadbRace, XpRow};
 use crate::race::moves::Move;
+use crate::race::options::RaceInput;
 use crate::race::stepper::{Controller, Standing};
 use crate::race::{Race, RaceSettings};
 use crate::report::style::{dim, strong, warn};
@@ -29,18 +33,41 @@ pub struct Plan {
     goal: Option<u64>,
 }
 
-pub fn plan(args: &StepArgs) -> Result<Plan> {
-    let settings = args
-        .race
-        .input(args.strategy.strategy)
-        .with(|r| r.shape.schedule = args.schedule.clone())
-        .build_stepped()?;
+/// The same, on MariaDB.
+pub struct OnMariadb {
+    options: MariadbOptions,
+    race: MariadbRace,
+    sql: bool,
+    out: Output,
+}
+
+/// A step-by-step race on the engine `--engine` names.
+pub enum Planned {
+    Postgres(Box<Plan>),
+    Mariadb(Box<OnMariadb>),
+}
+
+pub fn plan(args: &StepArgs) -> Result<Planned> {
+    let planned = on_engine(args)?;
     if args.schedule.is_none() && !std::io::stdin().is_terminal() {
         bail!(
             "idem step asks which worker moves next: run it in a terminal, or give --schedule 1,2,..."
         );
     }
-    Ok(Plan {
+    Ok(planned)
+}
+
+/// The stepped race on the engine `--engine` names, its input checked.
+fn on_engine(args: &StepArgs) -> Result<Planned> {
+    let input = args
+        .race
+        .input(args.strategy.strategy)
+        .with(|r| r.shape.schedule = args.schedule.clone());
+    if args.engine == Engine::Mariadb {
+        return Ok(Planned::Mariadb(Box::new(on_mariadb(args, &input)?)));
+    }
+    let settings = input.build_stepped()?;
+    Ok(Planned::Postgres(Box::new(Plan {
         db: args.connect.options(),
         settings,
         sql: args.race.show.sql,
@@ -51,7 +78,98 @@ pub fn plan(args: &StepArgs) -> Result<Plan> {
         },
         out: Output::from_json_flag(args.race.show.json),
         goal: args.goal,
+    })))
+}
+
+/// The stepped race on MariaDB, refusing in one line what it does not
+/// take there yet.
+fn on_mariadb(args: &StepArgs, input: &RaceInput) -> Result<OnMariadb> {
+    let show = &args.race.show;
+    let refused = [
+        (
+            args.connect.database_url.is_some(),
+            "a server's URL (--database-url or DATABASE_URL)",
+        ),
+        (args.goal.is_some(), "--goal"),
+        (
+            show.timeline.is_some() || show.trace_json.is_some(),
+            "--timeline and --trace-json",
+        ),
+        (
+            args.schedule.iter().flatten().any(|m| !m.is_step()),
+            "clock and crashN in a schedule",
+        ),
+    ];
+    if let Some((_, what)) = refused.iter().find(|(given, _)| *given) {
+        bail!("idem step --engine mariadb does not take {what} yet");
+    }
+    Ok(OnMariadb {
+        options: MariadbOptions {
+            bin: args.connect.cluster.mariadb_bin.clone(),
+            template_cache: None,
+        },
+        race: MariadbRace::stepped_from_input(input)?,
+        sql: show.sql,
+        out: Output::from_json_flag(show.json),
     })
+}
+
+impl Command for OnMariadb {
+    type On = Mariadb;
+
+    fn needs(&self) -> Needs<MariadbOptions> {
+        Needs::on(self.options.clone())
+    }
+
+    async fn run(self, db: &Mariadb, _: Given) -> Result<()> {
+        let quiet = !self.out.for_people();
+        let schedule = self.race.settings().requests().schedule();
+        let result = mariadb::run_stepped(db, &self.race, async |controller: &mut Controller| {
+            controller.settle_all().await;
+            match schedule {
+                Some(schedule) => scripted(controller, schedule, quiet).await,
+                None => interactive(controller, Tables::Mariadb(db)).await,
+            }
+        })
+        .await?;
+        self.out
+            .record(&result, |r| format!("\n{}", report::engine::render(r)))?;
+        self.out
+            .text(|| report::engine::render_steps(&result, self.sql))
+    }
+}
+
+/// Where the screen reads the tables from, between steps.
+#[derive(Clone, Copy)]
+enum Tables<'a> {
+    Postgres(&'a Database),
+    Mariadb(&'a Mariadb),
+}
+
+impl Tables<'_> {
+    /// Whether the clock and crashes can be moved by hand: on PostgreSQL.
+    fn branches(self) -> bool {
+        matches!(self, Tables::Postgres(_))
+    }
+
+    /// The key rows and the XP rows, as they are now.
+    async fn rows(self) -> Result<(Vec<KeyRow>, Vec<XpRow>)> {
+        let db = match self {
+            Tables::Mariadb(db) => return mariadb::rows_now(db).await,
+            Tables::Postgres(db) => db,
+        };
+        let mut tx = db.book().await?;
+        let keys =
+            book::query_as(&db.sql("SELECT key, status, worker FROM idempotency_keys ORDER BY id"))
+                .fetch_all(&mut *tx)
+                .await?;
+        let xp =
+            book::query_as(&db.sql("SELECT id, amount, worker FROM experience_points ORDER BY id"))
+                .fetch_all(&mut *tx)
+                .await?;
+        tx.commit().await?;
+        Ok((keys, xp))
+    }
 }
 
 impl OnDatabase for Plan {
@@ -71,7 +189,7 @@ impl OnDatabase for Plan {
                 controller.settle_all().await;
                 match schedule {
                     Some(schedule) => scripted(controller, schedule, quiet).await,
-                    None => interactive(controller, db).await,
+                    None => interactive(controller, Tables::Postgres(db)).await,
                 }
             })
             .await?;
@@ -114,18 +232,22 @@ async fn scripted(controller: &mut Controller, schedule: &[Move], quiet: bool) -
 /// stale-claim age; `x` and a number crash that worker; `a` lets all run;
 /// `q` or Ctrl-D stops, with a summary, and the rest run to the end so
 /// nothing is left.
-async fn interactive(controller: &mut Controller, db: &Database) -> Result<()> {
+async fn interactive(controller: &mut Controller, tables: Tables<'_>) -> Result<()> {
     let workers = controller.standing.len();
+    let branches = match tables.branches() {
+        true => ", c the clock, x and a number to crash one",
+        false => "",
+    };
     let mut keys = Keyboard::open();
     let mut taken: Vec<String> = Vec::new();
     while !controller.all_finished() {
         let turn = taken.len() + 1;
-        emit(&screen(controller, db, turn).await?)?;
+        emit(&screen(controller, tables, turn).await?)?;
         emit(&format!(
             "{} ",
             strong(format!(
-                "press 1-{workers} to move that worker, c the clock, x and a number to crash \
-                 one, a to let all run, q to stop{}:",
+                "press 1-{workers} to move that worker{branches}, a to let all run, q to \
+                 stop{}:",
                 keys.enter_hint()
             ))
         ))?;
@@ -138,6 +260,10 @@ async fn interactive(controller: &mut Controller, db: &Database) -> Result<()> {
                 emit(&summary(&taken, why))?;
                 return Ok(());
             }
+            Key::Char('c' | 'x') if !tables.branches() => emit(&format!(
+                "{}\n",
+                warn("on MariaDB, idem step moves the workers alone so far: no clock, no crash")
+            ))?,
             Key::Char('c') => take(controller, Move::Clock, &mut taken).await?,
             Key::Char('x') => {
                 emit(&format!(
@@ -206,7 +332,7 @@ fn summary(taken: &[String], why: &str) -> String {
 }
 
 /// The state of play: each worker's next step, and what the tables hold now.
-async fn screen(controller: &Controller, db: &Database, turn: usize) -> Result<String> {
+async fn screen(controller: &Controller, tables: Tables<'_>, turn: usize) -> Result<String> {
     let mut out = String::new();
     let _ = writeln!(out, "\n{}", strong(format!("— step {turn} —")));
     for (worker, standing) in &controller.standing {
@@ -224,16 +350,7 @@ async fn screen(controller: &Controller, db: &Database, turn: usize) -> Result<S
         };
         let _ = writeln!(out, "  worker {worker}  {state}");
     }
-    let mut tx = db.book().await?;
-    let keys: Vec<(String, String, Option<i32>)> =
-        book::query_as(&db.sql("SELECT key, status, worker FROM idempotency_keys ORDER BY id"))
-            .fetch_all(&mut *tx)
-            .await?;
-    let xp: Vec<(i64, i32, Option<i32>)> =
-        book::query_as(&db.sql("SELECT id, amount, worker FROM experience_points ORDER BY id"))
-            .fetch_all(&mut *tx)
-            .await?;
-    tx.commit().await?;
+    let (keys, xp) = tables.rows().await?;
     let keys: Vec<String> = keys
         .iter()
         .map(|(k, s, w)| {

@@ -8,6 +8,7 @@
 //! shortest failing schedule (fewest steps, then fewest switches between
 //! workers) is kept to be shown and replayed with `idem step --schedule`.
 
+mod stepped;
 mod tree;
 pub mod verdict;
 
@@ -17,15 +18,20 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use serde::Serialize;
 
+pub use stepped::Ran;
 pub use tree::switches;
 
+use stepped::{OnMariadb, Stepped};
 use tree::{Choice, Walk};
 pub use verdict::Failure;
 
 use crate::db::Database;
+use crate::db::mariadb::Mariadb;
+use crate::race::engine::Engine;
+use crate::race::mariadb::MariadbRace;
 use crate::race::moves::Move;
 use crate::race::stepper::{Controller, Standing};
-use crate::race::{Race, RaceResult, RaceSettings};
+use crate::race::{Race, RaceSettings};
 use crate::request::Step;
 use crate::strategy::StrategyKind;
 
@@ -42,15 +48,18 @@ pub const WORK_MS: u64 = 0;
 /// The settings of an exploration: a stepped race of [`WORKERS`] requests
 /// whose work takes [`WORK_MS`], unless the input says otherwise.
 pub fn settings(input: &crate::race::options::RaceInput) -> Result<RaceSettings> {
-    input
-        .clone()
-        .with(|r| {
-            r.shape.workers = r.shape.workers.or(Some(WORKERS));
-            if r.guard.heartbeat_ms.is_none() {
-                r.app.work_ms = r.app.work_ms.or(Some(WORK_MS));
-            }
-        })
-        .build_stepped()
+    input_of(input).build_stepped()
+}
+
+/// `input` with an exploration's defaults: [`WORKERS`] requests whose work
+/// takes [`WORK_MS`], unless it says otherwise.
+pub fn input_of(input: &crate::race::options::RaceInput) -> crate::race::options::RaceInput {
+    input.clone().with(|r| {
+        r.shape.workers = r.shape.workers.or(Some(WORKERS));
+        if r.guard.heartbeat_ms.is_none() {
+            r.app.work_ms = r.app.work_ms.or(Some(WORK_MS));
+        }
+    })
 }
 
 /// The `idem step` command line (without its schedule) that replays one
@@ -111,6 +120,8 @@ impl Walking {
 /// What an exploration found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Exploration {
+    /// The engine the requests ran on.
+    pub engine: Engine,
     /// The strategy; with a guard file, the built-in of the file's shape.
     pub strategy: StrategyKind,
     /// The guard file explored in the strategy's place, if any.
@@ -154,7 +165,7 @@ pub struct Exploration {
     pub ms_per_interleaving: f64,
     /// The shortest failing interleaving's race, to draw it.
     #[serde(skip)]
-    pub shortest_race: Option<RaceResult>,
+    pub shortest_race: Option<Ran>,
 }
 
 /// Explores `settings`'s race (a stepped race: two to five workers) under
@@ -166,12 +177,43 @@ pub async fn explore(
     db: &Database,
     settings: RaceSettings,
     walking: &Walking,
-    mut each: impl FnMut(u64),
+    each: impl FnMut(u64),
 ) -> Result<Exploration> {
-    let (bound, replay) = (walking.bound, walking.replay.as_str());
-    let began = Instant::now();
-    let independence = Independence::of(&settings);
-    if !independence.checkout {
+    pool_for_every_worker(&settings)?;
+    let race = Race::prepare(db, settings.clone()).await?;
+    explore_on(&race, Engine::Postgres, &settings, walking, each).await
+}
+
+/// [`explore`] on MariaDB: `race` (a stepped race) on `db`'s server. The
+/// walk branches on no crash and no clock there yet, and says so.
+pub async fn explore_mariadb(
+    db: &Mariadb,
+    race: &MariadbRace,
+    walking: &Walking,
+    each: impl FnMut(u64),
+) -> Result<Exploration> {
+    steps_alone_on_mariadb(walking.branches)?;
+    pool_for_every_worker(race.settings())?;
+    let on = OnMariadb { db, race };
+    explore_on(&on, Engine::Mariadb, race.settings(), walking, each).await
+}
+
+/// Refuses branches a walk on MariaDB does not take yet: it walks the
+/// workers' steps alone.
+pub fn steps_alone_on_mariadb(branches: Branches) -> Result<()> {
+    if branches != Branches::default() {
+        bail!(
+            "idem explore --engine mariadb walks the workers' steps alone so far: drop \
+             --crashes and --clock"
+        );
+    }
+    Ok(())
+}
+
+/// Refuses a race whose pool lacks a connection for any worker: a step
+/// would then wait for the pool by chance.
+fn pool_for_every_worker(settings: &RaceSettings) -> Result<()> {
+    if !Independence::of(settings).checkout {
         bail!(
             "idem explore needs a connection for every worker, so that no step waits for the \
              pool by chance: give --pool-size {} or more",
@@ -179,7 +221,20 @@ pub async fn explore(
                 + usize::from(settings.app().pool.runner_holds_connection())
         );
     }
-    let race = Race::prepare(db, settings.clone()).await?;
+    Ok(())
+}
+
+/// Walks `race`, whose settings are `settings`, as `walking` says.
+async fn explore_on(
+    race: &impl Stepped,
+    engine: Engine,
+    settings: &RaceSettings,
+    walking: &Walking,
+    mut each: impl FnMut(u64),
+) -> Result<Exploration> {
+    let (bound, replay) = (walking.bound, walking.replay.as_str());
+    let began = Instant::now();
+    let independence = Independence::of(settings);
     let mut reduced = false;
     let (found, complete) = loop {
         let reduce = reduced.then_some(independence);
@@ -188,7 +243,7 @@ pub async fn explore(
             reduce,
             branches: walking.branches,
         };
-        let (found, complete) = walk(&race, how, &mut each).await?;
+        let (found, complete) = walk(race, how, &mut each).await?;
         if complete || reduced {
             break (found, complete);
         }
@@ -198,6 +253,7 @@ pub async fn explore(
     let elapsed_ms = began.elapsed().as_secs_f64() * 1000.0;
     let first = settings.requests();
     Ok(Exploration {
+        engine,
         strategy: settings.strategy(),
         strategy_file: settings.app().guard_file.map(|f| f.0.name.as_str()),
         workers: first.workers(),
@@ -238,15 +294,13 @@ struct How {
 /// One walk of the tree, whole or up to its bound: the counts, and whether
 /// it was whole. A walk whose first run shows a space larger than the
 /// bound stops there, to be walked reduced instead.
-async fn walk(race: &Race<'_>, how: How, each: &mut impl FnMut(u64)) -> Result<(Tally, bool)> {
+async fn walk(race: &impl Stepped, how: How, each: &mut impl FnMut(u64)) -> Result<(Tally, bool)> {
     let (bound, reduce) = (how.bound, how.reduce);
     let mut walk = Walk::default();
     let mut found = Tally::default();
     loop {
         let result = race
-            .run_stepped(async |controller: &mut Controller| {
-                drive(controller, &mut walk, how).await
-            })
+            .stepped(async |controller: &mut Controller| drive(controller, &mut walk, how).await)
             .await?;
         let schedule = walk.schedule();
         if found.runs == 0 {
@@ -346,14 +400,14 @@ struct Tally {
     failing_on_steps: u64,
     kinds: BTreeMap<Failure, u64>,
     xp_rows: BTreeMap<u64, u64>,
-    shortest: Option<(Vec<Move>, Vec<Failure>, RaceResult)>,
+    shortest: Option<(Vec<Move>, Vec<Failure>, Ran)>,
 }
 
 impl Tally {
-    fn add(&mut self, schedule: Vec<Move>, result: RaceResult) {
+    fn add(&mut self, schedule: Vec<Move>, result: Ran) {
         self.runs += 1;
-        *self.xp_rows.entry(result.xp_rows).or_default() += 1;
-        let failures = verdict::failures(&result);
+        *self.xp_rows.entry(result.left().xp_rows).or_default() += 1;
+        let failures = result.failures();
         if failures.is_empty() {
             return;
         }

@@ -198,8 +198,10 @@ impl<'db> Race<'db> {
         &self,
         drive: impl AsyncFnOnce(&mut Controller) -> Result<()>,
     ) -> Result<RaceResult> {
-        let (mut controller, hooks) =
-            Controller::new(self.settings.requests.workers(), self.db.meta.clone());
+        let (mut controller, hooks) = Controller::new(
+            self.settings.requests.workers(),
+            super::stepper::Watch::Postgres(self.db.meta.clone()),
+        );
         controller.set_clock(self.clock());
         let started = self.start(Some(hooks)).await?;
         let driven = drive(&mut controller).await;

@@ -12,15 +12,53 @@ use sqlx::PgPool;
 
 use crate::db::book;
 
-/// The server processes `pid` waits for.
-async fn blockers_of(meta: &PgPool, pid: i32) -> sqlx::Result<Vec<i32>> {
-    let mut tx = meta.begin().await?;
-    let blockers = book::query_scalar("SELECT unnest(pg_blocking_pids($1))")
-        .bind(pid)
-        .fetch_all(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(blockers)
+/// The server the workers' sessions live on, as the controller watches
+/// them: who waits on whose lock, and how a session is killed.
+#[derive(Debug, Clone)]
+pub enum Watch {
+    /// PostgreSQL: `pg_blocking_pids`, `pg_terminate_backend`.
+    Postgres(PgPool),
+    /// MariaDB: InnoDB's lock waits, the named lock `lock`'s holder for a
+    /// session waiting in `GET_LOCK`, and `KILL CONNECTION`.
+    Mariadb {
+        admin: sqlx::MySqlPool,
+        lock: String,
+    },
+}
+
+impl Watch {
+    /// The server sessions `pid` waits for.
+    async fn blockers_of(&self, pid: i32) -> Result<Vec<i32>, String> {
+        match self {
+            Watch::Postgres(meta) => {
+                let blockers = async {
+                    let mut tx = meta.begin().await?;
+                    let blockers = book::query_scalar("SELECT unnest(pg_blocking_pids($1))")
+                        .bind(pid)
+                        .fetch_all(&mut *tx)
+                        .await?;
+                    tx.commit().await?;
+                    Ok::<_, sqlx::Error>(blockers)
+                };
+                blockers.await.map_err(|e| e.to_string())
+            }
+            Watch::Mariadb { admin, lock } => {
+                crate::request::mariadb::blockers_of(admin, pid, lock)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    /// Kills session `pid`, and waits until the server has let it go.
+    async fn kill(&self, pid: i32) -> Result<(), String> {
+        match self {
+            Watch::Postgres(meta) => terminate(meta, pid).await.map_err(|e| e.to_string()),
+            Watch::Mariadb { admin, .. } => crate::request::mariadb::kill(admin, pid)
+                .await
+                .map_err(|e| e.to_string()),
+        }
+    }
 }
 use tokio::sync::mpsc;
 
@@ -49,7 +87,7 @@ pub struct Controller {
     pub standing: BTreeMap<usize, Standing>,
     /// What each worker's last step found or did, as its trace noted it.
     found: BTreeMap<usize, String>,
-    meta: PgPool,
+    watch: Watch,
     free_running: bool,
     /// How long a step runs before the controller looks for a lock wait.
     settle: Duration,
@@ -60,6 +98,9 @@ pub struct Controller {
     clock: Option<Clock>,
     /// The workers killed on purpose (`crashN`).
     crashed: Vec<usize>,
+    /// Why the last look for lock waits failed, if it did: said when a
+    /// step then seems to run for ever.
+    unseen: Option<String>,
 }
 
 /// How long a step may run before the controller looks for a lock wait.
@@ -67,7 +108,7 @@ const SETTLE: Duration = Duration::from_millis(150);
 
 impl Controller {
     /// A controller and one hook per worker.
-    pub fn new(workers: usize, meta: PgPool) -> (Self, Vec<StepHook>) {
+    pub fn new(workers: usize, watch: Watch) -> (Self, Vec<StepHook>) {
         let (events_tx, events) = mpsc::unbounded_channel();
         let mut go = BTreeMap::new();
         let mut hooks = Vec::new();
@@ -85,12 +126,13 @@ impl Controller {
             pids: BTreeMap::new(),
             standing,
             found: BTreeMap::new(),
-            meta,
+            watch,
             free_running: false,
             settle: SETTLE,
             pool_can_run_out: true,
             clock: None,
             crashed: Vec::new(),
+            unseen: None,
         };
         (controller, hooks)
     }
@@ -188,7 +230,16 @@ impl Controller {
                         .values()
                         .any(|s| matches!(s, Standing::Running(_)));
                     if still && began.elapsed() > Duration::from_secs(30) {
-                        return Err("a step has run for 30 s without finishing or blocking".into());
+                        let why = match &self.unseen {
+                            Some(why) => format!(
+                                " (the server's lock waits could not be read: {})",
+                                crate::controls::escaped(why)
+                            ),
+                            None => String::new(),
+                        };
+                        return Err(format!(
+                            "a step has run for 30 s without finishing or blocking{why}"
+                        ));
                     }
                 }
             }
@@ -301,7 +352,7 @@ impl Controller {
         else {
             return Err(format!("worker {worker} is not paused"));
         };
-        if let Err(e) = terminate(&self.meta, pid).await {
+        if let Err(e) = self.watch.kill(pid).await {
             return Err(format!(
                 "could not kill worker {worker}'s server process: {e}"
             ));
@@ -419,7 +470,13 @@ impl Controller {
                 .insert(worker, Standing::Blocked(Step::Checkout, Vec::new()));
         }
         for (worker, step, pid) in running {
-            let blockers = blockers_of(&self.meta, pid).await.unwrap_or_default();
+            let blockers = match self.watch.blockers_of(pid).await {
+                Ok(blockers) => blockers,
+                Err(why) => {
+                    self.unseen = Some(why);
+                    Vec::new()
+                }
+            };
             let by: Vec<usize> = self
                 .pids
                 .iter()

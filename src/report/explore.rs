@@ -8,10 +8,14 @@ use crate::explore::{Exploration, Failure, switches};
 pub fn render(e: &Exploration) -> String {
     let mut out = String::new();
     let name = crate::strategy::guard_file::label(e.strategy, e.strategy_file);
+    let on = match e.engine {
+        crate::race::engine::Engine::Postgres => String::new(),
+        engine => format!(" · on {}", engine.spec().server),
+    };
     let _ = writeln!(
         out,
         "{}",
-        strong(format!("idem explore · {name} · {} workers", e.workers))
+        strong(format!("idem explore · {name} · {} workers{on}", e.workers))
     );
     let space = match (e.total, e.reduced) {
         (Some(total), false) => format!("{} of {total} explored: every one", e.interleavings),

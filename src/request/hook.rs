@@ -72,3 +72,30 @@ impl StepHook {
         });
     }
 }
+
+/// Tells the controller its worker has finished when dropped: however the
+/// worker's request ends (answered, refused at its checkout, or its future
+/// dropped), the controller never waits for it in vain.
+#[derive(Debug)]
+pub struct Finisher {
+    worker: usize,
+    events: mpsc::UnboundedSender<TurnEvent>,
+}
+
+impl StepHook {
+    /// This hook's [`Finisher`].
+    pub fn finisher(&self) -> Finisher {
+        Finisher {
+            worker: self.worker,
+            events: self.events.clone(),
+        }
+    }
+}
+
+impl Drop for Finisher {
+    fn drop(&mut self) {
+        let _ = self.events.send(TurnEvent::Finished {
+            worker: self.worker,
+        });
+    }
+}

@@ -12,11 +12,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use sqlx::Row;
 use sqlx::mysql::{MySql, MySqlDatabaseError, MySqlQueryResult, MySqlRow};
 use sqlx::pool::PoolConnection;
 
 use crate::request::fault::FaultPoint;
-use crate::request::{Outcome, Step, StepEvent};
+use crate::request::{Go, Outcome, Step, StepEvent, StepHook};
 
 /// A strategy's shape on MariaDB: the request in, its answer out.
 pub type Shape = for<'a> fn(&'a mut Ctx) -> Pin<Box<dyn Future<Output = Answered> + Send + 'a>>;
@@ -74,6 +75,19 @@ impl ServerError {
                 .find(|(n, _)| *n == number)
                 .map_or("", |(_, name)| name),
         })
+    }
+
+    /// What the error did to the step's request, in a step's note: a
+    /// deadlock says whose transaction the server chose to roll back.
+    pub fn told(&self) -> String {
+        match self.number {
+            1213 => format!(
+                "deadlock: InnoDB chose this transaction to roll back, error {}",
+                self.shown()
+            ),
+            1205 => format!("gave up waiting for a lock, error {}", self.shown()),
+            _ => format!("error {}", self.shown()),
+        }
     }
 
     /// `1213 (40001, ER_LOCK_DEADLOCK)`.
@@ -165,8 +179,11 @@ pub struct Ctx {
     pub stale_after: Duration,
     /// The crash planned for the race, and this session's id to kill.
     crash: Option<(Arc<Crash>, u64)>,
-    /// Where this request crashed, once it has.
-    pub(crate) crashed: Option<FaultPoint>,
+    /// Whether this request has crashed (its session killed).
+    pub(crate) crashed: bool,
+    /// Step by step (`idem step`, `idem explore`): the hook it pauses on
+    /// before each step.
+    stepper: Option<StepHook>,
 }
 
 impl Ctx {
@@ -191,16 +208,63 @@ impl Ctx {
             held: None,
             stale_after: Duration::ZERO,
             crash: None,
-            crashed: None,
+            crashed: false,
+            stepper: None,
         }
+    }
+
+    /// This session's id on the server (`CONNECTION_ID()`): what a KILL
+    /// names and what the lock-wait views call it.
+    async fn session_id(&mut self) -> Result<u64, sqlx::Error> {
+        sqlx::query_scalar("SELECT CONNECTION_ID()")
+            .fetch_one(&mut *self.conn)
+            .await
+    }
+
+    /// Runs this request step by step on `hook`: the controller is told
+    /// its session's id, to see its lock waits.
+    pub(crate) async fn stepped(&mut self, hook: StepHook) -> Result<(), sqlx::Error> {
+        let id = self.session_id().await?;
+        hook.pid(i32::try_from(id).unwrap_or(i32::MAX));
+        self.stepper = Some(hook);
+        Ok(())
+    }
+
+    /// Step by step, waits for this worker's turn before `step`, telling
+    /// the controller what the last step found. A worker the controller
+    /// crashed meanwhile (its session killed) takes no more steps.
+    async fn turn(&mut self, step: Step) -> Result<(), sqlx::Error> {
+        if self.crashed {
+            return Err(crashed());
+        }
+        let found = self
+            .steps
+            .last()
+            .map(|e| e.note.clone())
+            .filter(|n| !n.is_empty());
+        let Some(hook) = self.stepper.as_mut() else {
+            return Ok(());
+        };
+        if hook.pause(step, found).await == Go::Crashed {
+            let at = self.now_ms();
+            self.conn.close_on_drop();
+            self.crashed = true;
+            self.steps.push(StepEvent {
+                step: Step::Fault,
+                start_ms: at,
+                end_ms: at,
+                note: format!("crashed before its {}", step.name()),
+                sql: None,
+            });
+            return Err(crashed());
+        }
+        Ok(())
     }
 
     /// Arms the race's crash for this request: its session's id, read now,
     /// is what the KILL names.
     pub(crate) async fn arm(&mut self, crash: Arc<Crash>) -> Result<(), sqlx::Error> {
-        let id: u64 = sqlx::query_scalar("SELECT CONNECTION_ID()")
-            .fetch_one(&mut *self.conn)
-            .await?;
+        let id = self.session_id().await?;
         self.crash = Some((crash, id));
         Ok(())
     }
@@ -212,8 +276,8 @@ impl Ctx {
         let Some((crash, id)) = &self.crash else {
             return false;
         };
-        if self.crashed.is_some() || !crash.due(self.asked.worker, point) {
-            return self.crashed.is_some();
+        if self.crashed || !crash.due(self.asked.worker, point) {
+            return self.crashed;
         }
         let start_ms = self.now_ms();
         let _ = sqlx::query(&format!("KILL CONNECTION {id}"))
@@ -221,7 +285,7 @@ impl Ctx {
             .await;
         // A dead session is never handed to the pool again.
         self.conn.close_on_drop();
-        self.crashed = Some(point);
+        self.crashed = true;
         self.steps.push(StepEvent {
             step: Step::Fault,
             start_ms,
@@ -238,6 +302,17 @@ impl Ctx {
 
     /// Sends `sql` with `binds` as `step`.
     pub async fn exec(
+        &mut self,
+        step: Step,
+        sql: &'static str,
+        binds: &[Bind<'_>],
+    ) -> Result<MySqlQueryResult, sqlx::Error> {
+        self.turn(step).await?;
+        self.send(step, sql, binds).await
+    }
+
+    /// Sends `sql` as (part of) `step`, whose turn has come.
+    async fn send(
         &mut self,
         step: Step,
         sql: &'static str,
@@ -266,6 +341,7 @@ impl Ctx {
         sql: &'static str,
         binds: &[Bind<'_>],
     ) -> Result<Option<MySqlRow>, sqlx::Error> {
+        self.turn(step).await?;
         let query = bound(sql, binds);
         let start_ms = self.now_ms();
         let out = query.fetch_optional(&mut *self.conn).await;
@@ -274,14 +350,16 @@ impl Ctx {
     }
 
     fn record(&mut self, step: Step, sql: &'static str, start_ms: f64, err: Option<&sqlx::Error>) {
-        if let Some(error) = err.and_then(ServerError::of) {
+        let error = err.and_then(ServerError::of);
+        let note = error.as_ref().map(ServerError::told).unwrap_or_default();
+        if let Some(error) = error {
             self.error = Some(error);
         }
         self.steps.push(StepEvent {
             step,
             start_ms,
             end_ms: self.now_ms(),
-            note: String::new(),
+            note,
             sql: (!sql.is_empty()).then_some(sql),
         });
     }
@@ -322,9 +400,10 @@ impl Ctx {
     /// instead (the server rolls back a closed session's transaction).
     pub async fn begin(&mut self, level: Level) -> Result<(), sqlx::Error> {
         self.conn.close_on_drop();
-        self.exec(Step::Begin, level.set, &[]).await?;
+        self.turn(Step::Begin).await?;
+        self.send(Step::Begin, level.set, &[]).await?;
         self.note(format!("next transaction: {}", level.name));
-        self.exec(Step::Begin, "BEGIN", &[]).await?;
+        self.send(Step::Begin, "BEGIN", &[]).await?;
         self.note("BEGIN");
         Ok(())
     }
@@ -360,13 +439,14 @@ impl Ctx {
         sql: &'static str,
         binds: &[Bind<'_>],
     ) -> Result<MySqlQueryResult, sqlx::Error> {
+        self.turn(Step::Work).await?;
         if self.strike(FaultPoint::AfterClaim, "before its work").await {
             return Err(crashed());
         }
         let start_ms = self.now_ms();
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.service_calls += 1;
-        tokio::time::sleep(self.work / 2).await;
+        pause(self.work / 2).await;
         // Halfway: the call was made, the XP row not yet written.
         if self
             .strike(FaultPoint::DuringWork, "halfway through its work")
@@ -374,7 +454,7 @@ impl Ctx {
         {
             return Err(crashed());
         }
-        tokio::time::sleep(self.work - self.work / 2).await;
+        pause(self.work - self.work / 2).await;
         let out = bound(sql, binds).execute(&mut *self.conn).await;
         self.record(Step::Work, sql, start_ms, out.as_ref().err());
         out
@@ -386,7 +466,10 @@ impl Ctx {
             Some(e) => format!("error {}", e.shown()),
             None => format!("error: {}", crate::controls::escaped(&err.to_string())),
         };
-        self.note(said.clone());
+        // A server error's own note, made when it struck, stays.
+        if self.steps.last().is_none_or(|e| e.note.is_empty()) {
+            self.note(said.clone());
+        }
         Answered {
             outcome: Outcome::Error,
             saw: saw.into(),
@@ -407,6 +490,14 @@ pub struct Level {
     pub name: &'static str,
 }
 
+/// Half of the work's time; none at all when the work takes none (a timer
+/// of zero still waits for the clock's next tick, a millisecond).
+async fn pause(time: Duration) {
+    if !time.is_zero() {
+        tokio::time::sleep(time).await;
+    }
+}
+
 /// What a crashed worker's next statement meets: its session is gone.
 fn crashed() -> sqlx::Error {
     sqlx::Error::Io(std::io::Error::other("the worker crashed on purpose"))
@@ -425,4 +516,169 @@ fn bound<'q>(
         Bind::OptText(t) => q.bind(*t),
         Bind::Int(i) => q.bind(*i),
     })
+}
+
+/// The sessions session `id` waits for: waiting in `GET_LOCK`, the holder
+/// of the named lock `lock` (`IS_USED_LOCK`); waiting on an InnoDB row or
+/// gap lock, the holders InnoDB's lock-wait views name.
+///
+/// Whether it waits is read from `SHOW ENGINE INNODB STATUS`, made when
+/// asked, and not from those views: InnoDB fills them again only when they
+/// were last read over 0.1 s ago, so a watcher that looks every 10 ms
+/// reads the same stale rows for ever (a wait that began since is never
+/// seen). When the views do not name the holder yet, every other session
+/// holding InnoDB locks is named: the one a two-request walk waits for.
+pub async fn blockers_of(
+    admin: &sqlx::MySqlPool,
+    id: i32,
+    lock: &str,
+) -> Result<Vec<i32>, sqlx::Error> {
+    let state: Option<Option<String>> =
+        sqlx::query_scalar("SELECT STATE FROM information_schema.PROCESSLIST WHERE ID = ?")
+            .bind(id)
+            .fetch_optional(admin)
+            .await?;
+    if state.flatten().as_deref() == Some("User lock") {
+        let holder: Option<i64> = sqlx::query_scalar("SELECT CAST(IS_USED_LOCK(?) AS SIGNED)")
+            .bind(lock)
+            .fetch_one(admin)
+            .await?;
+        return Ok(holder
+            .and_then(|h| i32::try_from(h).ok())
+            .into_iter()
+            .collect());
+    }
+    let status: String = sqlx::query("SHOW ENGINE INNODB STATUS")
+        .fetch_one(admin)
+        .await?
+        .try_get(2)?;
+    let sessions = innodb_sessions(&status);
+    if !sessions.iter().any(|s| s.id == id && s.waits) {
+        return Ok(Vec::new());
+    }
+    let named: Vec<i64> = sqlx::query_scalar(
+        "SELECT CAST(b.trx_mysql_thread_id AS SIGNED) \
+         FROM information_schema.INNODB_LOCK_WAITS w \
+         JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id \
+         JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id \
+         WHERE r.trx_mysql_thread_id = ?",
+    )
+    .bind(id)
+    .fetch_all(admin)
+    .await?;
+    let named: Vec<i32> = named
+        .into_iter()
+        .filter_map(|b| i32::try_from(b).ok())
+        .filter(|b| sessions.iter().any(|s| s.id == *b && s.locks))
+        .collect();
+    if !named.is_empty() {
+        return Ok(named);
+    }
+    Ok(sessions
+        .iter()
+        .filter(|s| s.id != id && s.locks)
+        .map(|s| s.id)
+        .collect())
+}
+
+/// A session's transaction, as `SHOW ENGINE INNODB STATUS` lists it.
+#[derive(Debug, PartialEq, Eq)]
+struct Session {
+    id: i32,
+    /// `LOCK WAIT`: waiting for a lock to be granted.
+    waits: bool,
+    /// Holding (or waiting for) at least one InnoDB lock.
+    locks: bool,
+}
+
+/// The sessions with a transaction in the status's list of transactions.
+fn innodb_sessions(status: &str) -> Vec<Session> {
+    status
+        .split("---TRANSACTION ")
+        .skip(1)
+        .filter_map(|trx| {
+            let id = trx
+                .split_once("MariaDB thread id ")?
+                .1
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()?;
+            let structs = trx
+                .lines()
+                .find_map(|l| l.split_once(" lock struct(s)"))
+                .and_then(|(before, _)| before.rsplit(' ').next()?.parse::<u64>().ok());
+            Some(Session {
+                id,
+                waits: trx.lines().any(|l| l.starts_with("LOCK WAIT ")),
+                locks: structs.is_some_and(|n| n > 0),
+            })
+        })
+        .collect()
+}
+
+/// Kills session `id` (`KILL CONNECTION`), then waits, up to 5 s, until
+/// the server has let it go: its transaction rolled back, its locks free.
+pub async fn kill(admin: &sqlx::MySqlPool, id: i32) -> Result<(), sqlx::Error> {
+    sqlx::query(&format!("KILL CONNECTION {id}"))
+        .execute(admin)
+        .await?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let left: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?")
+                .bind(id)
+                .fetch_one(admin)
+                .await?;
+        if left == 0 {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Err(sqlx::Error::Protocol(format!(
+        "session {id} was still there 5 s after it was killed"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_innodb_status_says_which_session_waits_and_which_hold_locks() {
+        let status = "LIST OF TRANSACTIONS FOR EACH SESSION:\n\
+            ---TRANSACTION 23, ACTIVE 1 sec inserting\n\
+            mysql tables in use 1, locked 1\n\
+            LOCK WAIT 2 lock struct(s), heap size 1128, 1 row lock(s), undo log entries 1\n\
+            MariaDB thread id 9, OS thread handle 1, query id 19 localhost root Update\n\
+            insert into t.k(k) values('b')\n\
+            ------- TRX HAS BEEN WAITING 503556 us FOR THIS LOCK TO BE GRANTED:\n\
+            ---TRANSACTION 22, ACTIVE 1 sec\n\
+            2 lock struct(s), heap size 1128, 1 row lock(s)\n\
+            MariaDB thread id 8, OS thread handle 2, query id 18 localhost root User sleep\n\
+            ---TRANSACTION (0x7f45c01c0b80), ACTIVE 0 sec\n\
+            0 lock struct(s), heap size 1128, 0 row lock(s)\n\
+            MariaDB thread id 14, OS thread handle 3, query id 38 localhost root starting\n\
+            --------\nFILE I/O\n";
+        assert_eq!(
+            innodb_sessions(status),
+            vec![
+                Session {
+                    id: 9,
+                    waits: true,
+                    locks: true
+                },
+                Session {
+                    id: 8,
+                    waits: false,
+                    locks: true
+                },
+                Session {
+                    id: 14,
+                    waits: false,
+                    locks: false
+                },
+            ]
+        );
+    }
 }

@@ -15,6 +15,7 @@ mod cluster;
 mod common;
 mod docs;
 mod engines;
+mod engines_stepped;
 mod exercises;
 mod explore;
 mod explore_branches;

@@ -22,8 +22,9 @@ use crate::race::RaceSettings;
 use crate::race::engine::Engine;
 use crate::race::options::CrashPlan;
 use crate::race::options::RaceInput;
+use crate::race::stepper::{Controller, Watch};
 use crate::request::mariadb::{Answered, Asked, Crash, Ctx, ServerError};
-use crate::request::{Outcome, StepEvent};
+use crate::request::{Outcome, StepEvent, StepHook};
 use crate::strategy::StrategyKind;
 use crate::strategy::spec::OnMariadb;
 use crate::strategy::transaction::{Isolation, Transaction};
@@ -95,6 +96,14 @@ impl MariadbRace {
         Self::new(settings, input.transaction.isolation)
     }
 
+    /// The stepped race `input` asks for, on MariaDB (`idem step`, `idem
+    /// explore`): 2 to 5 workers, no fault; its schedule is the driver's.
+    pub fn stepped_from_input(input: &RaceInput) -> Result<Self> {
+        taken::refuse_untaken(&input.clone().with(|r| r.shape.schedule = None))?;
+        let settings = input.build_stepped()?;
+        Self::new(settings, input.transaction.isolation)
+    }
+
     /// The race's settings, as PostgreSQL's race would take them.
     pub fn settings(&self) -> &RaceSettings {
         &self.settings
@@ -135,6 +144,8 @@ pub struct EngineResult {
     #[serde(flatten)]
     pub race: MariadbRace,
     pub key_rows: u64,
+    /// Of those, the claims left pending: keys stuck until they go stale.
+    pub pending_key_rows: u64,
     pub xp_rows: u64,
     /// Times the work's service call was made, whatever was rolled back.
     pub service_calls: u64,
@@ -148,6 +159,48 @@ pub struct EngineResult {
 
 /// Runs one race on fresh tables.
 pub async fn run(db: &Mariadb, race: &MariadbRace, run: usize) -> Result<EngineResult> {
+    let started = start(db, race, None).await?;
+    finish(db, race, run, started).await
+}
+
+/// Runs one race step by step: every worker pauses before each step until
+/// `drive` lets it move (see [`Controller`]); whatever `drive` did, the
+/// rest then run to the end.
+pub async fn run_stepped(
+    db: &Mariadb,
+    race: &MariadbRace,
+    drive: impl AsyncFnOnce(&mut Controller) -> Result<()>,
+) -> Result<EngineResult> {
+    let watch = Watch::Mariadb {
+        admin: db.admin.clone(),
+        lock: format!(
+            "{}:{}",
+            race.settings.requests().key(),
+            crate::strategy::OPERATION
+        ),
+    };
+    let (mut controller, hooks) = Controller::new(race.workers, watch);
+    let started = start(db, race, Some(hooks)).await?;
+    let driven = drive(&mut controller).await;
+    controller.run_free().await;
+    let result = finish(db, race, 1, started).await;
+    driven.and(result)
+}
+
+/// A race under way: its workers released, its pool and the runner's
+/// connection held until it ends.
+struct Started {
+    tasks: Vec<tokio::task::JoinHandle<EngineWorker>>,
+    shared: Shared,
+    pool: sqlx::MySqlPool,
+    runner: Option<Option<sqlx::pool::PoolConnection<sqlx::MySql>>>,
+    gate: Arc<OnceLock<Instant>>,
+    began: Instant,
+}
+
+/// Empties the tables, opens the pool, takes the runner's connection, and
+/// sends the workers (each on its hook, when stepped).
+async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -> Result<Started> {
     for table in ["idempotency_keys", "experience_points"] {
         sqlx::raw_sql(&format!("TRUNCATE TABLE {table}"))
             .execute(&db.admin)
@@ -172,16 +225,53 @@ pub async fn run(db: &Mariadb, race: &MariadbRace, run: usize) -> Result<EngineR
     let gate = Arc::new(OnceLock::new());
     let barrier = Arc::new(tokio::sync::Barrier::new(race.workers));
     let began = Instant::now();
+    let mut hooks: BTreeMap<usize, StepHook> =
+        hooks.into_iter().flatten().map(|h| (h.worker, h)).collect();
     let mut tasks = Vec::new();
     for worker in 1..=race.workers {
         let (shared, gate, barrier) = (shared.clone(), gate.clone(), barrier.clone());
         let asked = asked(race, worker);
+        let hook = hooks.remove(&worker);
         tasks.push(tokio::spawn(async move {
             barrier.wait().await;
             let gate = *gate.get_or_init(Instant::now);
-            bounded(one_request(shared, asked, gate), worker, gate).await
+            match hook {
+                // Step by step, a person may take minutes: no limit, and
+                // the controller is told when the worker is done.
+                Some(hook) => {
+                    let _done = hook.finisher();
+                    one_request(shared, asked, gate, Some(hook)).await
+                }
+                None => bounded(one_request(shared, asked, gate, None), worker, gate).await,
+            }
         }));
     }
+    Ok(Started {
+        tasks,
+        shared,
+        pool,
+        runner,
+        gate,
+        began,
+    })
+}
+
+/// Waits for every worker, retries a crashed request as lesson 7's client
+/// does, and counts the rows.
+async fn finish(
+    db: &Mariadb,
+    race: &MariadbRace,
+    run: usize,
+    started: Started,
+) -> Result<EngineResult> {
+    let Started {
+        tasks,
+        shared,
+        pool,
+        runner,
+        gate,
+        began,
+    } = started;
     let mut reports = Vec::new();
     for task in tasks {
         reports.push(task.await?);
@@ -193,6 +283,23 @@ pub async fn run(db: &Mariadb, race: &MariadbRace, run: usize) -> Result<EngineR
     pool.close().await;
     figures(db, race, run, reports, shared.calls, elapsed_ms).await
 }
+
+/// What the tables hold now, for a person stepping: each key row's key,
+/// status and worker, and each XP row's id, amount and worker.
+pub async fn rows_now(db: &Mariadb) -> Result<(Vec<KeyRow>, Vec<XpRow>)> {
+    let keys = sqlx::query_as("SELECT `key`, status, worker FROM idempotency_keys ORDER BY id")
+        .fetch_all(&db.admin)
+        .await?;
+    let xp = sqlx::query_as("SELECT id, amount, worker FROM experience_points ORDER BY id")
+        .fetch_all(&db.admin)
+        .await?;
+    Ok((keys, xp))
+}
+
+/// A key row as a person stepping sees it: key, status, worker.
+pub type KeyRow = (String, String, Option<i32>);
+/// An XP row as a person stepping sees it: id, amount, worker.
+pub type XpRow = (i64, i32, Option<i32>);
 
 /// A request given [`REQUEST_LIMIT`]: past it, its future is dropped.
 async fn bounded(
@@ -229,7 +336,7 @@ async fn recover(
         };
         let shared = shared.clone();
         tasks.push(tokio::spawn(bounded(
-            one_request(shared, asked, gate),
+            one_request(shared, asked, gate, None),
             worker,
             gate,
         )));
@@ -248,7 +355,7 @@ async fn recover(
 #[cfg(feature = "internals")]
 pub async fn one(race: &MariadbRace, pool: sqlx::MySqlPool, worker: usize) -> EngineWorker {
     let shared = Shared::new(race, pool, None);
-    one_request(shared, asked(race, worker), Instant::now()).await
+    one_request(shared, asked(race, worker), Instant::now(), None).await
 }
 
 /// What worker `worker` asks for: the race's key, and its own parameters.
@@ -291,8 +398,14 @@ impl Shared {
     }
 }
 
-/// One worker: its checkout, then the strategy's shape on its connection.
-async fn one_request(s: Shared, asked: Asked, gate: Instant) -> EngineWorker {
+/// One worker: its checkout, then the strategy's shape on its connection;
+/// step by step when it has a hook.
+async fn one_request(
+    s: Shared,
+    asked: Asked,
+    gate: Instant,
+    mut hook: Option<StepHook>,
+) -> EngineWorker {
     let Shared {
         pool,
         work,
@@ -305,6 +418,9 @@ async fn one_request(s: Shared, asked: Asked, gate: Instant) -> EngineWorker {
     let worker = asked.worker;
     let since = |at: Instant| at.duration_since(gate).as_secs_f64() * 1000.0;
     // A retry is sent after the gate: its wait runs from its own sending.
+    if let Some(hook) = hook.as_mut() {
+        hook.pause(crate::request::Step::Checkout, None).await;
+    }
     let sent = Instant::now();
     let conn = pool.acquire().await;
     let checkout_wait_ms = sent.elapsed().as_secs_f64() * 1000.0;
@@ -317,9 +433,16 @@ async fn one_request(s: Shared, asked: Asked, gate: Instant) -> EngineWorker {
     };
     let mut ctx = Ctx::new(conn, asked, gate, work, calls, isolation);
     ctx.stale_after = stale_after;
-    if let Some(crash) = crash
-        && let Err(err) = ctx.arm(crash).await
-    {
+    let armed = async {
+        if let Some(hook) = hook {
+            ctx.stepped(hook).await?;
+        }
+        match crash {
+            Some(crash) => ctx.arm(crash).await,
+            None => Ok(()),
+        }
+    };
+    if let Err(err) = armed.await {
         let answered = ctx.failed(&err, "—", None);
         return report(
             worker,
@@ -330,12 +453,12 @@ async fn one_request(s: Shared, asked: Asked, gate: Instant) -> EngineWorker {
         );
     }
     let mut answered = answer(&mut ctx, shape).await;
-    if let Some(point) = ctx.crashed {
+    if ctx.crashed {
         let when = ctx
             .steps
             .iter()
             .rfind(|e| e.step == crate::request::Step::Fault);
-        let did = when.map_or(format!("crashed {}", point.name()), |e| e.note.clone());
+        let did = when.map_or("crashed".to_string(), |e| e.note.clone());
         answered = Answered::new(Outcome::Crashed, answered.saw, format!("{did}; no answer"));
     }
     ctx.release_held().await;
@@ -418,11 +541,10 @@ async fn figures(
     calls: Arc<AtomicU64>,
     elapsed_ms: f64,
 ) -> Result<EngineResult> {
-    let count = |table: &'static str| {
-        let sql = format!("SELECT COUNT(*) FROM {table}");
+    let count = |sql: &'static str| {
         let admin = db.admin.clone();
         async move {
-            let row = sqlx::query(&sql).fetch_one(&admin).await?;
+            let row = sqlx::query(sql).fetch_one(&admin).await?;
             Ok::<u64, sqlx::Error>(row.try_get::<i64, _>(0)? as u64)
         }
     };
@@ -438,8 +560,10 @@ async fn figures(
         engine: Engine::Mariadb,
         server_version: db.version().to_string(),
         run,
-        key_rows: count("idempotency_keys").await?,
-        xp_rows: count("experience_points").await?,
+        key_rows: count("SELECT COUNT(*) FROM idempotency_keys").await?,
+        pending_key_rows: count("SELECT COUNT(*) FROM idempotency_keys WHERE status = 'pending'")
+            .await?,
+        xp_rows: count("SELECT COUNT(*) FROM experience_points").await?,
         service_calls: calls.load(std::sync::atomic::Ordering::SeqCst),
         outcomes,
         errors,
