@@ -26,10 +26,12 @@ pub struct MariadbStarts {
     pub warm_samples: usize,
 }
 
-/// Whole `idem race` processes (the default race, its server included),
-/// one engine beside the other.
+/// Whole idem processes of one command (its server included), one engine
+/// beside the other.
 #[derive(Debug, Serialize)]
 pub struct EngineProcesses {
+    /// The command, less `--engine`: `idem race`.
+    pub command: String,
     pub runs: usize,
     pub postgres_median_ms: f64,
     pub mariadb_median_ms: f64,
@@ -52,7 +54,11 @@ pub struct FigureRate {
 #[derive(Debug, Serialize)]
 pub struct EngineFigures {
     pub mariadb: MariadbStarts,
+    /// `idem race`, the default race.
     pub processes: EngineProcesses,
+    /// `idem explore -s check-then-store`: every interleaving of two
+    /// requests.
+    pub explore: EngineProcesses,
     pub lesson_one: Vec<FigureRate>,
 }
 
@@ -75,7 +81,13 @@ pub fn measure(
         return Ok(None);
     };
     let mariadb = starts(&bins, bin, samples, &tick)?;
-    let processes = processes(bin, samples.processes, &tick)?;
+    let races = processes(&["race"], bin, samples.processes, &tick)?;
+    let explore = processes(
+        &["explore", "-s", "check-then-store"],
+        bin,
+        samples.processes,
+        &tick,
+    )?;
     let mut lesson_one = Vec::new();
     for engine in ["postgres", "mariadb"] {
         lesson_one.push(figure_rate(engine, bin, samples.figure_runs)?);
@@ -83,7 +95,8 @@ pub fn measure(
     }
     Ok(Some(EngineFigures {
         mariadb,
-        processes,
+        processes: races,
+        explore,
         lesson_one,
     }))
 }
@@ -125,11 +138,12 @@ fn starts(
     measured
 }
 
-/// `idem race ARGS` as a user runs it: its wall time, and its stdout.
-fn idem_race(args: &[&str], bin: Option<&std::path::Path>) -> Result<(Duration, Vec<u8>)> {
+/// `idem ARGS` as a user runs it: its wall time, and its stdout. Exit 1
+/// is a verdict (`idem explore` of a guard that fails), not a failure.
+fn idem_run(args: &[&str], bin: Option<&std::path::Path>) -> Result<(Duration, Vec<u8>)> {
     let idem = std::env::current_exe().context("could not find idem's own binary")?;
     let mut race = Command::new(idem);
-    race.arg("race").args(args);
+    race.args(args);
     if let Some(bin) = bin {
         race.arg("--mariadb-bin").arg(bin);
     }
@@ -139,11 +153,11 @@ fn idem_race(args: &[&str], bin: Option<&std::path::Path>) -> Result<(Duration, 
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .output()
-        .context("could not run idem race")?;
+        .context("could not run idem")?;
     let took = began.elapsed();
-    if !out.status.success() {
+    if !matches!(out.status.code(), Some(0 | 1)) {
         bail!(
-            "idem race {}: {}",
+            "idem {}: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
         );
@@ -151,19 +165,22 @@ fn idem_race(args: &[&str], bin: Option<&std::path::Path>) -> Result<(Duration, 
     Ok((took, out.stdout))
 }
 
+/// `idem COMMAND` on each engine in turn, `runs` pairs.
 fn processes(
+    command: &[&str],
     bin: Option<&std::path::Path>,
     runs: usize,
     tick: &impl Fn(),
 ) -> Result<EngineProcesses> {
     let (mut postgres, mut mariadb) = (Vec::new(), Vec::new());
     for _ in 0..runs {
-        postgres.push(idem_race(&[], bin)?.0);
-        mariadb.push(idem_race(&["--engine", "mariadb"], bin)?.0);
+        postgres.push(idem_run(command, bin)?.0);
+        mariadb.push(idem_run(&[command, &["--engine", "mariadb"]].concat(), bin)?.0);
         tick();
     }
     let (p, m) = (median_ms(&mut postgres), median_ms(&mut mariadb));
     Ok(EngineProcesses {
+        command: format!("idem {}", command.join(" ")),
         runs,
         postgres_median_ms: p,
         mariadb_median_ms: m,
@@ -179,7 +196,7 @@ fn figure_rate(
     runs: usize,
 ) -> Result<FigureRate> {
     let n = runs.to_string();
-    let (_, out) = idem_race(&["--engine", engine, "--runs", &n, "--json"], bin)?;
+    let (_, out) = idem_run(&["race", "--engine", engine, "--runs", &n, "--json"], bin)?;
     let mut hits = 0;
     let mut seen = 0;
     for line in String::from_utf8_lossy(&out).lines() {

@@ -151,7 +151,7 @@ fn steps(plan: &Plan) -> u64 {
         (BenchSection::Replication, 2 * plan.replicated as u64 / 10),
         (BenchSection::Engines, {
             let e = &plan.engines;
-            (e.cold + e.warm + e.processes + 2) as u64
+            (e.cold + e.warm + 2 * e.processes + 2) as u64
         }),
     ]
     .iter()

@@ -237,11 +237,11 @@ impl Ctx {
         if self.crashed {
             return Err(crashed());
         }
-        let found = self
-            .steps
-            .last()
-            .map(|e| e.note.clone())
-            .filter(|n| !n.is_empty());
+        // Before its first statement, its last step was the checkout.
+        let found = match self.steps.last() {
+            Some(e) => Some(e.note.clone()).filter(|n| !n.is_empty()),
+            None => Some("got a connection".to_string()),
+        };
         let Some(hook) = self.stepper.as_mut() else {
             return Ok(());
         };
