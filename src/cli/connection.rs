@@ -107,6 +107,28 @@ impl KeptSchemaArgs {
 }
 
 impl ConnectArgs {
+    /// Where a MariaDB race runs: a disposable server, or the server a
+    /// `mysql://` or `mariadb://` URL names (a PostgreSQL URL is refused:
+    /// it names the other engine's server).
+    pub fn mariadb(&self) -> anyhow::Result<crate::db::mariadb::MariadbOptions> {
+        use crate::db::mariadb::url::{MysqlUrl, is_mysql};
+        let url = match &self.database_url {
+            Some(url) if is_mysql(url) => Some(MysqlUrl::parse(url, "--database-url")?),
+            Some(url) => anyhow::bail!(
+                "--engine mariadb needs a mysql:// or mariadb:// URL; {} is not one (unset \
+                 DATABASE_URL or --database-url to race on a MariaDB of idem's own)",
+                crate::db::secret::redact(url)
+            ),
+            None => None,
+        };
+        Ok(crate::db::mariadb::MariadbOptions {
+            bin: self.cluster.mariadb_bin.clone(),
+            template_cache: None,
+            url,
+            keep: self.keep,
+        })
+    }
+
     /// The options for working in `schema`, an existing run's.
     pub fn options_in(&self, schema: &str) -> ConnectOptions {
         ConnectOptions {

@@ -7,6 +7,7 @@ use anyhow::{Result, bail};
 use super::command::{Command, Given, Needs};
 use crate::cli::race::ExploreArgs;
 use crate::db::mariadb::{Mariadb, MariadbOptions};
+use crate::db::secret::redact;
 use crate::db::{ConnectOptions, Database};
 use crate::explore;
 use crate::race::RaceSettings;
@@ -42,20 +43,11 @@ pub fn plan(args: &ExploreArgs) -> Result<Planned> {
         .with(|r| r.strategy.strategy = args.strategy.strategy);
     let out = Output::from_json_flag(args.json);
     if args.engine == Engine::Mariadb {
-        if args.connect.database_url.is_some() {
-            bail!(
-                "--engine mariadb explores on a MariaDB of idem's own; a server's URL \
-                 (--database-url or DATABASE_URL) is not taken there yet: unset it"
-            );
-        }
         let race = MariadbRace::stepped_from_input(&explore::input_of(&input))?;
         let walking = walking(args, race.settings());
         explore::steps_alone_on_mariadb(walking.branches)?;
         return Ok(Planned::Mariadb(Box::new(OnMariadb {
-            options: MariadbOptions {
-                bin: args.connect.cluster.mariadb_bin.clone(),
-                template_cache: None,
-            },
+            options: args.connect.mariadb()?,
             race,
             walking,
             out,
@@ -170,6 +162,17 @@ fn replay_command(argv: Vec<OsString>, settings: &RaceSettings) -> String {
                 rest.next();
             }
             a if a.starts_with("--max-interleavings=") => {}
+            // A URL's password is never printed: the replay names the
+            // server with it hidden, for the user to put back.
+            "--database-url" => {
+                if let Some(url) = rest.next() {
+                    kept.push(format!("--database-url {}", quoted(&redact(url))));
+                }
+            }
+            a if a.starts_with("--database-url=") => {
+                let url = &a["--database-url=".len()..];
+                kept.push(format!("--database-url {}", quoted(&redact(url))));
+            }
             a => {
                 workers_said |= a == "-w" || a == "--workers" || a.starts_with("--workers=");
                 work_said |= a == "--work-ms" || a.starts_with("--work-ms=");
@@ -242,6 +245,21 @@ mod tests {
         assert_eq!(
             line,
             "idem step --strategy-file 'my guard.toml' -w 3 --work-ms 5"
+        );
+        let line = replay_command(
+            argv(&[
+                "idem",
+                "explore",
+                "--database-url",
+                "mysql://u:pw@h/d",
+                "--database-url=postgres://u:pw@h/d",
+            ]),
+            &settings,
+        );
+        assert_eq!(
+            line,
+            "idem step --database-url 'mysql://u:***@h/d' --database-url \
+             'postgres://u:***@h/d' --workers 2 --work-ms 0"
         );
     }
 }

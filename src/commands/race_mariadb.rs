@@ -25,12 +25,6 @@ pub struct Plan {
 }
 
 pub fn plan(args: &RaceArgs) -> Result<Plan> {
-    if args.connect.database_url.is_some() {
-        bail!(
-            "--engine mariadb races on a MariaDB of idem's own; a server's URL (--database-url \
-             or DATABASE_URL) is not taken there yet: unset it"
-        );
-    }
     let show = &args.race.show;
     if show.timeline.is_some() || show.trace_json.is_some() {
         bail!(
@@ -44,10 +38,7 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
     let input = args.race.input(args.strategy.strategy);
     let race = MariadbRace::from_input(&input, Origin::Flags)?;
     Ok(Plan {
-        options: MariadbOptions {
-            bin: args.connect.cluster.mariadb_bin.clone(),
-            template_cache: None,
-        },
+        options: args.connect.mariadb()?,
         race,
         runs: args.race.runs(),
         out: Output::from_json_flag(show.json),

@@ -86,10 +86,6 @@ fn on_engine(args: &StepArgs) -> Result<Planned> {
 fn on_mariadb(args: &StepArgs, input: &RaceInput) -> Result<OnMariadb> {
     let show = &args.race.show;
     let refused = [
-        (
-            args.connect.database_url.is_some(),
-            "a server's URL (--database-url or DATABASE_URL)",
-        ),
         (args.goal.is_some(), "--goal"),
         (
             show.timeline.is_some() || show.trace_json.is_some(),
@@ -104,10 +100,7 @@ fn on_mariadb(args: &StepArgs, input: &RaceInput) -> Result<OnMariadb> {
         bail!("idem step --engine mariadb does not take {what} yet");
     }
     Ok(OnMariadb {
-        options: MariadbOptions {
-            bin: args.connect.cluster.mariadb_bin.clone(),
-            template_cache: None,
-        },
+        options: args.connect.mariadb()?,
         race: MariadbRace::stepped_from_input(input)?,
         sql: show.sql,
         out: Output::from_json_flag(show.json),

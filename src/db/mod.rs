@@ -532,7 +532,7 @@ impl Database {
     pub async fn mariadb(&self) -> Result<&crate::db::mariadb::Mariadb> {
         let options = crate::db::mariadb::MariadbOptions {
             bin: self.mariadb_bin.clone(),
-            template_cache: None,
+            ..Default::default()
         };
         self.mariadb
             .get_or_try_init(|| crate::db::mariadb::Mariadb::open(&options))

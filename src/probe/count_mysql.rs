@@ -21,25 +21,19 @@
 //!   on MariaDB, `max_execution_time` on MySQL), and idem stops waiting
 //!   shortly after either way.
 
-use std::path::Path;
-use std::str::FromStr;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
-use sqlx::{Column, ConnectOptions, Connection, Executor, Row, TypeInfo};
+use sqlx::{Column, Connection, Executor, Row, TypeInfo};
 
+use crate::db::mariadb::url::MysqlUrl;
 use crate::db::secret::{redact, scrub};
-use crate::files::MAX_PEM_BYTES;
 
 /// How long past the server's own timeout idem waits.
 const MARGIN: Duration = Duration::from_secs(2);
 
-/// Whether `url` names a MySQL-family server.
-pub fn is_mysql(url: &str) -> bool {
-    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
-    matches!(scheme.as_deref(), Some("mysql" | "mariadb"))
-}
+pub use crate::db::mariadb::url::is_mysql;
 
 /// A query that returns the number of effects so far, on a MySQL-family server.
 #[derive(Debug, Clone)]
@@ -62,7 +56,7 @@ impl MySqlCounter {
         let sql = sql.trim().trim_end_matches(';').trim_end().to_owned();
         super::count::check_is_query(&sql)?;
         check_form(&sql)?;
-        let options = options(url, &shown)?;
+        let options = MysqlUrl::parse(url, "--count-database-url")?.options;
         Ok(Self {
             sql,
             options,
@@ -147,76 +141,6 @@ impl MySqlCounter {
             bail!("it returned {n}, not a count");
         }
         Ok(n)
-    }
-}
-
-/// The URL's connect options, with every file it names (`ssl-ca`,
-/// `ssl-cert`, `ssl-key`) read by idem as every other file is: a regular
-/// file of at most [`MAX_PEM_BYTES`], opened without waiting. The driver
-/// would read them itself at connect time, whole and through a FIFO's
-/// open, past any timeout.
-fn options(url: &str, shown: &str) -> Result<MySqlConnectOptions> {
-    let url = match url.split_once("://") {
-        Some((_, rest)) => format!("mysql://{rest}"),
-        None => url.to_owned(),
-    };
-    let bad = |e: &dyn std::fmt::Display| {
-        anyhow::anyhow!("--count-database-url {shown}: {}", scrub(&e.to_string()))
-    };
-    let mut parsed = url::Url::parse(&url).map_err(|e| bad(&e))?;
-    let mut files: Vec<(FileParam, String)> = Vec::new();
-    let mut kept: Vec<(String, String)> = Vec::new();
-    for (key, value) in parsed.query_pairs() {
-        match FileParam::named(&key) {
-            Some(param) => files.push((param, value.into_owned())),
-            None => kept.push((key.into_owned(), value.into_owned())),
-        }
-    }
-    if !files.is_empty() {
-        parsed.set_query(None);
-        if !kept.is_empty() {
-            parsed.query_pairs_mut().extend_pairs(&kept);
-        }
-    }
-    let mut options = MySqlConnectOptions::from_str(parsed.as_str())
-        .map_err(|e| bad(&e))?
-        .disable_statement_logging();
-    for (param, path) in files {
-        let what = format!("--count-database-url's {}", param.name());
-        let pem = crate::files::read_regular(Path::new(&path), MAX_PEM_BYTES, &what)?;
-        options = match param {
-            FileParam::Ca => options.ssl_ca_from_pem(pem),
-            FileParam::Cert => options.ssl_client_cert_from_pem(pem),
-            FileParam::Key => options.ssl_client_key_from_pem(pem),
-        };
-    }
-    Ok(options)
-}
-
-/// A URL parameter that names a file, in the spellings the driver reads.
-#[derive(Debug, Clone, Copy)]
-enum FileParam {
-    Ca,
-    Cert,
-    Key,
-}
-
-impl FileParam {
-    fn named(key: &str) -> Option<Self> {
-        match key {
-            "ssl-ca" | "sslca" => Some(Self::Ca),
-            "ssl-cert" | "sslcert" => Some(Self::Cert),
-            "ssl-key" | "sslkey" => Some(Self::Key),
-            _ => None,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::Ca => "ssl-ca",
-            Self::Cert => "ssl-cert",
-            Self::Key => "ssl-key",
-        }
     }
 }
 

@@ -581,6 +581,24 @@ pub async fn blockers_of(
         .collect())
 }
 
+/// Checks that lock waits can be read on this server: `SHOW ENGINE
+/// INNODB STATUS` needs the PROCESS privilege, and without it every wait
+/// would look like a step still running, until InnoDB gave up (1205).
+pub async fn can_watch(admin: &sqlx::MySqlPool) -> anyhow::Result<()> {
+    match sqlx::query("SHOW ENGINE INNODB STATUS")
+        .fetch_one(admin)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) => anyhow::bail!(
+            "idem reads the steps' lock waits from SHOW ENGINE INNODB STATUS, and this server \
+             refused it ({}): grant the user PROCESS, or step on a MariaDB of idem's own (no \
+             --database-url)",
+            crate::db::secret::scrub(&crate::controls::escaped(&e.to_string()))
+        ),
+    }
+}
+
 /// A session's transaction, as `SHOW ENGINE INNODB STATUS` lists it.
 #[derive(Debug, PartialEq, Eq)]
 struct Session {

@@ -150,7 +150,10 @@ fn what_a_mariadb_race_does_not_take_is_refused_in_one_line() {
         (&["-s", "memory"][..], "memory on MariaDB"),
         (&["--loser", "poll"][..], "--loser"),
         (&["--timeline", "t.html"][..], "--timeline"),
-        (&["--database-url", "mysql://u@h/d"][..], "--database-url"),
+        (
+            &["--database-url", "postgres://u@h/d"][..],
+            "needs a mysql:// or mariadb:// URL",
+        ),
     ] {
         let mut race = sandbox.idem();
         race.args(["race", "--engine", "mariadb"]).args(args);

@@ -192,8 +192,8 @@ fn what_step_and_explore_do_not_take_on_mariadb_is_refused_in_one_line() {
     let cases: [(&[&str], &str); 5] = [
         (&["explore", "--crashes"], "--crashes"),
         (
-            &["explore", "--database-url", "mysql://u@h/d"],
-            "--database-url",
+            &["explore", "--database-url", "postgres://u@h/d"],
+            "needs a mysql:// or mariadb:// URL",
         ),
         (&["step", "--schedule", "1,crash2"], "crashN"),
         (&["step", "--schedule", "1,2", "--goal", "2"], "--goal"),

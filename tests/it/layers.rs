@@ -449,6 +449,7 @@ fn statements_a_pooler_cannot_pass_are_made_in_one_place() {
                 "probe/count_mysql.rs",
                 "request/mariadb.rs",
                 "race/mariadb/mod.rs",
+                "db/mariadb/mod.rs",
             ],
         ),
         ("prepare_cached(", &[]),

@@ -16,6 +16,7 @@ mod common;
 mod docs;
 mod engines;
 mod engines_stepped;
+mod engines_user_server;
 mod exercises;
 mod explore;
 mod explore_branches;

@@ -6,6 +6,7 @@
 //! PostgreSQL. No query macros: nothing here needs a server to build.
 
 pub mod server;
+pub mod url;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -31,20 +32,111 @@ pub struct MariadbOptions {
     pub bin: Option<PathBuf>,
     /// Where the template is cached; the user's cache directory if `None`.
     pub template_cache: Option<PathBuf>,
+    /// `--database-url mysql://...`: a server of the user's, where idem
+    /// works in a database of the run's own instead of starting one.
+    pub url: Option<url::MysqlUrl>,
+    /// `--keep`: on a user's server, keep the run's database.
+    pub keep: bool,
 }
 
-/// A disposable MariaDB and the run's database in it.
+/// A disposable MariaDB (or a user's server) and the run's database in it.
 #[derive(Debug)]
 pub struct Mariadb {
     server: Option<MariadbServer>,
     /// Bookkeeping: the run's tables and counts.
     pub admin: MySqlPool,
     workers: MySqlConnectOptions,
+    /// The run's own database: `idem_` and 8 hex digits.
+    pub database: String,
+    version: String,
+    /// Set on a user's server: what the run's end does there.
+    user: Option<UserServer>,
+    /// The tables idem made in the run's database.
+    made: Vec<String>,
+}
+
+/// A user's server, as the run's end treats it.
+#[derive(Debug)]
+struct UserServer {
+    /// Its URL, password hidden.
+    shown: String,
+    keep: bool,
 }
 
 impl Mariadb {
-    /// Starts the server and makes the run's database and tables.
+    /// The run's end on a user's server: with `--keep`, the run's database
+    /// is kept and named. Otherwise the tables idem made in it are dropped,
+    /// then the database, if nothing is left in it: whatever someone else
+    /// made there is left, with the database, and said.
+    async fn finish_database(&self, user: &UserServer) -> Result<()> {
+        let (db, on) = (&self.database, &user.shown);
+        if user.keep {
+            eprintln!("kept database {db} on {on}");
+            return Ok(());
+        }
+        for table in &self.made {
+            let dropped = sqlx::raw_sql(&format!("DROP TABLE `{db}`.`{table}`"))
+                .execute(&self.admin)
+                .await;
+            if let Err(e) = dropped {
+                eprintln!(
+                    "{}",
+                    left_message(db, on, &format!("table {table}: {}", said(&e)))
+                );
+                return Ok(());
+            }
+        }
+        let others: i64 = sqlx::query_scalar(OTHERS_IN_DATABASE)
+            .bind(db)
+            .bind(db)
+            .bind(db)
+            .bind(db)
+            .fetch_one(&self.admin)
+            .await?;
+        if others > 0 {
+            let why = format!("{others} objects idem did not make");
+            eprintln!("{}", left_message(db, on, &why));
+            return Ok(());
+        }
+        sqlx::raw_sql(&format!("DROP DATABASE `{db}`"))
+            .execute(&self.admin)
+            .await?;
+        Ok(())
+    }
+}
+
+/// What a database holds besides tables idem dropped: tables and views,
+/// routines, events and triggers.
+const OTHERS_IN_DATABASE: &str = "SELECT \
+    (SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?) + \
+    (SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ?) + \
+    (SELECT COUNT(*) FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?) + \
+    (SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ?)";
+
+/// Why the run's database was left on a user's server, and how to remove it.
+fn left_message(db: &str, on: &str, why: &str) -> String {
+    format!(
+        "left database {db} on {on} in place ({why}); idem drops nothing it did not make. \
+         When you no longer need it, `DROP DATABASE {db}` removes it and all it holds"
+    )
+}
+
+/// How long idem waits for a user's server to let it in and make the
+/// run's database.
+const CONNECT_LIMIT: Duration = Duration::from_secs(15);
+
+/// A server's error in one line, with any password it quotes removed.
+fn said(err: &sqlx::Error) -> String {
+    crate::db::secret::scrub(&crate::controls::escaped(&err.to_string()))
+}
+
+impl Mariadb {
+    /// Starts the server (or, given a URL, reaches the user's) and makes
+    /// the run's database and tables.
     pub async fn open(options: &MariadbOptions) -> Result<Self> {
+        if let Some(url) = &options.url {
+            return Self::open_at(url, options.keep).await;
+        }
         let opts = options.clone();
         let server = tokio::task::spawn_blocking(move || {
             MariadbServer::start(opts.bin.as_deref(), opts.template_cache.as_deref())
@@ -55,26 +147,88 @@ impl Mariadb {
             .socket(&server.socket)
             .username("root")
             .disable_statement_logging();
+        let version = server.bins.version.clone();
+        let mut db = Self::made_in(root, None).await?;
+        db.server = Some(server);
+        db.version = version;
+        Ok(db)
+    }
+
+    /// The run's database on the user's server `url`: made, used, and
+    /// dropped at the end unless `keep`.
+    async fn open_at(url: &url::MysqlUrl, keep: bool) -> Result<Self> {
+        let user = UserServer {
+            shown: url.shown.clone(),
+            keep,
+        };
+        let reach = Self::made_in(url.options.clone(), Some(user));
+        let mut db = tokio::time::timeout(CONNECT_LIMIT, reach)
+            .await
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "{} did not answer within {} s",
+                    url.shown,
+                    CONNECT_LIMIT.as_secs()
+                )
+            })??;
+        db.version = sqlx::query_scalar("SELECT VERSION()")
+            .fetch_one(&db.admin)
+            .await?;
+        Ok(db)
+    }
+
+    /// A database of the run's own (`idem_` and 8 hex digits) made as
+    /// `options` says, and its tables.
+    async fn made_in(options: MySqlConnectOptions, user: Option<UserServer>) -> Result<Self> {
         let database = format!("idem_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
-        let mut conn = root.connect().await.context("could not reach MariaDB")?;
+        let shown = user
+            .as_ref()
+            .map_or("MariaDB", |u| u.shown.as_str())
+            .to_string();
+        let mut conn = options
+            .connect()
+            .await
+            .map_err(|e| anyhow::anyhow!("could not reach {shown}: {}", said(&e)))?;
+        // CREATE, not CREATE IF NOT EXISTS: a database that is there
+        // already is someone else's, and idem never works in it.
         sqlx::raw_sql(&format!("CREATE DATABASE `{database}`"))
             .execute(&mut conn)
-            .await?;
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "could not make the run's database {database} on {shown}: {} (idem needs \
+                     the right to create and drop databases named idem_...)",
+                    said(&e)
+                )
+            })?;
         conn.close().await?;
-        let in_run = root.clone().database(&database);
+        let in_run = options.database(&database);
         let admin = MySqlPoolOptions::new()
             .max_connections(2)
             .acquire_timeout(ADMIN_ACQUIRE)
             .connect_with(in_run.clone())
             .await?;
-        let mut conn = admin.acquire().await?;
-        crate::db::migrations::apply_mariadb(&mut conn).await?;
-        drop(conn);
-        Ok(Self {
-            server: Some(server),
+        let mut db = Self {
+            server: None,
             admin,
             workers: in_run,
-        })
+            database,
+            version: String::new(),
+            user,
+            made: Vec::new(),
+        };
+        let mut conn = db.admin.acquire().await?;
+        crate::db::migrations::apply_mariadb(&mut conn).await?;
+        drop(conn);
+        // What the migrations made, in a database made a moment ago: the
+        // tables the run's end may drop.
+        db.made = sqlx::query_scalar(
+            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
+        )
+        .bind(&db.database)
+        .fetch_all(&db.admin)
+        .await?;
+        Ok(db)
     }
 
     /// A pool for the workers: `size` connections at most, each waiting
@@ -97,13 +251,20 @@ impl Mariadb {
         Ok(pool)
     }
 
-    /// The server's version, as `mariadbd --version` says it.
+    /// The server's version, as `mariadbd --version` (or, on a user's
+    /// server, `VERSION()`) says it.
     pub fn version(&self) -> &str {
-        self.server.as_ref().map_or("", |s| s.bins.version.as_str())
+        &self.version
     }
 
-    /// Closes the pools and stops the server; how long the stop took.
+    /// Closes the pools and stops the server; how long the stop took. On
+    /// a user's server, drops the run's database unless `--keep`.
     pub async fn close(mut self) -> Result<Option<Duration>> {
+        if let Some(user) = self.user.take() {
+            let finished = self.finish_database(&user).await;
+            self.admin.close().await;
+            return finished.map(|()| None);
+        }
         self.admin.close().await;
         match self.server.take() {
             Some(server) => Ok(Some(

@@ -1,0 +1,149 @@
+//! The races on a MariaDB of the user's own (`--database-url mysql://`): a database of the run's own, made and dropped, nothing else on the server changed, row for row and grant for grant, and the password never shown.
+
+use crate::common::Sandbox;
+use crate::common::mariadb::Mariadb;
+
+const PASSWORD: &str = "r4cer-s3cret";
+
+/// The user's server: someone's `app` database with rows, a user that may
+/// make and drop `idem_...` databases (and read lock waits: PROCESS), and
+/// a user that may do neither.
+fn server(sandbox: &Sandbox) -> Mariadb {
+    let db = Mariadb::start(&sandbox.dir);
+    db.sql(&format!(
+        "CREATE DATABASE app; CREATE TABLE app.kept (id INT PRIMARY KEY, note TEXT); \
+         INSERT INTO app.kept VALUES (1, 'a'), (2, 'b'); \
+         CREATE TABLE app.idempotency_keys (id INT PRIMARY KEY); \
+         INSERT INTO app.idempotency_keys VALUES (7); \
+         CREATE USER 'racer'@'127.0.0.1' IDENTIFIED BY '{PASSWORD}'; \
+         GRANT ALL ON `idem\\_%`.* TO 'racer'@'127.0.0.1'; \
+         GRANT PROCESS ON *.* TO 'racer'@'127.0.0.1'; \
+         CREATE USER 'weak'@'127.0.0.1' IDENTIFIED BY '{PASSWORD}'; \
+         GRANT SELECT ON app.* TO 'weak'@'127.0.0.1'"
+    ))
+    .unwrap();
+    db
+}
+
+/// Everything on the server a run must leave as it was.
+fn state(db: &Mariadb) -> String {
+    [
+        "SHOW DATABASES",
+        "SELECT * FROM app.kept ORDER BY id",
+        "SELECT * FROM app.idempotency_keys",
+        "SELECT User, Host FROM mysql.user ORDER BY User, Host",
+        "SHOW GRANTS FOR 'racer'@'127.0.0.1'",
+        "SHOW GRANTS FOR 'weak'@'127.0.0.1'",
+    ]
+    .iter()
+    .map(|sql| db.sql(sql).unwrap())
+    .collect::<Vec<_>>()
+    .join("\n--\n")
+}
+
+/// `idem ARGS` against `user`'s URL: exit code, stdout, stderr.
+fn idem(sandbox: &Sandbox, db: &Mariadb, user: &str, args: &[&str]) -> (i32, String, String) {
+    let url = format!("mysql://{user}:{PASSWORD}@127.0.0.1:{}/", db.port);
+    let out = sandbox
+        .idem()
+        .args(args)
+        .args(["--engine", "mariadb", "--database-url", &url])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(
+        !stdout.contains(PASSWORD) && !stderr.contains(PASSWORD),
+        "{args:?} showed the password: {stdout}{stderr}"
+    );
+    (out.status.code().unwrap_or(-1), stdout, stderr)
+}
+
+#[test]
+fn races_on_a_users_server_leave_it_as_it_was() {
+    let sandbox = Sandbox::new("engines-user-server");
+    let db = server(&sandbox);
+    let before = state(&db);
+    // Lesson 1's figure, in a database of the run's own.
+    let (code, out, err) = idem(&sandbox, &db, "racer", &["race", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (r["key_rows"].as_u64(), r["xp_rows"].as_u64()),
+        (Some(1), Some(4)),
+        "{r}"
+    );
+    // Step by step, and every interleaving (a guard that fails exits 1).
+    let (code, _, err) = idem(
+        &sandbox,
+        &db,
+        "racer",
+        &["explore", "-s", "check-then-store"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("the guard failed in 60 of 70 interleavings"),
+        "{err}"
+    );
+    assert_eq!(state(&db), before, "a run changed the user's server");
+
+    // --keep keeps the run's database, and names it.
+    let (code, _, err) = idem(&sandbox, &db, "racer", &["race", "--keep"]);
+    assert_eq!(code, 0, "{err}");
+    let kept = err
+        .split_whitespace()
+        .find(|w| w.starts_with("idem_"))
+        .unwrap_or_else(|| panic!("no database named: {err}"));
+    assert!(
+        err.starts_with(&format!("kept database {kept} on mysql://racer:***@")),
+        "{err}"
+    );
+    let tables = db.sql(&format!("SHOW TABLES FROM `{kept}`")).unwrap();
+    assert!(tables.contains("experience_points"), "{tables}");
+    db.sql(&format!("DROP DATABASE `{kept}`")).unwrap();
+    assert_eq!(state(&db), before);
+}
+
+#[test]
+fn a_user_who_may_not_race_there_is_told_in_one_line() {
+    let sandbox = Sandbox::new("engines-user-refused");
+    let db = server(&sandbox);
+    let before = state(&db);
+    // No right to make a database: refused before anything is made.
+    let (code, _, err) = idem(&sandbox, &db, "weak", &["race"]);
+    assert_eq!((code, err.lines().count()), (1, 1), "{err}");
+    assert!(
+        err.contains("create and drop databases named idem_"),
+        "{err}"
+    );
+    // A wrong password: the server's refusal, without the password.
+    let url = format!("mysql://racer:wrong-{PASSWORD}@127.0.0.1:{}/", db.port);
+    let out = sandbox
+        .idem()
+        .args(["race", "--engine", "mariadb", "--database-url", &url])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        (out.status.code(), err.lines().count()),
+        (Some(1), 1),
+        "{err}"
+    );
+    assert!(err.contains("1045") && !err.contains(PASSWORD), "{err}");
+    // A PostgreSQL URL names the other engine's server.
+    let out = sandbox
+        .idem()
+        .args(["race", "--engine", "mariadb"])
+        .args([
+            "--database-url",
+            &format!("postgres://u:{PASSWORD}@127.0.0.1/d"),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs a mysql:// or mariadb:// URL"), "{err}");
+    assert!(!err.contains(PASSWORD), "{err}");
+    assert_eq!(state(&db), before);
+}
