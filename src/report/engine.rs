@@ -159,8 +159,12 @@ pub fn settings_line(r: &EngineResult) -> String {
         }
         None => String::new(),
     };
+    let read_back = match r.race.read_back {
+        Some(how) => format!(", the claim as find-or-create, read back {}", how.name()),
+        None => String::new(),
+    };
     format!(
-        "{} workers, pool of {}{runner}, work {} ms, {transaction}{crash}",
+        "{} workers, pool of {}{runner}, work {} ms, {transaction}{read_back}{crash}",
         r.race.workers, r.race.pool_size, r.race.work_ms
     )
 }

@@ -168,8 +168,12 @@ pub struct Ctx {
     calls: Arc<AtomicU64>,
     /// The isolation level of the request's transaction, if it runs in one.
     pub transaction: Option<Level>,
+    /// `--read-back`: the claim as find-or-create, and how it reads back.
+    pub read_back: Option<ReadBack>,
     pub(crate) steps: Vec<StepEvent>,
     pub(crate) error: Option<ServerError>,
+    /// An error the request caught and went on past ([`Ctx::caught`]).
+    rescued: Option<ServerError>,
     pub(crate) service_calls: u32,
     /// What the session holds until the request ends (a `GET_LOCK`), with
     /// the statement that lets it go.
@@ -202,8 +206,10 @@ impl Ctx {
             work,
             calls,
             transaction,
+            read_back: None,
             steps: Vec::new(),
             error: None,
+            rescued: None,
             service_calls: 0,
             held: None,
             stale_after: Duration::ZERO,
@@ -364,6 +370,20 @@ impl Ctx {
         });
     }
 
+    /// The request caught the server's last error and goes on, as an app
+    /// that rescues it does (Rails' `rescue ActiveRecord::RecordNotUnique`
+    /// after `ROLLBACK TO SAVEPOINT`): its transaction is not rolled back
+    /// for it.
+    pub fn caught(&mut self) {
+        self.rescued = self.error.take();
+    }
+
+    /// The server error the request met: the one that ended it, or else
+    /// the one it caught and went on past.
+    pub(crate) fn met(&mut self) -> Option<ServerError> {
+        self.error.take().or_else(|| self.rescued.take())
+    }
+
     /// Notes what the last step found or did.
     pub fn note(&mut self, note: impl Into<String>) {
         // A fault's own note stays as the fault wrote it.
@@ -478,6 +498,32 @@ impl Ctx {
                 None => said,
             },
             made_xp,
+        }
+    }
+}
+
+/// How a request reads the key back after its insert met 1062, inside its
+/// transaction (`--read-back`, lesson 8 on InnoDB): claim-work-complete's
+/// claim then runs as the find-or-create Rails met in rails/rails#54281:
+/// find the key, insert it, and on a duplicate read it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadBack {
+    /// A plain `SELECT`: a consistent read, from the transaction's snapshot.
+    Plain,
+    /// `LOCK IN SHARE MODE`: a locking read of the newest committed row,
+    /// its shared lock beside the one the 1062 left (rails/rails#58733).
+    Share,
+    /// `FOR UPDATE`: a locking read that needs the row's exclusive lock.
+    ForUpdate,
+}
+
+impl ReadBack {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadBack::Plain => "plain",
+            ReadBack::Share => "share",
+            ReadBack::ForUpdate => "for-update",
         }
     }
 }

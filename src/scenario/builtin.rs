@@ -255,6 +255,18 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/8-find-for-update-ser.toml"),
     ),
     (
+        "8-find-or-create-for-update-on-innodb.toml",
+        include_str!("../../scenarios/8-find-or-create-for-update-on-innodb.toml"),
+    ),
+    (
+        "8-find-or-create-plain-on-innodb.toml",
+        include_str!("../../scenarios/8-find-or-create-plain-on-innodb.toml"),
+    ),
+    (
+        "8-find-or-create-share-on-innodb.toml",
+        include_str!("../../scenarios/8-find-or-create-share-on-innodb.toml"),
+    ),
+    (
         "8-guard-none.toml",
         include_str!("../../scenarios/8-guard-none.toml"),
     ),

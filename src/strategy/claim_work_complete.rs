@@ -340,7 +340,7 @@ pub mod on_mariadb {
 
     use sqlx::Row;
 
-    use crate::request::mariadb::{Answered, Bind, Ctx};
+    use crate::request::mariadb::{Answered, Bind, Ctx, ReadBack, number};
     use crate::request::{Outcome, Step};
     use crate::strategy::OPERATION;
     use crate::strategy::answers::{body_of, other_parameters, replayed, stored_xp};
@@ -354,24 +354,26 @@ pub mod on_mariadb {
         response_code = 201, response_body = ?, completed_at = NOW(6) \
         WHERE `key` = ? AND worker = ?";
 
+    /// The claim as Rails writes find-or-create (`--read-back`): a plain
+    /// find, a plain INSERT, and on 1062 the row read back.
+    pub const CREATE: &str = "INSERT INTO idempotency_keys \
+        (`key`, operation, status, request_fingerprint, worker, locked_at) \
+        VALUES (?, ?, 'pending', ?, ?, NOW(6))";
+    pub const READ_SHARE: &str = "SELECT status, response_body, request_fingerprint \
+        FROM idempotency_keys WHERE `key` = ? LOCK IN SHARE MODE";
+    pub const READ_FOR_UPDATE: &str = "SELECT status, response_body, request_fingerprint \
+        FROM idempotency_keys WHERE `key` = ? FOR UPDATE";
+
     pub fn shape(ctx: &mut Ctx) -> Pin<Box<dyn Future<Output = Answered> + Send + '_>> {
         Box::pin(async move {
             let key = ctx.asked.key.clone();
             let worker = ctx.asked.worker as i64;
-            let print = ctx.asked.fingerprint.clone();
-            let claim = [
-                Bind::Text(&key),
-                Bind::Text(OPERATION),
-                Bind::OptText(print.as_deref()),
-                Bind::Int(worker),
-            ];
-            match ctx.exec(Step::Claim, CLAIM, &claim).await {
-                Ok(done) if done.rows_affected() == 1 => ctx.note("claimed"),
-                Ok(_) => {
-                    ctx.note("key taken");
-                    return lose(ctx, &key).await;
-                }
-                Err(err) => return ctx.failed(&err, "—", None),
+            let claimed = match ctx.read_back {
+                Some(read_back) => find_or_create(ctx, &key, read_back).await,
+                None => claim(ctx, &key).await,
+            };
+            if let Err(answered) = claimed {
+                return answered;
             }
             let xp = match ctx.work().await {
                 Ok(xp) => xp,
@@ -396,13 +398,93 @@ pub mod on_mariadb {
         })
     }
 
+    /// The claim's INSERT, as the course writes it (`INSERT IGNORE`); a
+    /// loser's answer when another request holds the key.
+    async fn claim(ctx: &mut Ctx, key: &str) -> Result<(), Answered> {
+        let print = ctx.asked.fingerprint.clone();
+        let worker = ctx.asked.worker as i64;
+        let claim = [
+            Bind::Text(key),
+            Bind::Text(OPERATION),
+            Bind::OptText(print.as_deref()),
+            Bind::Int(worker),
+        ];
+        match ctx.exec(Step::Claim, CLAIM, &claim).await {
+            Ok(done) if done.rows_affected() == 1 => {
+                ctx.note("claimed");
+                Ok(())
+            }
+            Ok(_) => {
+                ctx.note("key taken");
+                Err(lose(ctx, key).await)
+            }
+            Err(err) => Err(ctx.failed(&err, "—", None)),
+        }
+    }
+
+    /// The claim as find-or-create: a plain find (which, in a transaction,
+    /// takes its snapshot), a plain INSERT, and on 1062, caught as Rails
+    /// rescues it, the row read back as `read_back` says. A 1062 leaves a
+    /// shared lock on the row; `FOR UPDATE` then needs the exclusive one,
+    /// which two such losers wait for from each other (1213), and a plain
+    /// read sees the snapshot, taken before the winner committed: nothing.
+    async fn find_or_create(ctx: &mut Ctx, key: &str, read_back: ReadBack) -> Result<(), Answered> {
+        match ctx.fetch_opt(Step::Find, READ, &[Bind::Text(key)]).await {
+            Ok(Some(row)) => return Err(judged(ctx, Some(row), "found: claim")),
+            Ok(None) => ctx.note("no key"),
+            Err(err) => return Err(ctx.failed(&err, "—", None)),
+        }
+        let print = ctx.asked.fingerprint.clone();
+        let worker = ctx.asked.worker as i64;
+        let create = [
+            Bind::Text(key),
+            Bind::Text(OPERATION),
+            Bind::OptText(print.as_deref()),
+            Bind::Int(worker),
+        ];
+        match ctx.exec(Step::Claim, CREATE, &create).await {
+            Ok(_) => {
+                ctx.note("claimed");
+                return Ok(());
+            }
+            Err(err) if number(&err) == Some(1062) => {
+                ctx.caught();
+                ctx.note("key taken: 1062, caught");
+            }
+            Err(err) => return Err(ctx.failed(&err, "no key", None)),
+        }
+        let sql = match read_back {
+            ReadBack::Plain => READ,
+            ReadBack::Share => READ_SHARE,
+            ReadBack::ForUpdate => READ_FOR_UPDATE,
+        };
+        match ctx.fetch_opt(Step::Read, sql, &[Bind::Text(key)]).await {
+            Ok(None) => {
+                ctx.note("nothing: its snapshot is older than the winner's commit");
+                Err(Answered::new(
+                    Outcome::Error,
+                    "key taken (1062)",
+                    "read the key back and found nothing, 500",
+                ))
+            }
+            Ok(row) => Err(judged(ctx, row, "1062, read back: claim")),
+            Err(err) => Err(ctx.failed(&err, "key taken (1062)", None)),
+        }
+    }
+
     /// A loser reads the claim once: a finished one is replayed, a pending
     /// one answered 409.
     async fn lose(ctx: &mut Ctx, key: &str) -> Answered {
-        let row = match ctx.fetch_opt(Step::Read, READ, &[Bind::Text(key)]).await {
-            Ok(row) => row,
-            Err(err) => return ctx.failed(&err, "key taken", None),
-        };
+        match ctx.fetch_opt(Step::Read, READ, &[Bind::Text(key)]).await {
+            Ok(row) => judged(ctx, row, "claim"),
+            Err(err) => ctx.failed(&err, "key taken", None),
+        }
+    }
+
+    /// The answer to a request that found the claim `row` holds (`saw`
+    /// says how: "claim", then its status): a finished claim replayed, a
+    /// pending one answered 409, other parameters 422.
+    fn judged(ctx: &mut Ctx, row: Option<sqlx::mysql::MySqlRow>, saw: &str) -> Answered {
         let stored: Option<String> = row.as_ref().and_then(|r| r.try_get(2).ok()).flatten();
         if let Some(answered) = other_parameters(ctx, stored.as_deref()) {
             return answered;
@@ -412,11 +494,11 @@ pub mod on_mariadb {
         ctx.note(status.clone());
         if status == "completed" {
             let did = replayed(row.as_ref().and_then(|r| stored_xp(r, 1)));
-            return Answered::new(Outcome::Replayed, "claim completed", did);
+            return Answered::new(Outcome::Replayed, format!("{saw} completed"), did);
         }
         Answered::new(
             Outcome::Conflict,
-            format!("claim {status}"),
+            format!("{saw} {status}"),
             "answered 409 at once",
         )
     }

@@ -581,3 +581,63 @@ fn a_crash_that_never_struck_is_said() {
         "{text}"
     );
 }
+
+#[test]
+fn find_or_create_reads_back_as_rails_met_it_on_innodb() {
+    let sandbox = Sandbox::new("engines-read-back");
+    let _serial = TIMING.blocking_lock();
+    // Each file's figures are lesson 8's claims: a plain read back finds
+    // nothing (500 twice), FOR UPDATE deadlocks (1213), a shared lock holds.
+    for how in ["plain", "for-update", "share"] {
+        let file = format!("scenarios/8-find-or-create-{how}-on-innodb.toml");
+        let out = stdout_of(&sandbox, &["scenario", "run", &file]);
+        assert!(
+            out.contains("1 of 1 scenarios show their expected figures"),
+            "{out}"
+        );
+    }
+    // One loser has nobody to deadlock with.
+    let two = race(
+        &sandbox,
+        &[
+            "-s",
+            "claim-work-complete",
+            "-w",
+            "2",
+            "--transaction",
+            "request",
+        ],
+    );
+    assert!(errors(&two).iter().all(|e| !e.starts_with("1213")), "{two}");
+    let two = race(
+        &sandbox,
+        &[
+            "-s",
+            "claim-work-complete",
+            "-w",
+            "2",
+            "--transaction",
+            "request",
+            "--read-back",
+            "for-update",
+        ],
+    );
+    assert_eq!(errors(&two), ["1062 (23000, ER_DUP_ENTRY)"], "{two}");
+    assert_eq!(two["outcomes"]["replayed"], 1, "{two}");
+    // PostgreSQL has nothing to read back: a statement's error aborts the
+    // whole transaction. And only claim-work-complete has this claim.
+    let err = refused_in_one_line(sandbox.idem().args(["race", "--read-back", "share"]));
+    assert!(err.contains("MariaDB only"), "{err}");
+    let mut other = sandbox.idem();
+    other.args([
+        "race",
+        "--engine",
+        "mariadb",
+        "-s",
+        "guard",
+        "--read-back",
+        "share",
+    ]);
+    let err = refused_in_one_line(&mut other);
+    assert!(err.contains("claim-work-complete's claim"), "{err}");
+}

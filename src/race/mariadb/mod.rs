@@ -23,7 +23,7 @@ use crate::race::engine::Engine;
 use crate::race::options::CrashPlan;
 use crate::race::options::RaceInput;
 use crate::race::stepper::{Controller, Watch};
-use crate::request::mariadb::{Answered, Asked, Crash, Ctx, ServerError};
+use crate::request::mariadb::{Answered, Asked, Crash, Ctx, ReadBack, ServerError};
 use crate::request::{Outcome, StepEvent, StepHook};
 use crate::strategy::StrategyKind;
 use crate::strategy::spec::OnMariadb;
@@ -48,6 +48,9 @@ pub struct MariadbRace {
     pub crash: Option<CrashPlan>,
     /// The guard's stale-claim age, in ms.
     pub stale_after_ms: u64,
+    /// `--read-back`: the claim as find-or-create, and how a loser reads
+    /// the key back after 1062; `null`: the course's `INSERT IGNORE`.
+    pub read_back: Option<ReadBack>,
     #[serde(skip)]
     recovery_retries: usize,
     #[serde(skip)]
@@ -60,8 +63,16 @@ impl MariadbRace {
     /// The race `settings` describe, on MariaDB; refused in one line when
     /// the strategy has no MariaDB shape. `isolation` is what the user
     /// asked for; unasked, a transaction gets InnoDB's REPEATABLE READ.
-    fn new(settings: RaceSettings, isolation: Option<Isolation>) -> Result<Self> {
+    fn new(settings: RaceSettings, input: &RaceInput) -> Result<Self> {
+        let (isolation, read_back) = (input.transaction.isolation, input.transaction.read_back);
         let strategy = settings.strategy();
+        if read_back.is_some() && strategy != StrategyKind::ClaimWorkComplete {
+            bail!(
+                "--read-back shapes claim-work-complete's claim as find-or-create; {} has no \
+                 such claim",
+                strategy.spec().name
+            );
+        }
         let shape = match strategy.spec().on_mariadb {
             OnMariadb::Runs(shape) => shape,
             OnMariadb::Refused(why) => bail!("{} on MariaDB: {why}", strategy.spec().name),
@@ -82,6 +93,7 @@ impl MariadbRace {
             isolation,
             crash: settings.faults().crash(),
             stale_after_ms: app.recovery.stale_after().as_millis() as u64,
+            read_back,
             recovery_retries: settings.faults().recovery_retries(),
             shape,
             settings,
@@ -92,16 +104,16 @@ impl MariadbRace {
     /// does not take yet is refused, naming it, rather than ignored.
     pub fn from_input(input: &RaceInput, origin: Origin) -> Result<Self> {
         taken::refuse_untaken(input)?;
-        let settings = input.clone().build(origin)?;
-        Self::new(settings, input.transaction.isolation)
+        let settings = without_read_back(input).build(origin)?;
+        Self::new(settings, input)
     }
 
     /// The stepped race `input` asks for, on MariaDB (`idem step`, `idem
     /// explore`): 2 to 5 workers, no fault; its schedule is the driver's.
     pub fn stepped_from_input(input: &RaceInput) -> Result<Self> {
         taken::refuse_untaken(&input.clone().with(|r| r.shape.schedule = None))?;
-        let settings = input.build_stepped()?;
-        Self::new(settings, input.transaction.isolation)
+        let settings = without_read_back(input).build_stepped()?;
+        Self::new(settings, input)
     }
 
     /// The race's settings, as PostgreSQL's race would take them.
@@ -359,6 +371,11 @@ pub async fn one(race: &MariadbRace, pool: sqlx::MySqlPool, worker: usize) -> En
     one_request(shared, asked(race, worker), Instant::now(), None).await
 }
 
+/// `input` without `--read-back`, which PostgreSQL's settings refuse.
+fn without_read_back(input: &RaceInput) -> RaceInput {
+    input.clone().with(|r| r.transaction.read_back = None)
+}
+
 /// What worker `worker` asks for: the race's key, and its own parameters.
 fn asked(race: &MariadbRace, worker: usize) -> Asked {
     let p = race.settings.params(worker);
@@ -379,6 +396,7 @@ struct Shared {
     work: Duration,
     calls: Arc<AtomicU64>,
     isolation: Option<crate::request::mariadb::Level>,
+    read_back: Option<ReadBack>,
     shape: crate::request::mariadb::Shape,
     stale_after: Duration,
     crash: Option<Arc<Crash>>,
@@ -392,6 +410,7 @@ impl Shared {
             work: app.work,
             calls: Arc::new(AtomicU64::new(0)),
             isolation: race.isolation.map(Isolation::on_mariadb),
+            read_back: race.read_back,
             shape: race.shape,
             stale_after: app.recovery.stale_after(),
             crash,
@@ -412,6 +431,7 @@ async fn one_request(
         work,
         calls,
         isolation,
+        read_back,
         shape,
         stale_after,
         crash,
@@ -434,6 +454,7 @@ async fn one_request(
     };
     let mut ctx = Ctx::new(conn, asked, gate, work, calls, isolation);
     ctx.stale_after = stale_after;
+    ctx.read_back = read_back;
     let armed = async {
         if let Some(hook) = hook {
             ctx.stepped(hook).await?;
@@ -449,7 +470,7 @@ async fn one_request(
             worker,
             checkout_wait_ms,
             answered,
-            ctx.error.take(),
+            ctx.met(),
             since(Instant::now()),
         );
     }
@@ -464,13 +485,7 @@ async fn one_request(
     }
     ctx.release_held().await;
     let answer_ms = since(Instant::now());
-    let mut r = report(
-        worker,
-        checkout_wait_ms,
-        answered,
-        ctx.error.take(),
-        answer_ms,
-    );
+    let mut r = report(worker, checkout_wait_ms, answered, ctx.met(), answer_ms);
     r.service_calls = ctx.service_calls;
     r.steps = std::mem::take(&mut ctx.steps);
     r

@@ -18,6 +18,7 @@ const TAKES: &[&str] = &[
     "checkout_timeout_ms",
     "transaction",
     "isolation",
+    "read_back",
     "crash",
     "recovery_retries",
     "stale_after_ms",
@@ -98,7 +99,7 @@ pub(super) fn refuse_untaken(input: &RaceInput) -> Result<()> {
             }
             bail!(
                 "--engine mariadb does not take --{} yet (it takes --workers, --key, --pool-size, \
-                 --work-ms, --checkout-timeout-ms, --transaction, --isolation, --crash, \
+                 --work-ms, --checkout-timeout-ms, --transaction, --isolation, --read-back, --crash, \
                  --recovery-retries, --stale-after-ms, --amounts, --lessons, --users, \
                  --no-fingerprint, --runs, --json)",
                 name.replace('_', "-")

@@ -17,9 +17,24 @@ use crate::strategy::{LoserKind, LoserPolicy, StrategyKind};
 impl RaceInput {
     /// The checked settings.
     pub fn build(&self, origin: Origin) -> Result<RaceSettings> {
+        self.refuse_read_back(origin)?;
         self.check_said(origin)?;
         let loser = self.losers.resolve(None, true, origin)?;
         self.assemble(loser, origin)
+    }
+
+    /// `--read-back` is InnoDB's: on PostgreSQL a statement's error aborts
+    /// its whole transaction, so there is nothing to read back in it. A
+    /// MariaDB race takes it before it builds the rest.
+    fn refuse_read_back(&self, origin: Origin) -> Result<()> {
+        if self.transaction.read_back.is_some() {
+            bail!(
+                "{} runs on MariaDB only (--engine mariadb): on PostgreSQL a unique violation \
+                 aborts the whole transaction, and nothing is read back in it",
+                origin.name("--read-back", "race.read_back")
+            );
+        }
+        Ok(())
     }
 
     /// The checked settings with `loser` in place of the given policy, as

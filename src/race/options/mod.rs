@@ -196,6 +196,7 @@ mod tests {
         "race.on_failure",
         "race.transaction",
         "race.isolation",
+        "race.read_back",
         "race.standby",
         "race.read_from",
         "race.synchronous",

@@ -37,6 +37,17 @@ pub struct TransactionInput {
               "Run a request's transaction again, up to N times, when it fails to \
                serialise (40001) or deadlocks (40P01), as apps do at serializable."))]
     pub retry_serialization: Option<u64>,
+
+    #[arg(help_heading = "Lesson 8: transactions and locks")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "HOW",
+        help = "On MariaDB, claim-work-complete's claim as Rails' find-or-create: find the \
+                key, insert it, and after 1062 read it back: plain (from the transaction's \
+                snapshot), share (LOCK IN SHARE MODE) or for-update"
+    )]
+    pub read_back: Option<crate::request::mariadb::ReadBack>,
 }
 
 /// The request's transaction.
