@@ -398,17 +398,22 @@ pub mod on_mariadb {
         })
     }
 
+    /// What a claim's INSERT binds: the key, the operation, the request's
+    /// fingerprint and its worker.
+    fn claim_binds<'a>(key: &'a str, print: Option<&'a str>, worker: i64) -> [Bind<'a>; 4] {
+        [
+            Bind::Text(key),
+            Bind::Text(OPERATION),
+            Bind::OptText(print),
+            Bind::Int(worker),
+        ]
+    }
+
     /// The claim's INSERT, as the course writes it (`INSERT IGNORE`); a
     /// loser's answer when another request holds the key.
     async fn claim(ctx: &mut Ctx, key: &str) -> Result<(), Answered> {
-        let print = ctx.asked.fingerprint.clone();
-        let worker = ctx.asked.worker as i64;
-        let claim = [
-            Bind::Text(key),
-            Bind::Text(OPERATION),
-            Bind::OptText(print.as_deref()),
-            Bind::Int(worker),
-        ];
+        let (print, worker) = (ctx.asked.fingerprint.clone(), ctx.asked.worker as i64);
+        let claim = claim_binds(key, print.as_deref(), worker);
         match ctx.exec(Step::Claim, CLAIM, &claim).await {
             Ok(done) if done.rows_affected() == 1 => {
                 ctx.note("claimed");
@@ -434,14 +439,8 @@ pub mod on_mariadb {
             Ok(None) => ctx.note("no key"),
             Err(err) => return Err(ctx.failed(&err, "—", None)),
         }
-        let print = ctx.asked.fingerprint.clone();
-        let worker = ctx.asked.worker as i64;
-        let create = [
-            Bind::Text(key),
-            Bind::Text(OPERATION),
-            Bind::OptText(print.as_deref()),
-            Bind::Int(worker),
-        ];
+        let (print, worker) = (ctx.asked.fingerprint.clone(), ctx.asked.worker as i64);
+        let create = claim_binds(key, print.as_deref(), worker);
         match ctx.exec(Step::Claim, CREATE, &create).await {
             Ok(_) => {
                 ctx.note("claimed");
