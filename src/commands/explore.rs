@@ -45,7 +45,6 @@ pub fn plan(args: &ExploreArgs) -> Result<Planned> {
     if args.engine == Engine::Mariadb {
         let race = MariadbRace::stepped_from_input(&explore::input_of(&input))?;
         let walking = walking(args, race.settings());
-        explore::steps_alone_on_mariadb(walking.branches)?;
         return Ok(Planned::Mariadb(Box::new(OnMariadb {
             options: args.connect.mariadb()?,
             race,

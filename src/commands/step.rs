@@ -91,10 +91,6 @@ fn on_mariadb(args: &StepArgs, input: &RaceInput) -> Result<OnMariadb> {
             show.timeline.is_some() || show.trace_json.is_some(),
             "--timeline and --trace-json",
         ),
-        (
-            args.schedule.iter().flatten().any(|m| !m.is_step()),
-            "clock and crashN in a schedule",
-        ),
     ];
     if let Some((_, what)) = refused.iter().find(|(given, _)| *given) {
         bail!("idem step --engine mariadb does not take {what} yet");
@@ -140,11 +136,6 @@ enum Tables<'a> {
 }
 
 impl Tables<'_> {
-    /// Whether the clock and crashes can be moved by hand: on PostgreSQL.
-    fn branches(self) -> bool {
-        matches!(self, Tables::Postgres(_))
-    }
-
     /// The key rows and the XP rows, as they are now.
     async fn rows(self) -> Result<(Vec<KeyRow>, Vec<XpRow>)> {
         let db = match self {
@@ -227,10 +218,6 @@ async fn scripted(controller: &mut Controller, schedule: &[Move], quiet: bool) -
 /// nothing is left.
 async fn interactive(controller: &mut Controller, tables: Tables<'_>) -> Result<()> {
     let workers = controller.standing.len();
-    let branches = match tables.branches() {
-        true => ", c the clock, x and a number to crash one",
-        false => "",
-    };
     let mut keys = Keyboard::open();
     let mut taken: Vec<String> = Vec::new();
     while !controller.all_finished() {
@@ -239,8 +226,8 @@ async fn interactive(controller: &mut Controller, tables: Tables<'_>) -> Result<
         emit(&format!(
             "{} ",
             strong(format!(
-                "press 1-{workers} to move that worker{branches}, a to let all run, q to \
-                 stop{}:",
+                "press 1-{workers} to move that worker, c the clock, x and a number to crash \
+                 one, a to let all run, q to stop{}:",
                 keys.enter_hint()
             ))
         ))?;
@@ -253,10 +240,6 @@ async fn interactive(controller: &mut Controller, tables: Tables<'_>) -> Result<
                 emit(&summary(&taken, why))?;
                 return Ok(());
             }
-            Key::Char('c' | 'x') if !tables.branches() => emit(&format!(
-                "{}\n",
-                warn("on MariaDB, idem step moves the workers alone so far: no clock, no crash")
-            ))?,
             Key::Char('c') => take(controller, Move::Clock, &mut taken).await?,
             Key::Char('x') => {
                 emit(&format!(

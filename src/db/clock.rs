@@ -25,12 +25,20 @@ const MARGIN: Duration = Duration::from_secs(1);
 /// The clock of one stepped race.
 #[derive(Debug, Clone)]
 pub struct Clock {
-    meta: PgPool,
-    schema: String,
+    on: On,
     /// The stale-claim age, plus [`MARGIN`].
     by: Duration,
     /// Whether a heartbeat keeps running workers' claims young.
     heartbeat: bool,
+}
+
+/// Where the claims the clock ages live.
+#[derive(Debug, Clone)]
+enum On {
+    /// PostgreSQL: the run's schema, reached through the bookkeeping pool.
+    Postgres { meta: PgPool, schema: String },
+    /// MariaDB: the run's database, reached through its bookkeeping pool.
+    Mariadb(sqlx::MySqlPool),
 }
 
 impl Clock {
@@ -38,29 +46,49 @@ impl Clock {
     /// `stale_after`.
     pub fn new(meta: PgPool, schema: &str, stale_after: Duration, heartbeat: bool) -> Self {
         Self {
-            meta,
-            schema: schema.to_string(),
+            on: On::Postgres {
+                meta,
+                schema: schema.to_string(),
+            },
             by: stale_after + MARGIN,
             heartbeat,
         }
     }
 
+    /// The clock of a race in the MariaDB database `admin` works in. The
+    /// guard on InnoDB beats no heartbeat, so every pending claim ages.
+    pub fn on_mariadb(admin: sqlx::MySqlPool, stale_after: Duration) -> Self {
+        Self {
+            on: On::Mariadb(admin),
+            by: stale_after + MARGIN,
+            heartbeat: false,
+        }
+    }
+
     /// The pending claims the clock would age with `running` workers still
     /// running, unlocked; the claim ids.
-    fn aging(&self) -> String {
+    fn aging(schema: &str) -> String {
         format!(
             "SELECT id FROM \"{}\".idempotency_keys
              WHERE status = 'pending'
                AND (NOT $1 OR worker IS NULL OR worker <> ALL($2::int4[]))
              FOR UPDATE SKIP LOCKED",
-            self.schema
+            schema
         )
     }
 
     /// How many claims a jump would age now.
     pub async fn would_age(&self, running: &[usize]) -> sqlx::Result<usize> {
-        let mut tx = self.meta.begin().await?;
-        let ids: Vec<i64> = book::query_scalar(&self.aging())
+        let (meta, schema) = match &self.on {
+            On::Postgres { meta, schema } => (meta, schema),
+            On::Mariadb(admin) => {
+                return crate::db::mariadb::age_claims(admin, None)
+                    .await
+                    .map(|n| n as usize);
+            }
+        };
+        let mut tx = meta.begin().await?;
+        let ids: Vec<i64> = book::query_scalar(&Self::aging(schema))
             .bind(self.heartbeat)
             .bind(owners(running))
             .fetch_all(&mut *tx)
@@ -71,15 +99,21 @@ impl Clock {
 
     /// Ages the claims; how many it aged.
     pub async fn jump(&self, running: &[usize]) -> sqlx::Result<u64> {
+        let (meta, schema) = match &self.on {
+            On::Postgres { meta, schema } => (meta, schema),
+            On::Mariadb(admin) => {
+                return crate::db::mariadb::age_claims(admin, Some(self.by)).await;
+            }
+        };
         let sql = format!(
             "WITH aging AS ({})
              UPDATE \"{}\".idempotency_keys AS k
              SET locked_at = k.locked_at - make_interval(secs => $3)
              FROM aging WHERE k.id = aging.id",
-            self.aging(),
-            self.schema
+            Self::aging(schema),
+            schema
         );
-        let mut tx = self.meta.begin().await?;
+        let mut tx = meta.begin().await?;
         let aged = book::query(&sql)
             .bind(self.heartbeat)
             .bind(owners(running))

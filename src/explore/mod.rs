@@ -184,30 +184,16 @@ pub async fn explore(
     explore_on(&race, Engine::Postgres, &settings, walking, each).await
 }
 
-/// [`explore`] on MariaDB: `race` (a stepped race) on `db`'s server. The
-/// walk branches on no crash and no clock there yet, and says so.
+/// [`explore`] on MariaDB: `race` (a stepped race) on `db`'s server.
 pub async fn explore_mariadb(
     db: &Mariadb,
     race: &MariadbRace,
     walking: &Walking,
     each: impl FnMut(u64),
 ) -> Result<Exploration> {
-    steps_alone_on_mariadb(walking.branches)?;
     pool_for_every_worker(race.settings())?;
     let on = OnMariadb { db, race };
     explore_on(&on, Engine::Mariadb, race.settings(), walking, each).await
-}
-
-/// Refuses branches a walk on MariaDB does not take yet: it walks the
-/// workers' steps alone.
-pub fn steps_alone_on_mariadb(branches: Branches) -> Result<()> {
-    if branches != Branches::default() {
-        bail!(
-            "idem explore --engine mariadb walks the workers' steps alone so far: drop \
-             --crashes and --clock"
-        );
-    }
-    Ok(())
 }
 
 /// Refuses a race whose pool lacks a connection for any worker: a step

@@ -105,6 +105,36 @@ impl Mariadb {
     }
 }
 
+/// The stepped race's clock on MariaDB (see [`crate::db::clock`]): the
+/// pending claims no transaction holds locked; moved back `by`, when
+/// given, as that much time passing would. How many.
+pub async fn age_claims(admin: &MySqlPool, by: Option<Duration>) -> sqlx::Result<u64> {
+    let mut tx = admin.begin().await?;
+    let ids: Vec<i64> = sqlx::query_scalar(
+        "SELECT id FROM idempotency_keys WHERE status = 'pending' FOR UPDATE SKIP LOCKED",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let Some(by) = by else {
+        tx.rollback().await?;
+        return Ok(ids.len() as u64);
+    };
+    let mut aged = 0;
+    for id in &ids {
+        aged += sqlx::query(
+            "UPDATE idempotency_keys SET locked_at = locked_at - INTERVAL ? MICROSECOND \
+             WHERE id = ?",
+        )
+        .bind(by.as_micros() as i64)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    }
+    tx.commit().await?;
+    Ok(aged)
+}
+
 /// What a database holds besides tables idem dropped: tables and views,
 /// routines, events and triggers.
 const OTHERS_IN_DATABASE: &str = "SELECT \

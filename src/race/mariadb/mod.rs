@@ -16,6 +16,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 use sqlx::Row;
 
+use crate::db::clock::Clock;
 use crate::db::mariadb::Mariadb;
 use crate::limits::Origin;
 use crate::race::RaceSettings;
@@ -172,7 +173,7 @@ pub struct EngineResult {
 /// Runs one race on fresh tables.
 pub async fn run(db: &Mariadb, race: &MariadbRace, run: usize) -> Result<EngineResult> {
     let started = start(db, race, None).await?;
-    finish(db, race, run, started).await
+    finish(db, race, run, started, None).await
 }
 
 /// Runs one race step by step: every worker pauses before each step until
@@ -193,10 +194,12 @@ pub async fn run_stepped(
         ),
     };
     let (mut controller, hooks) = Controller::new(race.workers, watch);
+    let clock = Clock::on_mariadb(db.admin.clone(), race.settings.app().recovery.stale_after());
+    controller.set_clock(clock.clone());
     let started = start(db, race, Some(hooks)).await?;
     let driven = drive(&mut controller).await;
     controller.run_free().await;
-    let result = finish(db, race, 1, started).await;
+    let result = finish(db, race, 1, started, Some(&clock)).await;
     driven.and(result)
 }
 
@@ -270,12 +273,14 @@ async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -
 }
 
 /// Waits for every worker, retries a crashed request as lesson 7's client
-/// does, and counts the rows.
+/// does (at once after the `clock` ages its claim, in a stepped race), and
+/// counts the rows.
 async fn finish(
     db: &Mariadb,
     race: &MariadbRace,
     run: usize,
     started: Started,
+    clock: Option<&Clock>,
 ) -> Result<EngineResult> {
     let Started {
         tasks,
@@ -290,7 +295,7 @@ async fn finish(
         reports.push(task.await?);
     }
     let gate = gate.get().copied().unwrap_or(began);
-    reports.extend(recover(race, &shared, &reports, gate).await?);
+    reports.extend(recover(race, &shared, &reports, gate, clock).await?);
     let elapsed_ms = began.elapsed().as_secs_f64() * 1000.0;
     drop(runner);
     pool.close().await;
@@ -328,18 +333,27 @@ async fn bounded(
 
 /// Lesson 7's recovery: once a crashed request's claim is older than the
 /// stale-claim age, its client sends it again (`--recovery-retries` at once),
-/// as new workers numbered after the race's.
+/// as new workers numbered after the race's. A stepped race's `clock` ages
+/// the claim instead of waiting for it.
 async fn recover(
     race: &MariadbRace,
     shared: &Shared,
     reports: &[EngineWorker],
     gate: Instant,
+    clock: Option<&Clock>,
 ) -> Result<Vec<EngineWorker>> {
     let Some(crashed) = reports.iter().find(|w| w.outcome == Outcome::Crashed) else {
         return Ok(Vec::new());
     };
-    let due = gate + Duration::from_secs_f64(crashed.answer_ms / 1000.0) + shared.stale_after;
-    tokio::time::sleep_until(due.into()).await;
+    match clock {
+        Some(clock) => {
+            clock.jump(&[]).await?;
+        }
+        None => {
+            let since = Duration::from_secs_f64(crashed.answer_ms / 1000.0);
+            tokio::time::sleep_until((gate + since + shared.stale_after).into()).await;
+        }
+    }
     let mut tasks = Vec::new();
     for i in 1..=race.recovery_retries {
         let worker = race.workers + i;
