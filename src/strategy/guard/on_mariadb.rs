@@ -57,10 +57,13 @@ pub fn shape(ctx: &mut Ctx) -> Pin<Box<dyn Future<Output = Answered> + Send + '_
                 ctx.note("claimed");
                 (done.last_insert_id() as i64, "claimed".to_string())
             }
-            Ok(_) => match lost(ctx, &key).await {
-                Ok(taken) => taken,
-                Err(answered) => return answered,
-            },
+            Ok(_) => {
+                ctx.note("key taken");
+                match lost(ctx, &key).await {
+                    Ok(taken) => taken,
+                    Err(answered) => return answered,
+                }
+            }
             Err(err) => return ctx.failed(&err, "—", None),
         };
         work_and_complete(ctx, id, &saw).await
