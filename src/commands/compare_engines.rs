@@ -10,6 +10,7 @@ use anyhow::{Result, bail};
 use super::command::OnDatabase;
 use crate::cli::race::CompareArgs;
 use crate::db::{ConnectOptions, Database};
+use crate::explore;
 use crate::race::Race;
 use crate::race::engine::Engine;
 use crate::race::mariadb as on_mariadb;
@@ -24,12 +25,14 @@ pub struct Plan {
     /// (strategy, engine, its race there), in the table's order.
     rows: Vec<(StrategyKind, Engine, OnEngine)>,
     runs: u64,
+    /// `--explore`: each row under every interleaving instead of raced.
+    explore: bool,
     out: Output,
 }
 
 pub fn plan(args: &CompareArgs, engines: &[Engine]) -> Result<Plan> {
-    if args.losers || args.explore {
-        bail!("--engine compares the strategies' races; --losers and --explore are PostgreSQL's");
+    if args.losers {
+        bail!("--engine compares the strategies; --losers is PostgreSQL's");
     }
     if engines.contains(&Engine::Mariadb) && args.connect.database_url.is_some() {
         bail!(
@@ -41,15 +44,59 @@ pub fn plan(args: &CompareArgs, engines: &[Engine]) -> Result<Plan> {
     for strategy in StrategyKind::course() {
         let input = args.race.input(None).for_strategy(strategy);
         for &engine in engines {
-            rows.push((strategy, engine, OnEngine::of(engine, &input)?));
+            let on = match args.explore {
+                true => OnEngine::stepped(engine, &crate::explore::input_of(&input))?,
+                false => OnEngine::of(engine, &input)?,
+            };
+            rows.push((strategy, engine, on));
         }
     }
     Ok(Plan {
         db: args.connect.options(),
         rows,
         runs: args.race.runs(),
+        explore: args.explore,
         out: Output::from_json_flag(args.race.show.json),
     })
+}
+
+/// `compare --explore --engine ...`: each strategy explored on each
+/// engine, whole (or reduced, past the bound), one JSON object per row,
+/// then one table with a row per strategy and engine.
+async fn explore_each(
+    db: &Database,
+    rows: Vec<(StrategyKind, Engine, OnEngine)>,
+    out: Output,
+) -> Result<()> {
+    let progress = report::progress::counter(!out.for_people(), "interleavings");
+    let (mut found, mut left) = (Vec::new(), String::new());
+    let mut done = 0;
+    for (strategy, engine, on) in rows {
+        let name = strategy.spec().name;
+        let label = format!("{name} on {}", engine.spec().server);
+        let each = |n| progress.set_position(done + n);
+        let e = match on {
+            OnEngine::Left(why) => {
+                left.push_str(&format!("left out: {label}: {why}\n"));
+                continue;
+            }
+            OnEngine::Postgres(settings) => {
+                let replay = explore::replay_for(&format!("-s {name}"), &settings);
+                explore::explore(db, *settings, &explore::Walking::steps(&replay), each).await?
+            }
+            OnEngine::Mariadb(race) => {
+                let guard = format!("--engine mariadb -s {name}");
+                let replay = explore::replay_for(&guard, race.settings());
+                let walking = explore::Walking::steps(&replay);
+                explore::explore_mariadb(db.mariadb().await?, &race, &walking, each).await?
+            }
+        };
+        done += e.interleavings;
+        out.record(&e, |_| String::new())?;
+        found.push((label, e));
+    }
+    progress.finish_and_clear();
+    out.text(|| format!("{}{left}", report::explore::render_compare(&found)))
 }
 
 impl OnDatabase for Plan {
@@ -59,6 +106,9 @@ impl OnDatabase for Plan {
 
     async fn run_on(self, db: &Database) -> Result<()> {
         let out = self.out;
+        if self.explore {
+            return explore_each(db, self.rows, out).await;
+        }
         let raced = self
             .rows
             .iter()

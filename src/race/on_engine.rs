@@ -28,6 +28,26 @@ impl OnEngine {
         })
     }
 
+    /// The stepped race `input` asks for, on `engine` (`idem explore`'s
+    /// defaults already in `input`).
+    pub fn stepped(
+        engine: Engine,
+        input: &crate::race::options::RaceInput,
+    ) -> anyhow::Result<Self> {
+        use crate::strategy::spec::OnMariadb;
+        let strategy = input
+            .strategy
+            .strategy
+            .unwrap_or(crate::race::DEFAULT_STRATEGY);
+        Ok(match (engine, strategy.spec().on_mariadb) {
+            (Engine::Postgres, _) => Self::Postgres(Box::new(input.build_stepped()?)),
+            (Engine::Mariadb, OnMariadb::Refused(why)) => Self::Left(why),
+            (Engine::Mariadb, OnMariadb::Runs(_)) => Self::Mariadb(Box::new(
+                crate::race::mariadb::MariadbRace::stepped_from_input(input)?,
+            )),
+        })
+    }
+
     /// The race's settings, on either engine; `None` when it has none there.
     pub fn settings(&self) -> Option<&crate::race::RaceSettings> {
         match self {

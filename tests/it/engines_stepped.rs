@@ -250,3 +250,41 @@ fn crashes_and_the_clock_are_walked_on_innodb_as_on_postgres() {
         "the crashes add orders: {maria}"
     );
 }
+
+#[test]
+fn compare_explores_each_strategy_on_each_engine() {
+    let sandbox = Sandbox::new("stepped-compare");
+    let (code, out) = run(
+        &sandbox,
+        &[
+            "compare",
+            "--explore",
+            "--engine",
+            "postgres,mariadb",
+            "--json",
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    let rows: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let find = |strategy: &str, engine: &str| {
+        rows.iter()
+            .find(|r| r["strategy"] == strategy && r["engine"] == engine)
+            .unwrap_or_else(|| panic!("{strategy} on {engine} in {out}"))
+    };
+    for strategy in ["check-then-store", "claim-work-complete", "insert-unique"] {
+        let (pg, maria) = (find(strategy, "postgres"), find(strategy, "mariadb"));
+        for field in ["total", "held", "failing", "kinds"] {
+            assert_eq!(pg[field], maria[field], "{strategy} {field}");
+        }
+    }
+    // The guard holds in every order on both, though its InnoDB claim
+    // takes more steps.
+    for engine in ["postgres", "mariadb"] {
+        let guard = find("guard", engine);
+        assert_eq!(n(guard, "failing"), 0, "{guard}");
+        assert_eq!(guard["held"], guard["total"], "{guard}");
+    }
+}
