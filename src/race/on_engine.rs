@@ -13,19 +13,7 @@ pub enum OnEngine {
 impl OnEngine {
     /// The race `input` asks for, on `engine`.
     pub fn of(engine: Engine, input: &crate::race::options::RaceInput) -> anyhow::Result<Self> {
-        use crate::limits::Origin;
-        use crate::strategy::spec::OnMariadb;
-        let strategy = input
-            .strategy
-            .strategy
-            .unwrap_or(crate::race::DEFAULT_STRATEGY);
-        Ok(match (engine, strategy.spec().on_mariadb) {
-            (Engine::Postgres, _) => Self::Postgres(Box::new(input.build(Origin::Flags)?)),
-            (Engine::Mariadb, OnMariadb::Refused(why)) => Self::Left(why),
-            (Engine::Mariadb, OnMariadb::Runs(_)) => Self::Mariadb(Box::new(
-                crate::race::mariadb::MariadbRace::from_input(input, Origin::Flags)?,
-            )),
-        })
+        Self::made(engine, input, false)
     }
 
     /// The stepped race `input` asks for, on `engine` (`idem explore`'s
@@ -34,17 +22,31 @@ impl OnEngine {
         engine: Engine,
         input: &crate::race::options::RaceInput,
     ) -> anyhow::Result<Self> {
+        Self::made(engine, input, true)
+    }
+
+    fn made(
+        engine: Engine,
+        input: &crate::race::options::RaceInput,
+        stepped: bool,
+    ) -> anyhow::Result<Self> {
+        use crate::limits::Origin;
+        use crate::race::mariadb::MariadbRace;
         use crate::strategy::spec::OnMariadb;
         let strategy = input
             .strategy
             .strategy
             .unwrap_or(crate::race::DEFAULT_STRATEGY);
         Ok(match (engine, strategy.spec().on_mariadb) {
-            (Engine::Postgres, _) => Self::Postgres(Box::new(input.build_stepped()?)),
+            (Engine::Postgres, _) => Self::Postgres(Box::new(match stepped {
+                true => input.build_stepped()?,
+                false => input.build(Origin::Flags)?,
+            })),
             (Engine::Mariadb, OnMariadb::Refused(why)) => Self::Left(why),
-            (Engine::Mariadb, OnMariadb::Runs(_)) => Self::Mariadb(Box::new(
-                crate::race::mariadb::MariadbRace::stepped_from_input(input)?,
-            )),
+            (Engine::Mariadb, OnMariadb::Runs(_)) => Self::Mariadb(Box::new(match stepped {
+                true => MariadbRace::stepped_from_input(input)?,
+                false => MariadbRace::from_input(input, Origin::Flags)?,
+            })),
         })
     }
 
