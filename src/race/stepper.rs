@@ -43,7 +43,7 @@ impl Watch {
                 blockers.await.map_err(|e| e.to_string())
             }
             Watch::Mariadb { admin, lock } => {
-                crate::request::mariadb::blockers_of(admin, pid, lock)
+                crate::db::mariadb::watch::blockers_of(admin, pid, lock)
                     .await
                     .map_err(|e| e.to_string())
             }
@@ -54,7 +54,7 @@ impl Watch {
     async fn kill(&self, pid: i32) -> Result<(), String> {
         match self {
             Watch::Postgres(meta) => terminate(meta, pid).await.map_err(|e| e.to_string()),
-            Watch::Mariadb { admin, .. } => crate::request::mariadb::kill(admin, pid)
+            Watch::Mariadb { admin, .. } => crate::db::mariadb::watch::kill(admin, pid)
                 .await
                 .map_err(|e| e.to_string()),
         }

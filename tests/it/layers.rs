@@ -450,6 +450,7 @@ fn statements_a_pooler_cannot_pass_are_made_in_one_place() {
                 "request/mariadb.rs",
                 "race/mariadb/mod.rs",
                 "db/mariadb/mod.rs",
+                "db/mariadb/watch.rs",
             ],
         ),
         ("prepare_cached(", &[]),

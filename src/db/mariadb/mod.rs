@@ -7,6 +7,7 @@
 
 pub mod server;
 pub mod url;
+pub mod watch;
 
 use std::path::PathBuf;
 use std::time::Duration;

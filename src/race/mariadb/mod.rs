@@ -184,7 +184,7 @@ pub async fn run_stepped(
     race: &MariadbRace,
     drive: impl AsyncFnOnce(&mut Controller) -> Result<()>,
 ) -> Result<EngineResult> {
-    crate::request::mariadb::can_watch(&db.admin).await?;
+    crate::db::mariadb::watch::can_watch(&db.admin).await?;
     let watch = Watch::Mariadb {
         admin: db.admin.clone(),
         lock: format!(
