@@ -56,6 +56,11 @@ pub const MARIADB_FILES: &[(i64, &str, &str)] = &[
         "experience points",
         include_str!("../../migrations/mariadb/0002_experience_points.sql"),
     ),
+    (
+        3,
+        "cache entries",
+        include_str!("../../migrations/mariadb/0003_cache_entries.sql"),
+    ),
 ];
 
 /// Applies every MariaDB migration to the database `conn` is in. MariaDB

@@ -28,8 +28,12 @@ pub fn render(r: &EngineResult) -> String {
         );
     }
     out.push('\n');
+    let claims = match r.race.store {
+        crate::store::StoreKind::Table => vec!["key rows".into(), r.key_rows.to_string()],
+        crate::store::StoreKind::Cache => vec!["cache entries".into(), r.cache_entries.to_string()],
+    };
     let figures = vec![
-        vec!["key rows".into(), r.key_rows.to_string()],
+        claims,
         vec![
             "XP rows".into(),
             format!("{} (the lesson's figure: {})", r.xp_rows, r.lesson_figure),
@@ -142,9 +146,13 @@ pub fn settings_line(r: &EngineResult) -> String {
         true => " (the runner holds one)",
         false => "",
     };
-    let transaction = match r.race.isolation {
-        Some(level) => format!("in the request's transaction at {}", level.name()),
-        None => "each statement committing on its own".into(),
+    let transaction = match (r.race.isolation, r.race.cache_isolation) {
+        (Some(level), _) => format!("in the request's transaction at {}", level.name()),
+        (None, Some(level)) => format!(
+            "claims in the cache, each written unless it exists in a transaction at {}",
+            level.name()
+        ),
+        (None, None) => "each statement committing on its own".into(),
     };
     let crash = match r.race.crash {
         Some(plan) => {

@@ -41,6 +41,7 @@ pub enum Bind<'a> {
     /// Text or NULL.
     OptText(Option<&'a str>),
     Int(i64),
+    Bytes(&'a [u8]),
 }
 
 /// The error a MariaDB server answered with: its own number beside the
@@ -169,6 +170,9 @@ pub struct Ctx {
     pub transaction: Option<Level>,
     /// `--read-back`: the claim as find-or-create, and how it reads back.
     pub read_back: Option<ReadBack>,
+    /// The level of a transaction the shape opens itself, as Solid Cache's
+    /// `write(unless_exist: true)` does.
+    pub own_level: Level,
     pub(crate) steps: Vec<StepEvent>,
     pub(crate) error: Option<ServerError>,
     /// An error the request caught and went on past ([`Ctx::caught`]).
@@ -197,6 +201,7 @@ impl Ctx {
         work: Duration,
         calls: Arc<AtomicU64>,
         transaction: Option<Level>,
+        own_level: Level,
     ) -> Self {
         Self {
             conn,
@@ -206,6 +211,7 @@ impl Ctx {
             calls,
             transaction,
             read_back: None,
+            own_level,
             steps: Vec::new(),
             error: None,
             rescued: None,
@@ -560,5 +566,6 @@ fn bound<'q>(
         Bind::Text(t) => q.bind(*t),
         Bind::OptText(t) => q.bind(*t),
         Bind::Int(i) => q.bind(*i),
+        Bind::Bytes(b) => q.bind(*b),
     })
 }

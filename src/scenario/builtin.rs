@@ -107,6 +107,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/5-cache-claims-duplicate.toml"),
     ),
     (
+        "5-cache-claims-hold-on-innodb.toml",
+        include_str!("../../scenarios/5-cache-claims-hold-on-innodb.toml"),
+    ),
+    (
+        "5-cache-claims-read-committed-on-innodb.toml",
+        include_str!("../../scenarios/5-cache-claims-read-committed-on-innodb.toml"),
+    ),
+    (
         "5-cache-eviction.toml",
         include_str!("../../scenarios/5-cache-eviction.toml"),
     ),

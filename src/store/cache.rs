@@ -122,9 +122,22 @@ static EVICT: Sql = Sql::new(
 /// Reads an entry; an expired or unreadable one counts as absent.
 pub async fn read(conn: &Conn, key: &str) -> Result<Option<Entry>, tokio_postgres::Error> {
     let row = conn.fetch_opt(&READ, &[&key_hash(key)]).await?;
-    Ok(row
-        .and_then(|row| serde_json::from_slice::<Entry>(row.get::<_, &[u8]>(0)).ok())
-        .filter(|entry| !entry.expired()))
+    Ok(row.and_then(|row| live(row.get::<_, &[u8]>(0))))
+}
+
+/// The entry a stored value holds, unless it has expired or cannot be
+/// read: what a read of either engine's store sees.
+pub fn live(value: &[u8]) -> Option<Entry> {
+    serde_json::from_slice::<Entry>(value)
+        .ok()
+        .filter(|entry| !entry.expired())
+}
+
+/// The value a write stores for `entry`, and its `byte_size` beside `key`.
+pub fn stored(key: &str, entry: &Entry) -> (Vec<u8>, i32) {
+    let value = serde_json::to_vec(entry).unwrap_or_default();
+    let size = (key.len() + value.len()) as i32;
+    (value, size)
 }
 
 /// A plain write: upsert on key_hash, last write wins; then evict.
@@ -149,10 +162,7 @@ pub async fn write_unless_exist(
     conn.batch_execute("BEGIN").await?;
     let written = async {
         let existing = conn.fetch_opt(&LOCK, &[&key_hash(key)]).await?;
-        let live = existing
-            .and_then(|row| serde_json::from_slice::<Entry>(row.get::<_, &[u8]>(0)).ok())
-            .is_some_and(|e| !e.expired());
-        if live {
+        if existing.is_some_and(|row| live(row.get::<_, &[u8]>(0)).is_some()) {
             return Ok(false);
         }
         // Nothing was there to lock: a concurrent caller may be right here too.
@@ -174,8 +184,7 @@ pub async fn write_unless_exist(
 }
 
 async fn upsert(conn: &Conn, key: &str, entry: &Entry) -> Result<(), tokio_postgres::Error> {
-    let value = serde_json::to_vec(entry).unwrap_or_default();
-    let size = (key.len() + value.len()) as i32;
+    let (value, size) = stored(key, entry);
     conn.exec(&UPSERT, &[&key.as_bytes(), &value, &key_hash(key), &size])
         .await?;
     Ok(())

@@ -95,11 +95,16 @@ pub fn other_parameters(
 /// The response a MariaDB request stores for XP row `xp`: the same body
 /// as on PostgreSQL, as the JSON text InnoDB keeps.
 pub fn body_of(asked: &crate::request::mariadb::Asked, xp: i64) -> String {
+    response_of(asked, xp).to_string()
+}
+
+/// The same response as a JSON value, as a cache entry keeps it.
+pub fn response_of(asked: &crate::request::mariadb::Asked, xp: i64) -> serde_json::Value {
     let params = super::fingerprint::Params {
         operation: super::OPERATION,
         user_id: asked.user_id,
         amount: asked.amount,
         lesson: asked.lesson,
     };
-    super::work::response_body(xp, &params).to_string()
+    super::work::response_body(xp, &params)
 }

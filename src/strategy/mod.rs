@@ -32,6 +32,7 @@ pub use crate::request::Step;
 use crate::request::{Answer, Failure, Lease, Request, Trace};
 
 pub use claim_in_cache::ClaimInCache;
+pub use claim_in_cache::on_mariadb as cache_on_mariadb;
 pub use loser::{LoserKind, LoserPolicy};
 pub use registry::StrategyKind;
 pub use respond::respond;

@@ -630,3 +630,75 @@ fn find_or_create_reads_back_as_rails_met_it_on_innodb() {
     let err = refused_in_one_line(&mut other);
     assert!(err.contains("claim-work-complete's claim"), "{err}");
 }
+
+#[test]
+fn claims_in_the_cache_hold_on_innodb_by_deadlock_and_not_at_read_committed() {
+    let sandbox = Sandbox::new("engines-cache-store");
+    let _serial = TIMING.blocking_lock();
+    for file in [
+        "scenarios/5-cache-claims-hold-on-innodb.toml",
+        "scenarios/5-cache-claims-read-committed-on-innodb.toml",
+    ] {
+        let out = stdout_of(&sandbox, &["scenario", "run", file]);
+        assert!(
+            out.contains("1 of 1 scenarios show their expected figures"),
+            "{out}"
+        );
+    }
+    let cache = [
+        "-s",
+        "claim-work-complete",
+        "--store",
+        "cache",
+        "--runs",
+        "10",
+    ];
+    let runs = |isolation: &str| -> Vec<Value> {
+        let mut args = cache.to_vec();
+        args.extend(["--isolation", isolation]);
+        let out = stdout_of(
+            &sandbox,
+            &[&["race", "--engine", "mariadb", "--json"], &args[..]].concat(),
+        );
+        out.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let schema = validator("schemas/engine-race.schema.json");
+    // REPEATABLE READ: the writers' gap locks deadlock their inserts, the
+    // failsafe swallows 1213, and each loser is told the entry exists.
+    let held = runs("repeatable-read");
+    assert_eq!(held.len(), 10);
+    let mut deadlocks = 0;
+    for r in &held {
+        assert!(schema.is_valid(r), "{r}");
+        assert_eq!((n(r, "xp_rows"), n(r, "service_calls")), (1, 1), "{r}");
+        assert_eq!((n(r, "cache_entries"), n(r, "key_rows")), (1, 0), "{r}");
+        // Each loser is answered, never failed: 409 while the winner works,
+        // or its answer replayed once it is done.
+        let answered =
+            n(&r["outcomes"], "conflict") + r["outcomes"]["replayed"].as_u64().unwrap_or(0);
+        assert_eq!((n(&r["outcomes"], "created"), answered), (1, 4), "{r}");
+        deadlocks += r["errors"]["1213 (40001, ER_LOCK_DEADLOCK)"]
+            .as_u64()
+            .unwrap_or(0);
+    }
+    // 28 of 30 races met one here: two writes that never overlap do not.
+    assert!(deadlocks > 0, "{held:?}");
+    // READ COMMITTED: no gap lock, every writer wins, as on PostgreSQL.
+    let lost = runs("read-committed");
+    assert!(lost.iter().any(|r| n(r, "xp_rows") > 1), "{lost:?}");
+    assert!(lost.iter().all(|r| errors(r).is_empty()), "{lost:?}");
+    // PostgreSQL has no such level for the cache: the store runs outside
+    // any request transaction there.
+    let err = refused_in_one_line(sandbox.idem().args([
+        "race",
+        "-s",
+        "claim-work-complete",
+        "--store",
+        "cache",
+        "--isolation",
+        "read-committed",
+    ]));
+    assert!(err.contains("--store cache"), "{err}");
+}

@@ -26,6 +26,7 @@ use crate::race::options::RaceInput;
 use crate::race::stepper::{Controller, Watch};
 use crate::request::mariadb::{Answered, Asked, Crash, Ctx, ReadBack, ServerError};
 use crate::request::{Outcome, StepEvent, StepHook};
+use crate::store::StoreKind;
 use crate::strategy::StrategyKind;
 use crate::strategy::spec::OnMariadb;
 use crate::strategy::transaction::{Isolation, Transaction};
@@ -52,6 +53,11 @@ pub struct MariadbRace {
     /// `--read-back`: the claim as find-or-create, and how a loser reads
     /// the key back after 1062; `null`: the course's `INSERT IGNORE`.
     pub read_back: Option<ReadBack>,
+    /// `--store`: where claim-work-complete keeps its claims.
+    pub store: StoreKind,
+    /// With `--store cache`, the level of the cache's own transaction
+    /// (its `write(unless_exist: true)`): `--isolation`, else InnoDB's.
+    pub cache_isolation: Option<Isolation>,
     #[serde(skip)]
     recovery_retries: usize,
     #[serde(skip)]
@@ -74,10 +80,16 @@ impl MariadbRace {
                 strategy.spec().name
             );
         }
-        let shape = match strategy.spec().on_mariadb {
-            OnMariadb::Runs(shape) => shape,
-            OnMariadb::Refused(why) => bail!("{} on MariaDB: {why}", strategy.spec().name),
+        let store = settings.store.kind();
+        let shape = match (store, strategy.spec().on_mariadb) {
+            (StoreKind::Cache, _) => crate::strategy::cache_on_mariadb::shape,
+            (StoreKind::Table, OnMariadb::Runs(shape)) => shape,
+            (StoreKind::Table, OnMariadb::Refused(why)) => {
+                bail!("{} on MariaDB: {why}", strategy.spec().name)
+            }
         };
+        let cache_isolation = (store == StoreKind::Cache)
+            .then(|| isolation.unwrap_or(Engine::Mariadb.spec().default_isolation));
         let app = settings.app();
         let isolation = match app.transaction.scope() {
             Transaction::None => None,
@@ -95,6 +107,8 @@ impl MariadbRace {
             crash: settings.faults().crash(),
             stale_after_ms: app.recovery.stale_after().as_millis() as u64,
             read_back,
+            store,
+            cache_isolation,
             recovery_retries: settings.faults().recovery_retries(),
             shape,
             settings,
@@ -105,7 +119,7 @@ impl MariadbRace {
     /// does not take yet is refused, naming it, rather than ignored.
     pub fn from_input(input: &RaceInput, origin: Origin) -> Result<Self> {
         taken::refuse_untaken(input)?;
-        let settings = without_read_back(input).build(origin)?;
+        let settings = for_settings(input).build(origin)?;
         Self::new(settings, input)
     }
 
@@ -113,7 +127,7 @@ impl MariadbRace {
     /// explore`): 2 to 5 workers, no fault; its schedule is the driver's.
     pub fn stepped_from_input(input: &RaceInput) -> Result<Self> {
         taken::refuse_untaken(&input.clone().with(|r| r.shape.schedule = None))?;
-        let settings = without_read_back(input).build_stepped()?;
+        let settings = for_settings(input).build_stepped()?;
         Self::new(settings, input)
     }
 
@@ -160,6 +174,8 @@ pub struct EngineResult {
     /// Of those, the claims left pending: keys stuck until they go stale.
     pub pending_key_rows: u64,
     pub xp_rows: u64,
+    /// Entries in the Solid-Cache-shaped store (`--store cache`).
+    pub cache_entries: u64,
     /// Times the work's service call was made, whatever was rolled back.
     pub service_calls: u64,
     pub outcomes: BTreeMap<&'static str, usize>,
@@ -217,7 +233,7 @@ struct Started {
 /// Empties the tables, opens the pool, takes the runner's connection, and
 /// sends the workers (each on its hook, when stepped).
 async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -> Result<Started> {
-    for table in ["idempotency_keys", "experience_points"] {
+    for table in ["idempotency_keys", "experience_points", "cache_entries"] {
         sqlx::raw_sql(&format!("TRUNCATE TABLE {table}"))
             .execute(&db.admin)
             .await?;
@@ -385,9 +401,18 @@ pub async fn one(race: &MariadbRace, pool: sqlx::MySqlPool, worker: usize) -> En
     one_request(shared, asked(race, worker), Instant::now(), None).await
 }
 
-/// `input` without `--read-back`, which PostgreSQL's settings refuse.
-fn without_read_back(input: &RaceInput) -> RaceInput {
-    input.clone().with(|r| r.transaction.read_back = None)
+/// `input` as PostgreSQL's settings take it: without `--read-back`, which
+/// they refuse, and with `--store cache` without `--isolation`, which
+/// here names the level of the cache's own transaction, not a request
+/// transaction's.
+fn for_settings(input: &RaceInput) -> RaceInput {
+    let cache = input.store.store == Some(StoreKind::Cache);
+    input.clone().with(|r| {
+        r.transaction.read_back = None;
+        if cache {
+            r.transaction.isolation = None;
+        }
+    })
 }
 
 /// What worker `worker` asks for: the race's key, and its own parameters.
@@ -410,6 +435,7 @@ struct Shared {
     work: Duration,
     calls: Arc<AtomicU64>,
     isolation: Option<crate::request::mariadb::Level>,
+    own_level: crate::request::mariadb::Level,
     read_back: Option<ReadBack>,
     shape: crate::request::mariadb::Shape,
     stale_after: Duration,
@@ -424,6 +450,10 @@ impl Shared {
             work: app.work,
             calls: Arc::new(AtomicU64::new(0)),
             isolation: race.isolation.map(Isolation::on_mariadb),
+            own_level: race
+                .cache_isolation
+                .unwrap_or(Isolation::INNODB_DEFAULT)
+                .on_mariadb(),
             read_back: race.read_back,
             shape: race.shape,
             stale_after: app.recovery.stale_after(),
@@ -445,6 +475,7 @@ async fn one_request(
         work,
         calls,
         isolation,
+        own_level,
         read_back,
         shape,
         stale_after,
@@ -466,7 +497,7 @@ async fn one_request(
             return report(worker, checkout_wait_ms, answered, None, checkout_wait_ms);
         }
     };
-    let mut ctx = Ctx::new(conn, asked, gate, work, calls, isolation);
+    let mut ctx = Ctx::new(conn, asked, gate, work, calls, isolation, own_level);
     ctx.stale_after = stale_after;
     ctx.read_back = read_back;
     let armed = async {
@@ -594,6 +625,7 @@ async fn figures(
         pending_key_rows: count("SELECT COUNT(*) FROM idempotency_keys WHERE status = 'pending'")
             .await?,
         xp_rows: count("SELECT COUNT(*) FROM experience_points").await?,
+        cache_entries: count("SELECT COUNT(*) FROM cache_entries").await?,
         service_calls: calls.load(std::sync::atomic::Ordering::SeqCst),
         outcomes,
         errors,

@@ -26,6 +26,7 @@ const TAKES: &[&str] = &[
     "lessons",
     "users",
     "fingerprint",
+    "store",
 ];
 
 /// Refuses, naming it, any option a MariaDB race does not take yet.
@@ -101,7 +102,7 @@ pub(super) fn refuse_untaken(input: &RaceInput) -> Result<()> {
                 "--engine mariadb does not take --{} yet (it takes --workers, --key, --pool-size, \
                  --work-ms, --checkout-timeout-ms, --transaction, --isolation, --read-back, --crash, \
                  --recovery-retries, --stale-after-ms, --amounts, --lessons, --users, \
-                 --no-fingerprint, --runs, --json)",
+                 --no-fingerprint, --store, --runs, --json)",
                 name.replace('_', "-")
             );
         }

@@ -26,7 +26,8 @@ pub struct TransactionInput {
     #[arg(help_heading = "Lesson 8: transactions and locks")]
     #[arg(long, value_enum, value_name = "LEVEL",
           help = with_default(
-              "The request transaction's isolation level (implies --transaction request).",
+              "The request transaction's isolation level (implies --transaction request); \
+               on MariaDB with --store cache, the level of the cache's own write.",
               Isolation::ReadCommitted.name()))]
     pub isolation: Option<Isolation>,
 
