@@ -107,7 +107,41 @@ pub fn render(m: &Matrix) -> String {
     out.push_str(&legend(wide));
     out.push('\n');
     out.push_str(&verdict(m));
+    out.push_str(&hermitage(m));
     out
+}
+
+/// On MariaDB: what each transaction row showed of Hermitage's G2, under
+/// what Hermitage's MySQL column says of the levels.
+fn hermitage(m: &Matrix) -> String {
+    let rows: Vec<_> = m
+        .rows
+        .iter()
+        .filter_map(|r| r.g2.as_ref().map(|g2| (r, g2)))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from(
+        "\nAs Hermitage names it: G2, an anti-dependency cycle, is two transactions \
+         that each read that no row has the key, then each write one. Its MySQL \
+         column: READ COMMITTED and REPEATABLE READ let G2 through, for plain reads; \
+         SERIALIZABLE prevents it, by locks. A locking read (FOR UPDATE) locks the \
+         key's gap at REPEATABLE READ too.\n",
+    );
+    // Rows of one shape that showed the same are told once.
+    let mut groups: Vec<(String, Vec<String>, String)> = Vec::new();
+    for (row, g2) in rows {
+        let (name, told) = (row.cell.name(), g2.told(row.runs));
+        match groups.last_mut() {
+            Some((n, settings, t)) if *n == name && *t == told => settings.push(row.cell.short()),
+            _ => groups.push((name, vec![row.cell.short()], told)),
+        }
+    }
+    for (name, settings, told) in groups {
+        let _ = write!(text, "  {name} {}\n    {told}\n", settings.join(", "));
+    }
+    super::width::fit(&text, width())
 }
 
 /// One cell's text and its width on screen (its colour takes none).

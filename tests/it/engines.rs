@@ -476,6 +476,36 @@ fn the_matrix_on_innodb_shows_the_gap_lock_and_the_later_snapshot() {
     assert_eq!(rr["xp_rows"], serde_json::json!({"1": 2}), "{rr}");
     let lock = row("advisory-lock", "repeatable-read");
     assert_eq!(lock["service_calls"], serde_json::json!({"1": 2}), "{lock}");
+    // Hermitage's G2, read off the steps: at READ COMMITTED both requests
+    // read no key and wrote it, and the unique key ended the loser (1062);
+    // FOR UPDATE at REPEATABLE READ, a deadlock did (1213); behind the
+    // advisory lock no two read no key.
+    let rc = row("find-for-update", "read-committed");
+    assert_eq!(rc["g2"]["runs_shown"], 2, "{rc}");
+    assert!(
+        rc["g2"]["ended"]["1062"].as_u64().is_some_and(|n| n > 0),
+        "{rc}"
+    );
+    assert!(
+        rr["g2"]["ended"]["1213"].as_u64().is_some_and(|n| n > 0),
+        "{rr}"
+    );
+    assert_eq!(rr["g2"]["ended"]["committed"], Value::Null, "{rr}");
+    assert_eq!(lock["g2"]["runs_that_read"], 2, "{lock}");
+    assert_eq!(lock["g2"]["runs_shown"], 0, "{lock}");
+    let text = stdout_of(
+        &sandbox,
+        &[
+            "matrix",
+            "--engine",
+            "mariadb",
+            "--runs",
+            "1",
+            "-s",
+            "claim-work-complete",
+        ],
+    );
+    assert!(text.contains("no read before the write"), "{text}");
     // A cell retried after 40001 has no row: MariaDB runs a request once.
     assert!(
         m["rows"]

@@ -7,9 +7,13 @@
 //! the work (one call of the award service), because a transaction can
 //! save the first and never the second.
 
+mod g2;
+
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+
+pub use g2::G2;
 
 use crate::db::via::Via;
 use crate::race::options::RaceInput;
@@ -161,6 +165,10 @@ pub struct MatrixRow {
     pub statements_per_request: f64,
     /// Seconds a request held a pooled connection, on average.
     pub connection_seconds_per_request: f64,
+    /// On MariaDB, in a request transaction: what the runs showed of
+    /// Hermitage's G2.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub g2: Option<G2>,
     /// The sums the averages are made of.
     #[serde(skip)]
     sums: Sums,
@@ -187,6 +195,7 @@ impl MatrixRow {
             told: BTreeMap::new(),
             statements_per_request: 0.0,
             connection_seconds_per_request: 0.0,
+            g2: None,
             sums: Sums::default(),
         }
     }
@@ -232,6 +241,9 @@ impl MatrixRow {
             told,
             (requests, statements, held_s),
         );
+        if self.cell.transaction == Transaction::Request {
+            self.g2.get_or_insert_default().add(r);
+        }
     }
 
     /// One run's figures: its XP rows and calls, what the requests that
