@@ -70,6 +70,15 @@ impl<'db> Race<'db> {
         strategy: Arc<dyn Strategy>,
     ) -> Result<Self> {
         if let Some(file) = settings.app.guard_file
+            && file.engine != crate::strategy::guard_file::Dialect::Postgres
+        {
+            bail!(
+                "{} is written for {} (its engine says so): race it with --engine mariadb",
+                file.name,
+                file.engine.server()
+            );
+        }
+        if let Some(file) = settings.app.guard_file
             && !db.is_disposable()
         {
             bail!(

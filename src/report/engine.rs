@@ -133,9 +133,10 @@ pub fn render_steps(r: &EngineResult, sql: bool) -> String {
 /// "check-then-store on MariaDB 10.11.19 (InnoDB)".
 fn title(r: &EngineResult) -> String {
     let version = r.server_version.split('-').next().unwrap_or("");
+    let strategy =
+        crate::strategy::guard_file::label(r.race.strategy, r.race.strategy_file.as_deref());
     format!(
-        "{} on {} {version} (InnoDB)",
-        r.race.strategy.spec().name,
+        "{strategy} on {} {version} (InnoDB)",
         r.engine.spec().server
     )
 }

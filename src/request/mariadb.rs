@@ -41,6 +41,8 @@ pub enum Bind<'a> {
     /// Text or NULL.
     OptText(Option<&'a str>),
     Int(i64),
+    /// An integer or NULL.
+    OptInt(Option<i64>),
     Bytes(&'a [u8]),
 }
 
@@ -55,11 +57,13 @@ pub struct ServerError {
 }
 
 /// The server errors a race meets, by number.
-const NAMES: [(u16, &str); 4] = [
+const NAMES: [(u16, &str); 6] = [
     (1062, "ER_DUP_ENTRY"),
     (1205, "ER_LOCK_WAIT_TIMEOUT"),
     (1213, "ER_LOCK_DEADLOCK"),
     (1020, "ER_CHECKREAD"),
+    (1142, "ER_TABLEACCESS_DENIED_ERROR"),
+    (1969, "ER_STATEMENT_TIMEOUT"),
 ];
 
 impl ServerError {
@@ -86,6 +90,10 @@ impl ServerError {
                 self.shown()
             ),
             1205 => format!("gave up waiting for a lock, error {}", self.shown()),
+            1969 => format!(
+                "stopped by the server past the step's time limit, error {}",
+                self.shown()
+            ),
             _ => format!("error {}", self.shown()),
         }
     }
@@ -406,6 +414,13 @@ impl Ctx {
         self.held = Some((release, on));
     }
 
+    /// Closes the connection when the request ends, rather than return it
+    /// to the pool: for what a session may have taken that nothing here
+    /// lets go of (a guard file's `GET_LOCK`).
+    pub fn close_when_done(&mut self) {
+        self.conn.close_on_drop();
+    }
+
     /// Lets go of what the session held, once the request's transaction
     /// has ended.
     pub(crate) async fn release_held(&mut self) {
@@ -566,6 +581,7 @@ fn bound<'q>(
         Bind::Text(t) => q.bind(*t),
         Bind::OptText(t) => q.bind(*t),
         Bind::Int(i) => q.bind(*i),
+        Bind::OptInt(i) => q.bind(*i),
         Bind::Bytes(b) => q.bind(*b),
     })
 }

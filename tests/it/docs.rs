@@ -154,6 +154,13 @@ impl Staged {
         let folder = sandbox.dir.with_extension(pass);
         let _ = std::fs::remove_dir_all(&folder);
         std::fs::create_dir_all(folder.join(format!("{name}.out"))).unwrap();
+        // What a page's commands read from the repository, as they would
+        // from a clone: the guard files written for MariaDB.
+        let examples = folder.join(format!("{name}.in/examples/mariadb"));
+        std::fs::create_dir_all(&examples).unwrap();
+        for file in std::fs::read_dir("examples/mariadb").unwrap().flatten() {
+            std::fs::copy(file.path(), examples.join(file.file_name())).unwrap();
+        }
         let page = folder.join(format!("{name}.md"));
         std::fs::write(&page, text).unwrap();
         Self { folder, page }

@@ -88,6 +88,28 @@ fn races_on_a_users_server_leave_it_as_it_was() {
         "{err}"
     );
     assert_eq!(state(&db), before, "a run changed the user's server");
+    // A guard file is someone else's code: it runs only on a server idem
+    // started, never on the user's, and the refusal leaves nothing.
+    let (code, _, err) = idem(
+        &sandbox,
+        &db,
+        "racer",
+        &[
+            "race",
+            "--strategy-file",
+            "examples/mariadb/claim-work-complete.toml",
+        ],
+    );
+    assert_eq!((code, err.lines().count()), (1, 1), "{err}");
+    assert!(
+        err.contains("runs only on a MariaDB server idem started"),
+        "{err}"
+    );
+    assert_eq!(
+        state(&db),
+        before,
+        "a refused guard file changed the user's server"
+    );
 
     // --keep keeps the run's database, and names it.
     let (code, _, err) = idem(&sandbox, &db, "racer", &["race", "--keep"]);

@@ -5,6 +5,7 @@
 //! size, which stands for the app's pool as deadpool-postgres does on
 //! PostgreSQL. No query macros: nothing here needs a server to build.
 
+mod guard_user;
 pub mod server;
 pub mod url;
 pub mod watch;
@@ -265,7 +266,17 @@ impl Mariadb {
     /// A pool for the workers: `size` connections at most, each waiting
     /// at most `checkout` for one.
     pub async fn workers_pool(&self, size: usize, checkout: Duration) -> Result<MySqlPool> {
-        let pool = MySqlPoolOptions::new()
+        Ok(self.pool_with(self.workers.clone(), size, checkout))
+    }
+
+    /// The workers' pool, logging in with `options`.
+    fn pool_with(
+        &self,
+        options: MySqlConnectOptions,
+        size: usize,
+        checkout: Duration,
+    ) -> MySqlPool {
+        MySqlPoolOptions::new()
             .max_connections(size as u32)
             .min_connections(0)
             .acquire_timeout(checkout)
@@ -278,8 +289,7 @@ impl Mariadb {
                     conn.execute(LOCK_WAIT).await.map(drop)
                 })
             })
-            .connect_lazy_with(self.workers.clone());
-        Ok(pool)
+            .connect_lazy_with(options)
     }
 
     /// The server's version, as `mariadbd --version` (or, on a user's

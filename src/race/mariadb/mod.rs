@@ -28,6 +28,7 @@ use crate::request::mariadb::{Answered, Asked, Crash, Ctx, ReadBack, ServerError
 use crate::request::{Outcome, StepEvent, StepHook};
 use crate::store::StoreKind;
 use crate::strategy::StrategyKind;
+use crate::strategy::guard_file::{self, Dialect, GuardRef};
 use crate::strategy::spec::OnMariadb;
 use crate::strategy::transaction::{Isolation, Transaction};
 
@@ -62,8 +63,28 @@ pub struct MariadbRace {
     recovery_retries: usize,
     #[serde(skip)]
     settings: RaceSettings,
+    /// `--strategy-file`: the guard file raced in the strategy's place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy_file: Option<String>,
     #[serde(skip)]
-    shape: crate::request::mariadb::Shape,
+    shape: Shaped,
+}
+
+/// What each request runs: a built-in strategy's MariaDB shape, or a guard
+/// file written for MariaDB.
+#[derive(Debug, Clone, Copy)]
+enum Shaped {
+    Builtin(crate::request::mariadb::Shape),
+    File(GuardRef),
+}
+
+impl Shaped {
+    async fn answer(self, ctx: &mut Ctx) -> Answered {
+        match self {
+            Shaped::Builtin(shape) => shape(ctx).await,
+            Shaped::File(file) => guard_file::on_mariadb::answer(file, ctx).await,
+        }
+    }
 }
 
 impl MariadbRace {
@@ -81,13 +102,24 @@ impl MariadbRace {
             );
         }
         let store = settings.store.kind();
-        let shape = match (store, strategy.spec().on_mariadb) {
-            (StoreKind::Cache, _) => crate::strategy::cache_on_mariadb::shape,
-            (StoreKind::Table, OnMariadb::Runs(shape)) => shape,
-            (StoreKind::Table, OnMariadb::Refused(why)) => {
+        let file = settings.app().guard_file;
+        let shape = match (file, store, strategy.spec().on_mariadb) {
+            (Some(file), _, _) if file.engine != Dialect::Mariadb => bail!(
+                "{} is written for {}; a file for MariaDB says engine = \"mariadb\" and \
+                 MySQL's SQL",
+                file.name,
+                file.engine.server()
+            ),
+            (Some(file), _, _) => Shaped::File(file),
+            (None, StoreKind::Cache, _) => {
+                Shaped::Builtin(crate::strategy::cache_on_mariadb::shape)
+            }
+            (None, StoreKind::Table, OnMariadb::Runs(shape)) => Shaped::Builtin(shape),
+            (None, StoreKind::Table, OnMariadb::Refused(why)) => {
                 bail!("{} on MariaDB: {why}", strategy.spec().name)
             }
         };
+        let isolation = isolation.or(file.and_then(|f| f.isolation));
         let cache_isolation = (store == StoreKind::Cache)
             .then(|| isolation.unwrap_or(Engine::Mariadb.spec().default_isolation));
         let app = settings.app();
@@ -109,6 +141,7 @@ impl MariadbRace {
             read_back,
             store,
             cache_isolation,
+            strategy_file: file.map(|f| f.name.clone()),
             recovery_retries: settings.faults().recovery_retries(),
             shape,
             settings,
@@ -239,12 +272,22 @@ async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -
             .await?;
     }
     let app = race.settings.app();
-    let pool = db
-        .workers_pool(race.pool_size, app.pool.checkout_timeout())
-        .await?;
+    let checkout = app.pool.checkout_timeout();
+    let pool = match race.shape {
+        Shaped::File(file) => {
+            let stale_after = app.recovery.stale_after();
+            let limit = guard_file::step_limit(race.workers, app.work, stale_after);
+            db.guard_pool(race.pool_size, checkout, limit, &file.name)
+                .await?
+        }
+        Shaped::Builtin(_) => db.workers_pool(race.pool_size, checkout).await?,
+    };
     let mut opened = Vec::new();
     for _ in 0..race.pool_size {
         opened.push(pool.acquire().await?);
+    }
+    if let (Shaped::File(file), Some(conn)) = (race.shape, opened.first_mut()) {
+        guard_file::on_mariadb::verify(file, conn).await?;
     }
     // The runner keeps one; the rest go back to the pool, open.
     let runner = race.runner_holds_connection.then(|| opened.pop());
@@ -437,7 +480,7 @@ struct Shared {
     isolation: Option<crate::request::mariadb::Level>,
     own_level: crate::request::mariadb::Level,
     read_back: Option<ReadBack>,
-    shape: crate::request::mariadb::Shape,
+    shape: Shaped,
     stale_after: Duration,
     crash: Option<Arc<Crash>>,
 }
@@ -539,14 +582,14 @@ async fn one_request(
 /// The shape's answer; in the request's transaction when it runs in one,
 /// which a server error rolls back, as an app's transaction block does
 /// when a statement raises (a 1062 caught by the shape included).
-async fn answer(ctx: &mut Ctx, shape: crate::request::mariadb::Shape) -> Answered {
+async fn answer(ctx: &mut Ctx, shape: Shaped) -> Answered {
     let Some(level) = ctx.transaction else {
-        return shape(ctx).await;
+        return shape.answer(ctx).await;
     };
     if let Err(err) = ctx.begin(level).await {
         return ctx.failed(&err, "—", None);
     }
-    let answered = shape(ctx).await;
+    let answered = shape.answer(ctx).await;
     if ctx.error.is_none() && ctx.commit().await.is_ok() {
         ctx.note("committed");
         return answered;

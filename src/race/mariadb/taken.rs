@@ -27,6 +27,7 @@ const TAKES: &[&str] = &[
     "users",
     "fingerprint",
     "store",
+    "strategy_file",
 ];
 
 /// Refuses, naming it, any option a MariaDB race does not take yet.
@@ -102,7 +103,7 @@ pub(super) fn refuse_untaken(input: &RaceInput) -> Result<()> {
                 "--engine mariadb does not take --{} yet (it takes --workers, --key, --pool-size, \
                  --work-ms, --checkout-timeout-ms, --transaction, --isolation, --read-back, --crash, \
                  --recovery-retries, --stale-after-ms, --amounts, --lessons, --users, \
-                 --no-fingerprint, --store, --runs, --json)",
+                 --no-fingerprint, --store, --strategy-file, --runs, --json)",
                 name.replace('_', "-")
             );
         }

@@ -7,6 +7,25 @@ use crate::strategy::StrategyKind;
 use crate::strategy::transaction::{Isolation, Transaction};
 use serde::{Deserialize, Serialize};
 
+/// The server a file's SQL is written for: `engine = "mariadb"` in the
+/// file, PostgreSQL unless it says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dialect {
+    #[default]
+    Postgres,
+    Mariadb,
+}
+
+impl Dialect {
+    pub fn server(self) -> &'static str {
+        match self {
+            Dialect::Postgres => "PostgreSQL",
+            Dialect::Mariadb => "MariaDB",
+        }
+    }
+}
+
 /// The course's shapes a file can take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -152,6 +171,9 @@ pub struct Statement {
     pub sql: Sql,
     /// The parameter each `$n` stands for, in order.
     pub params: Vec<Param>,
+    /// In a file for MariaDB: the text with a `?` for each name, and what
+    /// each `?` stands for, in order (a name used twice is bound twice).
+    pub on_mariadb: Option<(&'static str, Vec<Param>)>,
     /// The file's line the statement begins on.
     pub line: usize,
 }
@@ -164,6 +186,8 @@ pub struct GuardFile {
     /// Its text, sent to an app replica, which reads it again.
     pub(super) source: String,
     pub(crate) shape: Shape,
+    /// The server its SQL is written for.
+    pub(crate) engine: Dialect,
     /// Whether a found key's stored fingerprint is compared with the
     /// request's (422 when they differ): `fingerprint = true`, or a
     /// fingerprint step of the file's own.

@@ -1,7 +1,8 @@
-//! Named parameters (`$key`, `$claim_id`) turned into PostgreSQL's `$1, $2`, each with its type.
+//! Named parameters (`$key`, `$claim_id`) turned into PostgreSQL's `$1, $2`, each with its type, or into MySQL's `?`.
 //!
 //! The scan knows enough SQL to leave alone what is not a parameter: text
-//! in quotes, dollar-quoted text (`$$...$$`, `$tag$...$tag$`) and comments.
+//! in quotes, dollar-quoted text (`$$...$$`, `$tag$...$tag$`) and comments;
+//! for MySQL, identifiers in backticks and `#` comments too.
 
 use tokio_postgres::types::Type;
 
@@ -113,9 +114,25 @@ pub struct Misnamed {
     pub message: String,
 }
 
+/// How a statement's positional parameters are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// PostgreSQL's `$1, $2`: the same name twice is the same `$n`.
+    Numbered,
+    /// MySQL's `?`: one per place, so a name used twice is bound twice.
+    Question,
+}
+
 /// `sql` with each `$name` replaced by `$n`; the same name twice is the
 /// same `$n`. A name must be one of `allowed`.
 pub fn positional(sql: &str, allowed: &[Param]) -> Result<Positional, Misnamed> {
+    written(sql, allowed, Style::Numbered)
+}
+
+/// `sql` with each `$name` replaced as `style` writes a parameter; the
+/// params list what each stands for, in order. A name must be one of
+/// `allowed`.
+pub fn written(sql: &str, allowed: &[Param], style: Style) -> Result<Positional, Misnamed> {
     let bytes = sql.as_bytes();
     let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
     let mut out = String::with_capacity(sql.len());
@@ -124,10 +141,14 @@ pub fn positional(sql: &str, allowed: &[Param]) -> Result<Positional, Misnamed> 
     while i < bytes.len() {
         let rest = &sql[i..];
         // Quoted text and comments pass through whole.
-        let skip = if rest.starts_with('\'') || rest.starts_with('"') {
+        let mysql = style == Style::Question;
+        let skip = if rest.starts_with('\'')
+            || rest.starts_with('"')
+            || (mysql && rest.starts_with('`'))
+        {
             let quote = &rest[..1];
             rest[1..].find(quote).map_or(rest.len(), |end| end + 2)
-        } else if rest.starts_with("--") {
+        } else if rest.starts_with("--") || (mysql && rest.starts_with('#')) {
             rest.find('\n').unwrap_or(rest.len())
         } else if rest.starts_with("/*") {
             rest.find("*/").map_or(rest.len(), |end| end + 2)
@@ -169,14 +190,22 @@ pub fn positional(sql: &str, allowed: &[Param]) -> Result<Positional, Misnamed> 
                         message: format!("${name} {why}; this step takes {}", names(allowed)),
                     });
                 };
-                let n = match params.iter().position(|p| *p == param) {
-                    Some(at) => at + 1,
-                    None => {
+                match style {
+                    Style::Question => {
                         params.push(param);
-                        params.len()
+                        out.push('?');
                     }
-                };
-                out.push_str(&format!("${n}"));
+                    Style::Numbered => {
+                        let n = match params.iter().position(|p| *p == param) {
+                            Some(at) => at + 1,
+                            None => {
+                                params.push(param);
+                                params.len()
+                            }
+                        };
+                        out.push_str(&format!("${n}"));
+                    }
+                }
                 i += 1 + name_len;
                 continue;
             }
@@ -233,6 +262,21 @@ mod tests {
             "SELECT '$key', \"$key\", $$ $key $$, $t$ $key $t$ -- $key\n /* $key */ $1"
         );
         assert_eq!(p.params, [Param::Key]);
+    }
+
+    #[test]
+    fn for_mysql_each_place_is_a_question_mark_and_backticks_are_left_alone() {
+        let p = written(
+            "SELECT `$key` FROM t WHERE k = $key AND w = $worker OR k = $key # $key",
+            ALL,
+            Style::Question,
+        )
+        .unwrap();
+        assert_eq!(
+            p.text,
+            "SELECT `$key` FROM t WHERE k = ? AND w = ? OR k = ? # $key"
+        );
+        assert_eq!(p.params, [Param::Key, Param::Worker, Param::Key]);
     }
 
     #[test]

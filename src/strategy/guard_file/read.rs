@@ -6,8 +6,8 @@ use anyhow::{Result, anyhow, bail};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::file::{GuardFile, Shape, Statement, StepName};
-use super::named::positional;
+use super::file::{Dialect, GuardFile, Shape, Statement, StepName};
+use super::named::{Style, positional, written};
 use crate::db::statements::Sql;
 use crate::files::{line_at, parse_toml};
 use crate::strategy::transaction::{Isolation, Transaction};
@@ -17,6 +17,8 @@ use crate::strategy::transaction::{Isolation, Transaction};
 #[serde(deny_unknown_fields)]
 struct Raw {
     shape: Shape,
+    #[serde(default)]
+    engine: Dialect,
     #[serde(default)]
     fingerprint: bool,
     transaction: Option<Transaction>,
@@ -28,6 +30,9 @@ struct Raw {
 /// What a file's `synchronous` may say: the workers' commits wait for the
 /// primary alone, or for a standby to apply them (lesson 10).
 pub const SYNCHRONOUS: [&str; 2] = ["off", "remote_apply"];
+
+/// The steps a file for MariaDB may not give yet.
+const NOT_ON_MARIADB: [StepName; 3] = [StepName::Release, StepName::Renew, StepName::Fingerprint];
 
 /// The statements a step may be: one that reads or writes rows.
 const KEYWORDS: [&str; 5] = ["select", "insert", "update", "delete", "with"];
@@ -50,7 +55,17 @@ pub fn parse(name: &str, text: &str) -> Result<GuardFile> {
                 known.join(", ")
             );
         };
-        statements.push(statement(name, text, step, sql)?);
+        if raw.engine == Dialect::Mariadb && NOT_ON_MARIADB.contains(&step) {
+            bail!(
+                "{name} line {line}: step {} is not run on MariaDB yet (failed work, the \
+                 heartbeat and a file's own fingerprint are PostgreSQL's so far)",
+                step.name()
+            );
+        }
+        statements.push(statement(name, text, step, sql, raw.engine)?);
+    }
+    if raw.engine == Dialect::Mariadb && raw.synchronous.is_some() {
+        bail!("{name}: synchronous waits for a PostgreSQL standby; MariaDB has none here");
     }
     if let Some(missing) = required.iter().find(|s| !raw.steps.contains_key(s.name())) {
         bail!(
@@ -76,6 +91,7 @@ pub fn parse(name: &str, text: &str) -> Result<GuardFile> {
         name: name.to_string(),
         source: text.to_string(),
         shape: raw.shape,
+        engine: raw.engine,
         fingerprint: raw.fingerprint || raw.steps.contains_key(StepName::Fingerprint.name()),
         transaction: raw.transaction,
         isolation: raw.isolation,
@@ -85,7 +101,13 @@ pub fn parse(name: &str, text: &str) -> Result<GuardFile> {
 }
 
 /// One step's statement, checked and given positional parameters.
-fn statement(name: &str, text: &str, step: StepName, sql: &Spanned<String>) -> Result<Statement> {
+fn statement(
+    name: &str,
+    text: &str,
+    step: StepName,
+    sql: &Spanned<String>,
+    engine: Dialect,
+) -> Result<Statement> {
     let start = content_start(text, sql.span().start);
     let body = sql.get_ref();
     let lead = body.len() - body.trim_start().len();
@@ -102,15 +124,23 @@ fn statement(name: &str, text: &str, step: StepName, sql: &Spanned<String>) -> R
             step.name()
         );
     }
-    let positional =
-        positional(body.trim_end().trim_end_matches(';'), step.params()).map_err(|e| {
-            anyhow!(
-                "{name} line {}: step {}: {}",
-                at(e.at),
-                step.name(),
-                e.message
-            )
-        })?;
+    let said = body.trim_end().trim_end_matches(';');
+    let misnamed = |e: super::named::Misnamed| {
+        anyhow!(
+            "{name} line {}: step {}: {}",
+            at(e.at),
+            step.name(),
+            e.message
+        )
+    };
+    let positional = positional(said, step.params()).map_err(misnamed)?;
+    let on_mariadb = match engine {
+        Dialect::Postgres => None,
+        Dialect::Mariadb => {
+            let q = written(said, step.params(), Style::Question).map_err(misnamed)?;
+            Some((&*Box::leak(q.text.into_boxed_str()), q.params))
+        }
+    };
     let types: Vec<_> = positional.params.iter().map(|p| p.ty()).collect();
     Ok(Statement {
         step,
@@ -120,6 +150,7 @@ fn statement(name: &str, text: &str, step: StepName, sql: &Spanned<String>) -> R
             Box::leak(types.into_boxed_slice()),
         ),
         params: positional.params,
+        on_mariadb,
         line,
     })
 }

@@ -1,0 +1,63 @@
+//! The user a guard file's statements run as on MariaDB: a login of the run's own that can read and write the run's tables and nothing else.
+//!
+//! A guard file is someone else's code. On MariaDB, as on PostgreSQL (see
+//! [`crate::db::guard_role`]), its statements go on connections that log
+//! in as a user made for the run, never as root:
+//! - `SELECT, INSERT, UPDATE, DELETE` on the run's database, and no other
+//!   right: no `FILE` (no `LOAD_FILE`, no `INTO OUTFILE`), no `SUPER`, no
+//!   `PROCESS`, no `CREATE`, nothing on `mysql` or any other database;
+//! - `MAX_STATEMENT_TIME`: a statement past the step limit is stopped by
+//!   the server itself (1969), and a guard file cannot send the `SET` that
+//!   would lift it (a step is one SELECT, INSERT, UPDATE, DELETE or WITH,
+//!   and a prepared statement is one statement);
+//! - `MAX_USER_CONNECTIONS`: the race's pool and no more;
+//! - a random password, never printed, for a login over the server's own
+//!   Unix socket.
+//!
+//! The user is made only on a server idem started: on a user's server,
+//! guard files do not run. It goes with the server when the run ends.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use sqlx::mysql::MySqlPool;
+
+use super::Mariadb;
+
+impl Mariadb {
+    /// A pool of `size` connections at most, each waiting at most
+    /// `checkout`, logged in as the run's guard user, whose statements the
+    /// server stops after `step_limit`; `name` is the guard file's, for a
+    /// message. Refused on a user's server.
+    pub async fn guard_pool(
+        &self,
+        size: usize,
+        checkout: Duration,
+        step_limit: Duration,
+        name: &str,
+    ) -> Result<MySqlPool> {
+        if self.user.is_some() {
+            bail!(
+                "{name} runs only on a MariaDB server idem started: idem cannot prove what its \
+                 statements touch on your server; drop --database-url"
+            );
+        }
+        let user = format!("{}_guard", self.database);
+        let password = uuid::Uuid::new_v4().simple().to_string();
+        let made = format!(
+            "CREATE OR REPLACE USER '{user}'@'localhost' IDENTIFIED BY '{password}' \
+             WITH MAX_USER_CONNECTIONS {connections} MAX_STATEMENT_TIME {seconds:.3}; \
+             GRANT SELECT, INSERT, UPDATE, DELETE ON `{db}`.* TO '{user}'@'localhost'",
+            connections = size + 1,
+            seconds = step_limit.as_secs_f64(),
+            db = self.database,
+        );
+        sqlx::raw_sql(&made)
+            .execute(&self.admin)
+            .await
+            .map_err(|e| anyhow::anyhow!("{}", super::said(&e)))
+            .with_context(|| format!("could not make the user {name} runs as"))?;
+        let as_guard = self.workers.clone().username(&user).password(&password);
+        Ok(self.pool_with(as_guard, size, checkout))
+    }
+}
