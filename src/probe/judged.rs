@@ -25,6 +25,15 @@ pub enum Judged {
 }
 
 impl Judged {
+    /// Every verdict, in the order a summary counts them.
+    pub const ALL: [Judged; 5] = [
+        Judged::Held,
+        Judged::Failed,
+        Judged::Unjudged,
+        Judged::Undecided,
+        Judged::NotApplicable,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Judged::Held => "held",

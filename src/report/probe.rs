@@ -391,28 +391,112 @@ pub fn render_plan(endpoints: &[crate::probe::judged::Endpoint]) -> String {
             rows.push(vec![e.name.clone(), c.case.clone(), verdict, c.saw.clone()]);
         }
     }
-    let count = |j: Judged| {
-        endpoints
-            .iter()
-            .flat_map(|e| &e.cases)
-            .filter(|c| c.judged == j)
-            .count()
-    };
+    format!(
+        "\n{}\n\n{}\n\n{}\n",
+        strong("the plan"),
+        super::table::render(&["endpoint", "case", "verdict", "saw"], rows, &[]),
+        plan_counts(endpoints),
+    )
+}
+
+/// "15 cases: 9 held, 5 failed, 0 not judged, 0 undecided, 1 n/a; 0 of
+/// 3 endpoints could not run": each verdict counted off the cases, every
+/// verdict there is (so the parts always make the whole), the whole
+/// counted apart and held to their sum.
+fn plan_counts(endpoints: &[crate::probe::judged::Endpoint]) -> String {
+    use crate::probe::judged::Judged;
+    let cases: Vec<Judged> = endpoints
+        .iter()
+        .flat_map(|e| e.cases.iter().map(|c| c.judged))
+        .collect();
+    let parts: Vec<(usize, Judged)> = Judged::ALL
+        .iter()
+        .map(|j| (cases.iter().filter(|c| *c == j).count(), *j))
+        .collect();
+    let summed: usize = parts.iter().map(|(n, _)| n).sum();
+    debug_assert_eq!(
+        summed,
+        cases.len(),
+        "a plan's verdicts do not make its cases"
+    );
+    let parts = parts
+        .iter()
+        .map(|(n, j)| format!("{n} {}", j.name()))
+        .collect::<Vec<_>>()
+        .join(", ");
     let unrun = endpoints
         .iter()
         .filter(|e| e.could_not_run.is_some())
         .count();
-    let cases: usize = endpoints.iter().map(|e| e.cases.len()).sum();
     format!(
-        "\n{}\n\n{}\n\n{cases} cases: {} held, {} failed, {} not judged, {} undecided, {} n/a; \
-         {unrun} of {} endpoints could not run\n",
-        strong("the plan"),
-        super::table::render(&["endpoint", "case", "verdict", "saw"], rows, &[]),
-        count(Judged::Held),
-        count(Judged::Failed),
-        count(Judged::Unjudged),
-        count(Judged::Undecided),
-        count(Judged::NotApplicable),
-        endpoints.len(),
+        "{} cases: {parts}; {unrun} of {} endpoints could not run",
+        cases.len(),
+        endpoints.len()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::judged::{Case, Endpoint, Judged};
+
+    /// The summary's sentence against the table above it: each count it
+    /// states is the number of rows with that verdict, and the cases and
+    /// endpoints it names are the table's.
+    #[test]
+    fn a_plan_s_summary_counts_what_its_table_shows() {
+        colored::control::set_override(false);
+        let verdicts = [
+            Judged::Held,
+            Judged::Held,
+            Judged::Failed,
+            Judged::Unjudged,
+            Judged::Undecided,
+            Judged::NotApplicable,
+            Judged::NotApplicable,
+        ];
+        let endpoints = vec![
+            Endpoint {
+                name: "award".into(),
+                cases: verdicts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, j)| Case::new(format!("case {i}"), *j, "saw"))
+                    .collect(),
+                could_not_run: None,
+            },
+            Endpoint {
+                name: "refund".into(),
+                cases: Vec::new(),
+                could_not_run: Some("the service never answered".into()),
+            },
+        ];
+        let text = render_plan(&endpoints);
+        let summary = text.lines().rev().find(|l| l.contains(" cases: ")).unwrap();
+        let cell = |verdict: &str| {
+            text.lines()
+                .filter(|l| l.split('│').nth(3).is_some_and(|c| c.trim() == verdict))
+                .count()
+        };
+        for j in verdicts {
+            assert!(
+                summary.contains(&format!("{} {}", cell(j.name()), j.name())),
+                "{} rows say {}: {summary}",
+                cell(j.name()),
+                j.name()
+            );
+        }
+        let cases = Judged::ALL.iter().map(|j| cell(j.name())).sum::<usize>();
+        assert!(
+            summary.starts_with(&format!("{cases} cases: ")),
+            "{summary}"
+        );
+        assert!(
+            summary.ends_with(&format!(
+                "{} of 2 endpoints could not run",
+                cell("could not run")
+            )),
+            "{summary}"
+        );
+    }
 }
