@@ -15,7 +15,8 @@ use crate::limits::Origin;
 use crate::probe::conformance::Check;
 use crate::race::fault::FaultPoint;
 use crate::race::options::RaceInput;
-use crate::race::{CrashPlan, Outcome, Race, RaceResult, xp_rows};
+use crate::race::told::{Counted, Fact, Told, Who, tell};
+use crate::race::{CrashPlan, Outcome, Race, RaceResult};
 use crate::strategy::{Strategy, StrategyKind};
 
 /// The stale-claim age the crash cases wait out before retrying: a guard that
@@ -74,27 +75,51 @@ pub fn cases(base: &RaceInput) -> [(RaceInput, Judge); 4] {
 
 /// The XP rows and every status, as the cases show what they saw.
 pub fn rows_and_statuses(r: &RaceResult) -> String {
-    format!("{}; {}", xp_rows(r.xp_rows), outcomes_said(r))
+    let mut told = Told::new();
+    tell!(told, "{}; ", Counted(Fact::XpRows(r.xp_rows), "XP row"));
+    told.append(outcomes_told(r));
+    told.finish(r)
+}
+
+/// "1 XP row, 1 service call", each a fact checked against the race.
+pub fn rows_and_calls(r: &RaceResult) -> String {
+    let mut told = Told::new();
+    tell!(
+        told,
+        "{}, {}",
+        Counted(Fact::XpRows(r.xp_rows), "XP row"),
+        Counted(Fact::ServiceCalls(r.service_calls), "service call")
+    );
+    told.finish(r)
 }
 
 /// Every outcome counted, and what the first request that failed with an
 /// error was told (a guard file's step that failed or ran past its limit,
-/// named by its line), so that "error 5" never stands alone.
-pub fn outcomes_said(r: &RaceResult) -> String {
-    let totals = crate::race::outcome_totals(&r.outcomes);
-    let failed = r
-        .reports
-        .iter()
-        .find(|w| w.outcome == crate::request::Outcome::Error);
-    // The server's own SQLSTATE beside its words, where it said one.
-    let code = |w: &crate::race::WorkerReport| match &w.error {
-        Some(e) => format!(" (SQLSTATE {}, {})", e.code, e.name),
-        None => String::new(),
-    };
-    match failed {
-        Some(w) => format!("{totals} (worker {}: {}{})", w.worker, w.did, code(w)),
-        None => totals,
+/// named by its line), so that "error 5" never stands alone: a narrative
+/// whose every count and worker is a fact.
+pub fn outcomes_told(r: &RaceResult) -> Told {
+    let mut told = Told::new();
+    let counted = Outcome::ALL.iter().filter(|o| r.count(**o) > 0);
+    for (i, o) in counted.enumerate() {
+        let sep = if i == 0 { "" } else { ", " };
+        tell!(
+            told,
+            "{sep}{} {}",
+            o.name(),
+            Fact::Answered(*o, r.count(*o))
+        );
     }
+    let failed = r.reports.iter().find(|w| w.outcome == Outcome::Error);
+    if let Some(w) = failed {
+        // The server's own SQLSTATE beside its words, where it said one.
+        let code = match &w.error {
+            Some(e) => format!(" (SQLSTATE {}, {})", e.code, e.name),
+            None => String::new(),
+        };
+        let worker = Fact::Worker(w.worker, Who::Ended(Outcome::Error));
+        tell!(told, " (worker {}: {}{})", worker, w.did.clone(), code);
+    }
+    told
 }
 
 fn five_workers(r: &RaceResult) -> Check {
@@ -127,16 +152,12 @@ pub fn fingerprint(r: &RaceResult) -> Check {
 }
 
 fn crash_after_claim(r: &RaceResult) -> Check {
-    let retry = r.reports.iter().find(|w| w.retry).map(|w| w.status);
+    let retry = r.reports.iter().find(|w| w.retry);
     Check::judged(
         "crash after claim",
         "after the stale-claim age, the retry answers 201 and there is exactly 1 XP row",
-        r.xp_rows == 1 && retry == Some(201),
-        format!(
-            "{}; the retry answered {}",
-            xp_rows(r.xp_rows),
-            retry.map_or("nothing".into(), |s| s.to_string())
-        ),
+        r.xp_rows == 1 && retry.is_some_and(|w| w.status == 201),
+        rows_and_retries(r),
     )
 }
 
@@ -146,6 +167,28 @@ fn two_takers(r: &RaceResult) -> Check {
         "stale claim, two takers",
         "two retries after the stale-claim age: still exactly 1 XP row, and one of them does the work",
         r.xp_rows == 1 && retries.iter().filter(|s| **s == 201).count() == 1,
-        format!("{}; the retries answered {retries:?}", xp_rows(r.xp_rows)),
+        rows_and_retries(r),
     )
+}
+
+/// "1 XP row; the retry (worker 6) answered 201 created", each retry
+/// named and its answer checked against its report.
+pub fn rows_and_retries(r: &RaceResult) -> String {
+    let mut told = Told::new();
+    tell!(told, "{}", Counted(Fact::XpRows(r.xp_rows), "XP row"));
+    let retries: Vec<_> = r.reports.iter().filter(|w| w.retry).collect();
+    if retries.is_empty() {
+        told.push("; no retry was sent");
+    }
+    for (i, w) in retries.iter().enumerate() {
+        let (lead, which) = match (i, retries.len()) {
+            (0, 1) => ("; ", "the retry, "),
+            (0, _) => ("; ", "the retries: "),
+            _ => (", ", ""),
+        };
+        let worker = Fact::Worker(w.worker, Who::Ended(w.outcome));
+        let answer = format!("{} {}", w.status, w.outcome.name());
+        tell!(told, "{lead}{which}worker {}, answered {}", worker, answer);
+    }
+    told.finish(r)
 }

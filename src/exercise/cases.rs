@@ -9,7 +9,8 @@ use crate::db::Database;
 use crate::limits::Origin;
 use crate::probe::conformance::Check;
 use crate::race::options::RaceInput;
-use crate::race::{Outcome, Race, RaceResult, WorkerReport, xp_rows};
+use crate::race::told::{Counted, Fact, Told, Who, tell};
+use crate::race::{Outcome, Race, RaceResult, WorkerReport};
 use crate::request::Step;
 
 /// One race a lesson's file is put through, and how its result is judged.
@@ -41,12 +42,18 @@ pub async fn races(db: &Database, cases: Vec<Case>) -> Result<Vec<Check>> {
     Ok(checks)
 }
 
-/// The service's calls, as a case shows them.
-fn calls(r: &RaceResult) -> String {
-    match r.service_calls {
-        1 => "1 service call".to_string(),
-        n => format!("{n} service calls"),
-    }
+/// "1 XP row, 1 service call; created 1, conflict 4": every figure a
+/// fact, checked against the race before it is shown.
+fn rows_calls_statuses(r: &RaceResult) -> String {
+    let mut told = Told::new();
+    tell!(
+        told,
+        "{}, {}; ",
+        Counted(Fact::XpRows(r.xp_rows), "XP row"),
+        Counted(Fact::ServiceCalls(r.service_calls), "service call")
+    );
+    told.append(crate::challenge::outcomes_told(r));
+    told.finish(r)
 }
 
 /// One XP row and one call, and no request answered with an error.
@@ -60,7 +67,7 @@ pub(super) fn one_call(r: &RaceResult) -> Check {
         "five at once",
         "1 XP row and 1 service call; the other four do no work and get no error",
         held_once(r),
-        format!("{}, {}; {}", xp_rows(r.xp_rows), calls(r), statuses(r)),
+        rows_calls_statuses(r),
     )
 }
 
@@ -70,7 +77,7 @@ pub(super) fn one_call_of_twenty(r: &RaceResult) -> Check {
         "twenty at once",
         "the same with twenty requests, each with a connection of its own",
         held_once(r),
-        format!("{}, {}; {}", xp_rows(r.xp_rows), calls(r), statuses(r)),
+        rows_calls_statuses(r),
     )
 }
 
@@ -80,7 +87,7 @@ pub(super) fn every_answer_201(r: &RaceResult) -> Check {
         "five in one transaction each",
         "1 XP row and 1 service call, and every request answered 201",
         r.xp_rows == 1 && r.service_calls == 1 && r.reports.iter().all(|w| w.status == 201),
-        format!("{}, {}; {}", xp_rows(r.xp_rows), calls(r), statuses(r)),
+        rows_calls_statuses(r),
     )
 }
 
@@ -92,13 +99,31 @@ pub(super) fn dropped_then_retried(r: &RaceResult) -> Check {
         "the app drops the request; its claim is renewed no more, and the client's retry \
          takes it once stale: 201, 1 XP row, nothing pending",
         retry == Some(201) && r.xp_rows == 1 && r.pending_key_rows == 0,
-        format!(
-            "{}, {} pending; the retry answered {}",
-            xp_rows(r.xp_rows),
-            r.pending_key_rows,
-            retry.map_or("nothing".into(), |s| s.to_string())
-        ),
+        {
+            let mut told = Told::new();
+            tell!(
+                told,
+                "{}, {} pending",
+                Counted(Fact::XpRows(r.xp_rows), "XP row"),
+                Fact::PendingKeyRows(r.pending_key_rows)
+            );
+            told.finish(r) + &retried(r)
+        },
     )
+}
+
+/// "; the retry, worker 6, answered 201 created", or that none came.
+fn retried(r: &RaceResult) -> String {
+    let mut told = Told::new();
+    match r.reports.iter().find(|w| w.retry) {
+        Some(w) => {
+            let worker = Fact::Worker(w.worker, Who::Ended(w.outcome));
+            let answer = format!("{} {}", w.status, w.outcome.name());
+            tell!(told, "; the retry, worker {}, answered {}", worker, answer);
+        }
+        None => told.push("; no retry came"),
+    }
+    told.finish(r)
 }
 
 pub(super) fn finished_then_replayed(r: &RaceResult) -> Check {
@@ -109,12 +134,16 @@ pub(super) fn finished_then_replayed(r: &RaceResult) -> Check {
         "the client hangs up while the work outlasts the stale-claim age, the app finishes \
          the request, and the retry replays it: 1 XP row, 1 service call",
         retry == Some(Outcome::Replayed) && r.xp_rows == 1 && r.service_calls == 1,
-        format!(
-            "{}, {}; the retry {}",
-            xp_rows(r.xp_rows),
-            calls(r),
-            retry.map_or("never came".into(), |o| format!("was {}", o.name()))
-        ),
+        {
+            let mut told = Told::new();
+            tell!(
+                told,
+                "{}, {}",
+                Counted(Fact::XpRows(r.xp_rows), "XP row"),
+                Counted(Fact::ServiceCalls(r.service_calls), "service call")
+            );
+            told.finish(r) + &retried(r)
+        },
     )
 }
 
@@ -177,9 +206,4 @@ fn hung_up(
         );
     }
     Check::judged(case, demands, passed, saw)
-}
-
-/// What the requests were answered, as the race's outcomes count them.
-fn statuses(r: &RaceResult) -> String {
-    crate::challenge::outcomes_said(r)
 }

@@ -8,10 +8,11 @@ use serde::Deserialize;
 use super::spec::Exercise;
 use crate::db::Database;
 use crate::probe::conformance::Check;
+use crate::race::Race;
 use crate::race::moves::{Move, joined};
 use crate::race::options::RaceInput;
 use crate::race::stepper::Controller;
-use crate::race::{Race, xp_rows};
+use crate::race::told::{Counted, Fact, Told, tell};
 use crate::strategy::StrategyKind;
 
 /// The most an orders file may hold.
@@ -102,12 +103,16 @@ async fn replayed(
             joined(order)
         ));
     }
-    Ok(Check::judged(
-        case,
-        demands,
-        r.xp_rows == want,
-        format!("{}: {}", joined(order), xp_rows(r.xp_rows)),
-    ))
+    Ok(Check::judged(case, demands, r.xp_rows == want, {
+        let mut told = Told::new();
+        tell!(
+            told,
+            "{}: {}",
+            joined(order),
+            Counted(Fact::XpRows(r.xp_rows), "XP row")
+        );
+        told.finish(&r)
+    }))
 }
 
 /// Lesson 1's exercise.

@@ -9,7 +9,8 @@ use crate::db::Database;
 use crate::limits::Origin;
 use crate::probe::conformance::Check;
 use crate::race::options::{Failover, RaceInput, ReadFrom, Synchronous};
-use crate::race::{Race, RaceResult, xp_rows};
+use crate::race::told::{Counted, Fact, Told, tell};
+use crate::race::{Race, RaceResult};
 
 /// How far behind the standby applies commits in the lagging case.
 const LAG_MS: u64 = 200;
@@ -73,20 +74,12 @@ async fn run(db: &Database, input: RaceInput) -> Result<RaceResult> {
     Race::prepare(db, settings).await?.run(1).await
 }
 
-/// `1 service call`, `2 service calls`.
-fn service_calls(n: u64) -> String {
-    match n {
-        1 => "1 service call".to_string(),
-        n => format!("{n} service calls"),
-    }
-}
-
 fn one_award(r: &RaceResult) -> Check {
     Check::judged(
         "a standby 200 ms behind",
         "five at once with a lagging standby beside the primary: 1 XP row, 1 service call",
         r.xp_rows == 1 && r.service_calls == 1,
-        format!("{}, {}", xp_rows(r.xp_rows), service_calls(r.service_calls)),
+        crate::challenge::rows_and_calls(r),
     )
 }
 
@@ -97,15 +90,18 @@ fn key_kept(r: &RaceResult) -> Check {
     let Some(f) = &r.failover else {
         return Check::not_applicable(CASE, DEMANDS, "no failover happened".to_string());
     };
-    let saw = format!(
+    let mut told = Told::new();
+    tell!(
+        told,
         "{} bytes of WAL lost at the cut; the key {}; {}",
-        f.wal_lost_bytes,
+        f.wal_lost_bytes.to_string(),
         match f.acknowledged_key_lost {
             true => "was gone on the new primary",
             false => "was there on the new primary",
         },
-        service_calls(r.service_calls)
+        Counted(Fact::ServiceCalls(r.service_calls), "service call")
     );
+    let saw = told.finish(r);
     let passed = !f.acknowledged_key_lost && r.service_calls == 1;
     let synchronous = r.standby.map_or(Synchronous::Off, |s| s.synchronous);
     if passed && f.untested(synchronous) {

@@ -11,7 +11,8 @@ use crate::db::Database;
 use crate::limits::Origin;
 use crate::probe::conformance::Check;
 use crate::race::options::RaceInput;
-use crate::race::{Outcome, Race, RaceResult, xp_rows};
+use crate::race::told::{Counted, Fact, Setting, Told, tell};
+use crate::race::{Outcome, Race, RaceResult};
 use crate::store::StoreKind;
 use crate::strategy::StrategyKind;
 
@@ -146,12 +147,15 @@ fn replayed(r: &RaceResult) -> bool {
 }
 
 fn saw(r: &RaceResult) -> String {
-    format!(
-        "{} other writes; {}; {}",
-        r.cache_pressure,
-        xp_rows(r.xp_rows),
-        crate::challenge::outcomes_said(r)
-    )
+    let mut told = Told::new();
+    tell!(
+        told,
+        "{} other writes; {}; ",
+        Fact::Setting(Setting::CachePressure, r.cache_pressure),
+        Counted(Fact::XpRows(r.xp_rows), "XP row")
+    );
+    told.append(crate::challenge::outcomes_told(r));
+    told.finish(r)
 }
 
 fn lesson_traffic(r: &RaceResult) -> Check {

@@ -17,6 +17,7 @@ mod settings;
 mod standby;
 pub mod stepper;
 pub mod stores;
+pub mod told;
 mod worker_report;
 
 /// The request contract, as the harness's users name it.

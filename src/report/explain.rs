@@ -2,8 +2,8 @@
 //! trace. Every figure it names is a [`Fact`], checked against the race
 //! before it is shown ([`super::told`]).
 
-use super::told::{Counted, Fact, Setting, Told, Who, tell};
 use crate::http::app::OnHangup;
+use crate::race::told::{Counted, Fact, Setting, Told, Who, tell};
 use crate::race::{Outcome, RaceResult, WorkerReport};
 use crate::request::fault::FaultPoint;
 use crate::store::StoreKind;
@@ -219,7 +219,7 @@ fn in_transaction(r: &RaceResult) -> Told {
             t,
             " {} ran a request's transaction again after a serialization failure; a retry that finds \
              the key replays it, but the work its first try did stays done.",
-            super::told::counted(u64::from(retried), "retry")
+            crate::race::told::counted(u64::from(retried), "retry")
         );
     }
     if r.reports.iter().any(|w| took(w, Step::Lock)) {

@@ -30,7 +30,6 @@ pub mod stores;
 pub mod style;
 pub mod table;
 pub mod timeline;
-pub mod told;
 pub mod trace_file;
 pub mod width;
 

@@ -9,7 +9,7 @@ use idem::race::CrashPlan;
 use idem::race::fault::FaultPoint;
 use idem::race::options::RaceInput;
 use idem::report::explain;
-use idem::report::told::{Fact, Who};
+use idem::race::told::{Fact, Who};
 use idem::strategy::StrategyKind;
 
 use crate::common::Built;

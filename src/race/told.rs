@@ -90,6 +90,8 @@ impl Setting {
 pub enum Fact {
     XpRows(u64),
     KeyRows(u64),
+    /// Of the key rows, the claims left pending.
+    PendingKeyRows(u64),
     ServiceCalls(u64),
     /// This many requests ended with this outcome.
     Answered(Outcome, u64),
@@ -110,6 +112,7 @@ impl Fact {
         match self {
             Fact::XpRows(n)
             | Fact::KeyRows(n)
+            | Fact::PendingKeyRows(n)
             | Fact::ServiceCalls(n)
             | Fact::Answered(_, n)
             | Fact::Setting(_, n)
@@ -123,6 +126,7 @@ impl Fact {
         let found = match self {
             Fact::XpRows(_) => r.xp_rows,
             Fact::KeyRows(_) => r.key_rows,
+            Fact::PendingKeyRows(_) => r.pending_key_rows,
             Fact::ServiceCalls(_) => r.service_calls,
             Fact::Answered(o, _) => r.count(o),
             Fact::Requests(_, who) => r.reports.iter().filter(|w| who.is(w)).count() as u64,
@@ -208,8 +212,8 @@ pub struct Told {
 /// Every argument is [`Stated`], so a bare number cannot slip in unchecked.
 macro_rules! tell {
     ($told:expr, $fmt:literal $(, $arg:expr)* $(,)?) => {{
-        let told: &mut $crate::report::told::Told = &mut $told;
-        let line = format!($fmt $(, $crate::report::told::Stated::state($arg, told))*);
+        let told: &mut $crate::race::told::Told = &mut $told;
+        let line = format!($fmt $(, $crate::race::told::Stated::state($arg, told))*);
         told.push(&line);
     }};
 }
