@@ -8,8 +8,8 @@ use idem::db::{ConnectOptions, Database};
 use idem::race::CrashPlan;
 use idem::race::fault::FaultPoint;
 use idem::race::options::RaceInput;
-use idem::report::explain;
 use idem::race::told::{Fact, Who};
+use idem::report::explain;
 use idem::strategy::StrategyKind;
 
 use crate::common::Built;
