@@ -247,6 +247,43 @@ pub struct Attempt {
     pub did: String,
 }
 
+impl KeysResult {
+    /// What its counts do not bear out, each read off its attempts a
+    /// second way: the requests sent, the distinct keys they carried, the
+    /// awards asked for, and the rows against the awards that got one.
+    pub fn disagreements(&self) -> Vec<String> {
+        let sent: Vec<&Attempt> = self
+            .attempts
+            .iter()
+            .filter(|a| a.status.is_some())
+            .collect();
+        let keys: std::collections::HashSet<&str> = sent.iter().map(|a| a.key.as_str()).collect();
+        let mut wrong = Vec::new();
+        let mut expect = |what: &str, said: u64, found: u64| {
+            if said != found {
+                wrong.push(format!("{what}: {said} said, {found} found"));
+            }
+        };
+        expect(
+            "requests sent",
+            self.attempts_sent as u64,
+            sent.len() as u64,
+        );
+        expect("keys used", self.keys_used as u64, keys.len() as u64);
+        expect(
+            "awards asked for",
+            self.expected_xp_rows,
+            (self.clients * self.intents) as u64,
+        );
+        expect(
+            "awards that got a row",
+            self.xp_rows.saturating_sub(self.duplicates),
+            self.expected_xp_rows.saturating_sub(self.merged_intents),
+        );
+        wrong
+    }
+}
+
 /// What a simulation left behind.
 #[derive(Debug, Clone, Serialize)]
 pub struct KeysResult {

@@ -19,6 +19,12 @@ pub async fn every_interleaving(db: &Database, file: &Path) -> Result<Check> {
     let settings = explore::settings(&input)?;
     let replay = explore::replay_for(&format!("--strategy-file {}", file.display()), &settings);
     let e = explore::explore(db, settings, &explore::Walking::steps(&replay), |_| {}).await?;
+    // Its counts are said only if they bear each other out, as the
+    // explorer's own verdict is.
+    let wrong = e.disagreements();
+    if !wrong.is_empty() {
+        anyhow::bail!("the exploration's counts disagree: {}", wrong.join("; "));
+    }
     let saw = match (&e.shortest, e.total) {
         (Some(schedule), _) => format!(
             "failed in {} of {}; the shortest: --schedule {} ({}); replay it with idem step",

@@ -9,6 +9,7 @@ use crate::challenge::rows_and_statuses;
 use crate::db::Database;
 use crate::limits::Origin;
 use crate::probe::conformance::Check;
+use crate::race::told::{Fact, Told, Who, tell};
 use crate::race::{Outcome, Race, RaceResult, WorkerReport};
 use crate::strategy::guard_file::{self, StepName};
 
@@ -103,30 +104,42 @@ fn told_apart(r: &RaceResult, asked: &Asked) -> Check {
     });
     let passed = r.xp_rows == 1 && winner.is_some() && wrong.is_none() && r.wrong_replays == 0;
     // Who won decides which requests were "other": the case names it.
-    let won = winner.map_or("no request won".to_string(), won);
-    let saw = match wrong {
-        Some(w) => format!("{}; {won}; {}", rows_and_statuses(r), told(w)),
-        None => format!("{}; {won}", rows_and_statuses(r)),
-    };
+    let mut said = Told::new();
+    match winner {
+        Some(w) => {
+            said.push("; ");
+            said.append(request(w, "won"));
+        }
+        None => said.push("; no request won"),
+    }
+    if let Some(w) = wrong {
+        said.push("; ");
+        said.append(request(w, "was told"));
+    }
+    let saw = format!("{}{}", rows_and_statuses(r), said.finish(r));
     Check::judged(asked.case, asked.demands, passed, saw)
 }
 
-/// "the request for 10 XP, lesson 1, user 42 won".
-fn won(w: &WorkerReport) -> String {
+/// "worker 3's request (10 XP, lesson 1, user 42) won", or "... was
+/// told 409": the worker a fact, its answer read off its report.
+fn request(w: &WorkerReport, did: &str) -> Told {
     let p = &w.params;
-    format!(
-        "the request for {} XP, lesson {}, user {} won",
-        p.amount, p.lesson, p.user_id
-    )
-}
-
-/// "the request for 20 XP, lesson 1, user 42 was told 409".
-fn told(w: &WorkerReport) -> String {
-    let p = &w.params;
-    format!(
-        "the request for {} XP, lesson {}, user {} was told {}",
-        p.amount, p.lesson, p.user_id, w.status
-    )
+    let mut told = Told::new();
+    let worker = Fact::Worker(w.worker, Who::Ended(w.outcome));
+    let answer = match did {
+        "won" => "won".to_string(),
+        _ => format!("{did} {}", w.status),
+    };
+    tell!(
+        told,
+        "worker {}'s request ({} XP, lesson {}, user {}) {}",
+        worker,
+        p.amount.to_string(),
+        p.lesson.to_string(),
+        p.user_id.to_string(),
+        answer
+    );
+    told
 }
 
 /// Lesson 4's exercise.

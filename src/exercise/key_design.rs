@@ -58,6 +58,14 @@ pub async fn judge(db: &Database, file: &Path) -> Result<Vec<Check>> {
 
 /// What a simulation left, in a few words.
 fn saw(r: &KeysResult) -> String {
+    let wrong = r.disagreements();
+    if !wrong.is_empty() {
+        let why = wrong.join("; ");
+        if cfg!(debug_assertions) {
+            panic!("a verdict's figures disagree with the simulation: {why}");
+        }
+        return format!("(idem left out what it saw: its figures disagreed: {why})");
+    }
     format!(
         "{} keys for {} requests; {} XP rows for {} awards, {} merged",
         r.keys_used, r.attempts_sent, r.xp_rows, r.expected_xp_rows, r.merged_intents

@@ -170,6 +170,39 @@ pub struct Exploration {
     pub shortest_race: Option<Ran>,
 }
 
+impl Exploration {
+    /// What the counts the verdict states do not bear out, each read off the
+    /// exploration a second way: every interleaving run held or failed, once;
+    /// every one left a number of XP rows; every failing one failed in some
+    /// way, and only those; a walk said to hold in all held in every one.
+    pub fn disagreements(&self) -> Vec<String> {
+        let e = self;
+        let mut wrong = Vec::new();
+        let mut expect = |what: &str, said: u64, found: u64| {
+            if said != found {
+                wrong.push(format!("{what}: {said} said, {found} found"));
+            }
+        };
+        expect("held and failing", e.held + e.failing, e.interleavings);
+        expect("XP rows counted", e.xp_rows.values().sum(), e.interleavings);
+        expect(
+            "failing in some way",
+            u64::from(e.failing > 0),
+            u64::from(!e.kinds.is_empty()),
+        );
+        if let (0, Some(total)) = (e.failing, e.total) {
+            expect("held in all", total, e.held);
+        }
+        if e.failing_on_steps_alone > e.failing {
+            wrong.push(format!(
+                "{} failing on steps alone, of {} failing",
+                e.failing_on_steps_alone, e.failing
+            ));
+        }
+        wrong
+    }
+}
+
 /// Explores `settings`'s race (a stepped race: two to five workers) under
 /// every interleaving, as `walking` says; `each` is told after every
 /// interleaving how many have run. When the first run shows a space

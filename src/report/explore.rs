@@ -53,7 +53,7 @@ pub fn render(e: &Exploration) -> String {
         }
     }
     out.push('\n');
-    let wrong = disagreements(e);
+    let wrong = e.disagreements();
     if wrong.is_empty() {
         let _ = writeln!(out, "{}", verdict(e));
     } else if cfg!(debug_assertions) {
@@ -72,36 +72,6 @@ pub fn render(e: &Exploration) -> String {
         );
     }
     out
-}
-
-/// What the counts the verdict states do not bear out, each read off the
-/// exploration a second way: every interleaving run held or failed, once;
-/// every one left a number of XP rows; every failing one failed in some
-/// way, and only those; a walk said to hold in all held in every one.
-fn disagreements(e: &Exploration) -> Vec<String> {
-    let mut wrong = Vec::new();
-    let mut expect = |what: &str, said: u64, found: u64| {
-        if said != found {
-            wrong.push(format!("{what}: {said} said, {found} found"));
-        }
-    };
-    expect("held and failing", e.held + e.failing, e.interleavings);
-    expect("XP rows counted", e.xp_rows.values().sum(), e.interleavings);
-    expect(
-        "failing in some way",
-        u64::from(e.failing > 0),
-        u64::from(!e.kinds.is_empty()),
-    );
-    if let (0, Some(total)) = (e.failing, e.total) {
-        expect("held in all", total, e.held);
-    }
-    if e.failing_on_steps_alone > e.failing {
-        wrong.push(format!(
-            "{} failing on steps alone, of {} failing",
-            e.failing_on_steps_alone, e.failing
-        ));
-    }
-    wrong
 }
 
 /// The moves besides steps the walk branched on, in words.
