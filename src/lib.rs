@@ -82,12 +82,13 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Lessons => dispatch(c::lesson::List, s).await,
         Command::Lesson(a) => {
             let how = (a.no_pause, a.no_ask, page);
-            lessons(&[a.number as u8], how, &a.connect, s).await
+            lessons(&[a.number as u8], how, (&a.engine, &a.connect), s).await
         }
         Command::Tour(a) => {
             let first = a.from.unwrap_or(1) as u8;
             let numbers: Vec<u8> = (first..=crate::lesson::LESSONS.len() as u8).collect();
-            lessons(&numbers, (a.no_pause, a.no_ask, page), &a.connect, s).await
+            let how = (a.no_pause, a.no_ask, page);
+            lessons(&numbers, how, (&a.engine, &a.connect), s).await
         }
         Command::Progress(a) => dispatch(c::progress::Shown { reset: a.reset }, s).await,
         Command::Exercise(a) => dispatch(c::exercise::plan(&a)?, s).await,
@@ -132,7 +133,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
 async fn lessons(
     numbers: &[u8],
     (no_pause, no_ask, page): (bool, bool, bool),
-    connect: &cli::connection::ConnectArgs,
+    (engine, connect): (&cli::teaching::EngineChoice, &cli::connection::ConnectArgs),
     s: &mut Signals,
 ) -> Result<()> {
     let how = commands::lesson::Telling {
@@ -140,7 +141,8 @@ async fn lessons(
         page,
         no_ask,
     };
-    dispatch(commands::lesson::plan(numbers, how, connect.options())?, s).await
+    let plan = commands::lesson::plan(numbers, how, engine.engines(), connect.options());
+    dispatch(plan.map_err(bad_input)?, s).await
 }
 
 /// A command line refused before anything ran: exit 2, as clap's own

@@ -10,6 +10,30 @@ use super::connection::{ConnectArgs, KeptSchemaArgs};
 use crate::keys::{CrashPoint, DEFAULT_CRASH_AT, KeyKind};
 use crate::limits::{self, duration};
 use crate::race::DEFAULT_KEY;
+use crate::race::engine::{Engine, Engines};
+
+/// Which engines' demonstrations run: `--engine` on `lesson`, `tour` and
+/// `scenario`.
+#[derive(Debug, Clone, Args)]
+pub struct EngineChoice {
+    /// Only the demonstrations on these engines: postgres, mariadb, or
+    /// both (postgres,mariadb) [default: every engine]. A scenario's
+    /// expected figures are its own engine's, so the others are left out.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "ENGINE"
+    )]
+    pub engine: Vec<Engine>,
+}
+
+impl EngineChoice {
+    pub fn engines(&self) -> Engines {
+        Engines::only(self.engine.clone())
+    }
+}
 
 #[derive(Debug, Args)]
 pub struct KeysArgs {
@@ -163,6 +187,9 @@ pub struct ScenarioArgs {
     pub command: ScenarioCommand,
 
     #[command(flatten)]
+    pub engine: EngineChoice,
+
+    #[command(flatten)]
     pub connect: ConnectArgs,
 }
 
@@ -197,6 +224,9 @@ pub struct LessonArgs {
     pub no_ask: bool,
 
     #[command(flatten)]
+    pub engine: EngineChoice,
+
+    #[command(flatten)]
     pub connect: ConnectArgs,
 }
 
@@ -214,6 +244,9 @@ pub struct TourArgs {
     /// Start the tour at lesson N, where you stopped.
     #[arg(long, value_name = "N", value_parser = limits::LESSON.parser())]
     pub from: Option<u64>,
+
+    #[command(flatten)]
+    pub engine: EngineChoice,
 
     #[command(flatten)]
     pub connect: ConnectArgs,

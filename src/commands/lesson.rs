@@ -14,6 +14,7 @@ use crate::lesson::{LESSONS, Lesson, View};
 use crate::matrix::Matrix;
 use crate::progress::Progress;
 use crate::race::RaceResult;
+use crate::race::engine::Engines;
 use crate::report::losers::LoserRow;
 use crate::report::runs::{RunsSummary, render_summary};
 use crate::report::style::{dim, good, strong};
@@ -95,6 +96,8 @@ pub struct Told {
     page: bool,
     /// Ask for predictions at a terminal (unless `--no-ask`).
     ask: bool,
+    /// The engines whose demonstrations run (`--engine`).
+    engines: Engines,
     db: ConnectOptions,
 }
 
@@ -106,16 +109,35 @@ pub struct Telling {
     pub no_ask: bool,
 }
 
-pub fn plan(numbers: &[u8], how: Telling, db: ConnectOptions) -> Result<Told> {
-    let lessons = numbers
+/// A lesson's demonstrations on the engines asked for (`--engine`); the
+/// screens are told whole.
+fn on_engines(n: u8, engines: &Engines) -> Result<Vec<Scenario>> {
+    let mut scenarios = builtin::for_lesson(n)?;
+    scenarios.retain(|s| engines.takes(s.engine));
+    Ok(scenarios)
+}
+
+pub fn plan(numbers: &[u8], how: Telling, engines: Engines, db: ConnectOptions) -> Result<Told> {
+    let lessons: Vec<(&'static Lesson, Vec<Scenario>)> = numbers
         .iter()
-        .map(|n| Ok((&LESSONS[usize::from(*n) - 1], builtin::for_lesson(*n)?)))
+        .map(|n| Ok((&LESSONS[usize::from(*n) - 1], on_engines(*n, &engines)?)))
         .collect::<Result<_>>()?;
+    if lessons.iter().all(|(_, scenarios)| scenarios.is_empty()) {
+        let which = match numbers {
+            [one] => format!("lesson {one}"),
+            _ => "these lessons".to_string(),
+        };
+        bail!(
+            "{which} has no demonstration on {}; without --engine, `idem lesson` runs each on its own engine",
+            engines.said()
+        );
+    }
     Ok(Told {
         lessons,
         no_pause: how.no_pause,
         page: how.page,
         ask: !how.no_ask,
+        engines,
         db,
     })
 }
@@ -135,7 +157,8 @@ impl Command for Told {
     async fn run(self, db: &Database, given: Given) -> Result<()> {
         // Never asked off a terminal, nor in a pager (the pager has the terminal).
         let ask = self.ask && !given.paged && std::io::stdin().is_terminal();
-        tell(&self.lessons, self.no_pause || given.paged, ask, db).await
+        let how = (self.no_pause || given.paged, ask);
+        tell(&self.lessons, how, &self.engines, db).await
     }
 }
 
@@ -147,8 +170,8 @@ pub fn name_of(s: &Scenario) -> &str {
 
 async fn tell(
     lessons: &[(&'static Lesson, Vec<Scenario>)],
-    no_pause: bool,
-    ask: bool,
+    (no_pause, ask): (bool, bool),
+    engines: &Engines,
     db: &Database,
 ) -> Result<()> {
     let pause = !no_pause && std::io::stdin().is_terminal();
@@ -158,36 +181,26 @@ async fn tell(
             strong(format!("Lesson {}: {}", lesson.number, lesson.title))
         ))?;
         // Ask before showing: the screens tell the answer.
-        let mut guesses = BTreeMap::new();
-        if ask {
-            let mut keys = Keyboard::open();
-            for p in &lesson.predictions {
-                if let Some(guess) = predict::ask(p, &mut keys).await? {
-                    guesses.insert(p.scenario.clone(), guess);
-                }
-            }
+        let guesses = match ask {
+            true => ask_predictions(lesson, scenarios).await?,
+            false => BTreeMap::new(),
+        };
+        screens(lesson, pause).await?;
+        if scenarios.is_empty() {
+            let none = format!(
+                "This lesson has no demonstration on {} (`idem lesson {}` runs its own).",
+                engines.said(),
+                lesson.number
+            );
+            emit(&format!("{}\n\n", dim(none)))?;
+        } else {
+            let running = format!(
+                "Running the lesson's demonstrations. {}",
+                look_at(&lesson.look_at)
+            );
+            pace(&format!("{}\n\n", dim(running)), pause).await?;
+            show_all(lesson, scenarios, (db, engines), (pause, &guesses)).await?;
         }
-        // A pause once a screen is full, not once a paragraph.
-        let mut shown = 0;
-        for screen in &lesson.screens {
-            let lines = report::width::fit(screen, report::width::width())
-                .lines()
-                .count()
-                + 1;
-            if shown > 0 && shown + lines > report::width::height().saturating_sub(4) {
-                wait(pause).await?;
-                shown = 0;
-            }
-            emit(&format!("{screen}\n\n"))?;
-            shown += lines;
-        }
-        wait(pause).await?;
-        let running = format!(
-            "Running the lesson's demonstrations. {}",
-            look_at(&lesson.look_at)
-        );
-        pace(&format!("{}\n\n", dim(running)), pause).await?;
-        show_all(lesson, scenarios, db, (pause, &guesses)).await?;
         emit(&format!(
             "{}\n{}\n",
             strong("Explore on your own:"),
@@ -227,6 +240,38 @@ async fn tell(
     emit(&format!("\n{}{exercise}{next}\n", strong(end)))
 }
 
+/// The learner's predictions of the figures this run will show.
+async fn ask_predictions(lesson: &Lesson, scenarios: &[Scenario]) -> Result<BTreeMap<String, u64>> {
+    let mut guesses = BTreeMap::new();
+    let mut keys = Keyboard::open();
+    let shown = |p: &&crate::lesson::Prediction| scenarios.iter().any(|s| name_of(s) == p.scenario);
+    for p in lesson.predictions.iter().filter(shown) {
+        if let Some(guess) = predict::ask(p, &mut keys).await? {
+            guesses.insert(p.scenario.clone(), guess);
+        }
+    }
+    Ok(guesses)
+}
+
+/// The lesson's screens, with a pause once the terminal is full, not once
+/// a paragraph, and one after the last.
+async fn screens(lesson: &Lesson, pause: bool) -> Result<()> {
+    let mut shown = 0;
+    for screen in &lesson.screens {
+        let lines = report::width::fit(screen, report::width::width())
+            .lines()
+            .count()
+            + 1;
+        if shown > 0 && shown + lines > report::width::height().saturating_sub(4) {
+            wait(pause).await?;
+            shown = 0;
+        }
+        emit(&format!("{screen}\n\n"))?;
+        shown += lines;
+    }
+    wait(pause).await
+}
+
 /// "Look at: x" as a sentence.
 fn look_at(text: &str) -> String {
     let mut text = format!("Look at {text}");
@@ -247,24 +292,22 @@ struct Ran {
 async fn show_all(
     lesson: &Lesson,
     scenarios: &[Scenario],
-    db: &Database,
+    (db, engines): (&Database, &Engines),
     (pause, guesses): (bool, &BTreeMap<String, u64>),
 ) -> Result<()> {
     let mut ran: BTreeMap<String, Ran> = BTreeMap::new();
     let mut beside: Option<RaceResult> = None;
     let mut losers: Vec<LoserRow> = Vec::new();
     let mut matrix: Vec<Vec<RaceResult>> = Vec::new();
-    for (i, show) in lesson.shows.iter().enumerate() {
-        let Some(scenario) = scenarios.iter().find(|s| name_of(s) == show.scenario) else {
-            bail!(
-                "lesson {} shows {:?}, which is not one of its scenarios",
-                lesson.number,
-                show.scenario
-            );
-        };
+    let shows = shown_on(lesson, scenarios)?;
+    for (i, show) in shows.iter().enumerate() {
+        let scenario = scenarios
+            .iter()
+            .find(|s| name_of(s) == show.scenario)
+            .expect("shown_on keeps the shows of these scenarios");
         // A row of the matrix is one line, with a pause before the first only.
         let row = show.view == View::Matrix;
-        let first_row = row && (i == 0 || lesson.shows[i - 1].view != View::Matrix);
+        let first_row = row && (i == 0 || shows[i - 1].view != View::Matrix);
         if !ran.contains_key(&show.scenario) {
             // Between demonstrations as between screens: one at a time.
             if !ran.is_empty() && (!row || first_row) {
@@ -273,7 +316,9 @@ async fn show_all(
             if !row {
                 pace(&format!("{}\n", scenario.explain.trim()), pause).await?;
             }
-            let verdict = scenario::run(db, scenario).await?;
+            let verdict = scenario::run(db, scenario)
+                .await
+                .map_err(|e| unless_left_out(e, scenario, engines))?;
             // The audit reads what the race left, before anything else runs.
             let audit = match lesson
                 .shows
@@ -300,12 +345,10 @@ async fn show_all(
         let Ran { verdict, audit } = &ran[&show.scenario];
         // The verdict on a prediction comes under the figures it is about,
         // once (a scenario may be shown twice), and waits to be read.
-        let last_view = !lesson.shows[i + 1..]
-            .iter()
-            .any(|s| s.scenario == show.scenario);
+        let last_view = !shows[i + 1..].iter().any(|s| s.scenario == show.scenario);
         if row {
             matrix.push(verdict.results.clone());
-            if !lesson.shows[i + 1..].iter().any(|s| s.view == View::Matrix)
+            if !shows[i + 1..].iter().any(|s| s.view == View::Matrix)
                 && let Some(matrix) = Matrix::of(&matrix)
             {
                 pace(&format!("\n{}\n", report::matrix::render(&matrix)), pause).await?;
@@ -315,7 +358,7 @@ async fn show_all(
             }
             continue;
         }
-        let more_losers = lesson.shows[i + 1..].iter().any(|s| s.view == View::Losers);
+        let more_losers = shows[i + 1..].iter().any(|s| s.view == View::Losers);
         let text = show_view(
             show.view,
             verdict,
@@ -330,6 +373,45 @@ async fn show_all(
         }
     }
     Ok(())
+}
+
+/// The lesson's `Shows:` of `scenarios` (those on the engines asked for),
+/// in order; a show of no built-in scenario at all is a lesson's mistake.
+fn shown_on<'a>(
+    lesson: &'a Lesson,
+    scenarios: &[Scenario],
+) -> Result<Vec<&'a crate::lesson::Show>> {
+    let every = builtin::for_lesson(lesson.number)?;
+    let mut shows = Vec::new();
+    for show in &lesson.shows {
+        if scenarios.iter().any(|s| name_of(s) == show.scenario) {
+            shows.push(show);
+        } else if !every.iter().any(|s| name_of(s) == show.scenario) {
+            bail!(
+                "lesson {} shows {:?}, which is not one of its scenarios",
+                lesson.number,
+                show.scenario
+            );
+        }
+    }
+    Ok(shows)
+}
+
+/// A demonstration on MariaDB that could not start its server says how to
+/// leave MariaDB's demonstrations out, unless the learner asked for them.
+pub fn unless_left_out(
+    err: anyhow::Error,
+    scenario: &Scenario,
+    engines: &Engines,
+) -> anyhow::Error {
+    use crate::race::engine::Engine;
+    if scenario.engine == Engine::Postgres || engines.chosen() {
+        return err;
+    }
+    anyhow::anyhow!(
+        "{err:#} (or leave the demonstrations on {} out: --engine postgres)",
+        scenario.engine.spec().server
+    )
 }
 
 /// One demonstration shown as the lesson's view asks; side-by-side and

@@ -56,3 +56,56 @@ impl Engine {
             .expect("every engine has a row in ENGINES")
     }
 }
+
+/// The engines whose demonstrations a lesson or a scenario run shows
+/// (`--engine`): every engine unless some are named.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Engines {
+    /// The engines named; none names them all.
+    named: Vec<Engine>,
+}
+
+impl Engines {
+    pub fn only(named: Vec<Engine>) -> Self {
+        Engines { named }
+    }
+
+    /// Whether a demonstration on `engine` runs.
+    pub fn takes(&self, engine: Engine) -> bool {
+        self.named.is_empty() || self.named.contains(&engine)
+    }
+
+    /// Whether the learner chose the engines (`--engine` given).
+    pub fn chosen(&self) -> bool {
+        !self.named.is_empty()
+    }
+
+    /// The engines named, as a sentence names them ("MariaDB"), or "every
+    /// engine".
+    pub fn said(&self) -> String {
+        match self.named.as_slice() {
+            [] => "every engine".to_string(),
+            named => named
+                .iter()
+                .map(|e| e.spec().server)
+                .collect::<Vec<_>>()
+                .join(" and "),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_engine_named_takes_every_engine_and_one_named_takes_only_it() {
+        for spec in ENGINES {
+            assert!(Engines::default().takes(spec.engine));
+        }
+        let mariadb = Engines::only(vec![Engine::Mariadb]);
+        assert!(mariadb.takes(Engine::Mariadb) && !mariadb.takes(Engine::Postgres));
+        assert_eq!(mariadb.said(), "MariaDB");
+        assert!(!Engines::default().chosen() && mariadb.chosen());
+    }
+}

@@ -15,6 +15,7 @@ mod cluster;
 mod common;
 mod docs;
 mod engines;
+mod engines_chosen;
 mod engines_guard_files;
 mod engines_stepped;
 mod engines_user_server;
