@@ -262,6 +262,12 @@ pub struct ExerciseArgs {
     #[arg(long)]
     pub solution: bool,
 
+    /// The engine the file is written for: PostgreSQL, or MariaDB
+    /// (InnoDB) where the exercise has a file for it (`idem check` then
+    /// races it there).
+    #[arg(long, value_enum, default_value_t = Engine::Postgres)]
+    pub engine: Engine,
+
     /// The folder to write into (the current one unless given).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<std::path::PathBuf>,

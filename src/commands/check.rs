@@ -89,6 +89,16 @@ pub fn plan(args: &CheckArgs) -> Result<Planned> {
         );
     }
     exercise::read(n, &file)?;
+    // A guard file for MariaDB is judged there only by an exercise that
+    // has cases on MariaDB.
+    let for_mariadb = crate::strategy::guard_file::load(&file)
+        .is_ok_and(|g| g.engine == crate::strategy::guard_file::Dialect::Mariadb);
+    if for_mariadb && exercise.mariadb.is_none() {
+        bail!(
+            "{} is written for MariaDB, and exercise {n}'s cases race on PostgreSQL only so far",
+            file.display()
+        );
+    }
     Ok(Planned::File(Box::new(CheckFile {
         exercise,
         file,

@@ -8,12 +8,15 @@ use super::command::{Command, Given, Needs, Nothing};
 use crate::cli::teaching::ExerciseArgs;
 use crate::exercise::{Exercise, for_lesson, none_for};
 use crate::progress::Progress;
+use crate::race::engine::Engine;
 use crate::report::{emit, exercise as said};
 
 /// The file to write, and where.
 pub struct Write {
     exercise: &'static Exercise,
     solution: bool,
+    /// How to see it, the start and the answer, on the engine asked for.
+    files: (&'static str, &'static str, &'static str),
     dir: PathBuf,
 }
 
@@ -37,9 +40,17 @@ fn solution_earned(e: &Exercise) -> Result<()> {
 pub fn plan(args: &ExerciseArgs) -> Result<Write> {
     let n = args.number as u8;
     let exercise = for_lesson(n).ok_or_else(|| anyhow!(none_for(n)))?;
+    let files = match (args.engine, exercise.mariadb) {
+        (Engine::Postgres, _) => (exercise.try_it, exercise.start, exercise.solution),
+        (Engine::Mariadb, Some(on)) => (on.try_it, on.start, on.solution),
+        (Engine::Mariadb, None) => bail!(
+            "exercise {n} has no file for MariaDB yet: its cases race on PostgreSQL (leave out --engine)"
+        ),
+    };
     Ok(Write {
         exercise,
         solution: args.solution,
+        files,
         dir: args.dir.clone().unwrap_or_else(|| PathBuf::from(".")),
     })
 }
@@ -57,8 +68,8 @@ impl Command for Write {
             solution_earned(e)?;
         }
         let (name, text) = match self.solution {
-            true => (e.solution_file(), e.solution),
-            false => (e.file.to_string(), e.start),
+            true => (e.solution_file(), self.files.2),
+            false => (e.file.to_string(), self.files.1),
         };
         let path = match self.dir.as_os_str() == "." {
             true => PathBuf::from(&name),
@@ -76,7 +87,7 @@ impl Command for Write {
         }
         emit(&match self.solution {
             true => said::solution_written(e, &path),
-            false => said::written(e, &path),
+            false => said::written(e, &path, self.files.0),
         })
     }
 }

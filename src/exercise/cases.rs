@@ -157,18 +157,28 @@ pub(super) fn raced(
     passed: bool,
     saw: String,
 ) -> Check {
-    let first_work_end = r
-        .reports
+    let requests = r.reports.iter().filter(|w| !w.retry).map(|w| &w.steps[..]);
+    held_in_a_race(requests.collect(), (case, demands), passed, saw)
+}
+
+/// A pass counts only if the requests (each its steps) raced: every one
+/// began before the first work ended. Otherwise the case is not judged.
+pub(super) fn held_in_a_race(
+    requests: Vec<&[crate::request::StepEvent]>,
+    (case, demands): (&'static str, &'static str),
+    passed: bool,
+    saw: String,
+) -> Check {
+    let first_work_end = requests
         .iter()
-        .flat_map(|w| w.steps.iter())
+        .flat_map(|steps| steps.iter())
         .filter(|e| e.step == Step::Work)
         .map(|e| e.end_ms)
         .fold(f64::INFINITY, f64::min);
-    let requests: Vec<_> = r.reports.iter().filter(|w| !w.retry).collect();
     let met = requests
         .iter()
-        .filter(|w| {
-            w.steps
+        .filter(|steps| {
+            steps
                 .iter()
                 .find(|e| e.step != Step::Checkout)
                 .is_none_or(|e| e.start_ms < first_work_end)

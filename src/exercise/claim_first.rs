@@ -8,10 +8,15 @@ use super::cases::{base, one_call, one_call_of_twenty, races};
 use super::spec::Exercise;
 use crate::db::Database;
 use crate::probe::conformance::Check;
+use crate::strategy::guard_file::Dialect;
 
 /// Five at once, twenty at once (each with a connection of its own), then
-/// every order of two requests' steps.
+/// every order of two requests' steps: on the engine the file is written
+/// for.
 pub async fn judge(db: &Database, file: &Path) -> Result<Vec<Check>> {
+    if crate::strategy::guard_file::load(file)?.engine == Dialect::Mariadb {
+        return super::on_mariadb::claim_first(db.mariadb().await?, file).await;
+    }
     let base = base(file);
     let twenty = base.clone().with(|r| {
         r.shape.workers = Some(20);
@@ -36,7 +41,8 @@ pub const EXERCISE: Exercise = Exercise {
          be written before the work instead of after it?",
         "Change the shape to claim-work-complete. Its claim is an INSERT of the key as \
          'pending' that returns the row's id (RETURNING id) when it gets in, and nothing \
-         when the key is already there (ON CONFLICT (key) DO NOTHING).",
+         when the key is already there (ON CONFLICT (key) DO NOTHING on PostgreSQL, \
+         INSERT IGNORE on MariaDB).",
         "The unique index on idempotency_keys.key decides at the claim, before any work: \
          one INSERT gets in, the others get no row back, read the claim (replay) and \
          answer 409 or the stored response.",
@@ -46,4 +52,9 @@ pub const EXERCISE: Exercise = Exercise {
           exactly one of them ever reaches the work.",
     read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
+    mariadb: Some(&super::spec::Starter {
+        try_it: "idem race --engine mariadb --strategy-file {file} --pool-size 6",
+        start: include_str!("../../exercises/mariadb/2-claim-first.toml"),
+        solution: include_str!("../../exercises/solutions/mariadb/2-claim-first.toml"),
+    }),
 };

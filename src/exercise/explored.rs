@@ -19,6 +19,11 @@ pub async fn every_interleaving(db: &Database, file: &Path) -> Result<Check> {
     let settings = explore::settings(&input)?;
     let replay = explore::replay_for(&format!("--strategy-file {}", file.display()), &settings);
     let e = explore::explore(db, settings, &explore::Walking::steps(&replay), |_| {}).await?;
+    judged(&e)
+}
+
+/// The case's verdict on an exploration of a guard file, on any engine.
+pub fn judged(e: &explore::Exploration) -> Result<Check> {
     // Its counts are said only if they bear each other out, as the
     // explorer's own verdict is.
     let wrong = e.disagreements();

@@ -124,4 +124,5 @@ pub const EXERCISE: Exercise = Exercise {
           award. Fewer fields merge awards; a random part forgets retries.",
     read: |path| crate::keys::KeyTemplate::load(path).map(drop),
     judge: |db, path| Box::pin(judge(db, path)),
+    mariadb: None,
 };

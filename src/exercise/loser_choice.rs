@@ -147,4 +147,5 @@ pub const EXERCISE: Exercise = Exercise {
           gives up with 409 anyway.",
     read: |path| LoserChoice::load(path).map(drop),
     judge: |db, path| Box::pin(judge(db, path)),
+    mariadb: None,
 };

@@ -13,6 +13,7 @@ pub mod fingerprint;
 pub mod heartbeat;
 pub mod key_design;
 pub mod loser_choice;
+pub mod on_mariadb;
 pub mod one_call;
 pub mod owner;
 pub mod scheduler;
@@ -27,7 +28,7 @@ use anyhow::Result;
 
 use crate::db::Database;
 use crate::probe::conformance::Check;
-pub use spec::Exercise;
+pub use spec::{Exercise, Starter};
 
 /// Every exercise, in the order of the lessons: adding one is its file
 /// (its [`Exercise`]: texts, reader and cases) and one line here.

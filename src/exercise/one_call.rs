@@ -37,4 +37,5 @@ pub const EXERCISE: Exercise = Exercise {
           find after it see the stored key, where a snapshot taken at the lock would not.",
     read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
+    mariadb: None,
 };

@@ -33,6 +33,20 @@ pub struct Exercise {
     pub(crate) read: fn(&Path) -> Result<()>,
     /// Races the file through the lesson's cases.
     pub(crate) judge: for<'a> fn(&'a Database, &'a Path) -> Judging<'a>,
+    /// The same exercise on MariaDB (InnoDB), where it has one: the judge
+    /// races a file that says `engine = "mariadb"` there.
+    pub mariadb: Option<&'static Starter>,
+}
+
+/// An exercise's files on another engine.
+#[derive(Debug)]
+pub struct Starter {
+    /// How to see what the file does there, `{file}` standing for its path.
+    pub try_it: &'static str,
+    /// The file to start from, with the lesson's flaw in it.
+    pub start: &'static str,
+    /// A reference answer.
+    pub solution: &'static str,
 }
 
 /// What an exercise's judge returns: its cases' verdicts, once raced.

@@ -142,4 +142,5 @@ pub const EXERCISE: Exercise = Exercise {
           every 201 a promise the standby keeps, for a round trip per commit.",
     read: |path| StandbyGuard::load(path).map(drop),
     judge: |db, path| Box::pin(judge(db, path)),
+    mariadb: None,
 };

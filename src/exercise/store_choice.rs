@@ -199,4 +199,5 @@ pub const EXERCISE: Exercise = Exercise {
           table keeps a claim until a reaper deletes it, after a retention you chose.",
     read: |path| StoreChoice::load(path).map(drop),
     judge: |db, path| Box::pin(judge(db, path)),
+    mariadb: None,
 };

@@ -141,6 +141,26 @@ impl Fact {
         };
         (found != self.value()).then(|| format!("the race shows {found}"))
     }
+
+    /// The same against a race on another engine (MariaDB), whose
+    /// figures are its rows, its calls and its requests' outcomes; a fact
+    /// of anything else cannot be borne out there.
+    fn against_engine(self, r: &crate::race::mariadb::EngineResult) -> Option<String> {
+        let found = match self {
+            Fact::XpRows(_) => r.xp_rows,
+            Fact::KeyRows(_) => r.key_rows,
+            Fact::PendingKeyRows(_) => r.pending_key_rows,
+            Fact::ServiceCalls(_) => r.service_calls,
+            Fact::Answered(o, _) => r.reports.iter().filter(|w| w.outcome == o).count() as u64,
+            Fact::Share(n) => n,
+            Fact::Worker(n, Who::Ended(o)) => {
+                let ended = r.reports.iter().any(|w| w.worker == n && w.outcome == o);
+                return (!ended).then(|| format!("no worker {n} ended {o:?}"));
+            }
+            other => return Some(format!("{other:?} is not a figure of a race on MariaDB")),
+        };
+        (found != self.value()).then(|| format!("the race shows {found}"))
+    }
 }
 
 impl fmt::Display for Fact {
@@ -251,6 +271,21 @@ impl Told {
     /// The narrative, once every fact in it is checked against `r`.
     pub fn finish(self, r: &RaceResult) -> String {
         let wrong = self.disagreements(r);
+        self.checked(wrong)
+    }
+
+    /// The same for a race on another engine (MariaDB).
+    pub fn finish_on_engine(self, r: &crate::race::mariadb::EngineResult) -> String {
+        let wrong: Vec<String> = self
+            .facts
+            .iter()
+            .filter_map(|f| f.against_engine(r).map(|found| format!("{f:?}: {found}")))
+            .collect();
+        self.checked(wrong)
+    }
+
+    /// The narrative if nothing in it was wrong.
+    fn checked(self, wrong: Vec<String>) -> String {
         if wrong.is_empty() {
             return self.text;
         }

@@ -18,11 +18,11 @@ fn paragraph(text: &str, indent: &str) -> String {
 }
 
 /// The exercise's file is written: what to do with it next.
-pub fn written(e: &Exercise, path: &Path) -> String {
+pub fn written(e: &Exercise, path: &Path, try_it: &str) -> String {
     let path = path.display();
     // Each command broken before a flag with ` \`, so that it pastes whole
     // from a screen of any width.
-    let try_it = e.try_it.replace("{file}", &path.to_string());
+    let try_it = try_it.replace("{file}", &path.to_string());
     format!(
         "{} {path}\n\n{}\n{}\n{}\n{}\n  idem check {} {path}\n  idem hint {}\n",
         strong("wrote"),

@@ -113,3 +113,56 @@ fn scenario_list_names_each_engines_own_scenarios() {
     let every = std::fs::read_dir("scenarios").unwrap().count();
     assert_eq!(postgres.len() + mariadb.len(), every);
 }
+
+/// Exercise 2 has a file for MariaDB: written with `--engine mariadb`, its
+/// race shown with `--engine mariadb`, judged there by `idem check` (it
+/// fails as given); an exercise with no cases on MariaDB refuses such a
+/// file, and one with no file for MariaDB is not written for it.
+#[test]
+fn exercise_two_is_written_for_mariadb_and_judged_there() {
+    let sandbox = Sandbox::new("engines-exercise");
+    let out = sandbox
+        .idem()
+        .current_dir(&sandbox.dir)
+        .args(["exercise", "2", "--engine", "mariadb"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("idem race --engine mariadb"), "{said}");
+    let file = sandbox.dir.join("2-claim-first.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("engine = \"mariadb\""));
+
+    let checked = sandbox
+        .idem()
+        .current_dir(&sandbox.dir)
+        .args(["check", "2", "2-claim-first.toml", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(checked.status.code(), Some(1));
+    let cases: Vec<serde_json::Value> = String::from_utf8_lossy(&checked.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|v: &serde_json::Value| v.get("case").is_some())
+        .collect();
+    assert_eq!(cases.len(), 3, "{cases:?}");
+    assert!(cases.iter().all(|c| c["mark"] == "fail"), "{cases:?}");
+    // The exploration is no race: its count is the same every time.
+    let walked = cases[2]["saw"].as_str().unwrap();
+    assert!(walked.starts_with("failed in 60 of 70"), "{walked}");
+
+    let err = refused_in_one_line(sandbox.idem().current_dir(&sandbox.dir).args([
+        "check",
+        "7",
+        "2-claim-first.toml",
+    ]));
+    assert!(err.contains("written for MariaDB"), "{err}");
+    let err = refused_in_one_line_with(
+        sandbox
+            .idem()
+            .args(["exercise", "3", "--engine", "mariadb"]),
+        1,
+    );
+    assert!(err.contains("no file for MariaDB"), "{err}");
+}

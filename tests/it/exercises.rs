@@ -10,17 +10,34 @@ use idem::race::options::RaceInput;
 use crate::common::races::race;
 use crate::common::{Sandbox, refused_in_one_line};
 
+/// Every exercise's files, on each engine it has them for: (the exercise,
+/// its start, its answer).
+fn starters() -> Vec<(
+    &'static idem::exercise::Exercise,
+    &'static str,
+    &'static str,
+)> {
+    let on_postgres = EXERCISES.iter().map(|e| (e, e.start, e.solution));
+    let on_mariadb = EXERCISES
+        .iter()
+        .filter_map(|e| e.mariadb.map(|m| (e, m.start, m.solution)));
+    on_postgres.chain(on_mariadb).collect()
+}
+
 /// Every exercise's file fails at least one of its lesson's cases, and its
-/// reference answer passes them all, on the real database.
+/// reference answer passes them all, on the real database (PostgreSQL's,
+/// and MariaDB's for the exercises written for it too).
 #[tokio::test]
 async fn every_exercise_fails_as_given_and_its_solution_passes() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     let dir = Sandbox::new("exercise-files");
-    for e in EXERCISES {
+    let mut on_mariadb = 0;
+    for (e, given, answer) in starters() {
+        on_mariadb += usize::from(given.contains("engine = \"mariadb\""));
         let start = dir.dir.join(e.file);
         let solution = dir.dir.join(e.solution_file());
-        std::fs::write(&start, e.start).unwrap();
-        std::fs::write(&solution, e.solution).unwrap();
+        std::fs::write(&start, given).unwrap();
+        std::fs::write(&solution, answer).unwrap();
         let given = judge(&db, e.lesson, &start).await.unwrap();
         assert!(!given.is_empty(), "lesson {} has no cases", e.lesson);
         assert!(
@@ -36,6 +53,7 @@ async fn every_exercise_fails_as_given_and_its_solution_passes() {
         );
     }
     db.close().await.unwrap();
+    assert!(on_mariadb >= 1, "no exercise was judged on MariaDB");
 }
 
 /// Exercise 1 is played on the real database: each order replayed step
@@ -143,6 +161,7 @@ const ONE_TOKEN: &[(&str, &[&str])] = &[
     ),
     ("shape", &["\"find-then-store\"", "\"claim-work-complete\""]),
     ("fingerprint", &["true", "false"]),
+    ("engine", &["\"postgres\"", "\"mariadb\""]),
 ];
 
 /// Every starter whose file changed in one token: each value of a line's
@@ -204,9 +223,9 @@ async fn no_starter_passes_with_one_token_changed() {
     let dir = Sandbox::new("exercise-one-token");
     let mut tried = 0;
     let mut passed = Vec::new();
-    for e in EXERCISES {
-        for (n, text) in one_token_changes(e.start).into_iter().enumerate() {
-            let file = dir.dir.join(format!("{}-{n}.toml", e.lesson));
+    for (i, (e, start, _)) in starters().into_iter().enumerate() {
+        for (n, text) in one_token_changes(start).into_iter().enumerate() {
+            let file = dir.dir.join(format!("{}-{i}-{n}.toml", e.lesson));
             std::fs::write(&file, &text).unwrap();
             tried += 1;
             let Ok(checks) = judge(&db, e.lesson, &file).await else {
