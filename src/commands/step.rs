@@ -39,6 +39,8 @@ pub struct OnMariadb {
     race: MariadbRace,
     sql: bool,
     out: Output,
+    /// `--goal`: the XP rows the scheduler is asked to make.
+    goal: Option<u64>,
 }
 
 /// A step-by-step race on the engine `--engine` names.
@@ -85,21 +87,15 @@ fn on_engine(args: &StepArgs) -> Result<Planned> {
 /// take there yet.
 fn on_mariadb(args: &StepArgs, input: &RaceInput) -> Result<OnMariadb> {
     let show = &args.race.show;
-    let refused = [
-        (args.goal.is_some(), "--goal"),
-        (
-            show.timeline.is_some() || show.trace_json.is_some(),
-            "--timeline and --trace-json",
-        ),
-    ];
-    if let Some((_, what)) = refused.iter().find(|(given, _)| *given) {
-        bail!("idem step --engine mariadb does not take {what} yet");
+    if show.timeline.is_some() || show.trace_json.is_some() {
+        bail!("idem step --engine mariadb does not take --timeline and --trace-json yet");
     }
     Ok(OnMariadb {
         options: args.connect.mariadb()?,
         race: MariadbRace::stepped_from_input(input)?,
         sql: show.sql,
         out: Output::from_json_flag(show.json),
+        goal: args.goal,
     })
 }
 
@@ -112,6 +108,9 @@ impl Command for OnMariadb {
 
     async fn run(self, db: &Mariadb, _: Given) -> Result<()> {
         let quiet = !self.out.for_people();
+        if let Some(goal) = self.goal {
+            self.out.text(|| puzzle::told(self.race.settings(), goal))?;
+        }
         let schedule = self.race.settings().requests().schedule();
         let result = mariadb::run_stepped(db, &self.race, async |controller: &mut Controller| {
             controller.settle_all().await;
@@ -124,7 +123,11 @@ impl Command for OnMariadb {
         self.out
             .record(&result, |r| format!("\n{}", report::engine::render(r)))?;
         self.out
-            .text(|| report::engine::render_steps(&result, self.sql))
+            .text(|| report::engine::render_steps(&result, self.sql))?;
+        match self.goal {
+            Some(goal) => puzzle::judged_on_mariadb(db, &self.race, goal, &result, self.out).await,
+            None => Ok(()),
+        }
     }
 }
 

@@ -3,7 +3,9 @@
 use anyhow::{Result, bail};
 
 use crate::db::Database;
+use crate::db::mariadb::Mariadb;
 use crate::explore;
+use crate::race::mariadb::{EngineResult, MariadbRace};
 use crate::race::{RaceResult, RaceSettings};
 use crate::report::Output;
 use crate::report::style::{bad, good, strong};
@@ -36,13 +38,40 @@ pub async fn judged(
     let steps: usize = result.reports.iter().map(|w| w.steps.len()).sum();
     let found =
         explore::explore(db, settings, &explore::Walking::steps("idem step"), |_| {}).await?;
+    judged_by(&found, goal, (result.xp_rows, steps), out)
+}
+
+/// The same on MariaDB: the orders walked there.
+pub async fn judged_on_mariadb(
+    db: &Mariadb,
+    race: &MariadbRace,
+    goal: u64,
+    result: &EngineResult,
+    out: Output,
+) -> Result<()> {
+    // A request's checkout on MariaDB is a move of its own that its report
+    // keeps no step for: one more move each.
+    let steps: usize = result.reports.iter().map(|w| w.steps.len() + 1).sum();
+    let walking = explore::Walking::steps("idem step --engine mariadb");
+    let found = explore::explore_mariadb(db, race, &walking, |_| {}).await?;
+    judged_by(&found, goal, (result.xp_rows, steps), out)
+}
+
+/// The verdict on one order that left `made` XP rows in `steps` steps,
+/// beside the exploration of every order.
+fn judged_by(
+    found: &explore::Exploration,
+    goal: u64,
+    (made, steps): (u64, usize),
+    out: Output,
+) -> Result<()> {
     let reach = found.xp_rows.get(&goal).copied().unwrap_or(0);
     let orders = match found.total {
         Some(total) if found.reduced => format!("{reach} of the {total} orders explored"),
         Some(total) => format!("{reach} of all {total} orders"),
         None => format!("{reach} of the first {} orders", found.interleavings),
     };
-    if result.xp_rows == goal {
+    if made == goal {
         out.text(|| {
             format!(
                 "\n{} {orders} of these steps do it.\n",
@@ -59,7 +88,7 @@ pub async fn judged(
             "\n{} {orders} of these steps leave {}.\n",
             bad(format!(
                 "Not yet: this order left {}.",
-                plural(result.xp_rows, "XP row")
+                plural(made, "XP row")
             )),
             plural(goal, "XP row")
         )
@@ -67,7 +96,7 @@ pub async fn judged(
     bail!(
         "the goal was {}; this order left {}",
         plural(goal, "XP row"),
-        result.xp_rows
+        made
     )
 }
 

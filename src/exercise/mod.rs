@@ -28,7 +28,7 @@ use anyhow::Result;
 
 use crate::db::Database;
 use crate::probe::conformance::Check;
-pub use spec::{Exercise, Starter};
+pub use spec::Exercise;
 
 /// Every exercise, in the order of the lessons: adding one is its file
 /// (its [`Exercise`]: texts, reader and cases) and one line here.

@@ -194,7 +194,10 @@ fn what_step_and_explore_do_not_take_on_mariadb_is_refused_in_one_line() {
             &["explore", "--database-url", "postgres://u@h/d"],
             "needs a mysql:// or mariadb:// URL",
         ),
-        (&["step", "--schedule", "1,2", "--goal", "2"], "--goal"),
+        (
+            &["step", "--schedule", "1,2", "--timeline", "t.html"],
+            "--timeline",
+        ),
         (&["step", "--schedule", "1,2", "--http"], "--http"),
     ];
     for (args, says) in cases {

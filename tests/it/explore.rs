@@ -342,45 +342,39 @@ async fn a_space_past_the_bound_is_walked_reduced_and_agrees_with_the_finds_and_
     assert_eq!(three.failing, 0, "{three:?}");
 }
 
-/// `idem step --goal`: the scheduler as a game. An order that makes
-/// check-then-store leave 2 XP rows reaches the goal; one that runs the
-/// requests one after the other does not, exits 1, and is told how many
-/// of all the orders would have.
+/// `idem step --goal`: the scheduler as a game, on each engine. An order
+/// that makes check-then-store leave 2 XP rows reaches the goal; one that
+/// runs the requests one after the other does not, exits 1, and is told
+/// how many of all the orders would have.
 #[test]
 fn the_scheduler_puzzle_says_whether_the_goal_was_reached_and_how_often_it_can_be() {
     let sandbox = Sandbox::new("explore-puzzle");
-    let step = |schedule: &str| {
-        sandbox
-            .idem()
-            .args([
-                "step",
-                "-s",
-                "check-then-store",
-                "--workers",
-                "2",
-                "--goal",
-                "2",
-            ])
-            .args(["--schedule", schedule])
-            .output()
-            .unwrap()
-    };
-    let reached = step("1,1,1,2,2,2,2,1");
-    let text = String::from_utf8_lossy(&reached.stdout);
-    assert_eq!(reached.status.code(), Some(0), "{text}");
-    assert!(
-        text.contains("Goal reached: 2 XP rows after 8 steps."),
-        "{text}"
-    );
-    assert!(text.contains("60 of all 70 orders"), "{text}");
-    let missed = step("1,1,1,1,2,2,2,2");
-    let text = String::from_utf8_lossy(&missed.stdout);
-    assert_eq!(missed.status.code(), Some(1), "{text}");
-    assert!(
-        text.contains("Not yet: this order left 1 XP row."),
-        "{text}"
-    );
-    assert!(text.contains("60 of all 70 orders"), "{text}");
+    for engine in ["postgres", "mariadb"] {
+        let step = |schedule: &str| {
+            sandbox
+                .idem()
+                .args(["step", "--engine", engine, "-s", "check-then-store"])
+                .args(["--workers", "2", "--goal", "2", "--schedule", schedule])
+                .output()
+                .unwrap()
+        };
+        let reached = step("1,1,1,2,2,2,2,1");
+        let text = String::from_utf8_lossy(&reached.stdout);
+        assert_eq!(reached.status.code(), Some(0), "{engine}: {text}");
+        assert!(
+            text.contains("Goal reached: 2 XP rows after 8 steps."),
+            "{engine}: {text}"
+        );
+        assert!(text.contains("60 of all 70 orders"), "{engine}: {text}");
+        let missed = step("1,1,1,1,2,2,2,2");
+        let text = String::from_utf8_lossy(&missed.stdout);
+        assert_eq!(missed.status.code(), Some(1), "{engine}: {text}");
+        assert!(
+            text.contains("Not yet: this order left 1 XP row."),
+            "{engine}: {text}"
+        );
+        assert!(text.contains("60 of all 70 orders"), "{engine}: {text}");
+    }
     assert_eq!(
         sandbox.wait_clean(Duration::from_secs(10)),
         Vec::<String>::new()
