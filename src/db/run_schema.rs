@@ -57,7 +57,13 @@ fn name_for(run_id: Uuid) -> String {
 }
 
 fn seal(run_id: Uuid, schema: &str) -> String {
-    let digest = Sha256::digest(format!("idem run schema v1\0{run_id}\0{schema}").as_bytes());
+    seal_of("schema", run_id, schema)
+}
+
+/// The seal of a run's `what` (a schema on PostgreSQL, a database on
+/// MariaDB) named `name`: what proves idem made it for that run.
+pub(crate) fn seal_of(what: &str, run_id: Uuid, name: &str) -> String {
+    let digest = Sha256::digest(format!("idem run {what} v1\0{run_id}\0{name}").as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 

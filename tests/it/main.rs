@@ -18,6 +18,7 @@ mod engines;
 mod engines_chosen;
 mod engines_guard_files;
 mod engines_stepped;
+mod engines_sweep;
 mod engines_user_server;
 mod exercises;
 mod explore;

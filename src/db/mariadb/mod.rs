@@ -6,6 +6,7 @@
 //! PostgreSQL. No query macros: nothing here needs a server to build.
 
 mod guard_user;
+pub mod liveness;
 pub mod server;
 pub mod url;
 pub mod watch;
@@ -55,6 +56,8 @@ pub struct Mariadb {
     user: Option<UserServer>,
     /// The tables idem made in the run's database.
     made: Vec<String>,
+    /// On a user's server: the lock and heartbeat that say the run lives.
+    life: Option<liveness::Life>,
 }
 
 /// A user's server, as the run's end treats it.
@@ -137,9 +140,22 @@ pub async fn age_claims(admin: &MySqlPool, by: Option<Duration>) -> sqlx::Result
     Ok(aged)
 }
 
+/// Clears away the databases of gone runs on the server, saying what it
+/// did; a sweep that fails or takes too long is said and left for a later
+/// run. Its connection goes with it, so no named lock it took outlives it.
+async fn sweep(conn: &mut sqlx::MySqlConnection, own: &[String]) {
+    match tokio::time::timeout(liveness::SWEEP_LIMIT, liveness::sweep(conn, own)).await {
+        Ok(Ok(swept)) => swept.iter().for_each(|s| eprintln!("{s}")),
+        Ok(Err(e)) => eprintln!("warning: could not sweep the databases of gone runs: {e:#}"),
+        Err(_) => eprintln!(
+            "warning: the sweep of gone runs' databases took too long; left for a later run"
+        ),
+    }
+}
+
 /// What a database holds besides tables idem dropped: tables and views,
 /// routines, events and triggers.
-const OTHERS_IN_DATABASE: &str = "SELECT \
+pub(crate) const OTHERS_IN_DATABASE: &str = "SELECT \
     (SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?) + \
     (SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ?) + \
     (SELECT COUNT(*) FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?) + \
@@ -212,11 +228,19 @@ impl Mariadb {
     /// A database of the run's own (`idem_` and 8 hex digits) made as
     /// `options` says, and its tables.
     async fn made_in(options: MySqlConnectOptions, user: Option<UserServer>) -> Result<Self> {
-        let database = format!("idem_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+        let run_id = uuid::Uuid::new_v4();
+        let database = format!("idem_{}", &run_id.simple().to_string()[..8]);
         let shown = user
             .as_ref()
             .map_or("MariaDB", |u| u.shown.as_str())
             .to_string();
+        let reach = |e: anyhow::Error| anyhow::anyhow!("could not reach {shown}: {e:#}");
+        // On a user's server the run is marked alive before its database
+        // exists, so that no sweep ever takes it for a gone run's.
+        let held = match user {
+            Some(_) => Some(liveness::hold(&options, &database).await.map_err(reach)?),
+            None => None,
+        };
         let mut conn = options
             .connect()
             .await
@@ -233,8 +257,10 @@ impl Mariadb {
                     said(&e)
                 )
             })?;
-        conn.close().await?;
-        let in_run = options.database(&database);
+        if let Some(user) = &user {
+            liveness::mark(&mut conn, &database, run_id, user.keep).await?;
+        }
+        let in_run = options.clone().database(&database);
         let admin = MySqlPoolOptions::new()
             .max_connections(2)
             .acquire_timeout(ADMIN_ACQUIRE)
@@ -248,10 +274,11 @@ impl Mariadb {
             version: String::new(),
             user,
             made: Vec::new(),
+            life: None,
         };
-        let mut conn = db.admin.acquire().await?;
-        crate::db::migrations::apply_mariadb(&mut conn).await?;
-        drop(conn);
+        let mut admin = db.admin.acquire().await?;
+        crate::db::migrations::apply_mariadb(&mut admin).await?;
+        drop(admin);
         // What the migrations made, in a database made a moment ago: the
         // tables the run's end may drop.
         db.made = sqlx::query_scalar(
@@ -260,6 +287,11 @@ impl Mariadb {
         .bind(&db.database)
         .fetch_all(&db.admin)
         .await?;
+        if let Some(held) = held {
+            db.life = Some(liveness::beat(options, db.database.clone(), held));
+            sweep(&mut conn, &db.made).await;
+        }
+        conn.close().await?;
         Ok(db)
     }
 
@@ -304,6 +336,9 @@ impl Mariadb {
         if let Some(user) = self.user.take() {
             let finished = self.finish_database(&user).await;
             self.admin.close().await;
+            if let Some(life) = self.life.take() {
+                life.end().await;
+            }
             return finished.map(|()| None);
         }
         self.admin.close().await;
