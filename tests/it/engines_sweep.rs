@@ -21,6 +21,10 @@ fn run_databases(db: &Mariadb) -> Vec<String> {
 
 /// A long race on `db` in the background, once its database is there:
 /// the process and its database.
+#[allow(
+    clippy::zombie_processes,
+    reason = "the caller waits for the race it is handed"
+)]
 fn long_race(sandbox: &Sandbox, db: &Mariadb) -> (std::process::Child, String) {
     let before = run_databases(db);
     let mut child = sandbox
