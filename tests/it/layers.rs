@@ -451,6 +451,7 @@ fn statements_a_pooler_cannot_pass_are_made_in_one_place() {
                 "race/mariadb/mod.rs",
                 "db/mariadb/mod.rs",
                 "db/mariadb/watch.rs",
+                "db/mariadb/liveness.rs",
             ],
         ),
         ("prepare_cached(", &[]),

@@ -217,12 +217,35 @@ async fn drop_gone(
     own: &[String],
     silent_s: u64,
 ) -> Result<Swept> {
-    for table in own {
-        sqlx::raw_sql(&format!("DROP TABLE IF EXISTS `{database}`.`{table}`"))
-            .execute(&mut *conn)
-            .await?;
+    let database = database.to_string();
+    Ok(match drop_own(conn, &database, own).await? {
+        Dropped::Yes => Swept::Dropped { database, silent_s },
+        Dropped::Left(why) => Swept::Left { database, why },
+    })
+}
+
+/// What became of a run's database.
+pub enum Dropped {
+    Yes,
+    /// Left in place, and why.
+    Left(String),
+}
+
+/// Drops idem's `tables` in `database` by name, then the database if
+/// nothing else is in it: what someone else made there is left, and said.
+pub async fn drop_own(
+    conn: &mut MySqlConnection,
+    database: &str,
+    tables: &[String],
+) -> Result<Dropped> {
+    for table in tables {
+        let sql = format!("DROP TABLE IF EXISTS `{database}`.`{table}`");
+        if let Err(e) = sqlx::raw_sql(&sql).execute(&mut *conn).await {
+            let said = crate::db::secret::scrub(&crate::controls::escaped(&e.to_string()));
+            return Ok(Dropped::Left(format!("table {table}: {said}")));
+        }
     }
-    let others: i64 = sqlx::query_scalar(super::OTHERS_IN_DATABASE)
+    let others: i64 = sqlx::query_scalar(OTHERS_IN_DATABASE)
         .bind(database)
         .bind(database)
         .bind(database)
@@ -230,19 +253,12 @@ async fn drop_gone(
         .fetch_one(&mut *conn)
         .await?;
     if others > 0 {
-        let why = format!("{others} objects idem did not make");
-        return Ok(Swept::Left {
-            database: database.to_string(),
-            why,
-        });
+        return Ok(Dropped::Left(format!("{others} objects idem did not make")));
     }
     sqlx::raw_sql(&format!("DROP DATABASE `{database}`"))
         .execute(&mut *conn)
         .await?;
-    Ok(Swept::Dropped {
-        database: database.to_string(),
-        silent_s,
-    })
+    Ok(Dropped::Yes)
 }
 
 impl std::fmt::Display for Swept {
@@ -260,6 +276,14 @@ impl std::fmt::Display for Swept {
         }
     }
 }
+
+/// What a database holds besides tables idem dropped: tables and views,
+/// routines, events and triggers.
+pub const OTHERS_IN_DATABASE: &str = "SELECT \
+    (SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?) + \
+    (SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ?) + \
+    (SELECT COUNT(*) FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?) + \
+    (SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ?)";
 
 /// How long a sweep may take before the run goes on without it.
 pub const SWEEP_LIMIT: Duration = Duration::from_secs(30);

@@ -79,33 +79,10 @@ impl Mariadb {
             eprintln!("kept database {db} on {on}");
             return Ok(());
         }
-        for table in &self.made {
-            let dropped = sqlx::raw_sql(&format!("DROP TABLE `{db}`.`{table}`"))
-                .execute(&self.admin)
-                .await;
-            if let Err(e) = dropped {
-                eprintln!(
-                    "{}",
-                    left_message(db, on, &format!("table {table}: {}", said(&e)))
-                );
-                return Ok(());
-            }
-        }
-        let others: i64 = sqlx::query_scalar(OTHERS_IN_DATABASE)
-            .bind(db)
-            .bind(db)
-            .bind(db)
-            .bind(db)
-            .fetch_one(&self.admin)
-            .await?;
-        if others > 0 {
-            let why = format!("{others} objects idem did not make");
+        let mut conn = self.admin.acquire().await?;
+        if let liveness::Dropped::Left(why) = liveness::drop_own(&mut conn, db, &self.made).await? {
             eprintln!("{}", left_message(db, on, &why));
-            return Ok(());
         }
-        sqlx::raw_sql(&format!("DROP DATABASE `{db}`"))
-            .execute(&self.admin)
-            .await?;
         Ok(())
     }
 }
@@ -152,14 +129,6 @@ async fn sweep(conn: &mut sqlx::MySqlConnection, own: &[String]) {
         ),
     }
 }
-
-/// What a database holds besides tables idem dropped: tables and views,
-/// routines, events and triggers.
-pub(crate) const OTHERS_IN_DATABASE: &str = "SELECT \
-    (SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?) + \
-    (SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ?) + \
-    (SELECT COUNT(*) FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?) + \
-    (SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ?)";
 
 /// Why the run's database was left on a user's server, and how to remove it.
 fn left_message(db: &str, on: &str, why: &str) -> String {
