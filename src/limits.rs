@@ -209,6 +209,9 @@ pub const LINK_DELAY_MS: Limit = with_default(
     500,
 );
 pub const REPLICAS: Limit = with_default(limit("--replicas", "race.replicas", 1, 16), 1);
+/// The nodes of a Galera cluster a MariaDB race runs on: one is a plain
+/// server; three is the course's cluster.
+pub const NODES: Limit = with_default(limit("--nodes", "race.nodes", 1, 5), 1);
 /// The old name of the stale-claim age, read with its bounds.
 pub const LOCK_TIMEOUT_MS: Limit = limit(
     "--lock-timeout-ms",
@@ -222,7 +225,7 @@ pub const LOCK_TIMEOUT_MS: Limit = limit(
 /// stands, and the race builder checks whatever an input said (a flag's
 /// own parser is the same [`Limit`]). A key whose value is no number is
 /// listed as such by a test that holds every key to one of the two.
-pub const RACE: [Limit; 22] = [
+pub const RACE: [Limit; 23] = [
     WORKERS,
     POOL_SIZE,
     WORK_MS,
@@ -245,6 +248,7 @@ pub const RACE: [Limit; 22] = [
     REPLICA_DELAY_MS,
     LINK_DELAY_MS,
     REPLICAS,
+    NODES,
 ];
 
 /// The bound of `[race]` key `key` (`race.workers`, `race.crash.worker`).

@@ -126,6 +126,7 @@ impl ConnectArgs {
             template_cache: None,
             url,
             keep: self.keep,
+            nodes: 1,
         })
     }
 

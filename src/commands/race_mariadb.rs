@@ -37,8 +37,10 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
     }
     let input = args.race.input(args.strategy.strategy);
     let race = MariadbRace::from_input(&input, Origin::Flags)?;
+    let mut options = args.connect.mariadb()?;
+    options.nodes = race.cluster.nodes;
     Ok(Plan {
-        options: args.connect.mariadb()?,
+        options,
         race,
         runs: args.race.runs(),
         out: Output::from_json_flag(show.json),

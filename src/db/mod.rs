@@ -110,6 +110,8 @@ pub struct Database {
     /// A disposable MariaDB beside the cluster, started by the first
     /// scenario on that engine, stopped at close.
     mariadb: tokio::sync::OnceCell<crate::db::mariadb::Mariadb>,
+    /// A Galera cluster beside it, started on first use.
+    galera: tokio::sync::OnceCell<crate::db::mariadb::Mariadb>,
     /// Where MariaDB is (`--mariadb-bin`).
     mariadb_bin: Option<std::path::PathBuf>,
     /// A server reached by URL proven a disposable cluster of idem's by
@@ -221,6 +223,7 @@ impl Database {
             bouncer: tokio::sync::OnceCell::new(),
             pgbouncer_bin: opts.cluster.pgbouncer_bin.clone(),
             mariadb: tokio::sync::OnceCell::new(),
+            galera: tokio::sync::OnceCell::new(),
             mariadb_bin: opts.cluster.mariadb_bin.clone(),
             proven_own: None,
         };
@@ -539,6 +542,25 @@ impl Database {
             .await
     }
 
+    /// A disposable Galera cluster of `nodes` beside the cluster, started
+    /// on first use (a scenario with `nodes`); one per run.
+    pub async fn galera(&self, nodes: usize) -> Result<&crate::db::mariadb::Mariadb> {
+        let options = crate::db::mariadb::MariadbOptions {
+            bin: self.mariadb_bin.clone(),
+            nodes,
+            ..Default::default()
+        };
+        let open = || crate::db::mariadb::Mariadb::open(&options);
+        let cluster = self.galera.get_or_try_init(open).await?;
+        match cluster.nodes() == nodes {
+            true => Ok(cluster),
+            false => bail!(
+                "this run's Galera cluster has {} nodes, not {nodes}",
+                cluster.nodes()
+            ),
+        }
+    }
+
     /// The PgBouncer in front of the disposable cluster, started on first use.
     async fn bouncer(&self) -> Result<&pgbouncer::Bouncer> {
         let (program, cluster) = self.pgbouncer_front()?;
@@ -571,9 +593,13 @@ impl Database {
             lifeline,
             bouncer,
             mariadb,
+            galera,
             ..
         } = self;
-        if let Some(mariadb) = mariadb.into_inner() {
+        for mariadb in [mariadb.into_inner(), galera.into_inner()]
+            .into_iter()
+            .flatten()
+        {
             let _ = mariadb.close().await;
         }
         // Only a schema this run made (and so marked) is kept or dropped.

@@ -7,6 +7,7 @@ use super::style::{dim, strong, warn};
 use super::table;
 use crate::race::engine::Engine;
 use crate::race::mariadb::EngineResult;
+use crate::race::options::Spread;
 use crate::request::Outcome;
 use crate::strategy::StrategyKind;
 
@@ -48,6 +49,16 @@ pub fn render(r: &EngineResult) -> String {
             },
         ],
     ];
+    let mut figures = figures;
+    if let Some(c) = r.cluster_counters {
+        figures.push(vec![
+            "certification".into(),
+            format!(
+                "{} failed at COMMIT, {} brute-force aborts",
+                c.cert_failures, c.bf_aborts
+            ),
+        ]);
+    }
     out.push_str(&table::render(&["figure", "value"], figures, &[]));
     out.push('\n');
     let rows = r
@@ -55,9 +66,10 @@ pub fn render(r: &EngineResult) -> String {
         .iter()
         .map(|w| {
             vec![
-                match w.retry {
-                    true => format!("{} retry", w.worker),
-                    false => w.worker.to_string(),
+                match (w.retry, w.node) {
+                    (true, _) => format!("{} retry", w.worker),
+                    (false, Some(node)) => format!("{} @{node}", w.worker),
+                    (false, None) => w.worker.to_string(),
                 },
                 format!("{:.1} ms", w.checkout_wait_ms),
                 w.saw.clone(),
@@ -130,15 +142,20 @@ pub fn render_steps(r: &EngineResult, sql: bool) -> String {
     )
 }
 
-/// "check-then-store on MariaDB 10.11.19 (InnoDB)".
+/// "check-then-store on MariaDB 10.11.19 (InnoDB)", or on a cluster "…
+/// on a Galera cluster of 3 MariaDB 10.11.19 nodes (InnoDB)".
 fn title(r: &EngineResult) -> String {
     let version = r.server_version.split('-').next().unwrap_or("");
     let strategy =
         crate::strategy::guard_file::label(r.race.strategy, r.race.strategy_file.as_deref());
-    format!(
-        "{strategy} on {} {version} (InnoDB)",
-        r.engine.spec().server
-    )
+    let server = r.engine.spec().server;
+    match r.race.cluster.is_cluster() {
+        true => format!(
+            "{strategy} on a Galera cluster of {} {server} {version} nodes (InnoDB)",
+            r.race.cluster.nodes
+        ),
+        false => format!("{strategy} on {server} {version} (InnoDB)"),
+    }
 }
 
 /// The race's settings in one line, as the PostgreSQL card gives them.
@@ -172,9 +189,20 @@ pub fn settings_line(r: &EngineResult) -> String {
         Some(how) => format!(", the claim as find-or-create, read back {}", how.name()),
         None => String::new(),
     };
+    let pool = match (r.race.cluster.is_cluster(), r.race.cluster.spread) {
+        (false, _) => format!("pool of {}{runner}", r.race.pool_size),
+        (true, Spread::OneNode) => format!(
+            "every request to node 1, pool of {}{runner}",
+            r.race.pool_size
+        ),
+        (true, Spread::RoundRobin) => format!(
+            "requests spread round-robin, a pool of {} on each node{runner}",
+            r.race.pool_size
+        ),
+    };
     format!(
-        "{} workers, pool of {}{runner}, work {} ms, {transaction}{read_back}{crash}",
-        r.race.workers, r.race.pool_size, r.race.work_ms
+        "{} workers, {pool}, work {} ms, {transaction}{read_back}{crash}",
+        r.race.workers, r.race.work_ms
     )
 }
 

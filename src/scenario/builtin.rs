@@ -37,6 +37,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/10-sync-failover-keeps-the-key.toml"),
     ),
     (
+        "2-claim-in-the-request-on-galera.toml",
+        include_str!("../../scenarios/2-claim-in-the-request-on-galera.toml"),
+    ),
+    (
+        "2-claim-work-complete-on-galera.toml",
+        include_str!("../../scenarios/2-claim-work-complete-on-galera.toml"),
+    ),
+    (
         "2-claim-work-complete-on-innodb.toml",
         include_str!("../../scenarios/2-claim-work-complete-on-innodb.toml"),
     ),

@@ -452,6 +452,8 @@ fn statements_a_pooler_cannot_pass_are_made_in_one_place() {
                 "db/mariadb/mod.rs",
                 "db/mariadb/watch.rs",
                 "db/mariadb/liveness.rs",
+                "db/mariadb/galera.rs",
+                "race/mariadb/cluster.rs",
             ],
         ),
         ("prepare_cached(", &[]),

@@ -28,6 +28,7 @@ mod fields;
 mod files;
 mod fingerprints_and_keys;
 mod front_door;
+mod galera;
 mod guard;
 mod guard_library;
 mod hang_ups;

@@ -5,6 +5,7 @@
 //! size, which stands for the app's pool as deadpool-postgres does on
 //! PostgreSQL. No query macros: nothing here needs a server to build.
 
+pub mod galera;
 mod guard_user;
 pub mod liveness;
 pub mod server;
@@ -21,7 +22,7 @@ use sqlx::{ConnectOptions, Connection};
 use server::MariadbServer;
 
 /// How long bookkeeping waits for a connection.
-const ADMIN_ACQUIRE: Duration = Duration::from_secs(10);
+pub(super) const ADMIN_ACQUIRE: Duration = Duration::from_secs(10);
 
 /// How long a worker's statement may wait for a row lock before InnoDB
 /// gives up with 1205 (its default is 50 s): no race here waits for more
@@ -40,6 +41,8 @@ pub struct MariadbOptions {
     pub url: Option<url::MysqlUrl>,
     /// `--keep`: on a user's server, keep the run's database.
     pub keep: bool,
+    /// `--nodes`: more than one makes a Galera cluster of idem's own.
+    pub nodes: usize,
 }
 
 /// A disposable MariaDB (or a user's server) and the run's database in it.
@@ -58,6 +61,10 @@ pub struct Mariadb {
     made: Vec<String>,
     /// On a user's server: the lock and heartbeat that say the run lives.
     life: Option<liveness::Life>,
+    /// A cluster's nodes after the first, which `server` is.
+    others: Vec<MariadbServer>,
+    /// Each node's way in to the run's database (one on a single server).
+    node_workers: Vec<MySqlConnectOptions>,
 }
 
 /// A user's server, as the run's end treats it.
@@ -152,7 +159,15 @@ impl Mariadb {
     /// the run's database and tables.
     pub async fn open(options: &MariadbOptions) -> Result<Self> {
         if let Some(url) = &options.url {
+            if options.nodes > 1 {
+                anyhow::bail!(
+                    "--nodes starts a Galera cluster of idem's own; on your server, leave it out"
+                );
+            }
             return Self::open_at(url, options.keep).await;
+        }
+        if options.nodes > 1 {
+            return Self::open_cluster(options).await;
         }
         let opts = options.clone();
         let server = tokio::task::spawn_blocking(move || {
@@ -238,12 +253,14 @@ impl Mariadb {
         let mut db = Self {
             server: None,
             admin,
-            workers: in_run,
+            workers: in_run.clone(),
             database,
             version: String::new(),
             user,
             made: Vec::new(),
             life: None,
+            others: Vec::new(),
+            node_workers: vec![in_run.clone()],
         };
         let mut admin = db.admin.acquire().await?;
         crate::db::migrations::apply_mariadb(&mut admin).await?;
@@ -268,6 +285,16 @@ impl Mariadb {
     /// at most `checkout` for one.
     pub async fn workers_pool(&self, size: usize, checkout: Duration) -> Result<MySqlPool> {
         Ok(self.pool_with(self.workers.clone(), size, checkout))
+    }
+
+    /// The nodes a race can reach: 1, or a cluster's.
+    pub fn nodes(&self) -> usize {
+        self.node_workers.len()
+    }
+
+    /// The same on node `node` (0-based) of a cluster.
+    pub fn workers_pool_on(&self, node: usize, size: usize, checkout: Duration) -> MySqlPool {
+        self.pool_with(self.node_workers[node].clone(), size, checkout)
     }
 
     /// The workers' pool, logging in with `options`.
@@ -311,6 +338,9 @@ impl Mariadb {
             return finished.map(|()| None);
         }
         self.admin.close().await;
+        for node in std::mem::take(&mut self.others) {
+            tokio::task::spawn_blocking(move || node.stop()).await??;
+        }
         match self.server.take() {
             Some(server) => Ok(Some(
                 tokio::task::spawn_blocking(move || server.stop()).await??,

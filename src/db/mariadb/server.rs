@@ -116,6 +116,16 @@ impl MariadbServer {
     /// Starts a fresh server from the cached template (made first if
     /// needed) and waits until it takes connections.
     pub fn start(bin: Option<&Path>, cache: Option<&Path>) -> Result<Self> {
+        Self::start_with(bin, cache, |_| Vec::new())
+    }
+
+    /// The same, with `more` of the server's settings (a Galera node's),
+    /// made for the run directory they are given.
+    pub fn start_with(
+        bin: Option<&Path>,
+        cache: Option<&Path>,
+        more: impl FnOnce(&Path) -> Vec<String>,
+    ) -> Result<Self> {
         let bins = MariadbBinaries::locate(bin)?;
         let user = server_user("mysql", "MariaDB")?;
         let cache = match cache {
@@ -136,12 +146,14 @@ impl MariadbServer {
             return Err(err);
         }
         let socket = run_dir.join("mariadb.sock");
+        let mut args = server_args(&run_dir);
+        args.extend(more(&run_dir).into_iter().map(Into::into));
         let launch = Launch {
             program: &bins.server,
             log: "mariadb.log",
             // The files go next: nothing to flush.
             stop_signal: "KILL",
-            args: server_args(&run_dir),
+            args,
         };
         // From here on, dropping `server` on an error cleans everything up.
         let server = Supervised::spawn(&launch, &run_dir, user)?;

@@ -5,6 +5,7 @@
 //! checkouts, not connects), the runner holding one connection as the
 //! course's test runner does, and every worker released at one gate.
 
+pub mod cluster;
 mod taken;
 
 use std::collections::BTreeMap;
@@ -68,6 +69,9 @@ pub struct MariadbRace {
     pub strategy_file: Option<String>,
     #[serde(skip)]
     shape: Shaped,
+    /// `--nodes` and `--spread`: the cluster, and how requests reach it.
+    #[serde(flatten)]
+    pub cluster: cluster::Cluster,
 }
 
 /// What each request runs: a built-in strategy's MariaDB shape, or a guard
@@ -145,6 +149,7 @@ impl MariadbRace {
             recovery_retries: settings.faults().recovery_retries(),
             shape,
             settings,
+            cluster: cluster::Cluster::of(input)?,
         })
     }
 
@@ -159,6 +164,9 @@ impl MariadbRace {
     /// The stepped race `input` asks for, on MariaDB (`idem step`, `idem
     /// explore`): 2 to 5 workers, no fault; its schedule is the driver's.
     pub fn stepped_from_input(input: &RaceInput) -> Result<Self> {
+        if input.cluster.said() {
+            bail!("idem step and idem explore do not walk a Galera cluster (--nodes) yet");
+        }
         taken::refuse_untaken(&input.clone().with(|r| r.shape.schedule = None))?;
         let settings = for_settings(input).build_stepped()?;
         Self::new(settings, input)
@@ -192,6 +200,9 @@ pub struct EngineWorker {
     /// A client's retry after its first request crashed.
     pub retry: bool,
     pub steps: Vec<StepEvent>,
+    /// On a cluster, the node (1-based) the request reached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<usize>,
 }
 
 /// One race's figures on an engine: one line of `--json`.
@@ -217,6 +228,10 @@ pub struct EngineResult {
     pub lesson_figure: u64,
     pub elapsed_ms: f64,
     pub reports: Vec<EngineWorker>,
+    /// On a cluster: what certification refused during the race, summed
+    /// over its nodes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_counters: Option<cluster::Counters>,
 }
 
 /// Runs one race on fresh tables.
@@ -257,10 +272,13 @@ pub async fn run_stepped(
 struct Started {
     tasks: Vec<tokio::task::JoinHandle<EngineWorker>>,
     shared: Shared,
-    pool: sqlx::MySqlPool,
+    /// One pool per node the requests reach.
+    pools: Vec<sqlx::MySqlPool>,
     runner: Option<Option<sqlx::pool::PoolConnection<sqlx::MySql>>>,
     gate: Arc<OnceLock<Instant>>,
     began: Instant,
+    /// On a cluster, its counters before the race.
+    counted: Option<cluster::Counters>,
 }
 
 /// Empties the tables, opens the pool, takes the runner's connection, and
@@ -282,21 +300,39 @@ async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -
         }
         Shaped::Builtin(_) => db.workers_pool(race.pool_size, checkout).await?,
     };
+    // Node 1's pool is the first; each other node the requests reach has
+    // one of the same size, as each app server behind a balancer would.
+    let mut pools = vec![pool.clone()];
+    for node in 1..race.cluster.nodes_used() {
+        pools.push(db.workers_pool_on(node, race.pool_size, checkout));
+    }
+    let counted = match race.cluster.is_cluster() {
+        true => Some(cluster::Counters::read_all(&pools).await?),
+        false => None,
+    };
     let mut opened = Vec::new();
-    for _ in 0..race.pool_size {
-        opened.push(pool.acquire().await?);
+    for pool in &pools {
+        for _ in 0..race.pool_size {
+            opened.push(pool.acquire().await?);
+        }
     }
     if let (Shaped::File(file), Some(conn)) = (race.shape, opened.first_mut()) {
         guard_file::on_mariadb::verify(file, conn).await?;
     }
-    // The runner keeps one; the rest go back to the pool, open.
-    let runner = race.runner_holds_connection.then(|| opened.pop());
+    // The runner keeps one of node 1's; the rest go back to their pools, open.
+    let runner = race.runner_holds_connection.then(|| {
+        let first = opened.drain(..race.pool_size).collect::<Vec<_>>();
+        let mut first = first.into_iter();
+        let held = first.next();
+        drop(first);
+        held
+    });
     drop(opened);
 
     let crash = race
         .crash
         .map(|plan| Crash::new(plan.at, plan.worker, db.admin.clone()));
-    let shared = Shared::new(race, pool.clone(), crash);
+    let shared = Shared::new(race, pools.clone(), crash);
     let gate = Arc::new(OnceLock::new());
     let barrier = Arc::new(tokio::sync::Barrier::new(race.workers));
     let began = Instant::now();
@@ -324,10 +360,11 @@ async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -
     Ok(Started {
         tasks,
         shared,
-        pool,
+        pools,
         runner,
         gate,
         began,
+        counted,
     })
 }
 
@@ -344,10 +381,11 @@ async fn finish(
     let Started {
         tasks,
         shared,
-        pool,
+        pools,
         runner,
         gate,
         began,
+        counted,
     } = started;
     let mut reports = Vec::new();
     for task in tasks {
@@ -357,8 +395,21 @@ async fn finish(
     reports.extend(recover(race, &shared, &reports, gate, clock).await?);
     let elapsed_ms = began.elapsed().as_secs_f64() * 1000.0;
     drop(runner);
-    pool.close().await;
-    figures(db, race, run, reports, shared.calls, elapsed_ms).await
+    let counters = match counted {
+        Some(before) => Some(cluster::Counters::read_all(&pools).await?.since(before)),
+        None => None,
+    };
+    for pool in &pools {
+        pool.close().await;
+    }
+    if race.cluster.is_cluster() {
+        for r in &mut reports {
+            r.node = Some(race.cluster.node_of(r.worker) + 1);
+        }
+    }
+    let mut result = figures(db, race, run, reports, shared.calls, elapsed_ms).await?;
+    result.cluster_counters = counters;
+    Ok(result)
 }
 
 /// What the tables hold now, for a person stepping: each key row's key,
@@ -440,7 +491,7 @@ async fn recover(
 /// test drops on purpose at an await, to see what the pool gets back.
 #[cfg(feature = "internals")]
 pub async fn one(race: &MariadbRace, pool: sqlx::MySqlPool, worker: usize) -> EngineWorker {
-    let shared = Shared::new(race, pool, None);
+    let shared = Shared::new(race, vec![pool], None);
     one_request(shared, asked(race, worker), Instant::now(), None).await
 }
 
@@ -452,6 +503,7 @@ fn for_settings(input: &RaceInput) -> RaceInput {
     let cache = input.store.store == Some(StoreKind::Cache);
     input.clone().with(|r| {
         r.transaction.read_back = None;
+        r.cluster = Default::default();
         if cache {
             r.transaction.isolation = None;
         }
@@ -474,7 +526,9 @@ fn asked(race: &MariadbRace, worker: usize) -> Asked {
 /// What every request of one race shares.
 #[derive(Clone)]
 struct Shared {
-    pool: sqlx::MySqlPool,
+    /// One pool per node the requests reach.
+    pools: Vec<sqlx::MySqlPool>,
+    cluster: cluster::Cluster,
     work: Duration,
     calls: Arc<AtomicU64>,
     isolation: Option<crate::request::mariadb::Level>,
@@ -486,10 +540,11 @@ struct Shared {
 }
 
 impl Shared {
-    fn new(race: &MariadbRace, pool: sqlx::MySqlPool, crash: Option<Arc<Crash>>) -> Self {
+    fn new(race: &MariadbRace, pools: Vec<sqlx::MySqlPool>, crash: Option<Arc<Crash>>) -> Self {
         let app = race.settings.app();
         Self {
-            pool,
+            pools,
+            cluster: race.cluster,
             work: app.work,
             calls: Arc::new(AtomicU64::new(0)),
             isolation: race.isolation.map(Isolation::on_mariadb),
@@ -514,7 +569,8 @@ async fn one_request(
     mut hook: Option<StepHook>,
 ) -> EngineWorker {
     let Shared {
-        pool,
+        pools,
+        cluster,
         work,
         calls,
         isolation,
@@ -531,6 +587,7 @@ async fn one_request(
         hook.pause(crate::request::Step::Checkout, None).await;
     }
     let sent = Instant::now();
+    let pool = &pools[cluster.node_of(worker).min(pools.len() - 1)];
     let conn = pool.acquire().await;
     let checkout_wait_ms = sent.elapsed().as_secs_f64() * 1000.0;
     let conn = match conn {
@@ -626,6 +683,7 @@ fn report(
         answer_ms,
         retry: false,
         steps: Vec::new(),
+        node: None,
     }
 }
 
@@ -676,5 +734,6 @@ async fn figures(
         elapsed_ms,
         reports,
         race: race.clone(),
+        cluster_counters: None,
     })
 }

@@ -28,68 +28,34 @@ const TAKES: &[&str] = &[
     "fingerprint",
     "store",
     "strategy_file",
+    "nodes",
+    "spread",
 ];
+
+/// A group as given and as it defaults, each as JSON.
+fn pair<T: serde::Serialize>(given: &T, default: &T) -> Result<(Value, Value)> {
+    Ok((serde_json::to_value(given)?, serde_json::to_value(default)?))
+}
 
 /// Refuses, naming it, any option a MariaDB race does not take yet.
 pub(super) fn refuse_untaken(input: &RaceInput) -> Result<()> {
     let defaults = RaceInput::default();
     let pairs = [
-        (
-            serde_json::to_value(&input.shape)?,
-            serde_json::to_value(&defaults.shape)?,
-        ),
-        (
-            serde_json::to_value(&input.wire)?,
-            serde_json::to_value(&defaults.wire)?,
-        ),
-        (
-            serde_json::to_value(&input.strategy)?,
-            serde_json::to_value(&defaults.strategy)?,
-        ),
-        (
-            serde_json::to_value(&input.app)?,
-            serde_json::to_value(&defaults.app)?,
-        ),
-        (
-            serde_json::to_value(&input.losers)?,
-            serde_json::to_value(&defaults.losers)?,
-        ),
-        (
-            serde_json::to_value(&input.amounts)?,
-            serde_json::to_value(&defaults.amounts)?,
-        ),
-        (
-            serde_json::to_value(&input.fingerprints)?,
-            serde_json::to_value(&defaults.fingerprints)?,
-        ),
-        (
-            serde_json::to_value(&input.store)?,
-            serde_json::to_value(&defaults.store)?,
-        ),
-        (
-            serde_json::to_value(&input.eviction)?,
-            serde_json::to_value(&defaults.eviction)?,
-        ),
-        (
-            serde_json::to_value(&input.guard)?,
-            serde_json::to_value(&defaults.guard)?,
-        ),
-        (
-            serde_json::to_value(&input.transaction)?,
-            serde_json::to_value(&defaults.transaction)?,
-        ),
-        (
-            serde_json::to_value(&input.standby)?,
-            serde_json::to_value(&defaults.standby)?,
-        ),
-        (
-            serde_json::to_value(&input.faults)?,
-            serde_json::to_value(&defaults.faults)?,
-        ),
-        (
-            serde_json::to_value(&input.hang_up)?,
-            serde_json::to_value(&defaults.hang_up)?,
-        ),
+        pair(&input.shape, &defaults.shape)?,
+        pair(&input.wire, &defaults.wire)?,
+        pair(&input.strategy, &defaults.strategy)?,
+        pair(&input.app, &defaults.app)?,
+        pair(&input.losers, &defaults.losers)?,
+        pair(&input.amounts, &defaults.amounts)?,
+        pair(&input.fingerprints, &defaults.fingerprints)?,
+        pair(&input.store, &defaults.store)?,
+        pair(&input.eviction, &defaults.eviction)?,
+        pair(&input.guard, &defaults.guard)?,
+        pair(&input.transaction, &defaults.transaction)?,
+        pair(&input.standby, &defaults.standby)?,
+        pair(&input.faults, &defaults.faults)?,
+        pair(&input.hang_up, &defaults.hang_up)?,
+        pair(&input.cluster, &defaults.cluster)?,
     ];
     for (given, default) in &pairs {
         let Value::Object(given) = given else {
@@ -103,7 +69,7 @@ pub(super) fn refuse_untaken(input: &RaceInput) -> Result<()> {
                 "--engine mariadb does not take --{} yet (it takes --workers, --key, --pool-size, \
                  --work-ms, --checkout-timeout-ms, --transaction, --isolation, --read-back, --crash, \
                  --recovery-retries, --stale-after-ms, --amounts, --lessons, --users, \
-                 --no-fingerprint, --store, --strategy-file, --runs, --json)",
+                 --no-fingerprint, --store, --strategy-file, --nodes, --spread, --runs, --json)",
                 name.replace('_', "-")
             );
         }

@@ -27,6 +27,12 @@ impl RaceInput {
     /// its whole transaction, so there is nothing to read back in it. A
     /// MariaDB race takes it before it builds the rest.
     fn refuse_read_back(&self, origin: Origin) -> Result<()> {
+        if self.cluster.said() {
+            bail!(
+                "{} are for a race on a Galera cluster of MariaDB nodes: add --engine mariadb",
+                origin.name("--nodes and --spread", "race.nodes and race.spread")
+            );
+        }
         if self.transaction.read_back.is_some() {
             bail!(
                 "{} runs on MariaDB only (--engine mariadb): on PostgreSQL a unique violation \

@@ -12,6 +12,7 @@
 
 mod app;
 mod build;
+mod cluster;
 mod faults;
 mod fingerprints;
 mod guard;
@@ -31,6 +32,7 @@ use serde::{Deserialize, Deserializer};
 
 pub(crate) use app::Pool;
 pub use app::{AppInput, StrategyInput};
+pub use cluster::{ClusterInput, Spread};
 pub(crate) use faults::Faults;
 pub use faults::{CrashPlan, FaultInput, HangUpPlan};
 pub use fingerprints::{AmountInput, FingerprintInput};
@@ -79,6 +81,8 @@ pub struct RaceInput {
     pub faults: FaultInput,
     #[command(flatten)]
     pub hang_up: HangUpInput,
+    #[command(flatten)]
+    pub cluster: ClusterInput,
 }
 
 impl RaceInput {
@@ -101,7 +105,7 @@ pub(crate) fn said(switch: bool, meaning: bool) -> Option<bool> {
 
 /// The groups as the `[race]` table reads them, in the order of
 /// [`RaceInput`]'s fields.
-fn groups<'de, A: MapAccess<'de>>() -> [table::Group<A, A::Error>; 14] {
+fn groups<'de, A: MapAccess<'de>>() -> [table::Group<A, A::Error>; 15] {
     use table::Group;
     [
         Group::of::<ShapeInput>(),
@@ -118,6 +122,7 @@ fn groups<'de, A: MapAccess<'de>>() -> [table::Group<A, A::Error>; 14] {
         Group::of::<StandbyInput>(),
         Group::of::<FaultInput>(),
         Group::of::<HangUpInput>(),
+        Group::of::<ClusterInput>(),
     ]
 }
 
@@ -164,6 +169,7 @@ impl<'de> Visitor<'de> for RaceTable {
             standby: group(next())?,
             faults: group(next())?,
             hang_up: group(next())?,
+            cluster: group(next())?,
         })
     }
 }

@@ -1,0 +1,120 @@
+//! A MariaDB race on a Galera cluster (`--nodes`): which node each request reaches, and the cluster's own counters of what certification refused.
+//!
+//! Every node of a Galera cluster takes writes. A transaction runs on its
+//! own node, and is certified against the other nodes' writes only at its
+//! COMMIT: a conflict found there rolls it back (1213, "Deadlock: wsrep
+//! aborted transaction"), after whatever the request did before it. The
+//! counters here are the cluster's own record of that, read on every node
+//! before and after the race.
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use crate::race::options::{RaceInput, Spread};
+
+/// The cluster a race runs on, and how its requests reach the nodes.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Cluster {
+    /// Nodes in the cluster; 1 is a plain server.
+    pub nodes: usize,
+    /// How the burst's requests reach them.
+    pub spread: Spread,
+}
+
+impl Cluster {
+    /// The cluster `input` asks for, refusing what a race on more than
+    /// one node does not take yet.
+    pub fn of(input: &RaceInput) -> Result<Self> {
+        let nodes = input.cluster.nodes.unwrap_or(1) as usize;
+        if nodes == 1 && input.cluster.spread.is_some() {
+            bail!("--spread hands requests to a cluster's nodes: add --nodes 3");
+        }
+        if nodes > 1 {
+            let refused = [
+                (input.strategy.strategy_file.is_some(), "--strategy-file"),
+                (input.faults.crash.is_some(), "--crash"),
+                (input.shape.schedule.is_some(), "idem step and idem explore"),
+            ];
+            if let Some((_, what)) = refused.iter().find(|(given, _)| *given) {
+                bail!("a race on a Galera cluster (--nodes) does not take {what} yet");
+            }
+        }
+        Ok(Cluster {
+            nodes,
+            spread: input.cluster.spread.unwrap_or_default(),
+        })
+    }
+
+    /// Whether this is a cluster at all.
+    pub fn is_cluster(self) -> bool {
+        self.nodes > 1
+    }
+
+    /// The node (0-based) worker `worker` (1-based) sends its request to.
+    pub fn node_of(self, worker: usize) -> usize {
+        match self.spread {
+            Spread::OneNode => 0,
+            Spread::RoundRobin => (worker - 1) % self.nodes,
+        }
+    }
+
+    /// The nodes the workers reach: one pool each.
+    pub fn nodes_used(self) -> usize {
+        match self.spread {
+            Spread::OneNode => 1,
+            Spread::RoundRobin => self.nodes,
+        }
+    }
+}
+
+/// What the cluster counted during a race, summed over its nodes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counters {
+    /// Transactions that failed certification at COMMIT
+    /// (`wsrep_local_cert_failures`).
+    pub cert_failures: u64,
+    /// Local transactions rolled back because a replicated one with a
+    /// conflicting write had to apply (`wsrep_local_bf_aborts`).
+    pub bf_aborts: u64,
+}
+
+impl Counters {
+    /// The counters of one node now.
+    pub async fn read(pool: &sqlx::MySqlPool) -> Result<Self> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN \
+             ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')",
+        )
+        .fetch_all(pool)
+        .await?;
+        let value = |name: &str| {
+            rows.iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, v)| v.parse().ok())
+                .unwrap_or(0)
+        };
+        Ok(Counters {
+            cert_failures: value("wsrep_local_cert_failures"),
+            bf_aborts: value("wsrep_local_bf_aborts"),
+        })
+    }
+
+    /// The sum of every node's counters now.
+    pub async fn read_all(pools: &[sqlx::MySqlPool]) -> Result<Self> {
+        let mut sum = Counters::default();
+        for pool in pools {
+            let c = Self::read(pool).await?;
+            sum.cert_failures += c.cert_failures;
+            sum.bf_aborts += c.bf_aborts;
+        }
+        Ok(sum)
+    }
+
+    /// What was counted between `before` and `self`.
+    pub fn since(self, before: Counters) -> Counters {
+        Counters {
+            cert_failures: self.cert_failures.saturating_sub(before.cert_failures),
+            bf_aborts: self.bf_aborts.saturating_sub(before.bf_aborts),
+        }
+    }
+}

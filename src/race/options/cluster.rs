@@ -1,0 +1,43 @@
+//! More than one primary (`--nodes`, `--spread`): a MariaDB race on a Galera cluster idem starts, and how a burst's requests reach its nodes.
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+use crate::limits;
+
+/// The cluster a MariaDB race runs on, and how its requests reach it.
+#[derive(Debug, Clone, Default, Args, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterInput {
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::NODES.parser(),
+          help = limits::NODES.help(
+              "With --engine mariadb: race on a Galera cluster of N MariaDB nodes that idem \
+               starts on loopback, every node a primary that takes writes (3 is the course's \
+               cluster)."))]
+    pub nodes: Option<u64>,
+
+    /// With --nodes: how a burst's requests reach the nodes, all to node 1,
+    /// or each to the next node in turn, as a load balancer in front of a
+    /// cluster hands them out [default: round-robin].
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub spread: Option<Spread>,
+}
+
+/// How a burst's requests reach a cluster's nodes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Spread {
+    /// Every request to node 1.
+    OneNode,
+    /// Request N to node ((N - 1) mod nodes) + 1.
+    #[default]
+    RoundRobin,
+}
+
+impl ClusterInput {
+    /// Whether anything here was said.
+    pub fn said(&self) -> bool {
+        self.nodes.is_some() || self.spread.is_some()
+    }
+}
