@@ -135,7 +135,7 @@ impl OnDatabase for Plan {
                     }
                 }
                 OnEngine::Mariadb(race) => {
-                    let mariadb = db.mariadb().await?;
+                    let mariadb = db.mariadb_on(race.cluster.nodes).await?;
                     for run in 1..=self.runs as usize {
                         let r = on_mariadb::run(mariadb, &race, run).await?;
                         out.record(&r, |_| String::new())?;

@@ -542,9 +542,11 @@ impl Database {
             .await
     }
 
-    /// A disposable Galera cluster of `nodes` beside the cluster, started
-    /// on first use (a scenario with `nodes`); one per run.
-    pub async fn galera(&self, nodes: usize) -> Result<&crate::db::mariadb::Mariadb> {
+    /// The disposable MariaDB of `nodes`: the single server, or a Galera cluster (one per run).
+    pub async fn mariadb_on(&self, nodes: usize) -> Result<&crate::db::mariadb::Mariadb> {
+        if nodes <= 1 {
+            return self.mariadb().await;
+        }
         let options = crate::db::mariadb::MariadbOptions {
             bin: self.mariadb_bin.clone(),
             nodes,

@@ -200,9 +200,16 @@ pub fn settings_line(r: &EngineResult) -> String {
             r.race.pool_size
         ),
     };
+    let cluster = match (r.race.cluster.retry_at_once, r.race.cluster.sync_wait) {
+        (false, false) => String::new(),
+        (true, false) => ", each client retrying at once".into(),
+        (false, true) => ", causal reads (wsrep_sync_wait = 1)".into(),
+        (true, true) => ", each client retrying at once, causal reads (wsrep_sync_wait = 1)".into(),
+    };
     format!(
-        "{} workers, {pool}, work {} ms, {transaction}{read_back}{crash}",
-        r.race.workers, r.race.work_ms
+        "{}, {pool}, work {} ms, {transaction}{read_back}{crash}{cluster}",
+        crate::race::told::counted(r.race.workers as u64, "worker"),
+        r.race.work_ms
     )
 }
 

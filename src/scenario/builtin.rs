@@ -33,6 +33,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/10-lagging-standby-duplicates.toml"),
     ),
     (
+        "10-retry-on-another-primary-on-galera.toml",
+        include_str!("../../scenarios/10-retry-on-another-primary-on-galera.toml"),
+    ),
+    (
+        "10-retry-with-sync-wait-on-galera.toml",
+        include_str!("../../scenarios/10-retry-with-sync-wait-on-galera.toml"),
+    ),
+    (
         "10-sync-failover-keeps-the-key.toml",
         include_str!("../../scenarios/10-sync-failover-keeps-the-key.toml"),
     ),

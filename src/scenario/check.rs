@@ -119,10 +119,7 @@ async fn on_another_engine(db: &Database, scenario: &Scenario) -> Result<Verdict
         .as_ref()
         .ok_or_else(|| anyhow::anyhow!("{}: a MariaDB scenario is a [race]", scenario.source))?;
     let race = MariadbRace::from_input(spec, Origin::File)?;
-    let mariadb = match race.cluster.is_cluster() {
-        true => db.galera(race.cluster.nodes).await?,
-        false => db.mariadb().await?,
-    };
+    let mariadb = db.mariadb_on(race.cluster.nodes).await?;
     let mut results = Vec::new();
     for run in 1..=scenario.expect.runs.unwrap_or(1).max(1) as usize {
         results.push(on_mariadb::run(mariadb, &race, run).await?);

@@ -292,9 +292,15 @@ impl Mariadb {
         self.node_workers.len()
     }
 
-    /// The same on node `node` (0-based) of a cluster.
-    pub fn workers_pool_on(&self, node: usize, size: usize, checkout: Duration) -> MySqlPool {
-        self.pool_with(self.node_workers[node].clone(), size, checkout)
+    /// The same on node `node` (0-based) of a cluster, each connection
+    /// also set by `session` when given.
+    pub fn workers_pool_on(
+        &self,
+        node: usize,
+        (size, checkout): (usize, Duration),
+        session: Option<&'static str>,
+    ) -> MySqlPool {
+        self.pool_setting(self.node_workers[node].clone(), (size, checkout), session)
     }
 
     /// The workers' pool, logging in with `options`.
@@ -304,6 +310,17 @@ impl Mariadb {
         size: usize,
         checkout: Duration,
     ) -> MySqlPool {
+        self.pool_setting(options, (size, checkout), None)
+    }
+
+    /// The same, each connection also set by `session` (a cluster's causal
+    /// reads) when given.
+    fn pool_setting(
+        &self,
+        options: MySqlConnectOptions,
+        (size, checkout): (usize, Duration),
+        session: Option<&'static str>,
+    ) -> MySqlPool {
         MySqlPoolOptions::new()
             .max_connections(size as u32)
             .min_connections(0)
@@ -311,10 +328,14 @@ impl Mariadb {
             // A pooled connection is not pinged before each checkout: the
             // race measures the request's statements, not the pool's.
             .test_before_acquire(false)
-            .after_connect(|conn, _| {
+            .after_connect(move |conn, _| {
                 Box::pin(async move {
                     use sqlx::Executor;
-                    conn.execute(LOCK_WAIT).await.map(drop)
+                    conn.execute(LOCK_WAIT).await?;
+                    if let Some(session) = session {
+                        conn.execute(session).await?;
+                    }
+                    Ok(())
                 })
             })
             .connect_lazy_with(options)

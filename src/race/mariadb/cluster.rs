@@ -19,6 +19,10 @@ pub struct Cluster {
     pub nodes: usize,
     /// How the burst's requests reach them.
     pub spread: Spread,
+    /// Each client sends its request again as soon as the burst is answered.
+    pub retry_at_once: bool,
+    /// The requests read causally (`wsrep_sync_wait = 1`).
+    pub sync_wait: bool,
 }
 
 impl Cluster {
@@ -26,8 +30,9 @@ impl Cluster {
     /// one node does not take yet.
     pub fn of(input: &RaceInput) -> Result<Self> {
         let nodes = input.cluster.nodes.unwrap_or(1) as usize;
-        if nodes == 1 && input.cluster.spread.is_some() {
-            bail!("--spread hands requests to a cluster's nodes: add --nodes 3");
+        let c = &input.cluster;
+        if nodes == 1 && (c.spread.is_some() || c.retry_at_once || c.sync_wait) {
+            bail!("--spread, --retry-at-once and --sync-wait are a cluster's: add --nodes 3");
         }
         if nodes > 1 {
             let refused = [
@@ -41,7 +46,9 @@ impl Cluster {
         }
         Ok(Cluster {
             nodes,
-            spread: input.cluster.spread.unwrap_or_default(),
+            spread: c.spread.unwrap_or_default(),
+            retry_at_once: c.retry_at_once,
+            sync_wait: c.sync_wait,
         })
     }
 
@@ -64,6 +71,11 @@ impl Cluster {
             Spread::OneNode => 1,
             Spread::RoundRobin => self.nodes,
         }
+    }
+
+    /// The session settings of a worker's connection on this cluster.
+    pub fn session(self) -> Option<&'static str> {
+        self.sync_wait.then_some("SET SESSION wsrep_sync_wait = 1")
     }
 }
 

@@ -281,6 +281,28 @@ struct Started {
     counted: Option<cluster::Counters>,
 }
 
+/// The race's pools: the workers' on one server (the guard user's, for a
+/// guard file), or one on each node a cluster's requests reach, of the
+/// same size, as each app server behind a balancer would have.
+async fn pools(db: &Mariadb, race: &MariadbRace) -> Result<Vec<sqlx::MySqlPool>> {
+    let app = race.settings.app();
+    let checkout = app.pool.checkout_timeout();
+    if race.cluster.is_cluster() {
+        let sized = (race.pool_size, checkout);
+        let on = |node| db.workers_pool_on(node, sized, race.cluster.session());
+        return Ok((0..race.cluster.nodes_used()).map(on).collect());
+    }
+    Ok(vec![match race.shape {
+        Shaped::File(file) => {
+            let stale_after = app.recovery.stale_after();
+            let limit = guard_file::step_limit(race.workers, app.work, stale_after);
+            db.guard_pool(race.pool_size, checkout, limit, &file.name)
+                .await?
+        }
+        Shaped::Builtin(_) => db.workers_pool(race.pool_size, checkout).await?,
+    }])
+}
+
 /// Empties the tables, opens the pool, takes the runner's connection, and
 /// sends the workers (each on its hook, when stepped).
 async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -> Result<Started> {
@@ -289,23 +311,7 @@ async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -
             .execute(&db.admin)
             .await?;
     }
-    let app = race.settings.app();
-    let checkout = app.pool.checkout_timeout();
-    let pool = match race.shape {
-        Shaped::File(file) => {
-            let stale_after = app.recovery.stale_after();
-            let limit = guard_file::step_limit(race.workers, app.work, stale_after);
-            db.guard_pool(race.pool_size, checkout, limit, &file.name)
-                .await?
-        }
-        Shaped::Builtin(_) => db.workers_pool(race.pool_size, checkout).await?,
-    };
-    // Node 1's pool is the first; each other node the requests reach has
-    // one of the same size, as each app server behind a balancer would.
-    let mut pools = vec![pool.clone()];
-    for node in 1..race.cluster.nodes_used() {
-        pools.push(db.workers_pool_on(node, race.pool_size, checkout));
-    }
+    let pools = pools(db, race).await?;
     let counted = match race.cluster.is_cluster() {
         true => Some(cluster::Counters::read_all(&pools).await?),
         false => None,
@@ -452,6 +458,9 @@ async fn recover(
     gate: Instant,
     clock: Option<&Clock>,
 ) -> Result<Vec<EngineWorker>> {
+    if race.cluster.retry_at_once {
+        return retried_at_once(race, shared, reports, gate).await;
+    }
     let Some(crashed) = reports.iter().find(|w| w.outcome == Outcome::Crashed) else {
         return Ok(Vec::new());
     };
@@ -464,19 +473,20 @@ async fn recover(
             tokio::time::sleep_until((gate + since + shared.stale_after).into()).await;
         }
     }
+    let asks = (1..=race.recovery_retries).map(|i| Asked {
+        worker: race.workers + i,
+        ..asked(race, crashed.worker)
+    });
+    sent_again(shared, asks.collect(), gate).await
+}
+
+/// Sends each of `asks` as a client's retry, at once, and waits for them.
+async fn sent_again(shared: &Shared, asks: Vec<Asked>, gate: Instant) -> Result<Vec<EngineWorker>> {
     let mut tasks = Vec::new();
-    for i in 1..=race.recovery_retries {
-        let worker = race.workers + i;
-        let asked = Asked {
-            worker,
-            ..asked(race, crashed.worker)
-        };
-        let shared = shared.clone();
-        tasks.push(tokio::spawn(bounded(
-            one_request(shared, asked, gate, None),
-            worker,
-            gate,
-        )));
+    for asked in asks {
+        let worker = asked.worker;
+        let sent = bounded(one_request(shared.clone(), asked, gate, None), worker, gate);
+        tasks.push(tokio::spawn(sent));
     }
     let mut retries = Vec::new();
     for task in tasks {
@@ -485,6 +495,22 @@ async fn recover(
         retries.push(report);
     }
     Ok(retries)
+}
+
+/// `--retry-at-once`: every client sends its request again as soon as
+/// the burst is answered, each retry numbered after the burst (so that a
+/// round-robin spread sends it to the next node).
+async fn retried_at_once(
+    race: &MariadbRace,
+    shared: &Shared,
+    reports: &[EngineWorker],
+    gate: Instant,
+) -> Result<Vec<EngineWorker>> {
+    let asks = reports.iter().map(|first| Asked {
+        worker: race.workers + first.worker,
+        ..asked(race, first.worker)
+    });
+    sent_again(shared, asks.collect(), gate).await
 }
 
 /// Worker `worker`'s request alone, on `pool`, with its gate now: what a

@@ -30,6 +30,8 @@ const TAKES: &[&str] = &[
     "strategy_file",
     "nodes",
     "spread",
+    "retry_at_once",
+    "sync_wait",
 ];
 
 /// A group as given and as it defaults, each as JSON.
@@ -69,7 +71,8 @@ pub(super) fn refuse_untaken(input: &RaceInput) -> Result<()> {
                 "--engine mariadb does not take --{} yet (it takes --workers, --key, --pool-size, \
                  --work-ms, --checkout-timeout-ms, --transaction, --isolation, --read-back, --crash, \
                  --recovery-retries, --stale-after-ms, --amounts, --lessons, --users, \
-                 --no-fingerprint, --store, --strategy-file, --nodes, --spread, --runs, --json)",
+                 --no-fingerprint, --store, --strategy-file, --nodes, --spread, --retry-at-once, \
+                 --sync-wait, --runs, --json)",
                 name.replace('_', "-")
             );
         }

@@ -22,6 +22,18 @@ pub struct ClusterInput {
     /// cluster hands them out [default: round-robin].
     #[arg(long, value_enum, value_name = "HOW")]
     pub spread: Option<Spread>,
+
+    /// With --nodes: each client sends its request once more as soon as the
+    /// burst is answered (its answer lost on the way, say), to the node the
+    /// spread gives its retry: with round-robin, the next one.
+    #[arg(long)]
+    pub retry_at_once: bool,
+
+    /// With --nodes: the requests read causally (`wsrep_sync_wait = 1`): a
+    /// read waits until its node has applied every write the cluster
+    /// certified before it.
+    #[arg(long)]
+    pub sync_wait: bool,
 }
 
 /// How a burst's requests reach a cluster's nodes.
@@ -38,6 +50,6 @@ pub enum Spread {
 impl ClusterInput {
     /// Whether anything here was said.
     pub fn said(&self) -> bool {
-        self.nodes.is_some() || self.spread.is_some()
+        self.nodes.is_some() || self.spread.is_some() || self.retry_at_once || self.sync_wait
     }
 }
