@@ -83,14 +83,7 @@ pub fn rows_and_statuses(r: &RaceResult) -> String {
 
 /// "1 XP row, 1 service call", each a fact checked against the race.
 pub fn rows_and_calls(r: &RaceResult) -> String {
-    let mut told = Told::new();
-    tell!(
-        told,
-        "{}, {}",
-        Counted(Fact::XpRows(r.xp_rows), "XP row"),
-        Counted(Fact::ServiceCalls(r.service_calls), "service call")
-    );
-    told.finish(r)
+    crate::race::told::rows_and_calls(r.xp_rows, r.service_calls).finish(r)
 }
 
 /// Every outcome counted, and what the first request that failed with an

@@ -45,13 +45,8 @@ pub async fn races(db: &Database, cases: Vec<Case>) -> Result<Vec<Check>> {
 /// "1 XP row, 1 service call; created 1, conflict 4": every figure a
 /// fact, checked against the race before it is shown.
 fn rows_calls_statuses(r: &RaceResult) -> String {
-    let mut told = Told::new();
-    tell!(
-        told,
-        "{}, {}; ",
-        Counted(Fact::XpRows(r.xp_rows), "XP row"),
-        Counted(Fact::ServiceCalls(r.service_calls), "service call")
-    );
+    let mut told = crate::race::told::rows_and_calls(r.xp_rows, r.service_calls);
+    told.push("; ");
     told.append(crate::challenge::outcomes_told(r));
     told.finish(r)
 }

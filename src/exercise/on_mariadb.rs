@@ -12,7 +12,7 @@ use crate::probe::conformance::Check;
 use crate::race::Outcome;
 use crate::race::mariadb::{self, EngineResult, MariadbRace};
 use crate::race::options::RaceInput;
-use crate::race::told::{Counted, Fact, Told, Who, tell};
+use crate::race::told::{Fact, Who, tell};
 
 /// Exercise 2 on MariaDB: five at once, twenty at once (each with a
 /// connection of its own), then every order of two requests' steps.
@@ -59,13 +59,8 @@ fn held_once(r: &EngineResult) -> bool {
 /// checked against the race before it is shown, the server's error (its
 /// number and SQLSTATE) beside a request that failed.
 fn said(r: &EngineResult) -> String {
-    let mut told = Told::new();
-    tell!(
-        told,
-        "{}, {}; ",
-        Counted(Fact::XpRows(r.xp_rows), "XP row"),
-        Counted(Fact::ServiceCalls(r.service_calls), "service call")
-    );
+    let mut told = crate::race::told::rows_and_calls(r.xp_rows, r.service_calls);
+    told.push("; ");
     let count = |o: Outcome| r.reports.iter().filter(|w| w.outcome == o).count() as u64;
     let counted = Outcome::ALL.iter().filter(|o| count(**o) > 0);
     for (i, o) in counted.enumerate() {

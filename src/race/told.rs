@@ -221,6 +221,19 @@ impl Stated for String {
     }
 }
 
+/// "1 XP row, 1 service call": the two figures every verdict on a race
+/// states first, as facts, for the narrative to go on from.
+pub fn rows_and_calls(xp_rows: u64, service_calls: u64) -> Told {
+    let mut told = Told::new();
+    tell!(
+        told,
+        "{}, {}",
+        Counted(Fact::XpRows(xp_rows), "XP row"),
+        Counted(Fact::ServiceCalls(service_calls), "service call")
+    );
+    told
+}
+
 /// A narrative and the facts it states.
 #[derive(Debug, Default)]
 pub struct Told {
