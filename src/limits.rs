@@ -212,6 +212,8 @@ pub const REPLICAS: Limit = with_default(limit("--replicas", "race.replicas", 1,
 /// The nodes of a Galera cluster a MariaDB race runs on: one is a plain
 /// server; three is the course's cluster.
 pub const NODES: Limit = with_default(limit("--nodes", "race.nodes", 1, 5), 1);
+/// The node a race kills mid-burst: never node 1, which keeps the books.
+pub const KILL_NODE: Limit = limit("--kill-node", "race.kill_node", 2, 5);
 /// The old name of the stale-claim age, read with its bounds.
 pub const LOCK_TIMEOUT_MS: Limit = limit(
     "--lock-timeout-ms",
@@ -225,7 +227,7 @@ pub const LOCK_TIMEOUT_MS: Limit = limit(
 /// stands, and the race builder checks whatever an input said (a flag's
 /// own parser is the same [`Limit`]). A key whose value is no number is
 /// listed as such by a test that holds every key to one of the two.
-pub const RACE: [Limit; 23] = [
+pub const RACE: [Limit; 24] = [
     WORKERS,
     POOL_SIZE,
     WORK_MS,
@@ -249,6 +251,7 @@ pub const RACE: [Limit; 23] = [
     LINK_DELAY_MS,
     REPLICAS,
     NODES,
+    KILL_NODE,
 ];
 
 /// The bound of `[race]` key `key` (`race.workers`, `race.crash.worker`).

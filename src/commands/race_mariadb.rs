@@ -37,6 +37,9 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
     }
     let input = args.race.input(args.strategy.strategy);
     let race = MariadbRace::from_input(&input, Origin::Flags)?;
+    if race.cluster.kill_node.is_some() && args.race.runs() > 1 {
+        bail!("--kill-node kills a node for good: one race, no --runs");
+    }
     let mut options = args.connect.mariadb()?;
     options.nodes = race.cluster.nodes;
     Ok(Plan {

@@ -29,36 +29,7 @@ pub fn render(r: &EngineResult) -> String {
         );
     }
     out.push('\n');
-    let claims = match r.race.store {
-        crate::store::StoreKind::Table => vec!["key rows".into(), r.key_rows.to_string()],
-        crate::store::StoreKind::Cache => vec!["cache entries".into(), r.cache_entries.to_string()],
-    };
-    let figures = vec![
-        claims,
-        vec![
-            "XP rows".into(),
-            format!("{} (the lesson's figure: {})", r.xp_rows, r.lesson_figure),
-        ],
-        vec!["service calls".into(), r.service_calls.to_string()],
-        vec!["outcomes".into(), counted(&r.outcomes)],
-        vec![
-            "server errors".into(),
-            match r.errors.is_empty() {
-                true => "none".into(),
-                false => counted(&r.errors),
-            },
-        ],
-    ];
-    let mut figures = figures;
-    if let Some(c) = r.cluster_counters {
-        figures.push(vec![
-            "certification".into(),
-            format!(
-                "{} failed at COMMIT, {} brute-force aborts",
-                c.cert_failures, c.bf_aborts
-            ),
-        ]);
-    }
+    let figures = figures_of(r);
     out.push_str(&table::render(&["figure", "value"], figures, &[]));
     out.push('\n');
     let rows = r
@@ -93,6 +64,48 @@ pub fn render(r: &EngineResult) -> String {
     ));
     out.push('\n');
     out
+}
+
+/// The figure table's rows: claims, rows, calls, outcomes, errors, and on
+/// a cluster what certification refused and what was left.
+fn figures_of(r: &EngineResult) -> Vec<Vec<String>> {
+    let claims = match r.race.store {
+        crate::store::StoreKind::Table => vec!["key rows".into(), r.key_rows.to_string()],
+        crate::store::StoreKind::Cache => vec!["cache entries".into(), r.cache_entries.to_string()],
+    };
+    let mut figures = vec![
+        claims,
+        vec![
+            "XP rows".into(),
+            format!("{} (the lesson's figure: {})", r.xp_rows, r.lesson_figure),
+        ],
+        vec!["service calls".into(), r.service_calls.to_string()],
+        vec!["outcomes".into(), counted(&r.outcomes)],
+        vec![
+            "server errors".into(),
+            match r.errors.is_empty() {
+                true => "none".into(),
+                false => counted(&r.errors),
+            },
+        ],
+    ];
+    if let Some(c) = r.cluster_counters {
+        figures.push(vec![
+            "certification".into(),
+            format!(
+                "{} failed at COMMIT, {} brute-force aborts",
+                c.cert_failures, c.bf_aborts
+            ),
+        ]);
+    }
+    if let Some(after) = &r.cluster_after {
+        let size = crate::race::told::counted(after.size, "node");
+        figures.push(vec![
+            "cluster after".into(),
+            format!("{size}, {}", after.status),
+        ]);
+    }
+    figures
 }
 
 /// `--trace`: every step of every request, in the order they ended, with
@@ -200,6 +213,10 @@ pub fn settings_line(r: &EngineResult) -> String {
             r.race.pool_size
         ),
     };
+    let killed = match r.race.cluster.kill_node {
+        Some(n) => format!(", node {n} killed halfway through the work"),
+        None => String::new(),
+    };
     let cluster = match (r.race.cluster.retry_at_once, r.race.cluster.sync_wait) {
         (false, false) => String::new(),
         (true, false) => ", each client retrying at once".into(),
@@ -207,7 +224,7 @@ pub fn settings_line(r: &EngineResult) -> String {
         (true, true) => ", each client retrying at once, causal reads (wsrep_sync_wait = 1)".into(),
     };
     format!(
-        "{}, {pool}, work {} ms, {transaction}{read_back}{crash}{cluster}",
+        "{}, {pool}, work {} ms, {transaction}{read_back}{crash}{cluster}{killed}",
         crate::race::told::counted(r.race.workers as u64, "worker"),
         r.race.work_ms
     )

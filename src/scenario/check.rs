@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::file::Scenario;
@@ -119,6 +119,12 @@ async fn on_another_engine(db: &Database, scenario: &Scenario) -> Result<Verdict
         .as_ref()
         .ok_or_else(|| anyhow::anyhow!("{}: a MariaDB scenario is a [race]", scenario.source))?;
     let race = MariadbRace::from_input(spec, Origin::File)?;
+    if race.cluster.kill_node.is_some() {
+        bail!(
+            "{}: a scenario's cluster serves every scenario of the run, so none kills a node",
+            scenario.source
+        );
+    }
     let mariadb = db.mariadb_on(race.cluster.nodes).await?;
     let mut results = Vec::new();
     for run in 1..=scenario.expect.runs.unwrap_or(1).max(1) as usize {

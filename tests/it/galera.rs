@@ -158,3 +158,37 @@ fn what_a_cluster_race_does_not_take_is_refused_in_one_line() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// A node killed halfway through a burst: its request is told its
+/// connection broke, the two nodes left keep a Primary component and the
+/// key, and the writes under way wait until the cluster has let the dead
+/// node go.
+#[test]
+fn a_node_killed_mid_burst_leaves_two_primaries_and_the_key() {
+    let sandbox = Sandbox::new("galera-node-kill");
+    let args = [
+        "-s",
+        "check-then-store",
+        "--kill-node",
+        "3",
+        "--work-ms",
+        "200",
+    ];
+    let runs = races(&sandbox, &args);
+    let r = &runs[0];
+    assert_eq!(r["cluster_after"]["size"], 2, "{r}");
+    assert_eq!(r["cluster_after"]["status"], "Primary", "{r}");
+    assert_eq!(n(r, "key_rows"), 1, "{r}");
+    let reports = r["reports"].as_array().unwrap();
+    // Worker 3 reached node 3, mid-work when it died: no answer but an error.
+    let on_three = reports.iter().find(|w| w["node"] == 3).unwrap();
+    assert_eq!(on_three["outcome"], "error", "{r}");
+    // Every request called the service before it knew; the dead node's
+    // row went with it.
+    assert_eq!(n(r, "service_calls"), 5, "{r}");
+    assert!(n(r, "xp_rows") < 5, "{r}");
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(20)),
+        Vec::<String>::new()
+    );
+}

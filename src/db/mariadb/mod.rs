@@ -287,6 +287,14 @@ impl Mariadb {
         Ok(self.pool_with(self.workers.clone(), size, checkout))
     }
 
+    /// The process id of node `node` (1-based) of a disposable server or cluster.
+    pub fn node_pid(&self, node: usize) -> Option<u32> {
+        match node {
+            1 => self.server.as_ref().map(MariadbServer::pid),
+            n => self.others.get(n - 2).map(MariadbServer::pid),
+        }
+    }
+
     /// The nodes a race can reach: 1, or a cluster's.
     pub fn nodes(&self) -> usize {
         self.node_workers.len()

@@ -166,6 +166,11 @@ impl MariadbServer {
         })
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.server.pid()
+    }
+
     /// Kills the server, removes its run directory, and says how long it took.
     pub fn stop(mut self) -> Result<Duration> {
         let began = Instant::now();
@@ -280,4 +285,13 @@ fn install(bins: &MariadbBinaries, user: Option<OsUser>, staging: &Path) -> Resu
         );
     }
     Ok(data)
+}
+
+/// Kills the server `pid` at once (SIGKILL), as a machine lost: a node of a
+/// cluster in the middle of a race. Its supervisor still removes its files.
+pub fn kill_now(pid: u32) {
+    // SAFETY: a signal to a server process idem started.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGKILL);
+    }
 }

@@ -7,6 +7,9 @@
 //! counters here are the cluster's own record of that, read on every node
 //! before and after the race.
 
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
 use anyhow::{Result, bail};
 use serde::Serialize;
 
@@ -23,6 +26,8 @@ pub struct Cluster {
     pub retry_at_once: bool,
     /// The requests read causally (`wsrep_sync_wait = 1`).
     pub sync_wait: bool,
+    /// `--kill-node`: the node (1-based) killed halfway through the work.
+    pub kill_node: Option<usize>,
 }
 
 impl Cluster {
@@ -31,8 +36,19 @@ impl Cluster {
     pub fn of(input: &RaceInput) -> Result<Self> {
         let nodes = input.cluster.nodes.unwrap_or(1) as usize;
         let c = &input.cluster;
-        if nodes == 1 && (c.spread.is_some() || c.retry_at_once || c.sync_wait) {
-            bail!("--spread, --retry-at-once and --sync-wait are a cluster's: add --nodes 3");
+        if nodes == 1 && c.said() {
+            bail!(
+                "--spread, --retry-at-once, --sync-wait and --kill-node are a cluster's: add \
+                 --nodes 3"
+            );
+        }
+        let kill_node = c.kill_node.map(|n| n as usize);
+        if let Some(n) = kill_node
+            && !(2..=nodes).contains(&n)
+        {
+            bail!(
+                "--kill-node takes a node from 2 to {nodes} (node 1 keeps the run's bookkeeping), not {n}"
+            );
         }
         if nodes > 1 {
             let refused = [
@@ -49,6 +65,7 @@ impl Cluster {
             spread: c.spread.unwrap_or_default(),
             retry_at_once: c.retry_at_once,
             sync_wait: c.sync_wait,
+            kill_node,
         })
     }
 
@@ -111,10 +128,14 @@ impl Counters {
         })
     }
 
-    /// The sum of every node's counters now.
-    pub async fn read_all(pools: &[sqlx::MySqlPool]) -> Result<Self> {
+    /// The sum of the counters of every node now, but `skip`'s (a node
+    /// killed in the race, whose counters went with it).
+    pub async fn read_all(pools: &[sqlx::MySqlPool], skip: Option<usize>) -> Result<Self> {
         let mut sum = Counters::default();
-        for pool in pools {
+        for (i, pool) in pools.iter().enumerate() {
+            if skip == Some(i + 1) {
+                continue;
+            }
             let c = Self::read(pool).await?;
             sum.cert_failures += c.cert_failures;
             sum.bf_aborts += c.bf_aborts;
@@ -129,4 +150,44 @@ impl Counters {
             bf_aborts: self.bf_aborts.saturating_sub(before.bf_aborts),
         }
     }
+}
+
+/// The cluster as node 1 sees it after a race: its size and its
+/// component's status (`Primary` while a majority is left).
+#[derive(Debug, Clone, Serialize)]
+pub struct After {
+    pub size: u64,
+    pub status: String,
+}
+
+impl After {
+    pub async fn read(admin: &sqlx::MySqlPool) -> Result<Self> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_cluster_size', 'wsrep_cluster_status')",
+        )
+        .fetch_all(admin)
+        .await?;
+        let value = |name: &str| {
+            rows.iter()
+                .find(|(n, _)| n == name)
+                .map_or(String::new(), |(_, v)| v.clone())
+        };
+        Ok(After {
+            size: value("wsrep_cluster_size").parse().unwrap_or(0),
+            status: crate::controls::escaped(&value("wsrep_cluster_status")).into_owned(),
+        })
+    }
+}
+
+/// `--kill-node`: once the workers are released, half the work later, the
+/// node's server (`pid`) is killed (SIGKILL), as a machine lost mid-burst.
+pub async fn kill_halfway(pid: u32, gate: Arc<OnceLock<Instant>>, half: Duration) {
+    let released = loop {
+        if let Some(at) = gate.get() {
+            break *at;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    };
+    tokio::time::sleep_until((released + half).into()).await;
+    crate::db::mariadb::server::kill_now(pid);
 }

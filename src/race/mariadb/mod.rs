@@ -232,6 +232,9 @@ pub struct EngineResult {
     /// over its nodes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_counters: Option<cluster::Counters>,
+    /// On a cluster: its size and status as node 1 saw them after the race.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_after: Option<cluster::After>,
 }
 
 /// Runs one race on fresh tables.
@@ -279,6 +282,8 @@ struct Started {
     began: Instant,
     /// On a cluster, its counters before the race.
     counted: Option<cluster::Counters>,
+    /// `--kill-node`: the task that kills the node halfway through the work.
+    killer: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// The race's pools: the workers' on one server (the guard user's, for a
@@ -313,7 +318,7 @@ async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -
     }
     let pools = pools(db, race).await?;
     let counted = match race.cluster.is_cluster() {
-        true => Some(cluster::Counters::read_all(&pools).await?),
+        true => Some(cluster::Counters::read_all(&pools, race.cluster.kill_node).await?),
         false => None,
     };
     let mut opened = Vec::new();
@@ -363,6 +368,14 @@ async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -
             }
         }));
     }
+    let killer = race
+        .cluster
+        .kill_node
+        .and_then(|n| db.node_pid(n))
+        .map(|pid| {
+            let half = race.settings.app().work / 2;
+            tokio::spawn(cluster::kill_halfway(pid, gate.clone(), half))
+        });
     Ok(Started {
         tasks,
         shared,
@@ -371,6 +384,7 @@ async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -
         gate,
         began,
         counted,
+        killer,
     })
 }
 
@@ -392,7 +406,11 @@ async fn finish(
         gate,
         began,
         counted,
+        killer,
     } = started;
+    if let Some(killer) = killer {
+        killer.await?;
+    }
     let mut reports = Vec::new();
     for task in tasks {
         reports.push(task.await?);
@@ -402,7 +420,10 @@ async fn finish(
     let elapsed_ms = began.elapsed().as_secs_f64() * 1000.0;
     drop(runner);
     let counters = match counted {
-        Some(before) => Some(cluster::Counters::read_all(&pools).await?.since(before)),
+        Some(before) => {
+            let after = cluster::Counters::read_all(&pools, race.cluster.kill_node).await?;
+            Some(after.since(before))
+        }
         None => None,
     };
     for pool in &pools {
@@ -415,6 +436,9 @@ async fn finish(
     }
     let mut result = figures(db, race, run, reports, shared.calls, elapsed_ms).await?;
     result.cluster_counters = counters;
+    if race.cluster.is_cluster() {
+        result.cluster_after = Some(cluster::After::read(&db.admin).await?);
+    }
     Ok(result)
 }
 
@@ -761,5 +785,6 @@ async fn figures(
         reports,
         race: race.clone(),
         cluster_counters: None,
+        cluster_after: None,
     })
 }

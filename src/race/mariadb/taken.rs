@@ -32,6 +32,7 @@ const TAKES: &[&str] = &[
     "spread",
     "retry_at_once",
     "sync_wait",
+    "kill_node",
 ];
 
 /// A group as given and as it defaults, each as JSON.
@@ -72,7 +73,7 @@ pub(super) fn refuse_untaken(input: &RaceInput) -> Result<()> {
                  --work-ms, --checkout-timeout-ms, --transaction, --isolation, --read-back, --crash, \
                  --recovery-retries, --stale-after-ms, --amounts, --lessons, --users, \
                  --no-fingerprint, --store, --strategy-file, --nodes, --spread, --retry-at-once, \
-                 --sync-wait, --runs, --json)",
+                 --sync-wait, --kill-node, --runs, --json)",
                 name.replace('_', "-")
             );
         }

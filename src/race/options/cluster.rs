@@ -34,6 +34,13 @@ pub struct ClusterInput {
     /// certified before it.
     #[arg(long)]
     pub sync_wait: bool,
+
+    /// With --nodes: kill node N's server (SIGKILL) halfway through the
+    /// work, as a machine lost in the middle of a burst; N from 2 (node 1
+    /// keeps the run's bookkeeping). One race only.
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::KILL_NODE.parser())]
+    pub kill_node: Option<u64>,
 }
 
 /// How a burst's requests reach a cluster's nodes.
@@ -50,6 +57,10 @@ pub enum Spread {
 impl ClusterInput {
     /// Whether anything here was said.
     pub fn said(&self) -> bool {
-        self.nodes.is_some() || self.spread.is_some() || self.retry_at_once || self.sync_wait
+        self.nodes.is_some()
+            || self.spread.is_some()
+            || self.retry_at_once
+            || self.sync_wait
+            || self.kill_node.is_some()
     }
 }
