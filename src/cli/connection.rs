@@ -130,6 +130,15 @@ impl ConnectArgs {
         })
     }
 
+    /// The same for a race on `nodes` (more than one: a Galera cluster of
+    /// idem's own).
+    pub fn mariadb_for(&self, nodes: usize) -> anyhow::Result<crate::db::mariadb::MariadbOptions> {
+        Ok(crate::db::mariadb::MariadbOptions {
+            nodes,
+            ..self.mariadb()?
+        })
+    }
+
     /// The options for working in `schema`, an existing run's.
     pub fn options_in(&self, schema: &str) -> ConnectOptions {
         ConnectOptions {

@@ -40,10 +40,8 @@ pub fn plan(args: &RaceArgs) -> Result<Plan> {
     if race.cluster.kill_node.is_some() && args.race.runs() > 1 {
         bail!("--kill-node kills a node for good: one race, no --runs");
     }
-    let mut options = args.connect.mariadb()?;
-    options.nodes = race.cluster.nodes;
     Ok(Plan {
-        options,
+        options: args.connect.mariadb_for(race.cluster.nodes)?,
         race,
         runs: args.race.runs(),
         out: Output::from_json_flag(show.json),

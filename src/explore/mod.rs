@@ -122,6 +122,9 @@ impl Walking {
 pub struct Exploration {
     /// The engine the requests ran on.
     pub engine: Engine,
+    /// On a Galera cluster, its nodes (each request on one of its own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<usize>,
     /// The strategy; with a guard file, the built-in of the file's shape.
     pub strategy: StrategyKind,
     /// The guard file explored in the strategy's place, if any.
@@ -228,7 +231,9 @@ pub async fn explore_mariadb(
 ) -> Result<Exploration> {
     pool_for_every_worker(race.settings())?;
     let on = OnMariadb { db, race };
-    explore_on(&on, Engine::Mariadb, race.settings(), walking, each).await
+    let mut found = explore_on(&on, Engine::Mariadb, race.settings(), walking, each).await?;
+    found.nodes = race.cluster.is_cluster().then_some(race.cluster.nodes);
+    Ok(found)
 }
 
 /// Refuses a race whose pool lacks a connection for any worker: a step
@@ -278,6 +283,7 @@ async fn explore_on(
     let elapsed_ms = began.elapsed().as_secs_f64() * 1000.0;
     let first = settings.requests();
     Ok(Exploration {
+        nodes: None,
         engine,
         strategy: settings.strategy(),
         strategy_file: settings.app().guard_file.map(|f| f.0.name.as_str()),

@@ -8,9 +8,13 @@ use crate::explore::{Exploration, Failure, switches};
 pub fn render(e: &Exploration) -> String {
     let mut out = String::new();
     let name = crate::strategy::guard_file::label(e.strategy, e.strategy_file);
-    let on = match e.engine {
-        crate::race::engine::Engine::Postgres => String::new(),
-        engine => format!(" · on {}", engine.spec().server),
+    let on = match (e.engine, e.nodes) {
+        (crate::race::engine::Engine::Postgres, _) => String::new(),
+        (engine, Some(n)) => format!(
+            " · on a Galera cluster of {n} {} nodes",
+            engine.spec().server
+        ),
+        (engine, None) => format!(" · on {}", engine.spec().server),
     };
     let _ = writeln!(
         out,

@@ -145,10 +145,12 @@ fn what_a_cluster_race_does_not_take_is_refused_in_one_line() {
                 "mariadb",
                 "--nodes",
                 "3",
+                "--workers",
+                "2",
                 "--schedule",
-                "1,2",
+                "1,clock",
             ],
-            "do not walk a Galera cluster",
+            "workers only",
         ),
     ];
     for (args, says) in cases {
@@ -187,6 +189,47 @@ fn a_node_killed_mid_burst_leaves_two_primaries_and_the_key() {
     // row went with it.
     assert_eq!(n(r, "service_calls"), 5, "{r}");
     assert!(n(r, "xp_rows") < 5, "{r}");
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(20)),
+        Vec::<String>::new()
+    );
+}
+
+/// `idem explore` walks two requests on two nodes of a cluster: the claim
+/// that commits alone holds in every order; the claim inside the request's
+/// transaction fails in most, by the service calls of the work done
+/// before certification refused its COMMIT, the order alone deciding.
+#[test]
+fn explore_walks_two_requests_on_two_nodes() {
+    let sandbox = Sandbox::new("galera-explore");
+    let explore = |more: &[&str]| -> Value {
+        let out = sandbox
+            .idem()
+            .args(["explore", "--engine", "mariadb", "--nodes", "3", "--json"])
+            .args(["-s", "claim-work-complete"])
+            .args(more)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    };
+    let alone = explore(&[]);
+    assert_eq!(alone["nodes"], 3, "{alone}");
+    assert_eq!(
+        (n(&alone, "held"), n(&alone, "failing")),
+        (44, 0),
+        "{alone}"
+    );
+    let inside = explore(&["--transaction", "request"]);
+    assert_eq!(inside["total"], inside["interleavings"], "{inside}");
+    assert!(
+        n(&inside, "failing") > 0 && n(&inside, "held") > 0,
+        "{inside}"
+    );
+    assert_eq!(
+        inside["kinds"]["duplicate_service_calls"], inside["failing"],
+        "{inside}"
+    );
     assert_eq!(
         sandbox.wait_clean(Duration::from_secs(20)),
         Vec::<String>::new()

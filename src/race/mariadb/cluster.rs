@@ -54,7 +54,6 @@ impl Cluster {
             let refused = [
                 (input.strategy.strategy_file.is_some(), "--strategy-file"),
                 (input.faults.crash.is_some(), "--crash"),
-                (input.shape.schedule.is_some(), "idem step and idem explore"),
             ];
             if let Some((_, what)) = refused.iter().find(|(given, _)| *given) {
                 bail!("a race on a Galera cluster (--nodes) does not take {what} yet");
@@ -67,6 +66,29 @@ impl Cluster {
             sync_wait: c.sync_wait,
             kill_node,
         })
+    }
+
+    /// A stepped race (`idem step`, `idem explore`) on this cluster: each
+    /// request on a node of its own, round-robin, so that no two wait on
+    /// one node's locks (which idem reads on node 1 only), and no retry,
+    /// kill or causal read, which the walk does not branch on.
+    pub fn stepped(self, workers: usize) -> Result<()> {
+        if !self.is_cluster() {
+            return Ok(());
+        }
+        if self.spread != Spread::RoundRobin || workers > self.nodes {
+            bail!(
+                "idem step and idem explore walk a cluster with each request on a node of its \
+                 own: --spread round-robin and at most {} workers",
+                self.nodes
+            );
+        }
+        if self.retry_at_once || self.sync_wait || self.kill_node.is_some() {
+            bail!(
+                "idem step and idem explore walk a cluster without --retry-at-once, --sync-wait or --kill-node"
+            );
+        }
+        Ok(())
     }
 
     /// Whether this is a cluster at all.

@@ -164,11 +164,10 @@ impl MariadbRace {
     /// The stepped race `input` asks for, on MariaDB (`idem step`, `idem
     /// explore`): 2 to 5 workers, no fault; its schedule is the driver's.
     pub fn stepped_from_input(input: &RaceInput) -> Result<Self> {
-        if input.cluster.said() {
-            bail!("idem step and idem explore do not walk a Galera cluster (--nodes) yet");
-        }
-        taken::refuse_untaken(&input.clone().with(|r| r.shape.schedule = None))?;
+        let unscheduled = input.clone().with(|r| r.shape.schedule = None);
+        taken::refuse_untaken(&unscheduled)?;
         let settings = for_settings(input).build_stepped()?;
+        cluster::Cluster::of(&unscheduled)?.stepped(settings.requests().workers())?;
         Self::new(settings, input)
     }
 
