@@ -60,6 +60,16 @@ pub struct EngineFigures {
     /// requests.
     pub explore: EngineProcesses,
     pub lesson_one: Vec<FigureRate>,
+    /// `idem race --engine mariadb --nodes 3`: a Galera cluster's start,
+    /// race and stop in one process; `None` without galera-4 here.
+    pub cluster: Option<ClusterProcess>,
+}
+
+/// Whole `idem race` processes on a three-node Galera cluster.
+#[derive(Debug, Serialize)]
+pub struct ClusterProcess {
+    pub runs: usize,
+    pub median_ms: f64,
 }
 
 /// What to measure, and how many times.
@@ -69,6 +79,8 @@ pub struct Samples {
     pub warm: usize,
     pub processes: usize,
     pub figure_runs: usize,
+    /// Whole races on a Galera cluster (10 s each).
+    pub cluster: usize,
 }
 
 /// Measures the section; `None` when there is no `mariadbd` to start.
@@ -98,7 +110,26 @@ pub fn measure(
         processes: races,
         explore,
         lesson_one,
+        cluster: cluster(bin, samples.cluster, &tick),
     }))
+}
+
+/// `runs` whole races on a three-node cluster; `None` when none could run
+/// (no Galera provider here), which the section then leaves out.
+fn cluster(bin: Option<&std::path::Path>, runs: usize, tick: &impl Fn()) -> Option<ClusterProcess> {
+    let mut took = Vec::new();
+    for _ in 0..runs {
+        took.push(
+            idem_run(&["race", "--engine", "mariadb", "--nodes", "3"], bin)
+                .ok()?
+                .0,
+        );
+        tick();
+    }
+    Some(ClusterProcess {
+        runs,
+        median_ms: median_ms(&mut took),
+    })
 }
 
 fn starts(

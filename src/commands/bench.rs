@@ -122,6 +122,7 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
             warm: if quick { 3 } else { 10 },
             processes: if quick { 3 } else { 15 },
             figure_runs: if quick { 20 } else { 200 },
+            cluster: if quick { 1 } else { 3 },
         },
         mariadb_bin: args.connect.cluster.mariadb_bin.clone(),
     })

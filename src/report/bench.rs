@@ -502,6 +502,17 @@ fn engines(out: &mut String, b: &BenchReport) {
             "≥ 95%",
         ));
     }
+    if let Some(c) = &e.cluster {
+        rows.push(vec![
+            format!(
+                "idem race --engine mariadb --nodes 3, whole process ({} runs)",
+                c.runs
+            ),
+            ms(c.median_ms),
+            String::new(),
+            String::new(),
+        ]);
+    }
     let title = format!(
         "engines: MariaDB {} beside PostgreSQL ({} cold, {} warm starts; {} pairs of each \
          command)",
