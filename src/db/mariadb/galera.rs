@@ -30,8 +30,13 @@ const PROVIDERS: [&str; 2] = [
 /// here for three nodes).
 const SYNC_LIMIT: Duration = Duration::from_secs(120);
 
-/// The Galera provider's library, or why there is none.
+/// The Galera provider's library, or why there is none; and `rsync`, by
+/// which the joining nodes take the cluster's state.
 fn provider() -> Result<&'static str> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if !std::env::split_paths(&path).any(|d| d.join("rsync").is_file()) {
+        bail!("no rsync found (install rsync: the joining nodes take the cluster's state by it)");
+    }
     PROVIDERS
         .iter()
         .copied()
