@@ -97,8 +97,32 @@ fn branches(b: crate::explore::Branches) -> Option<&'static str> {
     }
 }
 
+/// The verdict of a walk on a cluster: what this walk saw, and that the
+/// nodes' appliers, which no step moves, may make another walk differ.
+fn on_a_cluster(e: &Exploration) -> String {
+    let counted = format!(
+        "failed in {} of {} interleavings",
+        e.failing, e.interleavings
+    );
+    let caveat = "each node applies the others' commits in its own time, which no step \
+                  moves, so another walk can differ";
+    match e.failing {
+        0 => warn(format!(
+            "The guard held in all {} interleavings of this walk; {caveat}.",
+            e.interleavings
+        ))
+        .to_string(),
+        _ => bad(format!("The guard {counted} of this walk; {caveat}.")).to_string(),
+    }
+}
+
 /// One sentence on what the exploration shows, and no more than it shows.
+/// On a cluster the nodes apply each other's commits in their own time,
+/// outside the walk: its verdict is this walk's, and said as such.
 fn verdict(e: &Exploration) -> String {
+    if e.nodes.is_some() {
+        return on_a_cluster(e);
+    }
     match (e.failing, e.total) {
         (0, Some(total)) => good(format!(
             "The guard held in all {total} {}: no order of these steps breaks it.",

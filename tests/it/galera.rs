@@ -195,10 +195,14 @@ fn a_node_killed_mid_burst_leaves_two_primaries_and_the_key() {
     );
 }
 
-/// `idem explore` walks two requests on two nodes of a cluster: the claim
-/// that commits alone holds in every order; the claim inside the request's
-/// transaction fails in most, by the service calls of the work done
-/// before certification refused its COMMIT, the order alone deciding.
+/// `idem explore` walks two requests on two nodes of a cluster. The nodes
+/// apply each other's commits in their own time, outside the walk, so its
+/// counts can differ from one walk to the next (5 walks of 5 held in all
+/// 44 here; one other, under load, answered a loser an error in 1 of 42):
+/// what holds in every walk is asserted. The claim that commits alone never
+/// makes a second row or call; the claim inside the request's transaction
+/// makes a second call in some order, the work done before certification
+/// refused its COMMIT.
 #[test]
 fn explore_walks_two_requests_on_two_nodes() {
     let sandbox = Sandbox::new("galera-explore");
@@ -210,24 +214,26 @@ fn explore_walks_two_requests_on_two_nodes() {
             .args(more)
             .output()
             .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"))
     };
     let alone = explore(&[]);
     assert_eq!(alone["nodes"], 3, "{alone}");
+    assert!(n(&alone, "held") > 0, "{alone}");
     assert_eq!(
-        (n(&alone, "held"), n(&alone, "failing")),
-        (44, 0),
+        alone["kinds"].get("duplicate_service_calls"),
+        None,
         "{alone}"
     );
+    let rows: Vec<&String> = alone["xp_rows"].as_object().unwrap().keys().collect();
+    assert_eq!(rows, ["1"], "{alone}");
     let inside = explore(&["--transaction", "request"]);
     assert_eq!(inside["total"], inside["interleavings"], "{inside}");
     assert!(
-        n(&inside, "failing") > 0 && n(&inside, "held") > 0,
-        "{inside}"
-    );
-    assert_eq!(
-        inside["kinds"]["duplicate_service_calls"], inside["failing"],
+        n(&inside["kinds"], "duplicate_service_calls") > 0,
         "{inside}"
     );
     assert_eq!(
