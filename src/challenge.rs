@@ -91,17 +91,7 @@ pub fn rows_and_calls(r: &RaceResult) -> String {
 /// named by its line), so that "error 5" never stands alone: a narrative
 /// whose every count and worker is a fact.
 pub fn outcomes_told(r: &RaceResult) -> Told {
-    let mut told = Told::new();
-    let counted = Outcome::ALL.iter().filter(|o| r.count(**o) > 0);
-    for (i, o) in counted.enumerate() {
-        let sep = if i == 0 { "" } else { ", " };
-        tell!(
-            told,
-            "{sep}{} {}",
-            o.name(),
-            Fact::Answered(*o, r.count(*o))
-        );
-    }
+    let mut told = crate::race::told::outcomes(|o| r.count(o));
     let failed = r.reports.iter().find(|w| w.outcome == Outcome::Error);
     if let Some(w) = failed {
         // The server's own SQLSTATE beside its words, where it said one.

@@ -62,11 +62,7 @@ fn said(r: &EngineResult) -> String {
     let mut told = crate::race::told::rows_and_calls(r.xp_rows, r.service_calls);
     told.push("; ");
     let count = |o: Outcome| r.reports.iter().filter(|w| w.outcome == o).count() as u64;
-    let counted = Outcome::ALL.iter().filter(|o| count(**o) > 0);
-    for (i, o) in counted.enumerate() {
-        let sep = if i == 0 { "" } else { ", " };
-        tell!(told, "{sep}{} {}", o.name(), Fact::Answered(*o, count(*o)));
-    }
+    told.append(crate::race::told::outcomes(count));
     if let Some(w) = r.reports.iter().find(|w| w.outcome == Outcome::Error) {
         let code = match &w.error {
             Some(e) => format!(" (error {})", e.shown()),

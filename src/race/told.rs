@@ -234,6 +234,18 @@ pub fn rows_and_calls(xp_rows: u64, service_calls: u64) -> Told {
     told
 }
 
+/// "created 1, conflict 4": every outcome some request ended with, as
+/// `count` counts them, each count a fact.
+pub fn outcomes(count: impl Fn(Outcome) -> u64) -> Told {
+    let mut told = Told::new();
+    let counted = Outcome::ALL.iter().filter(|o| count(**o) > 0);
+    for (i, o) in counted.enumerate() {
+        let sep = if i == 0 { "" } else { ", " };
+        tell!(told, "{sep}{} {}", o.name(), Fact::Answered(*o, count(*o)));
+    }
+    told
+}
+
 /// A narrative and the facts it states.
 #[derive(Debug, Default)]
 pub struct Told {
