@@ -353,17 +353,36 @@ impl Ctx {
         out
     }
 
-    /// Sends `sql` with `binds` as `step`: its row, if there is one.
+    /// Sends `sql` with `binds` as `step`: its first row, if there is one.
+    ///
+    /// The result is read to its end, its other rows let go as they come:
+    /// a statement's outcome is its last packet, not its first row. On a
+    /// Galera cluster an autocommit `INSERT ... RETURNING` sends its row
+    /// before its COMMIT is certified, and a refused COMMIT (1213) comes
+    /// after the row: a client that stops at the row believes it won, and
+    /// meets the error at its next statement, after the work.
     pub async fn fetch_opt(
         &mut self,
         step: Step,
         sql: &'static str,
         binds: &[Bind<'_>],
     ) -> Result<Option<MySqlRow>, sqlx::Error> {
+        use futures_util::TryStreamExt;
         self.turn(step).await?;
         let query = bound(sql, binds);
         let start_ms = self.now_ms();
-        let out = query.fetch_optional(&mut *self.conn).await;
+        let mut rows = query.fetch(&mut *self.conn);
+        let mut first = None;
+        let out = loop {
+            match rows.try_next().await {
+                Ok(Some(row)) => {
+                    first.get_or_insert(row);
+                }
+                Ok(None) => break Ok(first),
+                Err(err) => break Err(err),
+            }
+        };
+        drop(rows);
         self.record(step, sql, start_ms, out.as_ref().err());
         out
     }

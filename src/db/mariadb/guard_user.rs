@@ -25,17 +25,20 @@ use sqlx::mysql::MySqlPool;
 use super::Mariadb;
 
 impl Mariadb {
-    /// A pool of `size` connections at most, each waiting at most
-    /// `checkout`, logged in as the run's guard user, whose statements the
-    /// server stops after `step_limit`; `name` is the guard file's, for a
-    /// message. Refused on a user's server.
-    pub async fn guard_pool(
+    /// A pool on each of the first `nodes` nodes (one for a single
+    /// server) of `size` connections at most, each waiting at most
+    /// `checkout` and set by `session` when given, logged in as the run's
+    /// guard user, whose statements the server stops after `step_limit`;
+    /// `name` is the guard file's, for a message. One user serves every
+    /// node: a cluster replicates `CREATE USER` and `GRANT`. Refused on a
+    /// user's server.
+    pub async fn guard_pools(
         &self,
-        size: usize,
-        checkout: Duration,
+        nodes: usize,
+        (size, checkout): (usize, Duration),
         step_limit: Duration,
-        name: &str,
-    ) -> Result<MySqlPool> {
+        (name, session): (&str, Option<&'static str>),
+    ) -> Result<Vec<MySqlPool>> {
         if self.user.is_some() {
             bail!(
                 "{name} runs only on a MariaDB server idem started: idem cannot prove what its \
@@ -57,7 +60,14 @@ impl Mariadb {
             .await
             .map_err(|e| anyhow::anyhow!("{}", super::said(&e)))
             .with_context(|| format!("could not make the user {name} runs as"))?;
-        let as_guard = self.workers.clone().username(&user).password(&password);
-        Ok(self.pool_with(as_guard, size, checkout))
+        Ok((0..nodes)
+            .map(|node| {
+                let as_guard = self.node_workers[node]
+                    .clone()
+                    .username(&user)
+                    .password(&password);
+                self.pool_setting(as_guard, (size, checkout), session)
+            })
+            .collect())
     }
 }

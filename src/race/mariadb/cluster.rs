@@ -50,14 +50,8 @@ impl Cluster {
                 "--kill-node takes a node from 2 to {nodes} (node 1 keeps the run's bookkeeping), not {n}"
             );
         }
-        if nodes > 1 {
-            let refused = [
-                (input.strategy.strategy_file.is_some(), "--strategy-file"),
-                (input.faults.crash.is_some(), "--crash"),
-            ];
-            if let Some((_, what)) = refused.iter().find(|(given, _)| *given) {
-                bail!("a race on a Galera cluster (--nodes) does not take {what} yet");
-            }
+        if nodes > 1 && input.faults.crash.is_some() {
+            bail!("a race on a Galera cluster (--nodes) does not take --crash yet");
         }
         Ok(Cluster {
             nodes,
@@ -114,7 +108,14 @@ impl Cluster {
 
     /// The session settings of a worker's connection on this cluster.
     pub fn session(self) -> Option<&'static str> {
-        self.sync_wait.then_some("SET SESSION wsrep_sync_wait = 1")
+        self.session_with(false)
+    }
+
+    /// The same when a guard file asks for causal reads itself (`sync_wait
+    /// = true`); on one server every read is causal already.
+    pub fn session_with(self, file_asks: bool) -> Option<&'static str> {
+        let causal = self.is_cluster() && (self.sync_wait || file_asks);
+        causal.then_some("SET SESSION wsrep_sync_wait = 1")
     }
 }
 

@@ -291,20 +291,22 @@ struct Started {
 async fn pools(db: &Mariadb, race: &MariadbRace) -> Result<Vec<sqlx::MySqlPool>> {
     let app = race.settings.app();
     let checkout = app.pool.checkout_timeout();
-    if race.cluster.is_cluster() {
-        let sized = (race.pool_size, checkout);
-        let on = |node| db.workers_pool_on(node, sized, race.cluster.session());
-        return Ok((0..race.cluster.nodes_used()).map(on).collect());
-    }
-    Ok(vec![match race.shape {
+    let sized = (race.pool_size, checkout);
+    let nodes = race.cluster.nodes_used();
+    match race.shape {
         Shaped::File(file) => {
             let stale_after = app.recovery.stale_after();
             let limit = guard_file::step_limit(race.workers, app.work, stale_after);
-            db.guard_pool(race.pool_size, checkout, limit, &file.name)
-                .await?
+            let session = race.cluster.session_with(file.0.sync_wait);
+            db.guard_pools(nodes, sized, limit, (&file.name, session))
+                .await
         }
-        Shaped::Builtin(_) => db.workers_pool(race.pool_size, checkout).await?,
-    }])
+        Shaped::Builtin(_) if race.cluster.is_cluster() => {
+            let on = |node| db.workers_pool_on(node, sized, race.cluster.session());
+            Ok((0..nodes).map(on).collect())
+        }
+        Shaped::Builtin(_) => Ok(vec![db.workers_pool(race.pool_size, checkout).await?]),
+    }
 }
 
 /// Empties the tables, opens the pool, takes the runner's connection, and

@@ -198,6 +198,10 @@ pub struct GuardFile {
     /// What the workers' commits wait for beside a standby (`off` or
     /// `remote_apply`), if the file says.
     pub(crate) synchronous: Option<String>,
+    /// Whether the request's reads on a Galera cluster wait until their
+    /// node has applied what the cluster certified before them
+    /// (`wsrep_sync_wait = 1`): `sync_wait = true`.
+    pub(crate) sync_wait: bool,
     pub(crate) statements: Vec<Statement>,
 }
 

@@ -148,6 +148,14 @@ async fn claim_work_complete(
             ctx.caught();
             None
         }
+        // A claim that commits alone on a Galera cluster, refused at its
+        // COMMIT because another node's claim of the key was certified
+        // first: lost as surely as to the unique key, and before any work.
+        Err(err) if number(&err) == Some(1213) && ctx.transaction.is_none() => {
+            ctx.caught();
+            ctx.note("claim refused at COMMIT (1213): another node's claim was certified first");
+            None
+        }
         Err(err) => return ctx.failed(&err, "—", None),
     };
     let Some(id) = won else {

@@ -24,6 +24,8 @@ struct Raw {
     transaction: Option<Transaction>,
     isolation: Option<Isolation>,
     synchronous: Option<String>,
+    #[serde(default)]
+    sync_wait: bool,
     steps: BTreeMap<Spanned<String>, Spanned<String>>,
 }
 
@@ -64,6 +66,12 @@ pub fn parse(name: &str, text: &str) -> Result<GuardFile> {
         }
         statements.push(statement(name, text, step, sql, raw.engine)?);
     }
+    if raw.sync_wait && raw.engine != Dialect::Mariadb {
+        bail!(
+            "{name}: sync_wait asks a Galera cluster's nodes for causal reads; it needs \
+             engine = \"mariadb\" (on PostgreSQL, synchronous waits for a standby)"
+        );
+    }
     if raw.engine == Dialect::Mariadb && raw.synchronous.is_some() {
         bail!("{name}: synchronous waits for a PostgreSQL standby; MariaDB has none here");
     }
@@ -96,6 +104,7 @@ pub fn parse(name: &str, text: &str) -> Result<GuardFile> {
         transaction: raw.transaction,
         isolation: raw.isolation,
         synchronous: raw.synchronous,
+        sync_wait: raw.sync_wait,
         statements,
     })
 }
