@@ -307,7 +307,7 @@ pub const GOAL_XP_ROWS: Limit = flag("--goal", 0, 5);
 /// `idem explore`: the most interleavings one exploration runs.
 pub const MAX_INTERLEAVINGS: Limit = with_default(flag("--max-interleavings", 1, 1_000_000), 5_000);
 /// A lesson of the course.
-pub const LESSON: Limit = flag("<NUMBER>", 1, 10);
+pub const LESSON: Limit = flag("<NUMBER>", 1, 11);
 
 // `idem serve`'s front door.
 

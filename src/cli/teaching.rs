@@ -210,7 +210,7 @@ pub enum ScenarioCommand {
 
 #[derive(Debug, Args)]
 pub struct LessonArgs {
-    /// The lesson, 1 to 10.
+    /// The lesson, 1 to 11.
     #[arg(value_parser = limits::LESSON.parser())]
     pub number: u64,
 
@@ -264,9 +264,10 @@ pub struct ExerciseArgs {
 
     /// The engine the file is written for: PostgreSQL, or MariaDB
     /// (InnoDB) where the exercise has a file for it (`idem check` then
-    /// races it there).
-    #[arg(long, value_enum, default_value_t = Engine::Postgres)]
-    pub engine: Engine,
+    /// races it there) [default: the exercise's own, PostgreSQL but for
+    /// lesson 11's].
+    #[arg(long, value_enum)]
+    pub engine: Option<Engine>,
 
     /// The folder to write into (the current one unless given).
     #[arg(long, value_name = "DIR")]

@@ -93,7 +93,8 @@ pub fn plan(args: &CheckArgs) -> Result<Planned> {
     // has cases on MariaDB.
     let for_mariadb = crate::strategy::guard_file::load(&file)
         .is_ok_and(|g| g.engine == crate::strategy::guard_file::Dialect::Mariadb);
-    if for_mariadb && exercise.mariadb.is_none() {
+    let own_engine = exercise.engine == crate::race::engine::Engine::Mariadb;
+    if for_mariadb && !own_engine && exercise.mariadb.is_none() {
         bail!(
             "{} is written for MariaDB, and exercise {n}'s cases race on PostgreSQL only so far",
             file.display()

@@ -40,11 +40,16 @@ fn solution_earned(e: &Exercise) -> Result<()> {
 pub fn plan(args: &ExerciseArgs) -> Result<Write> {
     let n = args.number as u8;
     let exercise = for_lesson(n).ok_or_else(|| anyhow!(none_for(n)))?;
-    let files = match (args.engine, exercise.mariadb) {
-        (Engine::Postgres, _) => (exercise.try_it, exercise.start, exercise.solution),
+    let own = (exercise.try_it, exercise.start, exercise.solution);
+    let files = match (args.engine.unwrap_or(exercise.engine), exercise.mariadb) {
+        (asked, _) if asked == exercise.engine => own,
         (Engine::Mariadb, Some(on)) => (on.try_it, on.start, on.solution),
         (Engine::Mariadb, None) => bail!(
             "exercise {n} has no file for MariaDB yet: its cases race on PostgreSQL (leave out --engine)"
+        ),
+        (Engine::Postgres, _) => bail!(
+            "exercise {n} is judged on a Galera cluster of MariaDB nodes only: its idea is more \
+             than one primary, which PostgreSQL has not (leave out --engine)"
         ),
     };
     Ok(Write {

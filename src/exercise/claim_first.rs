@@ -52,6 +52,7 @@ pub const EXERCISE: Exercise = Exercise {
           exactly one of them ever reaches the work.",
     read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
+    engine: crate::race::engine::Engine::Postgres,
     mariadb: Some(&super::spec::Starter {
         try_it: "idem race --engine mariadb --strategy-file {file} --pool-size 6",
         start: include_str!("../../exercises/mariadb/2-claim-first.toml"),

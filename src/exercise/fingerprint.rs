@@ -167,5 +167,6 @@ pub const EXERCISE: Exercise = Exercise {
           every later request with the key compares against the first one's.",
     read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
+    engine: crate::race::engine::Engine::Postgres,
     mariadb: None,
 };

@@ -71,5 +71,6 @@ pub const EXERCISE: Exercise = Exercise {
           few beats, not the slowest work.",
     read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
+    engine: crate::race::engine::Engine::Postgres,
     mariadb: None,
 };

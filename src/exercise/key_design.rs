@@ -124,5 +124,6 @@ pub const EXERCISE: Exercise = Exercise {
           award. Fewer fields merge awards; a random part forgets retries.",
     read: |path| crate::keys::KeyTemplate::load(path).map(drop),
     judge: |db, path| Box::pin(judge(db, path)),
+    engine: crate::race::engine::Engine::Postgres,
     mariadb: None,
 };

@@ -147,5 +147,6 @@ pub const EXERCISE: Exercise = Exercise {
           gives up with 409 anyway.",
     read: |path| LoserChoice::load(path).map(drop),
     judge: |db, path| Box::pin(judge(db, path)),
+    engine: crate::race::engine::Engine::Postgres,
     mariadb: None,
 };

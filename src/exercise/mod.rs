@@ -16,6 +16,7 @@ pub mod loser_choice;
 pub mod on_mariadb;
 pub mod one_call;
 pub mod owner;
+pub mod primaries;
 pub mod scheduler;
 mod spec;
 pub mod stale_claim;
@@ -43,6 +44,7 @@ pub const EXERCISES: &[Exercise] = &[
     one_call::EXERCISE,
     heartbeat::EXERCISE,
     standby_choice::EXERCISE,
+    primaries::EXERCISE,
 ];
 
 /// Reads lesson `lesson`'s kind of file at `path`, so that a broken one is

@@ -83,3 +83,84 @@ async fn every_interleaving(db: &Mariadb, file: &Path) -> Result<Check> {
     let e = explore::explore_mariadb(db, &race, &explore::Walking::steps(&replay), |_| {}).await?;
     super::explored::judged(&e)
 }
+
+/// The cluster's settings for exercise 11's cases: `workers` requests
+/// spread over three primaries in turn.
+fn on_three_primaries(file: &Path, workers: u64) -> RaceInput {
+    base(file).with(|r| {
+        r.shape.workers = Some(workers);
+        r.cluster.nodes = Some(3);
+    })
+}
+
+/// How many runs of the burst must each hold: one that claims inside
+/// its transaction works on two nodes in most runs, not in all.
+const BURST_RUNS: usize = 3;
+
+/// Exercise 11 on a Galera cluster of three nodes: a burst spread over
+/// them (in each of [`BURST_RUNS`] runs), two claims on two nodes before
+/// either works, and a retry on a node that is behind.
+pub async fn more_than_one_primary(db: &Mariadb, file: &Path) -> Result<Vec<Check>> {
+    let burst = MariadbRace::from_input(&on_three_primaries(file, 5), Origin::Flags)?;
+    let mut last = None;
+    for run in 1..=BURST_RUNS {
+        let r = mariadb::run(db, &burst, run).await?;
+        let failed = !held_once(&r);
+        last = Some(r);
+        if failed {
+            break;
+        }
+    }
+    let r = last.expect("at least one run");
+    let requests = r.reports.iter().map(|w| &w.steps[..]).collect();
+    let saw = format!("run {}: {}", r.run, said(&r));
+    let mut checks = vec![held_in_a_race(
+        requests,
+        (
+            "five at once, over three primaries",
+            "1 XP row and 1 service call, the losers told 409 or the stored response, in 3 runs",
+        ),
+        held_once(&r),
+        saw,
+    )];
+    let pair = MariadbRace::stepped_from_input(&on_three_primaries(file, 2))?;
+    let r = mariadb::behind::two_claims_first(db, &pair).await?;
+    checks.push(Check::judged(
+        "two claims on two nodes, then the work",
+        "both requests claim before either works: still 1 XP row and 1 service call",
+        held_once(&r),
+        said(&r),
+    ));
+    checks.push(retry_behind(db, &pair).await?);
+    Ok(checks)
+}
+
+/// The retry on node 2 while node 2 has not applied the first request's
+/// completion: it must answer with the stored response, and work never.
+async fn retry_behind(db: &Mariadb, pair: &MariadbRace) -> Result<Check> {
+    use crate::race::mariadb::behind::{self, Held};
+    let (case, demands) = (
+        "a retry on a node that is behind",
+        "request 1 completes on node 1; its retry on node 2, before node 2 applied the \
+         completion, is answered with the stored response",
+    );
+    let b = behind::retry_on_a_node_behind(db, pair).await?;
+    let retry = b.result.reports.iter().find(|w| w.worker == 2);
+    let outcome = retry.map(|w| w.outcome);
+    let passed = held_once(&b.result) && outcome == Some(Outcome::Replayed);
+    let waited = match &b.held {
+        Held::NotMade(why) => return Ok(Check::not_applicable(case, demands, why.clone())),
+        Held::Waited => "the retry waited for node 2",
+        Held::Answered => "the retry answered from node 2 as it was",
+    };
+    let told = match retry {
+        Some(w) => format!("; the retry: {}", w.did),
+        None => String::new(),
+    };
+    Ok(Check::judged(
+        case,
+        demands,
+        passed,
+        format!("{waited}{told}; {}", said(&b.result)),
+    ))
+}

@@ -37,5 +37,6 @@ pub const EXERCISE: Exercise = Exercise {
           find after it see the stored key, where a snapshot taken at the lock would not.",
     read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
+    engine: crate::race::engine::Engine::Postgres,
     mariadb: None,
 };

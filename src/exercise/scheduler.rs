@@ -137,5 +137,6 @@ pub const EXERCISE: Exercise = Exercise {
           many requests can be in it.",
     read: |path| Orders::load(path).map(drop),
     judge: |db, path| Box::pin(judge(db, path)),
+    engine: crate::race::engine::Engine::Postgres,
     mariadb: None,
 };

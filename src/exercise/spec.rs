@@ -33,6 +33,8 @@ pub struct Exercise {
     pub(crate) read: fn(&Path) -> Result<()>,
     /// Races the file through the lesson's cases.
     pub(crate) judge: for<'a> fn(&'a Database, &'a Path) -> Judging<'a>,
+    /// The engine its own files are written for, and its cases race on.
+    pub engine: crate::race::engine::Engine,
     /// The same exercise on MariaDB (InnoDB), where it has one: the judge
     /// races a file that says `engine = "mariadb"` there.
     pub mariadb: Option<&'static Starter>,

@@ -43,5 +43,6 @@ pub const EXERCISE: Exercise = Exercise {
           from storing a response over its successor's.",
     read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
+    engine: crate::race::engine::Engine::Postgres,
     mariadb: None,
 };

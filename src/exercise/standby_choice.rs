@@ -142,5 +142,6 @@ pub const EXERCISE: Exercise = Exercise {
           every 201 a promise the standby keeps, for a round trip per commit.",
     read: |path| StandbyGuard::load(path).map(drop),
     judge: |db, path| Box::pin(judge(db, path)),
+    engine: crate::race::engine::Engine::Postgres,
     mariadb: None,
 };

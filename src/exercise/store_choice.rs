@@ -199,5 +199,6 @@ pub const EXERCISE: Exercise = Exercise {
           table keeps a claim until a reaper deletes it, after a retention you chose.",
     read: |path| StoreChoice::load(path).map(drop),
     judge: |db, path| Box::pin(judge(db, path)),
+    engine: crate::race::engine::Engine::Postgres,
     mariadb: None,
 };

@@ -132,8 +132,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
     scenario.source = name.clone();
     beside_the_file(&mut scenario, path);
     one_section(&scenario, &name)?;
-    if !(1..=10).contains(&scenario.lesson) {
-        bail!("{name}: lesson must be 1 to 10, not {}", scenario.lesson);
+    if !(1..=11).contains(&scenario.lesson) {
+        bail!("{name}: lesson must be 1 to 11, not {}", scenario.lesson);
     }
     let e = &scenario.expect;
     let rates = [

@@ -234,6 +234,19 @@ impl Mariadb {
     }
 }
 
+impl Mariadb {
+    /// A connection of root's to node `node` (1-based) of the cluster idem
+    /// started, for what only an administrator may do there (hold its
+    /// applier, read its status).
+    pub async fn node_admin(&self, node: usize) -> Result<sqlx::MySqlConnection> {
+        use sqlx::ConnectOptions;
+        match self.node_workers.get(node.wrapping_sub(1)) {
+            Some(options) if self.others.len() + 1 >= node => Ok(options.connect().await?),
+            _ => bail!("there is no node {node} in this cluster"),
+        }
+    }
+}
+
 /// Waits until the node `node` leads to sees the run database's `tables`
 /// (the DDL of node 1, applied on every node in the same order).
 async fn tables_seen(node: &MySqlConnectOptions, database: &str, tables: usize) -> Result<()> {

@@ -5,6 +5,7 @@
 //! checkouts, not connects), the runner holding one connection as the
 //! course's test runner does, and every worker released at one gate.
 
+pub mod behind;
 pub mod cluster;
 mod taken;
 
