@@ -173,7 +173,7 @@ impl View {
 }
 
 /// The files, in lesson order.
-const FILES: [(&str, &str); 10] = [
+const FILES: [(&str, &str); 11] = [
     (
         "lessons/1-duplicate-keys-vs-duplicate-work.md",
         include_str!("../lessons/1-duplicate-keys-vs-duplicate-work.md"),
@@ -213,6 +213,10 @@ const FILES: [(&str, &str); 10] = [
     (
         "lessons/10-more-than-one-database.md",
         include_str!("../lessons/10-more-than-one-database.md"),
+    ),
+    (
+        "lessons/11-more-than-one-primary.md",
+        include_str!("../lessons/11-more-than-one-primary.md"),
     ),
 ];
 
@@ -299,7 +303,7 @@ mod tests {
 
     #[test]
     fn every_lesson_file_has_the_shape() {
-        assert_eq!(LESSONS.len(), 10);
+        assert_eq!(LESSONS.len(), 11);
         for (lesson, number) in LESSONS.iter().zip(1..) {
             assert_eq!(lesson.number, number);
             assert!(

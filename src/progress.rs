@@ -65,8 +65,10 @@ pub fn path() -> Option<PathBuf> {
     Some(state.join("idem").join("progress.toml"))
 }
 
-/// Lessons and exercises are numbered from 1 to this.
-const LAST_LESSON: u8 = 10;
+/// Lessons and exercises are numbered from 1 to this: the last lesson's.
+fn last_lesson() -> u8 {
+    crate::lesson::LESSONS.len() as u8
+}
 
 impl Progress {
     /// The saved progress; none if there is no file. `Err` if a file is
@@ -98,7 +100,8 @@ impl Progress {
         let progress: Self = toml::from_str(&text).map_err(|err| not_ours(err.message()))?;
         match progress.out_of_range() {
             Some(n) => Err(not_ours(&format!(
-                "it names lesson {n}; lessons go from 1 to {LAST_LESSON}"
+                "it names lesson {n}; lessons go from 1 to {}",
+                last_lesson()
             ))),
             None => Ok(progress),
         }
@@ -110,7 +113,7 @@ impl Progress {
         let hinted = self.hints_seen.keys().cloned();
         numbered.map(u8::to_string).chain(hinted).find(|n| {
             !n.parse::<u8>()
-                .is_ok_and(|n| (1..=LAST_LESSON).contains(&n))
+                .is_ok_and(|n| (1..=last_lesson()).contains(&n))
         })
     }
 

@@ -124,7 +124,7 @@ pub async fn more_than_one_primary(db: &Mariadb, file: &Path) -> Result<Vec<Chec
         saw,
     )];
     let pair = MariadbRace::stepped_from_input(&on_three_primaries(file, 2))?;
-    let r = mariadb::behind::two_claims_first(db, &pair).await?;
+    let r = mariadb::two_nodes::two_claims_first(db, &pair).await?;
     checks.push(Check::judged(
         "two claims on two nodes, then the work",
         "both requests claim before either works: still 1 XP row and 1 service call",
@@ -138,13 +138,14 @@ pub async fn more_than_one_primary(db: &Mariadb, file: &Path) -> Result<Vec<Chec
 /// The retry on node 2 while node 2 has not applied the first request's
 /// completion: it must answer with the stored response, and work never.
 async fn retry_behind(db: &Mariadb, pair: &MariadbRace) -> Result<Check> {
-    use crate::race::mariadb::behind::{self, Held};
+    use crate::race::mariadb::behind::Held;
+    use crate::race::mariadb::two_nodes;
     let (case, demands) = (
         "a retry on a node that is behind",
         "request 1 completes on node 1; its retry on node 2, before node 2 applied the \
          completion, is answered with the stored response",
     );
-    let b = behind::retry_on_a_node_behind(db, pair).await?;
+    let b = two_nodes::retry_on_a_node_behind(db, pair).await?;
     let retry = b.result.reports.iter().find(|w| w.worker == 2);
     let outcome = retry.map(|w| w.outcome);
     let passed = held_once(&b.result) && outcome == Some(Outcome::Replayed);

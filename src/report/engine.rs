@@ -98,6 +98,17 @@ fn figures_of(r: &EngineResult) -> Vec<Vec<String>> {
             ),
         ]);
     }
+    if let Some(held) = &r.retry_node_held {
+        use crate::race::mariadb::behind::Held;
+        figures.push(vec![
+            "retry's node".into(),
+            match held {
+                Held::Waited => "held behind; the retry waited for it".into(),
+                Held::Answered => "held behind; the retry answered from it as it was".into(),
+                Held::NotMade(why) => format!("could not be held behind: {why}"),
+            },
+        ]);
+    }
     if let Some(after) = &r.cluster_after {
         let size = crate::race::told::counted(after.size, "node");
         figures.push(vec![

@@ -2,7 +2,7 @@
 //! `idem lesson` works from anywhere; a test checks this list against the folder.
 
 /// (file name, contents) of every scenario, in the order of their names
-/// (lesson 10's after lesson 1's).
+/// (lessons 10 and 11 after lesson 1).
 pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "1-check-then-store-on-innodb.toml",
@@ -33,24 +33,28 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/10-lagging-standby-duplicates.toml"),
     ),
     (
-        "10-retry-on-another-primary-on-galera.toml",
-        include_str!("../../scenarios/10-retry-on-another-primary-on-galera.toml"),
-    ),
-    (
-        "10-retry-with-sync-wait-on-galera.toml",
-        include_str!("../../scenarios/10-retry-with-sync-wait-on-galera.toml"),
-    ),
-    (
         "10-sync-failover-keeps-the-key.toml",
         include_str!("../../scenarios/10-sync-failover-keeps-the-key.toml"),
     ),
     (
-        "2-claim-in-the-request-on-galera.toml",
-        include_str!("../../scenarios/2-claim-in-the-request-on-galera.toml"),
+        "11-check-then-store-on-three-primaries.toml",
+        include_str!("../../scenarios/11-check-then-store-on-three-primaries.toml"),
     ),
     (
-        "2-claim-work-complete-on-galera.toml",
-        include_str!("../../scenarios/2-claim-work-complete-on-galera.toml"),
+        "11-claim-in-the-request-on-galera.toml",
+        include_str!("../../scenarios/11-claim-in-the-request-on-galera.toml"),
+    ),
+    (
+        "11-claim-work-complete-on-galera.toml",
+        include_str!("../../scenarios/11-claim-work-complete-on-galera.toml"),
+    ),
+    (
+        "11-retry-on-another-primary-on-galera.toml",
+        include_str!("../../scenarios/11-retry-on-another-primary-on-galera.toml"),
+    ),
+    (
+        "11-retry-with-sync-wait-on-galera.toml",
+        include_str!("../../scenarios/11-retry-with-sync-wait-on-galera.toml"),
     ),
     (
         "2-claim-work-complete-on-innodb.toml",

@@ -151,6 +151,7 @@ const ONE_TOKEN: &[(&str, &[&str])] = &[
     ("read_from", &["\"primary\"", "\"standby\""]),
     ("synchronous", &["\"off\"", "\"remote_apply\""]),
     ("transaction", &["\"request\"", "\"none\""]),
+    ("sync_wait", &["true", "false"]),
     (
         "isolation",
         &[
@@ -652,7 +653,7 @@ fn an_exercise_is_written_checked_hinted_and_kept_when_passed() {
     assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("Why it works"));
     let out = sandbox.idem().arg("progress").assert().success();
     assert!(
-        String::from_utf8_lossy(&out.get_output().stdout).contains("exercises passed: 1 of 10 (2)")
+        String::from_utf8_lossy(&out.get_output().stdout).contains("exercises passed: 1 of 11 (2)")
     );
 
     assert_eq!(

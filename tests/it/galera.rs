@@ -120,7 +120,18 @@ fn a_run_killed_while_its_cluster_starts_leaves_nothing() {
 #[test]
 fn what_a_cluster_race_does_not_take_is_refused_in_one_line() {
     let sandbox = Sandbox::new("galera-refused");
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &[
+                "race",
+                "--engine",
+                "mariadb",
+                "--nodes",
+                "3",
+                "--retry-behind",
+            ],
+            "add --retry-at-once and --workers 1",
+        ),
         (&["race", "--nodes", "3"], "add --engine mariadb"),
         (
             &["race", "--engine", "mariadb", "--spread", "one-node"],

@@ -454,6 +454,8 @@ fn statements_a_pooler_cannot_pass_are_made_in_one_place() {
                 "db/mariadb/liveness.rs",
                 "db/mariadb/galera.rs",
                 "race/mariadb/cluster.rs",
+                "race/mariadb/behind.rs",
+                "race/mariadb/worker.rs",
             ],
         ),
         ("prepare_cached(", &[]),

@@ -44,6 +44,7 @@ mod mysql_count;
 mod no_race;
 mod pooler;
 mod predictions;
+mod primaries;
 mod probe_plan;
 mod probe_status;
 mod race;

@@ -13,7 +13,7 @@ use crate::common::Sandbox;
 /// The scenario files are the living proof: every one shows its figures.
 /// They run by the lessons they teach, each group on its own
 /// cluster: three tests side by side rather than one a minute long.
-const SCENARIO_GROUPS: [std::ops::RangeInclusive<u8>; 3] = [1..=3, 4..=8, 9..=10];
+const SCENARIO_GROUPS: [std::ops::RangeInclusive<u8>; 3] = [1..=3, 4..=8, 9..=11];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scenario_files_of_lessons_1_to_3_show_their_expected_figures() {
@@ -26,7 +26,7 @@ async fn the_scenario_files_of_lessons_4_to_8_show_their_expected_figures() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_scenario_files_of_lessons_9_and_10_show_their_expected_figures() {
+async fn the_scenario_files_of_lessons_9_to_11_show_their_expected_figures() {
     scenario_files_show_their_figures(&SCENARIO_GROUPS[2]).await;
 }
 
@@ -113,7 +113,7 @@ fn the_built_in_scenarios_are_the_files_in_the_folder() {
     }
     let lessons: std::collections::BTreeSet<u8> =
         builtin::all().unwrap().iter().map(|s| s.lesson).collect();
-    assert_eq!(lessons.len(), 10, "every lesson has scenarios");
+    assert_eq!(lessons.len(), 11, "every lesson has scenarios");
 }
 
 #[test]
@@ -220,8 +220,8 @@ fn lessons_are_listed_and_a_lesson_runs_straight_through_without_a_terminal() {
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
     assert_eq!(
         stdout.lines().filter(|l| l.starts_with('│')).count(),
-        11,
-        "a header and ten lessons"
+        12,
+        "a header and eleven lessons"
     );
     sandbox
         .idem()
@@ -251,14 +251,14 @@ fn lessons_are_listed_and_a_lesson_runs_straight_through_without_a_terminal() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "1 of 10 read. Go on: idem lesson 1",
+            "1 of 11 read. Go on: idem lesson 1",
         ));
     sandbox
         .idem()
         .arg("progress")
         .assert()
         .success()
-        .stdout(predicate::str::contains("lessons read: 1 of 10 (6)"));
+        .stdout(predicate::str::contains("lessons read: 1 of 11 (6)"));
     sandbox
         .idem()
         .args(["progress", "--reset"])

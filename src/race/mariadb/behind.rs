@@ -18,10 +18,7 @@ use anyhow::{Result, bail};
 use sqlx::MySqlConnection;
 use tokio::sync::oneshot;
 
-use super::{EngineResult, MariadbRace, run_stepped};
 use crate::db::mariadb::Mariadb;
-use crate::race::stepper::{Controller, Standing};
-use crate::request::Step;
 
 /// How long the retry's statement runs on the held node before it is
 /// taken to wait for the node, not to read: a point read or an ignored
@@ -33,7 +30,8 @@ pub const WAITING_AFTER: Duration = Duration::from_millis(500);
 const HOLD_LIMIT: Duration = Duration::from_secs(20);
 
 /// What the hold on node 2 came to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Held {
     /// The retry's statement waited on the held node (a causal read), and
     /// was let go by releasing the node.
@@ -45,94 +43,40 @@ pub enum Held {
     NotMade(String),
 }
 
-/// A retry on a node behind, and the race it was.
-pub struct Behind {
-    pub result: EngineResult,
-    pub held: Held,
-}
-
-/// Request 1 on node 1 claims; once node 2 has the claim, node 2 is held;
-/// request 1 works and completes; then request 2 (the retry, on node 2)
-/// runs with node 2 still behind by the completion.
-pub async fn retry_on_a_node_behind(db: &Mariadb, race: &MariadbRace) -> Result<Behind> {
-    if db.nodes() < 2 || race.workers != 2 {
-        bail!("a retry on a node behind needs a cluster and two requests");
-    }
-    let mut held = Held::NotMade("the first request did not get as far as its work".into());
-    let result = run_stepped(db, race, async |c: &mut Controller| {
-        held = drive(db, c).await?;
-        Ok(())
-    })
-    .await?;
-    Ok(Behind { result, held })
-}
-
-/// Request 1 (on node 1) moves until it is about to work, then request 2
-/// (on node 2) the same, then both run to the end: two claims made before
-/// either request works, whatever each node has applied by then.
-pub async fn two_claims_first(db: &Mariadb, race: &MariadbRace) -> Result<EngineResult> {
-    if db.nodes() < 2 || race.workers != 2 {
-        bail!("two claims on two nodes need a cluster and two requests");
-    }
-    run_stepped(db, race, async |c: &mut Controller| {
-        c.settle_all().await;
-        for worker in [1, 2] {
-            move_until(c, worker, |s| *s == Standing::Before(Step::Work)).await?;
-        }
-        Ok(())
-    })
-    .await
-}
-
-/// The moves and the hold, in order; the retry runs free at the end.
-async fn drive(db: &Mariadb, c: &mut Controller) -> Result<Held> {
-    c.settle_all().await;
-    if !move_until(c, 1, |s| *s == Standing::Before(Step::Work)).await? {
-        return Ok(Held::NotMade(
-            "the first request did not win its claim".into(),
-        ));
-    }
-    let mut node2 = db.node_admin(2).await?;
-    caught_up(db, &mut node2).await?;
+/// Node 2, held: its applier paused from now until [`release`].
+pub async fn hold(mut node2: MySqlConnection) -> Result<MySqlConnection> {
     sqlx::raw_sql("BACKUP STAGE START; BACKUP STAGE BLOCK_COMMIT")
         .execute(&mut node2)
         .await?;
-    move_until(c, 1, |s| *s == Standing::Finished).await?;
-    let (first, second) = (committed_on_node_1(db).await?, committed(&mut node2).await?);
-    if second >= first {
-        release(&mut node2).await?;
-        return Ok(Held::NotMade(format!(
-            "node 2 had applied every commit ({second}) before the retry; it was not behind"
-        )));
-    }
-    let (stop, stopped) = oneshot::channel();
-    let retry = async {
-        c.run_free().await;
-        let _ = stop.send(());
-    };
-    let ((), held) = tokio::join!(retry, watch(node2, &db.database, stopped));
-    held
+    Ok(node2)
 }
 
-/// Moves `worker` one step at a time until its standing passes `done`, or
-/// it finishes; whether `done` was reached.
-async fn move_until(
-    c: &mut Controller,
-    worker: usize,
-    done: impl Fn(&Standing) -> bool,
-) -> Result<bool> {
-    for _ in 0..12 {
-        let now = c.standing.get(&worker).cloned();
-        match now {
-            Some(ref s) if done(s) => return Ok(true),
-            Some(Standing::Finished) | None => return Ok(false),
-            _ => {}
-        }
-        c.advance(worker)
-            .await
-            .map_err(|why| anyhow::anyhow!("{why}"))?;
-    }
-    Ok(false)
+/// Why node 2 is not behind node 1, when it is not: [`Held::NotMade`].
+pub async fn not_behind(db: &Mariadb, node2: &mut MySqlConnection) -> Result<Option<Held>> {
+    let (first, second) = (committed_on_node_1(db).await?, committed(node2).await?);
+    Ok((second >= first).then(|| {
+        Held::NotMade(format!(
+            "node 2 had applied every commit ({second}) before the retry; it was not behind"
+        ))
+    }))
+}
+
+/// Runs `retry` while node 2 is held, letting the node go once a
+/// statement of the run's has waited there (or `retry` is done); what
+/// `retry` came to, and how the hold ended.
+pub async fn held_while<T>(
+    node2: MySqlConnection,
+    database: &str,
+    retry: impl std::future::Future<Output = T>,
+) -> Result<(T, Held)> {
+    let (stop, stopped) = oneshot::channel();
+    let retry = async {
+        let out = retry.await;
+        let _ = stop.send(());
+        out
+    };
+    let (out, held) = tokio::join!(retry, watch(node2, database, stopped));
+    Ok((out, held?))
 }
 
 /// The cluster's commits node `conn` has applied.
@@ -150,12 +94,15 @@ async fn committed_on_node_1(db: &Mariadb) -> Result<i64> {
 }
 
 /// Waits until node 2 has applied all node 1 has committed (the claim).
-async fn caught_up(db: &Mariadb, node2: &mut MySqlConnection) -> Result<()> {
+pub async fn caught_up(db: &Mariadb, node2: &mut MySqlConnection) -> Result<()> {
     let target = committed_on_node_1(db).await?;
     let deadline = Instant::now() + HOLD_LIMIT;
     while committed(node2).await? < target {
         if Instant::now() > deadline {
-            bail!("node 2 did not apply node 1's commits within {} s", HOLD_LIMIT.as_secs());
+            bail!(
+                "node 2 did not apply node 1's commits within {} s",
+                HOLD_LIMIT.as_secs()
+            );
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -163,7 +110,7 @@ async fn caught_up(db: &Mariadb, node2: &mut MySqlConnection) -> Result<()> {
 }
 
 /// Lets node 2 apply again.
-async fn release(node2: &mut MySqlConnection) -> Result<()> {
+pub async fn release(node2: &mut MySqlConnection) -> Result<()> {
     sqlx::raw_sql("BACKUP STAGE END").execute(node2).await?;
     Ok(())
 }

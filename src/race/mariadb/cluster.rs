@@ -26,6 +26,9 @@ pub struct Cluster {
     pub retry_at_once: bool,
     /// The requests read causally (`wsrep_sync_wait = 1`).
     pub sync_wait: bool,
+    /// `--retry-behind`: node 2, where the one client's retry lands, held
+    /// behind from the start until the retry answered or waited.
+    pub retry_behind: bool,
     /// `--kill-node`: the node (1-based) killed halfway through the work.
     pub kill_node: Option<usize>,
 }
@@ -38,8 +41,8 @@ impl Cluster {
         let c = &input.cluster;
         if nodes == 1 && c.said() {
             bail!(
-                "--spread, --retry-at-once, --sync-wait and --kill-node are a cluster's: add \
-                 --nodes 3"
+                "--spread, --retry-at-once, --sync-wait, --retry-behind and --kill-node are a \
+                 cluster's: add --nodes 3"
             );
         }
         let kill_node = c.kill_node.map(|n| n as usize);
@@ -50,6 +53,13 @@ impl Cluster {
                 "--kill-node takes a node from 2 to {nodes} (node 1 keeps the run's bookkeeping), not {n}"
             );
         }
+        let one_client = input.shape.workers == Some(1) && c.spread != Some(Spread::OneNode);
+        if c.retry_behind && !(c.retry_at_once && one_client) {
+            bail!(
+                "--retry-behind holds the node one client's retry lands on: add --retry-at-once \
+                 and --workers 1 (and leave --spread round-robin)"
+            );
+        }
         if nodes > 1 && input.faults.crash.is_some() {
             bail!("a race on a Galera cluster (--nodes) does not take --crash yet");
         }
@@ -58,6 +68,7 @@ impl Cluster {
             spread: c.spread.unwrap_or_default(),
             retry_at_once: c.retry_at_once,
             sync_wait: c.sync_wait,
+            retry_behind: c.retry_behind,
             kill_node,
         })
     }
@@ -77,7 +88,7 @@ impl Cluster {
                 self.nodes
             );
         }
-        if self.retry_at_once || self.sync_wait || self.kill_node.is_some() {
+        if self.retry_at_once || self.sync_wait || self.retry_behind || self.kill_node.is_some() {
             bail!(
                 "idem step and idem explore walk a cluster without --retry-at-once, --sync-wait or --kill-node"
             );

@@ -8,6 +8,11 @@
 pub mod behind;
 pub mod cluster;
 mod taken;
+pub mod two_nodes;
+
+use worker::report;
+pub use worker::{EngineWorker, KeyRow, XpRow, rows_now};
+mod worker;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
@@ -26,8 +31,8 @@ use crate::race::engine::Engine;
 use crate::race::options::CrashPlan;
 use crate::race::options::RaceInput;
 use crate::race::stepper::{Controller, Watch};
-use crate::request::mariadb::{Answered, Asked, Crash, Ctx, ReadBack, ServerError};
-use crate::request::{Outcome, StepEvent, StepHook};
+use crate::request::mariadb::{Answered, Asked, Crash, Ctx, ReadBack};
+use crate::request::{Outcome, StepHook};
 use crate::store::StoreKind;
 use crate::strategy::StrategyKind;
 use crate::strategy::guard_file::{self, Dialect, GuardRef};
@@ -183,28 +188,6 @@ impl MariadbRace {
     }
 }
 
-/// One worker's request, as the workers' table shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct EngineWorker {
-    pub worker: usize,
-    pub checkout_wait_ms: f64,
-    pub saw: String,
-    pub did: String,
-    pub outcome: Outcome,
-    pub status: u16,
-    /// The server's error, by its number and SQLSTATE.
-    pub error: Option<ServerError>,
-    pub made_xp: Option<i64>,
-    pub service_calls: u32,
-    pub answer_ms: f64,
-    /// A client's retry after its first request crashed.
-    pub retry: bool,
-    pub steps: Vec<StepEvent>,
-    /// On a cluster, the node (1-based) the request reached.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub node: Option<usize>,
-}
-
 /// One race's figures on an engine: one line of `--json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct EngineResult {
@@ -235,6 +218,9 @@ pub struct EngineResult {
     /// On a cluster: its size and status as node 1 saw them after the race.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_after: Option<cluster::After>,
+    /// `--retry-behind`: how the hold on the retry's node ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_node_held: Option<behind::Held>,
 }
 
 /// Runs one race on fresh tables.
@@ -284,6 +270,8 @@ struct Started {
     counted: Option<cluster::Counters>,
     /// `--kill-node`: the task that kills the node halfway through the work.
     killer: Option<tokio::task::JoinHandle<()>>,
+    /// `--retry-behind`: node 2, held behind since before the burst.
+    held: Option<sqlx::MySqlConnection>,
 }
 
 /// The race's pools: the workers' on one server (the guard user's, for a
@@ -342,6 +330,10 @@ async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -
     });
     drop(opened);
 
+    let held = match race.cluster.retry_behind {
+        true => Some(behind::hold(db.node_admin(2).await?).await?),
+        false => None,
+    };
     let crash = race
         .crash
         .map(|plan| Crash::new(plan.at, plan.worker, db.admin.clone()));
@@ -387,6 +379,7 @@ async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -
         began,
         counted,
         killer,
+        held,
     })
 }
 
@@ -409,6 +402,7 @@ async fn finish(
         began,
         counted,
         killer,
+        held,
     } = started;
     if let Some(killer) = killer {
         killer.await?;
@@ -418,7 +412,21 @@ async fn finish(
         reports.push(task.await?);
     }
     let gate = gate.get().copied().unwrap_or(began);
-    reports.extend(recover(race, &shared, &reports, gate, clock).await?);
+    let again = recover(race, &shared, &reports, gate, clock);
+    let (retries, retry_behind) = match held {
+        Some(mut node2) => match behind::not_behind(db, &mut node2).await? {
+            Some(not) => {
+                behind::release(&mut node2).await?;
+                (again.await?, Some(not))
+            }
+            None => {
+                let (retries, held) = behind::held_while(node2, &db.database, again).await?;
+                (retries?, Some(held))
+            }
+        },
+        None => (again.await?, None),
+    };
+    reports.extend(retries);
     let elapsed_ms = began.elapsed().as_secs_f64() * 1000.0;
     drop(runner);
     let counters = match counted {
@@ -438,28 +446,12 @@ async fn finish(
     }
     let mut result = figures(db, race, run, reports, shared.calls, elapsed_ms).await?;
     result.cluster_counters = counters;
+    result.retry_node_held = retry_behind;
     if race.cluster.is_cluster() {
         result.cluster_after = Some(cluster::After::read(&db.admin).await?);
     }
     Ok(result)
 }
-
-/// What the tables hold now, for a person stepping: each key row's key,
-/// status and worker, and each XP row's id, amount and worker.
-pub async fn rows_now(db: &Mariadb) -> Result<(Vec<KeyRow>, Vec<XpRow>)> {
-    let keys = sqlx::query_as("SELECT `key`, status, worker FROM idempotency_keys ORDER BY id")
-        .fetch_all(&db.admin)
-        .await?;
-    let xp = sqlx::query_as("SELECT id, amount, worker FROM experience_points ORDER BY id")
-        .fetch_all(&db.admin)
-        .await?;
-    Ok((keys, xp))
-}
-
-/// A key row as a person stepping sees it: key, status, worker.
-pub type KeyRow = (String, String, Option<i32>);
-/// An XP row as a person stepping sees it: id, amount, worker.
-pub type XpRow = (i64, i32, Option<i32>);
 
 /// A request given [`REQUEST_LIMIT`]: past it, its future is dropped.
 async fn bounded(
@@ -713,32 +705,6 @@ async fn answer(ctx: &mut Ctx, shape: Shaped) -> Answered {
     Answered::new(Outcome::Error, answered.saw, did)
 }
 
-fn report(
-    worker: usize,
-    checkout_wait_ms: f64,
-    a: Answered,
-    error: Option<ServerError>,
-    answer_ms: f64,
-) -> EngineWorker {
-    EngineWorker {
-        worker,
-        checkout_wait_ms,
-        saw: a.saw,
-        did: a.did,
-        status: a.outcome.status(),
-        outcome: a.outcome,
-        // The error the request met, whether the shape answered past it
-        // (check-then-store's lost store) or not, as PostgreSQL's reports keep it.
-        error,
-        made_xp: a.made_xp,
-        service_calls: 0,
-        answer_ms,
-        retry: false,
-        steps: Vec::new(),
-        node: None,
-    }
-}
-
 fn gave_up(worker: usize, gate: Instant) -> EngineWorker {
     let limit = REQUEST_LIMIT.as_secs();
     let answered = Answered::new(Outcome::Error, "—", format!("no answer within {limit} s"));
@@ -788,5 +754,6 @@ async fn figures(
         race: race.clone(),
         cluster_counters: None,
         cluster_after: None,
+        retry_node_held: None,
     })
 }

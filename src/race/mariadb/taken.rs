@@ -32,6 +32,7 @@ const TAKES: &[&str] = &[
     "spread",
     "retry_at_once",
     "sync_wait",
+    "retry_behind",
     "kill_node",
 ];
 
@@ -73,7 +74,7 @@ pub(super) fn refuse_untaken(input: &RaceInput) -> Result<()> {
                  --work-ms, --checkout-timeout-ms, --transaction, --isolation, --read-back, --crash, \
                  --recovery-retries, --stale-after-ms, --amounts, --lessons, --users, \
                  --no-fingerprint, --store, --strategy-file, --nodes, --spread, --retry-at-once, \
-                 --sync-wait, --kill-node, --runs, --json)",
+                 --sync-wait, --retry-behind, --kill-node, --runs, --json)",
                 name.replace('_', "-")
             );
         }

@@ -35,6 +35,15 @@ pub struct ClusterInput {
     #[arg(long)]
     pub sync_wait: bool,
 
+    /// With --retry-at-once and one client: the node its retry lands on
+    /// is held behind from the start (its applier paused by `BACKUP STAGE
+    /// BLOCK_COMMIT`) until the retry has answered or one of its statements
+    /// has waited there half a second, so the retry certainly reads before
+    /// that node applied the first request. Without it, whether the retry
+    /// reads too early is a race against the node's applier.
+    #[arg(long)]
+    pub retry_behind: bool,
+
     /// With --nodes: kill node N's server (SIGKILL) halfway through the
     /// work, as a machine lost in the middle of a burst; N from 2 (node 1
     /// keeps the run's bookkeeping). One race only.
@@ -61,6 +70,7 @@ impl ClusterInput {
             || self.spread.is_some()
             || self.retry_at_once
             || self.sync_wait
+            || self.retry_behind
             || self.kill_node.is_some()
     }
 }

@@ -207,6 +207,7 @@ mod tests {
         "race.spread",
         "race.retry_at_once",
         "race.sync_wait",
+        "race.retry_behind",
         "race.read_from",
         "race.synchronous",
         "race.standby_url",
