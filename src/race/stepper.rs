@@ -23,6 +23,10 @@ pub enum Watch {
     Mariadb {
         admin: sqlx::MySqlPool,
         lock: String,
+        /// On a Galera cluster, a connection to each node: after each
+        /// step the controller waits until every node has applied every
+        /// commit (see [`crate::db::mariadb::watch::all_applied`]).
+        nodes: Vec<sqlx::MySqlPool>,
     },
 }
 
@@ -42,11 +46,24 @@ impl Watch {
                 };
                 blockers.await.map_err(|e| e.to_string())
             }
-            Watch::Mariadb { admin, lock } => {
+            Watch::Mariadb { admin, lock, .. } => {
                 crate::db::mariadb::watch::blockers_of(admin, pid, lock)
                     .await
                     .map_err(|e| e.to_string())
             }
+        }
+    }
+
+    /// On a cluster, waits until every node has applied what the others
+    /// committed, so that the next step reads the same rows on any node
+    /// however fast each node's applier was; a node still behind after the
+    /// limit is said.
+    async fn all_applied(&self) -> Result<(), String> {
+        match self {
+            Watch::Mariadb { nodes, .. } if nodes.len() > 1 => {
+                crate::db::mariadb::watch::all_applied(nodes).await
+            }
+            _ => Ok(()),
         }
     }
 
@@ -202,6 +219,7 @@ impl Controller {
             }
         }
         self.wait_for(worker).await?;
+        self.watch.all_applied().await?;
         Ok(self.said(worker))
     }
 

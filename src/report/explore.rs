@@ -97,15 +97,16 @@ fn branches(b: crate::explore::Branches) -> Option<&'static str> {
     }
 }
 
-/// The verdict of a walk on a cluster: what this walk saw, and that the
-/// nodes' appliers, which no step moves, may make another walk differ.
+/// The verdict of a walk on a cluster: what it saw, and what it did not
+/// walk: every step was taken with every node caught up with the others,
+/// so no step read a node that was behind.
 fn on_a_cluster(e: &Exploration) -> String {
     let counted = format!(
         "failed in {} of {} interleavings",
         e.failing, e.interleavings
     );
-    let caveat = "each node applies the others' commits in its own time, which no step \
-                  moves, so another walk can differ";
+    let caveat = "each step was taken once every node had applied the others' commits, so \
+                  none read a node that was behind (lesson 11's --retry-behind shows one)";
     match e.failing {
         0 => warn(format!(
             "The guard held in all {} interleavings of this walk; {caveat}.",
@@ -117,8 +118,8 @@ fn on_a_cluster(e: &Exploration) -> String {
 }
 
 /// One sentence on what the exploration shows, and no more than it shows.
-/// On a cluster the nodes apply each other's commits in their own time,
-/// outside the walk: its verdict is this walk's, and said as such.
+/// On a cluster the walk waits for every node to apply the others' commits
+/// after each step: its verdict covers those orders, and says so.
 fn verdict(e: &Exploration) -> String {
     if e.nodes.is_some() {
         return on_a_cluster(e);

@@ -235,6 +235,22 @@ impl Mariadb {
 }
 
 impl Mariadb {
+    /// On a cluster, a pool of one root connection to each node, made
+    /// when first used, for the step controller to read what each node
+    /// has applied; none on a single server.
+    pub fn node_watchers(&self) -> Vec<sqlx::MySqlPool> {
+        if self.others.is_empty() {
+            return Vec::new();
+        }
+        let pool = |options: &MySqlConnectOptions| {
+            sqlx::mysql::MySqlPoolOptions::new()
+                .max_connections(1)
+                .acquire_timeout(ADMIN_ACQUIRE)
+                .connect_lazy_with(options.clone())
+        };
+        self.node_workers.iter().map(pool).collect()
+    }
+
     /// A connection of root's to node `node` (1-based) of the cluster idem
     /// started, for what only an administrator may do there (hold its
     /// applier, read its status).

@@ -148,6 +148,42 @@ pub async fn kill(admin: &sqlx::MySqlPool, id: i32) -> Result<(), sqlx::Error> {
     )))
 }
 
+/// How long the step controller waits for a cluster's nodes to apply each
+/// other's commits after a step.
+const APPLIED_LIMIT: Duration = Duration::from_secs(10);
+
+/// Waits until every node of a cluster (`nodes`, one pool each) has
+/// applied the same commits (`wsrep_last_committed`): the walk's steps then
+/// meet the same rows whichever node they run on, as the appliers'
+/// speed would otherwise decide. Says which node lagged past the limit.
+pub async fn all_applied(nodes: &[sqlx::MySqlPool]) -> Result<(), String> {
+    let began = Instant::now();
+    loop {
+        let mut applied = Vec::new();
+        for node in nodes {
+            let (_, value): (String, String) =
+                sqlx::query_as("SHOW GLOBAL STATUS LIKE 'wsrep_last_committed'")
+                    .fetch_one(node)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            applied.push(value.parse::<i64>().map_err(|e| e.to_string())?);
+        }
+        let most = applied.iter().copied().max().unwrap_or(0);
+        let Some(behind) = applied.iter().position(|&a| a < most) else {
+            return Ok(());
+        };
+        if began.elapsed() > APPLIED_LIMIT {
+            return Err(format!(
+                "node {} had applied {} of the cluster's {most} commits after {} s",
+                behind + 1,
+                applied[behind],
+                APPLIED_LIMIT.as_secs()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -245,6 +245,7 @@ pub async fn run_stepped(
             race.settings.requests().key(),
             crate::strategy::OPERATION
         ),
+        nodes: db.node_watchers(),
     };
     let (mut controller, hooks) = Controller::new(race.workers, watch);
     let clock = Clock::on_mariadb(db.admin.clone(), race.settings.app().recovery.stale_after());
