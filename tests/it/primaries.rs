@@ -47,3 +47,64 @@ async fn exercise_elevens_wrong_answers_fail_the_case_that_shows_them() {
     }
     db.close().await.unwrap();
 }
+
+/// A race dropped while it holds the retry's node behind lets the node
+/// go: the connection that holds it closes with the race's future, and
+/// the server ends its backup stage, so node 2 applies again and is
+/// Synced. Dropped on purpose at the moment node 2 is seen desynced.
+#[tokio::test]
+async fn a_race_dropped_while_it_holds_a_node_behind_lets_the_node_go() {
+    use std::time::{Duration, Instant};
+
+    use idem::db::mariadb::{Mariadb, MariadbOptions};
+    use idem::limits::Origin;
+    use idem::race::mariadb::{MariadbRace, run};
+    use idem::race::options::RaceInput;
+
+    let options = MariadbOptions {
+        nodes: 3,
+        ..MariadbOptions::default()
+    };
+    let db = Mariadb::open(&options).await.unwrap();
+    let mut node2 = db.node_admin(2).await.unwrap();
+    let state = async |conn: &mut sqlx::MySqlConnection| -> String {
+        let (_, value): (String, String) =
+            sqlx::query_as("SHOW GLOBAL STATUS LIKE 'wsrep_local_state_comment'")
+                .fetch_one(conn)
+                .await
+                .unwrap();
+        value
+    };
+    assert_eq!(state(&mut node2).await, "Synced");
+    let input = RaceInput::default().with(|r| {
+        r.shape.workers = Some(1);
+        r.cluster.nodes = Some(3);
+        r.cluster.retry_at_once = true;
+        r.cluster.retry_behind = true;
+        r.cluster.sync_wait = true;
+    });
+    let race = MariadbRace::from_input(&input, Origin::Flags).unwrap();
+    let desynced = async {
+        while state(&mut node2).await != "Donor/Desynced" {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    };
+    tokio::select! {
+        r = run(&db, &race, 1) => panic!("the race ended before node 2 was held: {:?}", r.map(|r| r.xp_rows)),
+        () = desynced => {}
+    }
+    let began = Instant::now();
+    loop {
+        let now = state(&mut node2).await;
+        if now == "Synced" {
+            break;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(15),
+            "node 2 still {now} 15 s after the race was dropped"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(node2);
+    db.close().await.unwrap();
+}
