@@ -65,12 +65,23 @@ pub struct EngineFigures {
     pub cluster: Option<ClusterProcess>,
 }
 
-/// Whole `idem race` processes on a three-node Galera cluster.
+/// Whole `idem race` processes on a three-node Galera cluster, and the
+/// race alone (its `elapsed_ms`, start and stop left out) beside the same
+/// race on one MariaDB server.
 #[derive(Debug, Serialize)]
 pub struct ClusterProcess {
     pub runs: usize,
     pub median_ms: f64,
+    /// Races timed alone, on each.
+    pub races: usize,
+    pub race_median_ms: f64,
+    pub one_server_race_median_ms: f64,
+    /// The cluster's race over the one server's.
+    pub race_ratio: f64,
 }
+
+/// Races run in each process when the race alone is timed.
+const RACES_TIMED: usize = 10;
 
 /// What to measure, and how many times.
 #[derive(Debug, Clone, Copy)]
@@ -126,10 +137,33 @@ fn cluster(bin: Option<&std::path::Path>, runs: usize, tick: &impl Fn()) -> Opti
         );
         tick();
     }
+    let race = race_alone(&["--nodes", "3"], bin)?;
+    let one_server = race_alone(&[], bin)?;
+    tick();
     Some(ClusterProcess {
         runs,
         median_ms: median_ms(&mut took),
+        races: RACES_TIMED,
+        race_median_ms: race,
+        one_server_race_median_ms: one_server,
+        race_ratio: race / one_server,
     })
+}
+
+/// The median race alone (`elapsed_ms`: from the gate to the last answer)
+/// of [`RACES_TIMED`] races on MariaDB, with `more` flags, in one process.
+fn race_alone(more: &[&str], bin: Option<&std::path::Path>) -> Option<f64> {
+    let runs = RACES_TIMED.to_string();
+    let mut args = vec!["race", "--engine", "mariadb", "--json", "--runs", &runs];
+    args.extend_from_slice(more);
+    let (_, out) = idem_run(&args, bin).ok()?;
+    let mut elapsed: Vec<Duration> = String::from_utf8_lossy(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["elapsed_ms"].as_f64())
+        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+        .collect();
+    (elapsed.len() == RACES_TIMED).then(|| median_ms(&mut elapsed))
 }
 
 fn starts(

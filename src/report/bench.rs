@@ -512,6 +512,20 @@ fn engines(out: &mut String, b: &BenchReport) {
             String::new(),
             String::new(),
         ]);
+        rows.push(row(
+            &format!(
+                "the race alone on the cluster, beside one server ({} races each)",
+                c.races
+            ),
+            format!(
+                "{} against {} ({:.2}×)",
+                ms(c.race_median_ms),
+                ms(c.one_server_race_median_ms),
+                c.race_ratio
+            ),
+            c.race_ratio <= 3.0,
+            "≤ 3× one server's",
+        ));
     }
     let title = format!(
         "engines: MariaDB {} beside PostgreSQL ({} cold, {} warm starts; {} pairs of each \
