@@ -27,8 +27,11 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// postgres, an immediate shutdown: no shutdown checkpoint, since the files
 /// go next; SIGKILL for mariadbd, whose files go too) and removes the run
 /// directory. `$1` is the server's binary, `$2` the run directory, `$3`
-/// the log's name in it, `$4` the stop signal, the rest the server's own
-/// arguments.
+/// the log's name in it, `$4` the stop signal, `$5` `group` when the server
+/// starts programs of its own that must go with it (a Galera node's state
+/// transfer scripts and their rsync): it then runs in a process group of
+/// its own (`setsid`), and the stop signal goes to the whole group. The
+/// rest are the server's own arguments.
 ///
 /// Two traps of `sh` are closed here. A reader that is gone (idem killed
 /// before it read the pid) must not kill the supervisor with SIGPIPE, so
@@ -37,13 +40,18 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// could be lost: the signal is repeated until postgres is gone.
 const SUPERVISOR: &str = r#"
 trap '' PIPE
-pg=$1; run=$2; log=$3; sig=$4; shift 4
-"$pg" "$@" >"$run/$log" 2>&1 </dev/null &
-server=$!
+pg=$1; run=$2; log=$3; sig=$4; group=$5; shift 5
+if [ "$group" = group ]; then
+  setsid "$pg" "$@" >"$run/$log" 2>&1 </dev/null &
+  server=$!; target=-$server
+else
+  "$pg" "$@" >"$run/$log" 2>&1 </dev/null &
+  server=$!; target=$server
+fi
 echo $server
 exec >/dev/null 2>&1
 cat >/dev/null
-( while kill -"$sig" "$server"; do sleep 0.05; done ) &
+( while kill -"$sig" "$target"; do sleep 0.05; done ) &
 repeater=$!
 wait "$server"
 kill "$repeater"
@@ -56,6 +64,10 @@ pub struct Launch<'a> {
     pub program: &'a Path,
     pub log: &'static str,
     pub stop_signal: &'static str,
+    /// Whether the server's own children (a Galera node's state transfer
+    /// scripts) are stopped with it: the server then leads a process
+    /// group of its own, and the whole group gets the stop signal.
+    pub with_children: bool,
     pub args: Vec<std::ffi::OsString>,
 }
 
@@ -97,6 +109,7 @@ impl Supervised {
             program: postgres,
             log: "postgres.log",
             stop_signal: "QUIT",
+            with_children: false,
             args,
         };
         let server = Self::spawn(&launch, run_dir, user)?;
@@ -117,6 +130,7 @@ impl Supervised {
             .arg(run_dir)
             .arg(launch.log)
             .arg(launch.stop_signal)
+            .arg(if launch.with_children { "group" } else { "alone" })
             .args(&launch.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -250,3 +250,69 @@ fn explore_walks_two_requests_on_two_nodes() {
         Vec::<String>::new()
     );
 }
+
+/// Ctrl-C and SIGTERM at moments spread over a cluster's races, node 2
+/// held behind in most of them (`--retry-behind`): idem stops, and no
+/// node, data directory or socket outlives it.
+#[test]
+fn no_node_outlives_ctrl_c_or_sigterm_in_the_middle_of_the_races() {
+    let sandbox = Sandbox::new("galera-signals");
+    for (i, sig) in [libc::SIGINT, libc::SIGTERM].into_iter().enumerate() {
+        let mut idem = sandbox
+            .idem_std()
+            .args([
+                "race",
+                "--engine",
+                "mariadb",
+                "--nodes",
+                "3",
+                "--workers",
+                "1",
+            ])
+            .args([
+                "--retry-at-once",
+                "--retry-behind",
+                "--sync-wait",
+                "--runs",
+                "30",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let nodes = || {
+            sandbox
+                .leftovers()
+                .iter()
+                .filter(|l| l.starts_with("process") && l.contains("--wsrep-node-name=node"))
+                .count()
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while nodes() < 3 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Somewhere in the races: each takes half a second or more.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        std::thread::sleep(Duration::from_millis(1_000 + u64::from(nanos % 4_000)));
+        assert!(
+            idem.try_wait().unwrap().is_none(),
+            "idem ended before signal {i}"
+        );
+        crate::common::signal(idem.id(), sig);
+        let stopped = Instant::now() + Duration::from_secs(30);
+        while idem.try_wait().unwrap().is_none() && Instant::now() < stopped {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let status = idem.try_wait().unwrap();
+        let _ = idem.kill();
+        assert!(status.is_some(), "idem still ran 30 s after signal {sig}");
+        assert_eq!(
+            sandbox.wait_clean(Duration::from_secs(30)),
+            Vec::<String>::new(),
+            "after signal {sig}"
+        );
+    }
+}

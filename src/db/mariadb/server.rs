@@ -153,6 +153,9 @@ impl MariadbServer {
             log: "mariadb.log",
             // The files go next: nothing to flush.
             stop_signal: "KILL",
+            // A Galera node runs its state transfers as scripts of its
+            // own (rsync and its daemon), which must not outlive it.
+            with_children: true,
             args,
         };
         // From here on, dropping `server` on an error cleans everything up.
