@@ -58,7 +58,10 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             c::compare::Planned::Postgres(plan) => dispatch(*plan, s).await,
             c::compare::Planned::Engines(plan) => dispatch(*plan, s).await,
         },
-        Command::Matrix(a) => dispatch(c::matrix::plan(&a)?, s).await,
+        Command::Matrix(a) => match c::matrix::plan(&a)? {
+            c::matrix::Planned::Postgres(plan) => dispatch(*plan, s).await,
+            c::matrix::Planned::Mariadb(plan) => dispatch(*plan, s).await,
+        },
         Command::Stores(a) => dispatch(c::stores::plan(&a)?, s).await,
         // Their exit 1 is a verdict (a guard that failed): a wrong command
         // line exits 2, as clap's own refusals do.

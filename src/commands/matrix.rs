@@ -1,9 +1,10 @@
 //! `idem matrix`: every guard shape under each transaction setting and isolation level, a number of runs each, in one table.
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
-use super::command::OnDatabase;
+use super::command::{Command, Given, Needs, OnDatabase};
 use crate::cli::race::MatrixArgs;
+use crate::db::mariadb::{Mariadb, MariadbOptions};
 use crate::db::{ConnectOptions, Database};
 use crate::limits;
 use crate::matrix::{Cell, Matrix, MatrixRow, cells, file_cells};
@@ -12,6 +13,20 @@ use crate::race::engine::Engine;
 use crate::race::on_engine::OnEngine;
 use crate::race::options::RaceInput;
 use crate::report::{self, Output};
+
+/// Where the matrix runs: PostgreSQL (idem's cluster or a URL's), or
+/// MariaDB alone (idem's server or a `mysql://` URL's), no PostgreSQL
+/// started for it.
+pub enum Planned {
+    Postgres(Box<Plan>),
+    Mariadb(Box<OnMariadb>),
+}
+
+/// The matrix on MariaDB: its cells, and the server's options.
+pub struct OnMariadb {
+    plan: Plan,
+    options: MariadbOptions,
+}
 
 /// What `idem matrix` will race, checked before the database starts.
 pub struct Plan {
@@ -25,7 +40,7 @@ pub struct Plan {
     left_out: Option<&'static str>,
 }
 
-pub fn plan(args: &MatrixArgs) -> Result<Plan> {
+pub fn plan(args: &MatrixArgs) -> Result<Planned> {
     let base = RaceInput {
         shape: args.shape.clone(),
         app: args.app.clone(),
@@ -71,8 +86,11 @@ pub fn plan(args: &MatrixArgs) -> Result<Plan> {
     if args.engine == Engine::Mariadb && (finds_on_standby || args.strategy_file.is_some()) {
         bail!("--engine mariadb races the built-in strategies, with no standby and no guard file");
     }
-    Ok(Plan {
-        db: args.connect.with_standby(&args.standby)?,
+    let plan = Plan {
+        db: match args.engine {
+            Engine::Postgres => args.connect.with_standby(&args.standby)?,
+            Engine::Mariadb => ConnectOptions::default(),
+        },
         engine: args.engine,
         left_out: finds_on_standby.then_some(
             "left out, with no find to send to a standby: the rows in a request transaction, \
@@ -81,6 +99,13 @@ pub fn plan(args: &MatrixArgs) -> Result<Plan> {
         cells,
         runs: args.runs.unwrap_or(limits::MATRIX_RUNS.default()),
         out: Output::from_json_flag(args.json),
+    };
+    Ok(match args.engine {
+        Engine::Postgres => Planned::Postgres(Box::new(plan)),
+        Engine::Mariadb => Planned::Mariadb(Box::new(OnMariadb {
+            options: args.connect.mariadb()?,
+            plan,
+        })),
     })
 }
 
@@ -90,6 +115,26 @@ impl OnDatabase for Plan {
     }
 
     async fn run_on(self, db: &Database) -> Result<()> {
+        self.run_with(Some(db), None).await
+    }
+}
+
+impl Command for OnMariadb {
+    type On = Mariadb;
+
+    fn needs(&self) -> Needs<MariadbOptions> {
+        Needs::on(self.options.clone())
+    }
+
+    async fn run(self, db: &Mariadb, _: Given) -> Result<()> {
+        self.plan.run_with(None, Some(db)).await
+    }
+}
+
+impl Plan {
+    /// Races every cell on the engine it was planned for, and shows the
+    /// table: PostgreSQL's cells on `postgres`, MariaDB's on `mariadb`.
+    async fn run_with(self, postgres: Option<&Database>, mariadb: Option<&Mariadb>) -> Result<()> {
         let out = self.out;
         let progress = out.progress(self.runs * self.cells.len() as u64, "races");
         let Some(first) = self.cells.first().and_then(|(_, r)| r.settings()) else {
@@ -119,6 +164,7 @@ impl OnDatabase for Plan {
                 // Left out when planned.
                 OnEngine::Left(_) => continue,
                 OnEngine::Postgres(settings) => {
+                    let db = postgres.context("a PostgreSQL cell with no PostgreSQL")?;
                     let mut race = Race::prepare(db, *settings).await?;
                     for run in 1..=self.runs as usize {
                         race = race.again(run).await?;
@@ -131,7 +177,7 @@ impl OnDatabase for Plan {
                     }
                 }
                 OnEngine::Mariadb(race) => {
-                    let mariadb = db.mariadb().await?;
+                    let mariadb = mariadb.context("a MariaDB cell with no MariaDB")?;
                     for run in 1..=self.runs as usize {
                         row.add_engine(&crate::race::mariadb::run(mariadb, &race, run).await?);
                         progress.inc(1);

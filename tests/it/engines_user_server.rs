@@ -87,6 +87,17 @@ fn races_on_a_users_server_leave_it_as_it_was() {
         err.contains("the guard failed in 60 of 70 interleavings"),
         "{err}"
     );
+    // Lesson 8's matrix, there and nowhere else: no PostgreSQL started.
+    let (code, out, err) = idem(
+        &sandbox,
+        &db,
+        "racer",
+        &["matrix", "-s", "check-then-store", "--runs", "1", "--json"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let m: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(m["engine"], "mariadb", "{m}");
+    assert!(!m["rows"].as_array().unwrap().is_empty(), "{m}");
     assert_eq!(state(&db), before, "a run changed the user's server");
     // A guard file is someone else's code: it runs only on a server idem
     // started, never on the user's, and the refusal leaves nothing.
