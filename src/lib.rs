@@ -106,28 +106,31 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             c::challenge::Challenge::Starter(written) => dispatch(written, s).await,
         },
         Command::Serve(a) => dispatch(c::serve::plan(&a)?, s).await,
-        Command::Probe(a) => {
-            // A wrong command line (or plan) exits 2, as clap's own refusals do.
-            let bad = bad_input;
-            match &a.plan {
-                Some(file) => {
-                    let plan = c::probe_plan::plan(&a, file).map_err(bad)?;
-                    c::probe_reports::check(&a.report).map_err(bad)?;
-                    dispatch(plan, s).await
-                }
-                None => {
-                    let plan = c::probe::plan(&a).map_err(bad)?;
-                    c::probe_reports::check(&plan.reports).map_err(bad)?;
-                    dispatch(plan, s).await
-                }
-            }
-        }
+        Command::Probe(a) => probe(&a, s).await,
         Command::Pooler(a) => dispatch(c::pooler::plan(&a)?, s).await,
         Command::Replica(a) => dispatch(c::replica::plan(&a)?, s).await,
         Command::Db(a) => dispatch(c::db::plan(&a)?, s).await,
         Command::Doctor(a) => dispatch(c::doctor::plan(&a)?, s).await,
         Command::Completions(a) => c::shell::completions(a.shell, a.dir.as_deref()),
         Command::Man(a) => c::shell::man(a.dir.as_deref()),
+    }
+}
+
+/// `idem probe`, with a plan file or one request's flags; a wrong command
+/// line (or plan) exits 2, as clap's own refusals do.
+async fn probe(a: &cli::wire_commands::ProbeArgs, s: &mut Signals) -> Result<()> {
+    use commands as c;
+    match &a.plan {
+        Some(file) => {
+            let plan = c::probe_plan::plan(a, file).map_err(bad_input)?;
+            c::probe_reports::check(&a.report).map_err(bad_input)?;
+            dispatch(plan, s).await
+        }
+        None => {
+            let plan = c::probe::plan(a).map_err(bad_input)?;
+            c::probe_reports::check(&plan.reports).map_err(bad_input)?;
+            dispatch(plan, s).await
+        }
     }
 }
 
