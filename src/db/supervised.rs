@@ -130,7 +130,11 @@ impl Supervised {
             .arg(run_dir)
             .arg(launch.log)
             .arg(launch.stop_signal)
-            .arg(if launch.with_children { "group" } else { "alone" })
+            .arg(if launch.with_children {
+                "group"
+            } else {
+                "alone"
+            })
             .args(&launch.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
