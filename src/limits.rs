@@ -183,6 +183,10 @@ pub const CACHE_PRESSURE: Limit = with_default(
     limit("--cache-pressure", "race.cache_pressure", 0, 1_000_000),
     0,
 );
+pub const REDIS_TTL_MS: Limit = with_default(
+    limit("--redis-ttl-ms", "race.redis_ttl_ms", 1, 86_400_000),
+    60_000,
+);
 pub const STALE_AFTER_MS: Limit = with_default(
     limit("--stale-after-ms", "race.stale_after_ms", 1, 3_600_000),
     1000,
@@ -227,7 +231,7 @@ pub const LOCK_TIMEOUT_MS: Limit = limit(
 /// stands, and the race builder checks whatever an input said (a flag's
 /// own parser is the same [`Limit`]). A key whose value is no number is
 /// listed as such by a test that holds every key to one of the two.
-pub const RACE: [Limit; 24] = [
+pub const RACE: [Limit; 25] = [
     WORKERS,
     POOL_SIZE,
     WORK_MS,
@@ -240,6 +244,7 @@ pub const RACE: [Limit; 24] = [
     WAIT_TIMEOUT_MS,
     CACHE_MAX_ENTRIES,
     CACHE_PRESSURE,
+    REDIS_TTL_MS,
     STALE_AFTER_MS,
     LOCK_TIMEOUT_MS,
     HEARTBEAT_MS,

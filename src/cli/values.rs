@@ -96,6 +96,7 @@ value_enum!(LoserKind {
 value_enum!(StoreKind {
     StoreKind::Table => "The `idempotency_keys` table with its unique index",
     StoreKind::Cache => "The `cache_entries` table, used as Solid Cache is",
+    StoreKind::Redis => "A Redis key set with SET NX PX, on a redis-server idem starts",
 });
 
 value_enum!(OnFailure {

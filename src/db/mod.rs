@@ -23,6 +23,7 @@ pub mod ownership;
 pub mod pgbouncer;
 pub mod pool;
 pub mod pooled;
+pub mod redis_server;
 pub mod run_schema;
 pub mod said;
 pub mod secret;

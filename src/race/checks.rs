@@ -214,9 +214,29 @@ impl RaceSettings {
         Ok(())
     }
 
-    /// The cache store takes claim-work-complete's fail-fast claims only.
+    /// The cache store and Redis take claim-work-complete's fail-fast
+    /// claims only, with no request transaction (Redis is no part of one),
+    /// and Redis's settings need Redis.
     pub(super) fn check_store(&self, origin: Origin) -> Result<()> {
-        if self.store.kind() == StoreKind::Cache {
+        let redis_default = (
+            crate::strategy::claim_in_redis::RedisClaim::Nx,
+            std::time::Duration::from_millis(limits::REDIS_TTL_MS.default()),
+        );
+        let said_redis = self.store.redis() != redis_default;
+        if said_redis && self.store.kind() != StoreKind::Redis {
+            bail!("--redis-claim and --redis-ttl-ms set the claim in Redis: add --store redis");
+        }
+        if self.store.kind() == StoreKind::Redis
+            && (self.app.transaction.scope() != crate::strategy::transaction::Transaction::None
+                || self.app.guard_file.is_some())
+        {
+            bail!(
+                "{} redis keeps the claim outside the database: no request transaction takes \
+                 it in, and a guard file's steps are SQL",
+                origin.name("--store", "race.store")
+            );
+        }
+        if self.store.kind() != StoreKind::Table {
             if !self.app.strategy.spec().can.cache_claims {
                 bail!(
                     "{} applies to {}; {} keeps no claims",
@@ -227,8 +247,9 @@ impl RaceSettings {
             }
             if self.app.loser != LoserPolicy::FailFast {
                 bail!(
-                    "{} cache answers losers with 409 only (fail-fast): it has no lock to wait on",
-                    origin.name("--store", "race.store")
+                    "{} {} answers losers with 409 only (fail-fast): it has no lock to wait on",
+                    origin.name("--store", "race.store"),
+                    self.store.kind().name()
                 );
             }
         }

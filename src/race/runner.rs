@@ -58,7 +58,20 @@ pub struct Race<'db> {
 impl<'db> Race<'db> {
     /// Checks the settings against the server and opens the workers' pool.
     pub async fn prepare(db: &'db Database, settings: RaceSettings) -> Result<Self> {
-        let strategy = Arc::from(settings.build_strategy());
+        let strategy: Arc<dyn Strategy> = match settings.store.kind() {
+            // The claims live in a redis-server of the race's own, which
+            // goes with the strategy when the race ends.
+            crate::store::StoreKind::Redis => {
+                let redis = crate::db::redis_server::Redis::start().await?;
+                let (claim, ttl) = settings.store.redis();
+                Arc::new(crate::strategy::claim_in_redis::ClaimInRedis::new(
+                    Arc::new(redis),
+                    claim,
+                    ttl,
+                ))
+            }
+            _ => Arc::from(settings.build_strategy()),
+        };
         Self::prepare_with(db, settings, strategy).await
     }
 

@@ -114,6 +114,7 @@ pub async fn measure(
             expiry: match store {
                 StoreKind::Table => "kept until reaped (idem reap)",
                 StoreKind::Cache => "in the value, read-time; FIFO eviction anyway",
+                StoreKind::Redis => "a time to live on the key (PX); Redis forgets it",
             },
             ms_per_request,
         });
@@ -133,6 +134,7 @@ async fn what_is_left(db: &Database, store: StoreKind, key: &str) -> Result<Stri
             Some(c) => format!("an opaque {}-byte value", c.byte_size),
             None => "nothing".into(),
         },
+        StoreKind::Redis => "nothing in the database: the claim lived in Redis".into(),
     })
 }
 

@@ -72,6 +72,7 @@ fn figures_of(r: &EngineResult) -> Vec<Vec<String>> {
     let claims = match r.race.store {
         crate::store::StoreKind::Table => vec!["key rows".into(), r.key_rows.to_string()],
         crate::store::StoreKind::Cache => vec!["cache entries".into(), r.cache_entries.to_string()],
+        crate::store::StoreKind::Redis => vec!["key rows".into(), r.key_rows.to_string()],
     };
     let mut figures = vec![
         claims,

@@ -132,6 +132,8 @@ pub fn figures(r: &RaceResult) -> String {
         )
     } else if r.store == StoreKind::Cache {
         "the claims live in the cache store".to_string()
+    } else if r.store == StoreKind::Redis {
+        "the claims live in Redis".to_string()
     } else if r.strategy.uses_key_table() {
         "the unique index allows one".to_string()
     } else {

@@ -21,6 +21,10 @@ pub enum Failure {
     /// time: idem asked the server to cancel it, and closes its connection.
     #[error("{0}")]
     Overran(String),
+    /// The claim store outside the database (`--store redis`) refused a
+    /// command or did not answer in time.
+    #[error("{0}")]
+    Store(String),
 }
 
 impl Failure {
@@ -40,7 +44,9 @@ impl Failure {
                     || err.as_db_error().is_none()
             }
             Failure::Checkout(PoolError::Backend(_)) => true,
-            Failure::Checkout(_) | Failure::Crashed | Failure::Overran(_) => false,
+            Failure::Checkout(_) | Failure::Crashed | Failure::Overran(_) | Failure::Store(_) => {
+                false
+            }
         }
     }
 }

@@ -155,6 +155,22 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/5-memory-two-replicas.toml"),
     ),
     (
+        "5-redis-claims-hold.toml",
+        include_str!("../../scenarios/5-redis-claims-hold.toml"),
+    ),
+    (
+        "5-redis-set-without-nx.toml",
+        include_str!("../../scenarios/5-redis-set-without-nx.toml"),
+    ),
+    (
+        "5-redis-ttl-longer-than-work.toml",
+        include_str!("../../scenarios/5-redis-ttl-longer-than-work.toml"),
+    ),
+    (
+        "5-redis-ttl-shorter-than-work.toml",
+        include_str!("../../scenarios/5-redis-ttl-shorter-than-work.toml"),
+    ),
+    (
         "5-table-survives-eviction.toml",
         include_str!("../../scenarios/5-table-survives-eviction.toml"),
     ),

@@ -42,6 +42,8 @@ pub enum StoreKind {
     Table,
     /// The `cache_entries` table, used as Solid Cache is.
     Cache,
+    /// A Redis key, `SET NX PX`, on a disposable `redis-server` of idem's.
+    Redis,
 }
 
 impl StoreKind {
@@ -49,6 +51,7 @@ impl StoreKind {
         match self {
             StoreKind::Table => "table",
             StoreKind::Cache => "cache",
+            StoreKind::Redis => "redis",
         }
     }
 }

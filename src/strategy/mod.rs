@@ -7,6 +7,7 @@ mod advisory_lock;
 pub mod answers;
 mod check_then_store;
 mod claim_in_cache;
+pub mod claim_in_redis;
 mod claim_work_complete;
 pub mod claims;
 mod find_for_update;

@@ -59,6 +59,7 @@ pub async fn respond(
             outcome: Outcome::Error,
             saw: match failure {
                 Failure::Overran(_) => "a step past its limit".into(),
+                Failure::Store(_) => "the claim store failed".into(),
                 _ => "database error".into(),
             },
             did: failure.to_string(),

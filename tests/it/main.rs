@@ -49,6 +49,7 @@ mod probe_plan;
 mod probe_status;
 mod race;
 mod reach;
+mod redis;
 mod renderers;
 mod replicas;
 mod safeguards;

@@ -128,6 +128,11 @@ impl MariadbRace {
             (None, StoreKind::Table, OnMariadb::Refused(why)) => {
                 bail!("{} on MariaDB: {why}", strategy.spec().name)
             }
+            (None, StoreKind::Redis, _) => {
+                bail!(
+                    "--store redis keeps claims beside PostgreSQL's races so far; drop --engine mariadb"
+                )
+            }
         };
         let isolation = isolation.or(file.and_then(|f| f.isolation));
         let cache_isolation = (store == StoreKind::Cache)

@@ -197,6 +197,7 @@ mod tests {
         "race.no_fingerprint",
         "race.fingerprint",
         "race.store",
+        "race.redis_claim",
         "race.cache_max_age",
         "race.audit",
         "race.on_failure",

@@ -9,6 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::limits::{self, help_with_default as with_default};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
+use crate::strategy::claim_in_redis::RedisClaim;
 
 /// Where claims live unless told otherwise.
 pub const DEFAULT_STORE: StoreKind = StoreKind::Table;
@@ -44,6 +45,21 @@ pub struct StoreInput {
         serialize_with = "as_duration_text"
     )]
     pub cache_max_age: Option<Duration>,
+
+    /// With --store redis: how the claim is set, `SET key value NX PX
+    /// ttl`, or without NX, as a store that overwrites a claim instead of
+    /// refusing it [default: nx].
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub redis_claim: Option<RedisClaim>,
+
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = limits::REDIS_TTL_MS.parser(),
+          help = limits::REDIS_TTL_MS.help(
+              "With --store redis: the claim's time to live (PX), after which Redis forgets \
+               it whatever its owner is doing."))]
+    pub redis_ttl_ms: Option<u64>,
 }
 
 /// What the race does to the store afterwards, and what it shows.
@@ -90,6 +106,8 @@ pub struct Store {
     /// After the race: this many writes of other keys to the cache, then
     /// one retry of the same request (lesson 5's eviction demonstration).
     cache_pressure: u64,
+    /// With `--store redis`: how the claim is set, and its time to live.
+    redis: (RedisClaim, Duration),
 }
 
 impl StoreInput {
@@ -106,11 +124,20 @@ impl StoreInput {
             cache_pressure: eviction
                 .cache_pressure
                 .unwrap_or(limits::CACHE_PRESSURE.default()),
+            redis: (
+                self.redis_claim.unwrap_or_default(),
+                Duration::from_millis(self.redis_ttl_ms.unwrap_or(limits::REDIS_TTL_MS.default())),
+            ),
         }
     }
 }
 
 impl Store {
+    /// With `--store redis`: how the claim is set, and its time to live.
+    pub fn redis(&self) -> (RedisClaim, Duration) {
+        self.redis
+    }
+
     /// Where the claims live.
     pub fn kind(&self) -> StoreKind {
         self.kind

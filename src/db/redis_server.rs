@@ -1,0 +1,191 @@
+//! The disposable Redis idem starts for `--store redis`: a `redis-server` of the run's own on a Unix socket in a private directory, no TCP port, nothing written to disk, removed however the run ends.
+//!
+//! It runs under the same supervisor as idem's PostgreSQL and MariaDB (see
+//! [`crate::db::supervised`]): when idem ends, in any way, `kill -9`
+//! included, the supervisor kills the server and removes its directory;
+//! a directory whose run is gone is swept by the next run. When idem runs
+//! as root, the server runs as the `redis` user its package makes.
+//!
+//! The client is the `redis` crate, the one the Redis project lists for
+//! Rust and the most used: its multiplexed async connection over the
+//! socket serves every request of a race at once, and each command is
+//! sent with a time limit of idem's.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::db::child::check_stop;
+use crate::db::cluster::runs_parent;
+use crate::db::leftovers;
+use crate::db::os_user::{chown_tree, server_user};
+use crate::db::supervised::{Launch, Supervised};
+use crate::db::template::private_dir;
+use crate::files::owners::alive;
+
+/// How long the server may take to answer its first PING.
+const READY_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How long one command may take before the request gives up on it.
+pub const COMMAND_LIMIT: Duration = Duration::from_secs(5);
+
+/// Run directories of the servers idem starts: `idem-redis-<pid>-<hex>`.
+const RUN_PREFIX: &str = "idem-redis";
+
+/// The most memory the server may use: a race writes a few hundred keys.
+const MAX_MEMORY: &str = "64mb";
+
+/// Where `redis-server` is looked for when it is not on the PATH.
+const PLACES: [&str; 2] = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"];
+
+/// A running disposable Redis and a connection to it. Dropping it kills
+/// the server and removes its directory.
+pub struct Redis {
+    /// The connection every request of a race shares (multiplexed).
+    pub conn: redis::aio::MultiplexedConnection,
+    /// Every key of this run starts with it: `idem:<run dir's hex>:`.
+    pub prefix: String,
+    server: Supervised,
+}
+
+impl std::fmt::Debug for Redis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redis")
+            .field("prefix", &self.prefix)
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `redis-server`: on the PATH, or where Debian's package puts it.
+fn locate() -> Result<PathBuf> {
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join("redis-server"));
+    on_path
+        .chain(PLACES.iter().map(PathBuf::from))
+        .find(|p| p.is_file())
+        .context("no redis-server found (install redis-server) for --store redis")
+}
+
+/// The server's settings: a socket in `run_dir` only its user may reach,
+/// no TCP port, no snapshot and no append-only file, a memory limit that
+/// refuses writes rather than evict claims.
+fn server_args(run_dir: &Path) -> Vec<std::ffi::OsString> {
+    let socket = run_dir.join("redis.sock");
+    [
+        "--port".into(),
+        "0".into(),
+        "--unixsocket".into(),
+        socket.display().to_string(),
+        "--unixsocketperm".into(),
+        "700".into(),
+        "--dir".into(),
+        run_dir.display().to_string(),
+        "--save".into(),
+        String::new(),
+        "--appendonly".into(),
+        "no".into(),
+        "--maxmemory".into(),
+        MAX_MEMORY.into(),
+        "--maxmemory-policy".into(),
+        "noeviction".into(),
+        "--daemonize".into(),
+        "no".into(),
+    ]
+    .into_iter()
+    .map(Into::into)
+    .collect()
+}
+
+impl Redis {
+    /// Starts the server and connects to it.
+    pub async fn start() -> Result<Self> {
+        let program = locate()?;
+        let user = server_user("redis", "Redis")?;
+        let parent = runs_parent();
+        leftovers::sweep(&parent, RUN_PREFIX);
+        let run_dir = private_dir(&parent, RUN_PREFIX)?;
+        if let Some(user) = user
+            && let Err(err) = chown_tree(&run_dir, user)
+        {
+            let _ = fs::remove_dir_all(&run_dir);
+            return Err(err);
+        }
+        let launch = Launch {
+            program: &program,
+            log: "redis.log",
+            stop_signal: "KILL",
+            with_children: false,
+            args: server_args(&run_dir),
+        };
+        let server = Supervised::spawn(&launch, &run_dir, user)?;
+        let conn = connected(&server, &run_dir.join("redis.sock")).await?;
+        let hex = run_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.rsplit('-').next())
+            .unwrap_or("run")
+            .to_string();
+        Ok(Self {
+            conn,
+            prefix: format!("idem:{hex}:"),
+            server,
+        })
+    }
+}
+
+/// `command` with [`COMMAND_LIMIT`], its error one line naming it.
+pub async fn bounded<T>(
+    command: impl std::future::Future<Output = redis::RedisResult<T>>,
+    name: &str,
+) -> Result<T> {
+    match tokio::time::timeout(COMMAND_LIMIT, command).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(err)) => bail!(
+            "Redis refused {name}: {}",
+            crate::controls::escaped(&err.to_string())
+        ),
+        Err(_) => bail!(
+            "Redis did not answer {name} within {} s",
+            COMMAND_LIMIT.as_secs()
+        ),
+    }
+}
+
+/// Connects once the socket answers PING; stops at a signal, a dead
+/// server, or the time limit.
+async fn connected(
+    server: &Supervised,
+    socket: &Path,
+) -> Result<redis::aio::MultiplexedConnection> {
+    let url = format!("redis+unix://{}", socket.display());
+    let client = redis::Client::open(url.as_str())?;
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        check_stop()?;
+        if socket.exists()
+            && let Ok(Ok(mut conn)) =
+                tokio::time::timeout(COMMAND_LIMIT, client.get_multiplexed_async_connection()).await
+            && bounded(redis::cmd("PING").query_async::<String>(&mut conn), "PING")
+                .await
+                .is_ok()
+        {
+            return Ok(conn);
+        }
+        if !alive(server.pid()) {
+            bail!("Redis did not start: {}", server.log_tail());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "Redis did not answer within {} s: {}",
+                READY_TIMEOUT.as_secs(),
+                server.log_tail()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}

@@ -1,0 +1,95 @@
+//! Claims in Redis (`--store redis`) on a real `redis-server` that idem starts: the claim holds with NX, and nothing of the server outlives a run, a normal end or a SIGKILL in the middle of the race.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{Sandbox, refused_in_one_line};
+
+#[test]
+fn a_claim_in_redis_holds_and_its_server_goes_with_the_run() {
+    let sandbox = Sandbox::new("redis-race");
+    let out = sandbox
+        .idem()
+        .args([
+            "race",
+            "-s",
+            "claim-work-complete",
+            "--store",
+            "redis",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (r["xp_rows"].as_u64(), r["service_calls"].as_u64()),
+        (Some(1), Some(1)),
+        "{r}"
+    );
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn a_run_killed_mid_race_leaves_no_redis_server() {
+    let sandbox = Sandbox::new("redis-kill");
+    let mut idem = sandbox
+        .idem_std()
+        .args(["race", "-s", "claim-work-complete", "--store", "redis"])
+        .args(["--work-ms", "3000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let redis = || {
+        sandbox
+            .leftovers()
+            .iter()
+            .any(|l| l.starts_with("process") && l.contains("redis-server"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !redis() && Instant::now() < deadline && idem.try_wait().unwrap().is_none() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let caught = redis() && idem.try_wait().unwrap().is_none();
+    let _ = idem.kill();
+    idem.wait().unwrap();
+    assert!(caught, "idem was not caught with its redis-server up");
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn what_a_redis_claim_cannot_be_is_refused_in_one_line() {
+    let sandbox = Sandbox::new("redis-refused");
+    let cases: [(&[&str], &str); 4] = [
+        (&["--redis-ttl-ms", "100"], "add --store redis"),
+        (
+            &["--store", "redis", "--transaction", "request"],
+            "outside the database",
+        ),
+        (
+            &["--store", "redis", "--engine", "mariadb"],
+            "drop --engine mariadb",
+        ),
+        (&["--store", "redis", "--loser", "block"], "fail-fast"),
+    ];
+    for (args, says) in cases {
+        let err = refused_in_one_line(
+            sandbox
+                .idem()
+                .args(["race", "-s", "claim-work-complete"])
+                .args(args),
+        );
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}
