@@ -33,6 +33,9 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// its own (`setsid`), and the stop signal goes to the whole group. The
 /// rest are the server's own arguments.
 ///
+/// The group a server leads exists only once `setsid` has made it: a stop
+/// sent before that goes to the server's own pid, so it is never lost.
+///
 /// Two traps of `sh` are closed here. A reader that is gone (idem killed
 /// before it read the pid) must not kill the supervisor with SIGPIPE, so
 /// SIGPIPE is ignored. And a background job may start before postgres
@@ -51,7 +54,7 @@ fi
 echo $server
 exec >/dev/null 2>&1
 cat >/dev/null
-( while kill -"$sig" "$target"; do sleep 0.05; done ) &
+( while kill -"$sig" "$target" || kill -"$sig" "$server"; do sleep 0.05; done ) &
 repeater=$!
 wait "$server"
 kill "$repeater"

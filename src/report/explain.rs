@@ -272,12 +272,7 @@ fn claims_in_redis(r: &RaceResult) -> Told {
     } else if r.workers == 1 {
         t.push("One worker set the claim in Redis; no other raced it.");
     } else {
-        let losers = r
-            .reports
-            .iter()
-            .filter(|w| !took(w, Step::Work) && took(w, Step::Read))
-            .filter(|w| matches!(w.outcome, Outcome::Conflict | Outcome::Replayed))
-            .count();
+        let losers = lost_claims(r);
         tell!(
             t,
             "SET NX let one claim in before any work ran: Redis said nothing to the other {}, \
@@ -313,14 +308,19 @@ fn claims_in_the_cache(r: &RaceResult) -> Told {
     t
 }
 
-/// Lesson 2 and 3: one claim wins; what the losers did while they waited.
-fn claim_work_complete(r: &RaceResult) -> Told {
-    let losers = r
-        .reports
+/// The requests that lost the claim and did no work: they read the claim
+/// (or waited for it) and answered 409 or replayed.
+fn lost_claims(r: &RaceResult) -> usize {
+    r.reports
         .iter()
         .filter(|w| !took(w, Step::Work) && (took(w, Step::Read) || w.waited.is_some()))
         .filter(|w| matches!(w.outcome, Outcome::Conflict | Outcome::Replayed))
-        .count();
+        .count()
+}
+
+/// Lesson 2 and 3: one claim wins; what the losers did while they waited.
+fn claim_work_complete(r: &RaceResult) -> Told {
+    let losers = lost_claims(r);
     let mut t = Told::new();
     tell!(
         t,

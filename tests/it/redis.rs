@@ -1,7 +1,6 @@
 //! Claims in Redis (`--store redis`) on a real `redis-server` that idem starts: the claim holds with NX, and nothing of the server outlives a run, a normal end or a SIGKILL in the middle of the race.
 
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -39,27 +38,19 @@ fn a_claim_in_redis_holds_and_its_server_goes_with_the_run() {
 #[test]
 fn a_run_killed_mid_race_leaves_no_redis_server() {
     let sandbox = Sandbox::new("redis-kill");
-    let mut idem = sandbox
-        .idem_std()
-        .args(["race", "-s", "claim-work-complete", "--store", "redis"])
-        .args(["--work-ms", "3000"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let redis = || {
-        sandbox
-            .leftovers()
-            .iter()
-            .any(|l| l.starts_with("process") && l.contains("redis-server"))
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !redis() && Instant::now() < deadline && idem.try_wait().unwrap().is_none() {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let caught = redis() && idem.try_wait().unwrap().is_none();
-    let _ = idem.kill();
-    idem.wait().unwrap();
+    let caught = sandbox.killed_with_servers_up(
+        &[
+            "race",
+            "-s",
+            "claim-work-complete",
+            "--store",
+            "redis",
+            "--work-ms",
+            "3000",
+        ],
+        "redis-server",
+        1,
+    );
     assert!(caught, "idem was not caught with its redis-server up");
     assert_eq!(
         sandbox.wait_clean(Duration::from_secs(10)),

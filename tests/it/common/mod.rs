@@ -76,6 +76,36 @@ impl Sandbox {
         cmd
     }
 
+    /// Runs idem with `args`, kills it (SIGKILL) once at least `up` of its
+    /// live servers name `server` (in the sandbox's leftovers, their
+    /// supervisors left out), and says
+    /// whether it was caught so, still running.
+    pub fn killed_with_servers_up(&self, args: &[&str], server: &str, up: usize) -> bool {
+        let mut idem = self
+            .idem_std()
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let servers = || {
+            self.leftovers()
+                .iter()
+                .filter(|l| l.starts_with("process") && l.contains(server))
+                // The supervisor's shell names the server too.
+                .filter(|l| !l.contains("idem-supervisor"))
+                .count()
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while servers() < up && Instant::now() < deadline && idem.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let caught = servers() >= up && idem.try_wait().unwrap().is_none();
+        let _ = idem.kill();
+        idem.wait().unwrap();
+        caught
+    }
+
     /// What idem left in the sandbox: directories and live processes.
     pub fn leftovers(&self) -> Vec<String> {
         let mut found: Vec<String> = std::fs::read_dir(&self.dir)
