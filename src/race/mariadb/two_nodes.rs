@@ -57,6 +57,7 @@ async fn drive(db: &Mariadb, c: &mut Controller) -> Result<Held> {
     }
     let mut node2 = db.node_admin(2).await?;
     caught_up(db, &mut node2).await?;
+    c.let_nodes_lag();
     let mut node2 = hold(node2).await?;
     move_until(c, 1, |s| *s == Standing::Finished).await?;
     if let Some(not_behind) = not_behind(db, &mut node2).await? {
