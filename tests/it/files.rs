@@ -187,14 +187,14 @@ fn a_progress_file_naming_a_lesson_that_does_not_exist_is_left_alone() {
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     for text in [
         "lessons_read = [0]\n",
-        "lessons_read = [1, 11]\n",
+        "lessons_read = [1, 12]\n",
         "exercises_passed = [255]\n",
         "[hints_seen]\nx = 1\n",
     ] {
         std::fs::write(&file, text).unwrap();
         let line = crate::common::refused_in_one_line(sandbox.idem().arg("progress"));
         assert!(line.contains("is not idem's progress"), "{text}: {line}");
-        assert!(line.contains("lessons go from 1 to 10"), "{text}: {line}");
+        assert!(line.contains("lessons go from 1 to 11"), "{text}: {line}");
         let (_, stderr) = run(&sandbox, &state, &["hint".into(), "2".into()]);
         assert!(stderr.contains("progress not saved"), "{text}: {stderr}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), text);

@@ -280,14 +280,12 @@ fn lessons_are_listed_and_a_lesson_runs_straight_through_without_a_terminal() {
     // The tour from the last lesson tells that one only, and points nowhere after it.
     sandbox
         .idem()
-        .args(["tour", "--from", "10", "--no-pause"])
+        .args(["tour", "--from", "11", "--no-pause"])
         .assert()
         .success()
-        .stdout(predicate::str::contains(
-            "Lesson 10: More than one database",
-        ))
-        .stdout(predicate::str::contains("Lesson 9:").not())
-        .stdout(predicate::str::contains("End of lesson 10.\n"))
+        .stdout(predicate::str::contains("Lesson 11: More than one primary"))
+        .stdout(predicate::str::contains("Lesson 10:").not())
+        .stdout(predicate::str::contains("End of lesson 11.\n"))
         .stdout(predicate::str::contains("Next:").not());
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
 }
