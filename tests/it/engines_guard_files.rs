@@ -71,7 +71,8 @@ fn a_guard_file_for_mariadb_races_and_is_walked_as_its_shape() {
             ])
             .output()
             .unwrap();
-        serde_json::from_slice(&out.stdout).unwrap()
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
     };
     let claim = walked(CLAIM);
     assert_eq!(

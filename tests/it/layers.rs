@@ -456,6 +456,7 @@ fn statements_a_pooler_cannot_pass_are_made_in_one_place() {
                 "race/mariadb/cluster.rs",
                 "race/mariadb/behind.rs",
                 "race/mariadb/worker.rs",
+                "db/mariadb/guard_user.rs",
             ],
         ),
         ("prepare_cached(", &[]),

@@ -58,8 +58,15 @@ struct Ports {
     sst: u16,
 }
 
-/// The settings that make a server node `n` (1-based) of the cluster.
-fn node_args(provider: &str, n: usize, ports: Ports, join: Option<u16>) -> Vec<String> {
+/// The settings that make a server node `n` (1-based) of the cluster
+/// `name`: a name of its own, so that a joiner that reached another run's
+/// cluster on a port that was ours a moment before is refused there.
+fn node_args(
+    provider: &str,
+    (name, n): (&str, usize),
+    ports: Ports,
+    join: Option<u16>,
+) -> Vec<String> {
     let address = match join {
         Some(first) => format!("gcomm://127.0.0.1:{first}"),
         None => "gcomm://".to_string(),
@@ -67,7 +74,7 @@ fn node_args(provider: &str, n: usize, ports: Ports, join: Option<u16>) -> Vec<S
     let mut args = vec![
         "--wsrep-on=ON".to_string(),
         format!("--wsrep-provider={provider}"),
-        "--wsrep-cluster-name=idem".into(),
+        format!("--wsrep-cluster-name={name}"),
         format!("--wsrep-node-name=node{n}"),
         format!("--wsrep-node-address=127.0.0.1:{}", ports.group),
         format!(
@@ -106,10 +113,11 @@ pub async fn start(
         .collect::<Result<_>>()?;
     let (bin, cache) = (bin.map(Path::to_path_buf), cache.map(Path::to_path_buf));
     let first = ports[0];
+    let name = format!("idem-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     let start_node = move |i: usize| {
         let (bin, cache) = (bin.clone(), cache.clone());
         let join = (i > 0).then_some(first.group);
-        let args = node_args(provider, i + 1, ports[i], join);
+        let args = node_args(provider, (&name, i + 1), ports[i], join);
         tokio::task::spawn_blocking(move || {
             MariadbServer::start_with(bin.as_deref(), cache.as_deref(), |_| args)
         })

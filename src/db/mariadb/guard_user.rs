@@ -60,6 +60,9 @@ impl Mariadb {
             .await
             .map_err(|e| anyhow::anyhow!("{}", super::said(&e)))
             .with_context(|| format!("could not make the user {name} runs as"))?;
+        for node in 1..nodes {
+            self.user_seen_on(node, &user).await?;
+        }
         Ok((0..nodes)
             .map(|node| {
                 let as_guard = self.node_workers[node]
@@ -69,5 +72,27 @@ impl Mariadb {
                 self.pool_setting(as_guard, (size, checkout), session)
             })
             .collect())
+    }
+
+    /// Waits until node `node` (0-based) of the cluster has applied the
+    /// guard user `user` made on node 1: a causal read of `mysql.user`
+    /// there, which waits for everything certified before it.
+    async fn user_seen_on(&self, node: usize, user: &str) -> Result<()> {
+        use sqlx::ConnectOptions;
+        let mut conn = self.node_workers[node].connect().await?;
+        sqlx::raw_sql("SET SESSION wsrep_sync_wait = 1")
+            .execute(&mut conn)
+            .await?;
+        let seen: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM mysql.user WHERE User = ?")
+            .bind(user)
+            .fetch_one(&mut conn)
+            .await?;
+        if seen == 0 {
+            bail!(
+                "node {} of the cluster has not got the run's guard user",
+                node + 1
+            );
+        }
+        Ok(())
     }
 }
