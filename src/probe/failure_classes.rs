@@ -183,7 +183,10 @@ pub(super) const PARALLEL: &str =
 
 /// N requests with N distinct keys sent at once: a guard that takes one
 /// lock for every key serves them one at a time, the last answered after
-/// about N times the latency of one alone, in a staircase.
+/// about N times the latency of one alone, in a staircase: most of the
+/// gaps between answers (three in four) as wide as half a request. A
+/// machine busy elsewhere stretches a gap or two, not most of them: 34,
+/// 54, 54, 54, 97 ms against 32 ms alone, seen in CI, is no staircase.
 pub(super) async fn distinct_keys(probe: &Probe, key_base: &str, n: usize) -> Result<Check> {
     let case = names::DISTINCT_KEYS;
     let alone = probe
@@ -221,7 +224,7 @@ fn judge_parallel(alone: &Shot, shots: &[Shot]) -> Check {
         .windows(2)
         .filter(|w| w[1] - w[0] >= one / 2.0)
         .count();
-    let serialized = slowest >= one * n as f64 / 2.0 && steps * 2 >= n - 1;
+    let serialized = slowest >= one * n as f64 / 2.0 && steps * 4 >= 3 * (n - 1);
     let all_answered = shots.iter().all(Shot::succeeded);
     Check::judged(
         case,
@@ -259,6 +262,11 @@ mod tests {
         assert!(!judge_parallel(&alone, &stairs).passed());
         let flat: Vec<Shot> = [22.0, 23.0, 24.0, 23.0, 25.0].map(shot).to_vec();
         assert!(judge_parallel(&alone, &flat).passed());
+        // Two stretched gaps on a busy machine (seen in CI) are no staircase.
+        let busy: Vec<Shot> = [34.0, 54.0, 54.0, 54.0, 97.0].map(shot).to_vec();
+        assert!(judge_parallel(&shot(32.0), &busy).passed());
+        let busy: Vec<Shot> = [31.0, 31.0, 32.0, 67.0, 132.0].map(shot).to_vec();
+        assert!(judge_parallel(&shot(31.0), &busy).passed());
         let quick = shot(0.5);
         assert_eq!(
             judge_parallel(&quick, &flat).mark,
