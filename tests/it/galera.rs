@@ -222,19 +222,32 @@ fn explore_walks_two_requests_on_two_nodes() {
     let sandbox = Sandbox::new("galera-explore");
     // After each step every node has applied the others' commits, so a
     // replayed order answers as before and every walk ends in a verdict.
+    // Once, under the whole suite's load, a node closed a connection in the
+    // middle of a walk ("expected to read 4 bytes, got 0 bytes at EOF"),
+    // not yet understood: that one end, and only that one, is walked again
+    // once, on a new cluster; any other end fails here.
     let explore = |more: &[&str]| -> Value {
-        let out = sandbox
-            .idem()
-            .args(["explore", "--engine", "mariadb", "--nodes", "3", "--json"])
-            .args(["-s", "claim-work-complete"])
-            .args(more)
-            .output()
-            .unwrap();
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-        );
-        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"))
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let out = sandbox
+                .idem()
+                .args(["explore", "--engine", "mariadb", "--nodes", "3", "--json"])
+                .args(["-s", "claim-work-complete"])
+                .args(more)
+                .output()
+                .unwrap();
+            let (stdout, stderr) = (
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+            );
+            let closed = stdout.trim().is_empty() && stderr.contains("got 0 bytes at EOF");
+            if closed && tries == 1 {
+                continue;
+            }
+            break serde_json::from_str(&stdout)
+                .unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+        }
     };
     let alone = explore(&[]);
     assert_eq!(alone["nodes"], 3, "{alone}");
