@@ -148,6 +148,16 @@ pub async fn kill(admin: &sqlx::MySqlPool, id: i32) -> Result<(), sqlx::Error> {
     )))
 }
 
+/// The cluster's commits the node `conn` is on has applied
+/// (`wsrep_last_committed`).
+pub async fn last_committed(conn: &mut sqlx::MySqlConnection) -> anyhow::Result<i64> {
+    let (_, value): (String, String) =
+        sqlx::query_as("SHOW GLOBAL STATUS LIKE 'wsrep_last_committed'")
+            .fetch_one(conn)
+            .await?;
+    Ok(value.parse()?)
+}
+
 /// How long the step controller waits for a cluster's nodes to apply each
 /// other's commits after a step.
 const APPLIED_LIMIT: Duration = Duration::from_secs(10);
@@ -161,12 +171,12 @@ pub async fn all_applied(nodes: &[sqlx::MySqlPool]) -> Result<(), String> {
     loop {
         let mut applied = Vec::new();
         for node in nodes {
-            let (_, value): (String, String) =
-                sqlx::query_as("SHOW GLOBAL STATUS LIKE 'wsrep_last_committed'")
-                    .fetch_one(node)
+            let mut conn = node.acquire().await.map_err(|e| e.to_string())?;
+            applied.push(
+                last_committed(&mut conn)
                     .await
-                    .map_err(|e| e.to_string())?;
-            applied.push(value.parse::<i64>().map_err(|e| e.to_string())?);
+                    .map_err(|e| format!("{e:#}"))?,
+            );
         }
         let most = applied.iter().copied().max().unwrap_or(0);
         let Some(behind) = applied.iter().position(|&a| a < most) else {

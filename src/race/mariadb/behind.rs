@@ -81,11 +81,7 @@ pub async fn held_while<T>(
 
 /// The cluster's commits node `conn` has applied.
 async fn committed(conn: &mut MySqlConnection) -> Result<i64> {
-    let (_, value): (String, String) =
-        sqlx::query_as("SHOW GLOBAL STATUS LIKE 'wsrep_last_committed'")
-            .fetch_one(conn)
-            .await?;
-    Ok(value.parse()?)
+    crate::db::mariadb::watch::last_committed(conn).await
 }
 
 /// The same on node 1.
