@@ -187,6 +187,10 @@ pub const REDIS_TTL_MS: Limit = with_default(
     limit("--redis-ttl-ms", "race.redis_ttl_ms", 1, 86_400_000),
     60_000,
 );
+pub const REDIS_PRESSURE: Limit = with_default(
+    limit("--redis-pressure", "race.redis_pressure", 0, 100_000),
+    0,
+);
 pub const STALE_AFTER_MS: Limit = with_default(
     limit("--stale-after-ms", "race.stale_after_ms", 1, 3_600_000),
     1000,
@@ -231,7 +235,7 @@ pub const LOCK_TIMEOUT_MS: Limit = limit(
 /// stands, and the race builder checks whatever an input said (a flag's
 /// own parser is the same [`Limit`]). A key whose value is no number is
 /// listed as such by a test that holds every key to one of the two.
-pub const RACE: [Limit; 25] = [
+pub const RACE: [Limit; 26] = [
     WORKERS,
     POOL_SIZE,
     WORK_MS,
@@ -245,6 +249,7 @@ pub const RACE: [Limit; 25] = [
     CACHE_MAX_ENTRIES,
     CACHE_PRESSURE,
     REDIS_TTL_MS,
+    REDIS_PRESSURE,
     STALE_AFTER_MS,
     LOCK_TIMEOUT_MS,
     HEARTBEAT_MS,

@@ -41,6 +41,11 @@ pub const FILES: &[(i64, &str, &str)] = &[
         "award calls",
         include_str!("../../migrations/0005_award_calls.sql"),
     ),
+    (
+        6,
+        "fencing token",
+        include_str!("../../migrations/0006_fencing_token.sql"),
+    ),
 ];
 
 /// The same tables on MariaDB (`--engine mariadb`), in InnoDB's SQL, from

@@ -37,8 +37,72 @@ const RUN_PREFIX: &str = "idem-redis";
 /// The most memory the server may use: a race writes a few hundred keys.
 const MAX_MEMORY: &str = "64mb";
 
+/// The room a race with cache traffic (`--redis-pressure`) leaves above
+/// what the server holds when the race starts.
+const PRESSURE_ROOM: u64 = 1 << 20;
+
+/// The size of each other key the cache traffic writes.
+const OTHER_KEY_BYTES: usize = 1024;
+
+/// How many of those keys go in one round trip.
+const PIPELINE: u64 = 256;
+
 /// Where `redis-server` is looked for when it is not on the PATH.
 const PLACES: [&str; 2] = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"];
+
+/// What Redis drops once it holds `maxmemory` (its `maxmemory-policy`),
+/// as Redis spells each.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+pub enum Eviction {
+    /// Drop nothing: a write that needs more memory is refused (OOM).
+    #[default]
+    #[value(name = "noeviction")]
+    #[serde(rename = "noeviction")]
+    NoEviction,
+    /// Drop the least recently used key, whatever it is.
+    #[value(name = "allkeys-lru")]
+    #[serde(rename = "allkeys-lru")]
+    AllkeysLru,
+    /// Drop the least recently used key among those with a time to live,
+    /// which every claim has.
+    #[value(name = "volatile-lru")]
+    #[serde(rename = "volatile-lru")]
+    VolatileLru,
+}
+
+impl Eviction {
+    /// The policy as `CONFIG SET maxmemory-policy` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Eviction::NoEviction => "noeviction",
+            Eviction::AllkeysLru => "allkeys-lru",
+            Eviction::VolatileLru => "volatile-lru",
+        }
+    }
+}
+
+/// What the cache traffic did to a run's claim, measured in Redis.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PressureSeen {
+    /// Other keys written while the claim's owner worked.
+    pub written: u64,
+    /// Writes Redis refused for want of memory (`noeviction`).
+    pub refused: u64,
+    /// Keys Redis evicted meanwhile (`INFO stats`, `evicted_keys`).
+    pub evicted: u64,
+    /// Whether the claim was still there once the traffic had passed.
+    pub claim_kept: bool,
+}
 
 /// A running disposable Redis and a connection to it. Dropping it kills
 /// the server and removes its directory.
@@ -136,6 +200,91 @@ impl Redis {
             server,
         })
     }
+}
+
+impl Redis {
+    /// Leaves [`PRESSURE_ROOM`] above what the server holds now, and tells
+    /// it what to drop once that is full. Only ever on idem's own server.
+    pub async fn limit_memory(&self, eviction: Eviction) -> Result<()> {
+        let mut conn = self.conn.clone();
+        let used = info_number(&mut conn, "memory", "used_memory").await?;
+        let config = |name: &str, value: String| {
+            let mut cmd = redis::cmd("CONFIG");
+            cmd.arg("SET").arg(name).arg(value);
+            cmd
+        };
+        let room = config("maxmemory", (used + PRESSURE_ROOM).to_string());
+        bounded(room.query_async::<()>(&mut conn), "CONFIG SET maxmemory").await?;
+        let policy = config("maxmemory-policy", eviction.name().to_string());
+        bounded(
+            policy.query_async::<()>(&mut conn),
+            "CONFIG SET maxmemory-policy",
+        )
+        .await
+    }
+
+    /// Other cache traffic while a claim is held: `n` keys of 1 KiB under
+    /// `tag`, with no time to live. Then whether `claim` is still there, and
+    /// the keys removed again (`DEL` is taken even when memory is full).
+    pub async fn press(&self, tag: &str, n: u64, claim: &str) -> Result<PressureSeen> {
+        let mut conn = self.conn.clone();
+        let evicted_before = info_number(&mut conn, "stats", "evicted_keys").await?;
+        let value = "x".repeat(OTHER_KEY_BYTES);
+        let mut refused = 0;
+        for first in (0..n).step_by(PIPELINE as usize) {
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for i in first..n.min(first + PIPELINE) {
+                pipe.cmd("SET").arg(format!("{tag}{i}")).arg(&value);
+            }
+            let said: Vec<redis::RedisResult<redis::Value>> =
+                bounded(pipe.query_async(&mut conn), "SET").await?;
+            for result in said {
+                match result {
+                    Err(err) if err.code() == Some("OOM") => refused += 1,
+                    Err(err) => bail!(
+                        "Redis refused SET: {}",
+                        crate::controls::escaped(&err.to_string())
+                    ),
+                    Ok(_) => {}
+                }
+            }
+        }
+        let kept: bool = bounded(
+            redis::cmd("EXISTS").arg(claim).query_async(&mut conn),
+            "EXISTS",
+        )
+        .await?;
+        let evicted = info_number(&mut conn, "stats", "evicted_keys")
+            .await?
+            .saturating_sub(evicted_before);
+        for first in (0..n).step_by(PIPELINE as usize) {
+            let mut del = redis::cmd("DEL");
+            for i in first..n.min(first + PIPELINE) {
+                del.arg(format!("{tag}{i}"));
+            }
+            bounded(del.query_async::<u64>(&mut conn), "DEL").await?;
+        }
+        Ok(PressureSeen {
+            written: n - refused,
+            refused,
+            evicted,
+            claim_kept: kept,
+        })
+    }
+}
+
+/// One number from a section of `INFO`, as `name:value` lines give it.
+async fn info_number(
+    conn: &mut redis::aio::MultiplexedConnection,
+    section: &str,
+    name: &str,
+) -> Result<u64> {
+    let text: String = bounded(redis::cmd("INFO").arg(section).query_async(conn), "INFO").await?;
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|value| value.trim().parse().ok())
+        .with_context(|| format!("Redis's INFO {section} has no {name}"))
 }
 
 /// `command` with [`COMMAND_LIMIT`], its error one line naming it.

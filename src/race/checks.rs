@@ -10,6 +10,7 @@ use crate::limits::{self, Limit, Origin};
 use crate::request::key::{self, KeyError};
 use crate::store::StoreKind;
 use crate::strategy::orm::Orm;
+use crate::strategy::redis_plan::{Eviction, RedisPlan};
 use crate::strategy::spec::{Can, TransactionRule};
 use crate::strategy::transaction::Transaction;
 use crate::strategy::{LoserPolicy, StrategyKind};
@@ -218,13 +219,19 @@ impl RaceSettings {
     /// claims only, with no request transaction (Redis is no part of one),
     /// and Redis's settings need Redis.
     pub(super) fn check_store(&self, origin: Origin) -> Result<()> {
-        let redis_default = (
-            crate::strategy::claim_in_redis::RedisClaim::Nx,
-            std::time::Duration::from_millis(limits::REDIS_TTL_MS.default()),
-        );
-        let said_redis = self.store.redis() != redis_default;
+        let plan = self.store.redis();
+        let said_redis = plan != RedisPlan::default();
         if said_redis && self.store.kind() != StoreKind::Redis {
-            bail!("--redis-claim and --redis-ttl-ms set the claim in Redis: add --store redis");
+            bail!(
+                "--redis-claim, --redis-ttl-ms, --redis-fence, --redis-eviction and \
+                 --redis-pressure set the claim in Redis: add --store redis"
+            );
+        }
+        if plan.eviction != Eviction::default() && plan.pressure == 0 {
+            bail!(
+                "{} decides what a full Redis drops, and nothing fills it: add --redis-pressure",
+                origin.name("--redis-eviction", "race.redis_eviction")
+            );
         }
         if self.store.kind() == StoreKind::Redis
             && (self.app.transaction.scope() != crate::strategy::transaction::Transaction::None

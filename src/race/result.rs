@@ -161,6 +161,10 @@ pub struct RaceResult {
     /// are then the new primary's, after the retry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failover: Option<FailoverFigures>,
+    /// With `--store redis`: how the claims were set, and what other cache
+    /// traffic did to them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redis: Option<crate::strategy::redis_plan::RedisFigures>,
     pub reports: Vec<WorkerReport>,
     /// Whose statements check-then-store sent; shown in the settings line.
     #[serde(skip)]
@@ -227,6 +231,7 @@ impl RaceResult {
             service_calls: 0,
             standby: None,
             failover: None,
+            redis: None,
             reports,
         }
     }

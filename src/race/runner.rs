@@ -1,5 +1,7 @@
 //! The race itself: a warm pool, a runner holding one connection, and N workers released together.
 
+use crate::strategy::claim_in_redis::ClaimInRedis;
+use crate::strategy::redis_plan::RedisFigures;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -46,6 +48,8 @@ pub struct Race<'db> {
     /// database closes).
     standby: Option<Beside>,
     pub(super) strategy: Arc<dyn Strategy>,
+    /// `--store redis`: the same strategy, for what it measured in Redis.
+    redis: Option<Arc<ClaimInRedis>>,
     /// Over HTTP: the app the workers call.
     wire: Option<Wire>,
     /// The award service's calls, over every run of this race.
@@ -63,12 +67,14 @@ impl<'db> Race<'db> {
             // goes with the strategy when the race ends.
             crate::store::StoreKind::Redis => {
                 let redis = crate::db::redis_server::Redis::start().await?;
-                let (claim, ttl) = settings.store.redis();
-                Arc::new(crate::strategy::claim_in_redis::ClaimInRedis::new(
-                    Arc::new(redis),
-                    claim,
-                    ttl,
-                ))
+                let plan = settings.store.redis();
+                if plan.pressure > 0 {
+                    redis.limit_memory(plan.eviction).await?;
+                }
+                let claims = Arc::new(ClaimInRedis::new(Arc::new(redis), plan));
+                let mut race = Self::prepare_with(db, settings, claims.clone()).await?;
+                race.redis = Some(claims);
+                return Ok(race);
             }
             _ => Arc::from(settings.build_strategy()),
         };
@@ -161,6 +167,7 @@ impl<'db> Race<'db> {
             pool,
             standby,
             strategy,
+            redis: None,
             wire,
             service,
             promoted: AtomicBool::new(false),
@@ -395,6 +402,10 @@ impl<'db> Race<'db> {
         };
         result.standby = counted.standby;
         result.failover = counted.failover;
+        result.redis = self.redis.as_ref().map(|claims| RedisFigures {
+            plan: claims.plan,
+            pressed: claims.pressed(),
+        });
         Ok(result)
     }
 

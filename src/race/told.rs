@@ -35,11 +35,14 @@ pub enum Who {
     GotAnotherAnswer,
     /// It ended with this outcome.
     Ended(Outcome),
+    /// Its work ran, but the store of record had seen a newer fencing
+    /// token and wrote none of its rows (`--redis-fence`).
+    FencedOut,
 }
 
 impl Who {
     /// Whether `w` is so, read off its report.
-    fn is(self, w: &WorkerReport) -> bool {
+    pub fn is(self, w: &WorkerReport) -> bool {
         match self {
             Who::DidWork => w.steps.iter().any(|e| e.step == Step::Work),
             Who::Retry => w.retry,
@@ -55,6 +58,12 @@ impl Who {
             Who::FirstTryWorked => !w.retry && Who::DidWork.is(w),
             Who::FirstTryReplayed => !w.retry && w.outcome == Outcome::Replayed,
             Who::GotAnotherAnswer => w.wrong_replay.is_some(),
+            // Read off the answer, not the steps: a request whose client
+            // hung up keeps its answer's words but not its steps.
+            Who::FencedOut => {
+                use crate::strategy::claim_in_redis::{FENCED_OUT, WORKED_FOR_NOTHING};
+                w.saw == FENCED_OUT && w.did.ends_with(WORKED_FOR_NOTHING)
+            }
         }
     }
 }
@@ -70,6 +79,10 @@ pub enum Setting {
     Replicas,
     /// Other cache writes after the race.
     CachePressure,
+    /// The work's length, in milliseconds.
+    WorkMs,
+    /// A Redis claim's time to live, in milliseconds.
+    RedisTtlMs,
 }
 
 impl Setting {
@@ -81,6 +94,32 @@ impl Setting {
             }
             Setting::Replicas => r.replicas as u64,
             Setting::CachePressure => r.cache_pressure,
+            Setting::WorkMs => r.work_ms,
+            Setting::RedisTtlMs => r.redis.map_or(0, |redis| redis.plan.ttl_ms),
+        }
+    }
+}
+
+/// A figure of the cache traffic a Redis race measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pressed {
+    /// Other keys written.
+    Written,
+    /// Writes refused for want of memory.
+    Refused,
+    /// Keys Redis evicted.
+    Evicted,
+}
+
+impl Pressed {
+    fn of(self, r: &RaceResult) -> u64 {
+        let Some(seen) = r.redis.and_then(|redis| redis.pressed) else {
+            return 0;
+        };
+        match self {
+            Pressed::Written => seen.written,
+            Pressed::Refused => seen.refused,
+            Pressed::Evicted => seen.evicted,
         }
     }
 }
@@ -100,6 +139,8 @@ pub enum Fact {
     /// This worker (its number in the table) is so.
     Worker(usize, Who),
     Setting(Setting, u64),
+    /// What other cache traffic did in Redis (`--redis-pressure`).
+    Pressed(Pressed, u64),
     /// A part of a total that the same sentence states as a fact of its
     /// own (the replays that waited, of all the replays): shown, and
     /// checked through its total.
@@ -116,6 +157,7 @@ impl Fact {
             | Fact::ServiceCalls(n)
             | Fact::Answered(_, n)
             | Fact::Setting(_, n)
+            | Fact::Pressed(_, n)
             | Fact::Share(n) => n,
             Fact::Requests(n, _) | Fact::Worker(n, _) => n as u64,
         }
@@ -137,6 +179,7 @@ impl Fact {
                 };
             }
             Fact::Setting(s, _) => s.of(r),
+            Fact::Pressed(p, _) => p.of(r),
             Fact::Share(n) => n,
         };
         (found != self.value()).then(|| format!("the race shows {found}"))
@@ -181,7 +224,10 @@ impl fmt::Display for Counted {
 
 /// `1 worker`, `3 workers`; `1 retry`, `2 retries`.
 pub fn counted(n: u64, what: &str) -> String {
-    match (n, what.strip_suffix('y')) {
+    let consonant_y = what
+        .strip_suffix('y')
+        .filter(|stem| !stem.ends_with(['a', 'e', 'i', 'o', 'u']));
+    match (n, consonant_y) {
         (1, _) => format!("1 {what}"),
         (_, Some(stem)) => format!("{n} {stem}ies"),
         _ => format!("{n} {what}s"),
@@ -319,5 +365,18 @@ impl Told {
             panic!("a sentence disagrees with its race ({why}): {}", self.text);
         }
         format!("(idem left out its sentence on this race: it disagreed with the figures: {why})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counted;
+
+    #[test]
+    fn a_noun_ending_in_y_after_a_consonant_takes_ies_and_after_a_vowel_s() {
+        assert_eq!(counted(2, "retry"), "2 retries");
+        assert_eq!(counted(2, "key"), "2 keys");
+        assert_eq!(counted(1, "key"), "1 key");
+        assert_eq!(counted(3, "worker"), "3 workers");
     }
 }

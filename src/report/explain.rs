@@ -57,7 +57,9 @@ fn what_the_strategy_did(r: &RaceResult) -> Told {
         ),
         Story::CheckThenStore => return check_then_store(r),
         Story::ClaimFirst if r.store == StoreKind::Cache => return claims_in_the_cache(r),
-        Story::ClaimFirst if r.store == StoreKind::Redis => return claims_in_redis(r),
+        Story::ClaimFirst if r.store == StoreKind::Redis => {
+            return super::explain_redis::claims_in_redis(r);
+        }
         Story::ClaimFirst => return claim_work_complete(r),
         Story::Guard => return guard(r),
         Story::IndexAtInsert => tell!(
@@ -251,38 +253,6 @@ fn error_codes(r: &RaceResult) -> String {
     codes.sort();
     codes.dedup();
     codes.join(" or ")
-}
-
-/// Lesson 5: `SET NX` lets one claim in; a `SET` without it lets every
-/// one in.
-fn claims_in_redis(r: &RaceResult) -> Told {
-    let worked = r
-        .reports
-        .iter()
-        .filter(|w| !w.retry && took(w, Step::Work))
-        .count();
-    let mut t = Told::new();
-    if worked > 1 {
-        tell!(
-            t,
-            "Redis said OK to {}: each claim was set over the one before it, so each did \
-             the work.",
-            Counted(Fact::Requests(worked, Who::FirstTryWorked), "worker")
-        );
-    } else if r.workers == 1 {
-        t.push("One worker set the claim in Redis; no other raced it.");
-    } else {
-        let losers = lost_claims(r);
-        tell!(
-            t,
-            "SET NX let one claim in before any work ran: Redis said nothing to the other {}, \
-             and they did no work ({} answered 409, {} replayed the completed response).",
-            Fact::Requests(losers, Who::LostClaim),
-            ended(r, Outcome::Conflict),
-            ended(r, Outcome::Replayed)
-        );
-    }
-    t
 }
 
 /// Lesson 5: the cache's `write(unless_exist)` has nothing to lock.

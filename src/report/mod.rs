@@ -9,6 +9,7 @@ pub mod ci;
 pub mod engine;
 pub mod exercise;
 pub mod explain;
+mod explain_redis;
 pub mod explore;
 pub mod failover;
 pub mod keys;

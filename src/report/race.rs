@@ -132,6 +132,8 @@ pub fn figures(r: &RaceResult) -> String {
         )
     } else if r.store == StoreKind::Cache {
         "the claims live in the cache store".to_string()
+    } else if r.redis.is_some_and(|redis| redis.plan.fence) {
+        "the claims live in Redis; the fence's row here".to_string()
     } else if r.store == StoreKind::Redis {
         "the claims live in Redis".to_string()
     } else if r.strategy.uses_key_table() {

@@ -155,8 +155,24 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/5-memory-two-replicas.toml"),
     ),
     (
+        "5-redis-claim-evicted-allkeys-lru.toml",
+        include_str!("../../scenarios/5-redis-claim-evicted-allkeys-lru.toml"),
+    ),
+    (
+        "5-redis-claim-evicted-volatile-lru.toml",
+        include_str!("../../scenarios/5-redis-claim-evicted-volatile-lru.toml"),
+    ),
+    (
+        "5-redis-claim-kept-noeviction.toml",
+        include_str!("../../scenarios/5-redis-claim-kept-noeviction.toml"),
+    ),
+    (
         "5-redis-claims-hold.toml",
         include_str!("../../scenarios/5-redis-claims-hold.toml"),
+    ),
+    (
+        "5-redis-fencing-token.toml",
+        include_str!("../../scenarios/5-redis-fencing-token.toml"),
     ),
     (
         "5-redis-set-without-nx.toml",

@@ -6,60 +6,56 @@
 //! owner is doing. The completion overwrites it with the response, kept
 //! for a day. `--redis-claim overwrite` leaves `NX` out, as a store that
 //! overwrites a claim instead of refusing it: every request gets `OK`.
+//! `--redis-fence` hands out a fencing token with the claim, which
+//! PostgreSQL checks (see [`super::redis_fence`]); `--redis-pressure`
+//! writes other keys while the first claim is held, to see what Redis's
+//! eviction does to it.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::answers::{conflict, mismatch, replay};
-use super::fingerprint;
-use super::{Handled, Step, Strategy, work};
+use super::answers::{completed, conflict, mismatch, replay};
+use super::claim_work_complete::READ;
+use super::redis_fence;
+use super::redis_plan::{PressureSeen, RedisClaim, RedisPlan};
+use super::{Handled, Step, Strategy, fingerprint, work};
 use crate::db::redis_server::{Redis, bounded};
-use crate::request::{Answer, Failure, Lease, Outcome, Request};
+use crate::db::statements::Sends;
+use crate::request::{Answer, Failure, Lease, Request, Trace};
 
-/// How the claim is set: as it should be, or as a store that overwrites.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    clap::ValueEnum,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum RedisClaim {
-    /// `SET key value NX PX ttl`: set only when the key is not there.
-    #[default]
-    Nx,
-    /// `SET key value PX ttl`: set whatever is there (every request wins).
-    Overwrite,
-}
+/// The claim and its fencing token in one step: `SET`, then `INCR` of the
+/// key's token only if the `SET` said OK. `ARGV[3]` is `NX` or empty.
+const CLAIM_WITH_TOKEN: &str = "\
+local set
+if ARGV[3] == 'NX' then
+  set = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+else
+  set = redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+end
+if not set then return false end
+return redis.call('INCR', KEYS[2])";
 
-impl RedisClaim {
-    /// The claim as the trace shows it.
-    fn shown(self) -> &'static str {
-        match self {
-            RedisClaim::Nx => "SET key pending NX PX ttl",
-            RedisClaim::Overwrite => "SET key pending PX ttl",
-        }
-    }
-}
+/// What a request whose token the store refused saw: a newer owner's.
+pub const FENCED_OUT: &str = "a newer owner's token";
+
+/// What such a request did, when it had already worked.
+pub const WORKED_FOR_NOTHING: &str = "worked, but the store refused its token: wrote nothing";
 
 /// Claim in Redis, work in PostgreSQL, complete in Redis.
 pub struct ClaimInRedis {
     pub redis: Arc<Redis>,
-    pub claim: RedisClaim,
-    /// The claim's time to live (`PX`).
-    pub claim_ttl: Duration,
+    pub plan: RedisPlan,
     /// How long a completed response is kept.
     pub keep_for: Duration,
     /// Bumped by [`Strategy::forget`]: each race's keys are new ones.
     generation: AtomicU64,
+    /// Set by the first claim of a run that presses on it.
+    pressed: AtomicBool,
+    /// What the cache traffic did in the last run.
+    seen: Arc<Mutex<Option<PressureSeen>>>,
 }
 
 /// What a key holds: its status, the request's fingerprint, the response.
@@ -70,21 +66,33 @@ struct Held {
     response: Option<Value>,
 }
 
+/// A claim Redis said OK to, with its fencing token if one was asked for.
+struct Won {
+    token: Option<i64>,
+}
+
 impl ClaimInRedis {
-    pub fn new(redis: Arc<Redis>, claim: RedisClaim, claim_ttl: Duration) -> Self {
+    pub fn new(redis: Arc<Redis>, plan: RedisPlan) -> Self {
         Self {
             redis,
-            claim,
-            claim_ttl,
+            plan,
             keep_for: Duration::from_secs(24 * 3600),
             generation: AtomicU64::new(0),
+            pressed: AtomicBool::new(false),
+            seen: Arc::default(),
         }
     }
 
-    /// The Redis key of `key` in this race.
-    fn key(&self, key: &str) -> String {
+    /// What the cache traffic did in the last run, if it ran.
+    pub fn pressed(&self) -> Option<PressureSeen> {
+        *self.seen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The Redis key of `key` in this race, or of one of its companions
+    /// (`token:`, `other:`).
+    fn key(&self, kind: &str, key: &str) -> String {
         let generation = self.generation.load(Ordering::SeqCst);
-        format!("{}{generation}:{key}", self.redis.prefix)
+        format!("{}{generation}:{kind}{key}", self.redis.prefix)
     }
 
     /// `SET key value [NX] PX ms`: whether Redis said OK.
@@ -103,6 +111,35 @@ impl ClaimInRedis {
         Ok(said.is_some())
     }
 
+    /// The claim: `SET`, or with a fence the script that also hands out
+    /// the key's next token. `None`: Redis said nothing (the key is set).
+    async fn claim(&self, key: &str, req: &Request) -> Result<Option<Won>, Failure> {
+        let pending = Held {
+            status: "pending".into(),
+            fingerprint: req.fingerprint.clone(),
+            response: None,
+        };
+        let nx = self.plan.claim == RedisClaim::Nx;
+        if !self.plan.fence {
+            let won = self.set(key, &pending, nx, self.plan.ttl()).await?;
+            return Ok(won.then_some(Won { token: None }));
+        }
+        let mut conn = self.redis.conn.clone();
+        let mut script = redis::cmd("EVAL");
+        script
+            .arg(CLAIM_WITH_TOKEN)
+            .arg(2)
+            .arg(key)
+            .arg(self.key("token:", &req.key))
+            .arg(serde_json::to_string(&pending).unwrap_or_default())
+            .arg(self.plan.ttl_ms.max(1))
+            .arg(if nx { "NX" } else { "" });
+        let token: Option<i64> = bounded(script.query_async(&mut conn), "EVAL")
+            .await
+            .map_err(|e| Failure::Store(e.to_string()))?;
+        Ok(token.map(|token| Won { token: Some(token) }))
+    }
+
     /// `GET key`, read as what a key holds.
     async fn get(&self, key: &str) -> Result<Option<Held>, Failure> {
         let mut conn = self.redis.conn.clone();
@@ -112,71 +149,175 @@ impl ClaimInRedis {
                 .map_err(|e| Failure::Store(e.to_string()))?;
         Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
     }
+
+    /// The first claim of a run with `--redis-pressure` sets the other
+    /// traffic going, on a task of its own: it is no part of the request,
+    /// and runs to its end (its keys removed) whatever becomes of it.
+    fn press_once(&self, claim: &str) -> Option<tokio::task::JoinHandle<()>> {
+        if self.plan.pressure == 0 || self.pressed.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        let (redis, seen) = (self.redis.clone(), self.seen.clone());
+        let (tag, claim, n) = (
+            self.key("other:", ""),
+            claim.to_string(),
+            self.plan.pressure,
+        );
+        Some(tokio::spawn(async move {
+            // An error leaves `seen` empty: the result then says nothing
+            // was measured rather than guess.
+            if let Ok(pressed) = redis.press(&tag, n, &claim).await {
+                *seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(pressed);
+            }
+        }))
+    }
+
+    /// A request Redis said nothing to: what the key holds decides.
+    async fn lost(&self, key: &str, req: &Request, trace: &mut Trace) -> Result<Answer, Failure> {
+        trace.note("key set: claim taken");
+        let held = trace.query(Step::Read, "GET key", self.get(key)).await?;
+        let Some(held) = held else {
+            trace.note("gone");
+            return Ok(conflict(req, "claim gone", "answered 409", None));
+        };
+        trace.note(held.status.clone());
+        if fingerprint::differs(req.fingerprint.as_deref(), held.fingerprint.as_deref()) {
+            return Ok(mismatch(req));
+        }
+        if held.status == "completed" {
+            return Ok(replay(held.response, "claim completed", None));
+        }
+        Ok(conflict(req, "claim pending", "answered 409", None))
+    }
+
+    /// The work and its rows, without a fence: the XP row goes in whatever
+    /// became of the claim meanwhile.
+    async fn work(
+        &self,
+        lease: &mut Lease,
+        req: &Request,
+        trace: &mut Trace,
+    ) -> Result<i64, Failure> {
+        let conn = lease.conn(trace).await?;
+        let xp = trace
+            .query(Step::Work, work::AWARD.text, work::award_xp(conn, req))
+            .await?;
+        trace.note(format!("made XP #{xp}"));
+        Ok(xp)
+    }
+
+    /// The work with a fence: the token shown to PostgreSQL first, then
+    /// the service call, then the XP row and the completion in one
+    /// statement that goes in only while the key still holds the token.
+    async fn fenced_work(
+        &self,
+        lease: &mut Lease,
+        req: &Request,
+        token: i64,
+        trace: &mut Trace,
+    ) -> Result<Result<i64, Answer>, Failure> {
+        let conn = lease.conn(trace).await?;
+        let announce = redis_fence::announce(conn, req, token);
+        let shown = redis_fence::ANNOUNCE.text;
+        if !trace.query(Step::Claim, shown, announce).await? {
+            trace.note("the key holds a newer token, or is done");
+            return Ok(Err(stored(conn, req, trace).await?));
+        }
+        trace.note(format!("token {token} shown"));
+        // No statement: the service call alone (where a hang-up or a crash
+        // "during the work" strikes).
+        trace.query(Step::Work, "", work::service_call(req)).await;
+        let complete = redis_fence::complete(conn, req, token);
+        let text = redis_fence::COMPLETE.text;
+        match trace.query(Step::Complete, text, complete).await? {
+            Some(xp) => {
+                trace.note(format!("made XP #{xp}, completed"));
+                Ok(Ok(xp))
+            }
+            None => {
+                trace.note("a newer token: nothing written");
+                let did = WORKED_FOR_NOTHING;
+                Ok(Err(conflict(req, FENCED_OUT, did, None)))
+            }
+        }
+    }
+}
+
+/// What the store of record holds for a key whose token was refused
+/// before the work: the completed response, or 409.
+async fn stored(
+    conn: &crate::db::pool::Conn,
+    req: &Request,
+    trace: &mut Trace,
+) -> Result<Answer, Failure> {
+    let row = trace
+        .query(Step::Read, READ.text, conn.fetch_opt(&READ, &[&req.key]))
+        .await?;
+    let Some(row) = row else {
+        return Ok(conflict(req, "no key row", "answered 409", None));
+    };
+    let (status, body, print): (String, Option<Value>, Option<String>) =
+        (row.get(0), row.get(1), row.get(2));
+    if fingerprint::differs(req.fingerprint.as_deref(), print.as_deref()) {
+        return Ok(mismatch(req));
+    }
+    if status == "completed" {
+        return Ok(replay(body, "key completed", None));
+    }
+    Ok(conflict(req, FENCED_OUT, "answered 409", None))
 }
 
 impl Strategy for ClaimInRedis {
     fn forget(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
+        self.pressed.store(false, Ordering::SeqCst);
+        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     fn handle<'a>(
         &'a self,
         lease: &'a mut Lease,
         req: &'a Request,
-        trace: &'a mut crate::request::Trace,
+        trace: &'a mut Trace,
     ) -> Handled<'a> {
         Box::pin(async move {
-            let key = self.key(&req.key);
-            let pending = Held {
-                status: "pending".into(),
-                fingerprint: req.fingerprint.clone(),
-                response: None,
+            let key = self.key("", &req.key);
+            let claim = self.claim(&key, req);
+            let shown = match self.plan.fence {
+                true => "SET key pending NX PX ttl, then INCR token (one script)",
+                false => self.plan.claim.shown(),
             };
-            let nx = self.claim == RedisClaim::Nx;
-            let claim = self.set(&key, &pending, nx, self.claim_ttl);
-            let won = trace.query(Step::Claim, self.claim.shown(), claim).await?;
-            if !won {
-                trace.note("key set: claim taken");
-                let held = trace.query(Step::Read, "GET key", self.get(&key)).await?;
-                let Some(held) = held else {
-                    trace.note("gone");
-                    return Ok(conflict(req, "claim gone", "answered 409", None));
-                };
-                trace.note(held.status.clone());
-                if fingerprint::differs(req.fingerprint.as_deref(), held.fingerprint.as_deref()) {
-                    return Ok(mismatch(req));
-                }
-                if held.status == "completed" {
-                    return Ok(replay(held.response, "claim completed", None));
-                }
-                return Ok(conflict(req, "claim pending", "answered 409", None));
+            let Some(won) = trace.query(Step::Claim, shown, claim).await? else {
+                return self.lost(&key, req, trace).await;
+            };
+            trace.note(match won.token {
+                Some(token) => format!("OK: claim won, token {token}"),
+                None => "OK: claim won".into(),
+            });
+            let traffic = self.press_once(&key);
+            let xp = match won.token {
+                Some(token) => self.fenced_work(lease, req, token, trace).await?,
+                None => Ok(self.work(lease, req, trace).await?),
+            };
+            if let Some(traffic) = traffic {
+                let _ = traffic.await;
             }
-            trace.note("OK: claim won");
-            let conn = lease.conn(trace).await?;
-            let xp = trace
-                .query(Step::Work, work::AWARD.text, work::award_xp(conn, req))
-                .await?;
-            trace.note(format!("made XP #{xp}"));
+            let xp = match xp {
+                Ok(xp) => xp,
+                Err(answer) => return Ok(answer),
+            };
             let body = work::response_body(xp, &req.params);
-            let completed = Held {
+            let done = Held {
                 status: "completed".into(),
                 fingerprint: req.fingerprint.clone(),
                 response: Some(body.clone()),
             };
-            let complete = self.set(&key, &completed, false, self.keep_for);
+            let complete = self.set(&key, &done, false, self.keep_for);
             trace
                 .query(Step::Complete, "SET key completed PX keep", complete)
                 .await?;
             trace.note("completed");
-            Ok(Answer {
-                replayed: false,
-                outcome: Outcome::Created,
-                saw: "no key in Redis".into(),
-                did: format!("made XP #{xp}, completed"),
-                made_xp: Some(xp),
-                body: Some(body),
-                waited: None,
-            })
+            Ok(completed(xp, body))
         })
     }
 }

@@ -19,6 +19,8 @@ pub mod loser;
 mod memory;
 mod none;
 pub mod orm;
+mod redis_fence;
+pub mod redis_plan;
 mod registry;
 mod respond;
 pub mod spec;

@@ -61,8 +61,13 @@ fn a_run_killed_mid_race_leaves_no_redis_server() {
 #[test]
 fn what_a_redis_claim_cannot_be_is_refused_in_one_line() {
     let sandbox = Sandbox::new("redis-refused");
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["--redis-ttl-ms", "100"], "add --store redis"),
+        (&["--redis-fence"], "add --store redis"),
+        (
+            &["--store", "redis", "--redis-eviction", "allkeys-lru"],
+            "add --redis-pressure",
+        ),
         (
             &["--store", "redis", "--transaction", "request"],
             "outside the database",
@@ -83,4 +88,55 @@ fn what_a_redis_claim_cannot_be_is_refused_in_one_line() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
     assert_eq!(sandbox.leftovers(), Vec::<String>::new());
+}
+
+/// Claims that overwrite one another let every request work; with a
+/// fencing token PostgreSQL writes the rows of one owner only, the newest
+/// it was shown, in every run, whatever the others' service calls did.
+#[test]
+fn a_fencing_token_keeps_the_store_of_record_right_when_every_claim_wins() {
+    let sandbox = Sandbox::new("redis-fence");
+    let out = sandbox
+        .idem()
+        .args(["race", "-s", "claim-work-complete", "--store", "redis"])
+        .args([
+            "--redis-claim",
+            "overwrite",
+            "--redis-fence",
+            "--runs",
+            "3",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(runs.len(), 3);
+    for r in &runs {
+        assert_eq!(
+            (r["xp_rows"].as_u64(), r["key_rows"].as_u64()),
+            (Some(1), Some(1)),
+            "{r}"
+        );
+        assert_eq!(r["redis"]["fence"], true, "{r}");
+        // One owner wrote; each other one met a newer token (before or
+        // after its work) or, coming after the write, replayed it.
+        let outcomes = &r["outcomes"];
+        assert_eq!(
+            (outcomes["created"].as_u64(), outcomes["duplicate"].as_u64()),
+            (Some(1), Some(0)),
+            "{r}"
+        );
+    }
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
 }

@@ -198,6 +198,8 @@ mod tests {
         "race.fingerprint",
         "race.store",
         "race.redis_claim",
+        "race.redis_fence",
+        "race.redis_eviction",
         "race.cache_max_age",
         "race.audit",
         "race.on_failure",

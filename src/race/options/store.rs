@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::limits::{self, help_with_default as with_default};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
-use crate::strategy::claim_in_redis::RedisClaim;
+use crate::strategy::redis_plan::{Eviction, RedisClaim, RedisPlan};
 
 /// Where claims live unless told otherwise.
 pub const DEFAULT_STORE: StoreKind = StoreKind::Table;
@@ -60,6 +60,28 @@ pub struct StoreInput {
               "With --store redis: the claim's time to live (PX), after which Redis forgets \
                it whatever its owner is doing."))]
     pub redis_ttl_ms: Option<u64>,
+
+    /// With --store redis: the claim also hands out a fencing token
+    /// (`INCR`), and PostgreSQL writes the work's rows only while the key
+    /// holds the newest token it was shown.
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long)]
+    pub redis_fence: bool,
+
+    /// With --store redis and --redis-pressure: what Redis drops once its
+    /// memory is full (its maxmemory-policy) [default: noeviction].
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub redis_eviction: Option<Eviction>,
+
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = limits::REDIS_PRESSURE.parser(),
+          help = limits::REDIS_PRESSURE.help(
+              "With --store redis: while the first claim's owner works, write N other keys \
+               (1 KiB each, no time to live) to a Redis left 1 MiB of room: is the claim \
+               evicted?"))]
+    pub redis_pressure: Option<u64>,
 }
 
 /// What the race does to the store afterwards, and what it shows.
@@ -106,8 +128,8 @@ pub struct Store {
     /// After the race: this many writes of other keys to the cache, then
     /// one retry of the same request (lesson 5's eviction demonstration).
     cache_pressure: u64,
-    /// With `--store redis`: how the claim is set, and its time to live.
-    redis: (RedisClaim, Duration),
+    /// With `--store redis`: how the claims are set and pressed on.
+    redis: RedisPlan,
 }
 
 impl StoreInput {
@@ -124,17 +146,22 @@ impl StoreInput {
             cache_pressure: eviction
                 .cache_pressure
                 .unwrap_or(limits::CACHE_PRESSURE.default()),
-            redis: (
-                self.redis_claim.unwrap_or_default(),
-                Duration::from_millis(self.redis_ttl_ms.unwrap_or(limits::REDIS_TTL_MS.default())),
-            ),
+            redis: RedisPlan {
+                claim: self.redis_claim.unwrap_or_default(),
+                ttl_ms: self.redis_ttl_ms.unwrap_or(limits::REDIS_TTL_MS.default()),
+                fence: self.redis_fence,
+                eviction: self.redis_eviction.unwrap_or_default(),
+                pressure: self
+                    .redis_pressure
+                    .unwrap_or(limits::REDIS_PRESSURE.default()),
+            },
         }
     }
 }
 
 impl Store {
-    /// With `--store redis`: how the claim is set, and its time to live.
-    pub fn redis(&self) -> (RedisClaim, Duration) {
+    /// With `--store redis`: how the claims are set and pressed on.
+    pub fn redis(&self) -> RedisPlan {
         self.redis
     }
 

@@ -1,0 +1,145 @@
+//! What a race with its claims in Redis did (`--store redis`), told from its own figures: who Redis said OK to, what its time to live let through, what the fencing token refused, and what the cache traffic evicted.
+
+use crate::race::RaceResult;
+use crate::race::told::{Counted, Fact, Pressed, Setting, Told, Who, tell};
+use crate::request::{Outcome, Step};
+use crate::strategy::redis_plan::{Eviction, RedisFigures};
+
+/// The whole story: the burst, then what the lease let through, then what
+/// the fence and the traffic did.
+pub fn claims_in_redis(r: &RaceResult) -> Told {
+    let mut t = burst(r);
+    let Some(redis) = r.redis else {
+        return t;
+    };
+    lease(r, &redis, &mut t);
+    fence(r, &mut t);
+    traffic(r, &redis, &mut t);
+    t
+}
+
+/// The burst's claims: one `OK`, or one for each (a claim without NX).
+fn burst(r: &RaceResult) -> Told {
+    let worked = r
+        .reports
+        .iter()
+        .filter(|w| !w.retry && took(w, Step::Work))
+        .count();
+    let mut t = Told::new();
+    if worked > 1 {
+        tell!(
+            t,
+            "Redis said OK to every claim, each set over the one before it, and {} did \
+             the work.",
+            Counted(Fact::Requests(worked, Who::FirstTryWorked), "worker")
+        );
+    } else if r.workers == 1 {
+        t.push("One worker set the claim in Redis; no other raced it.");
+    } else {
+        let losers = r.reports.iter().filter(|w| Who::LostClaim.is(w)).count();
+        tell!(
+            t,
+            "SET NX let one claim in before any work ran: Redis said nothing to {}, \
+             which did no work ({} answered 409, {} replayed the completed response).",
+            Counted(Fact::Requests(losers, Who::LostClaim), "request"),
+            Fact::Answered(Outcome::Conflict, r.count(Outcome::Conflict)),
+            Fact::Answered(Outcome::Replayed, r.count(Outcome::Replayed))
+        );
+    }
+    t
+}
+
+/// Retries that got the claim while the first owner still worked: the
+/// time to live ran out (or other traffic evicted the claim).
+fn lease(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
+    let retried = r
+        .reports
+        .iter()
+        .filter(|w| w.retry && took(w, Step::Work))
+        .count();
+    if retried == 0 {
+        return;
+    }
+    let who = Counted(Fact::Requests(retried, Who::Retry), "retry");
+    if redis.plan.ttl_ms < r.work_ms {
+        tell!(
+            *t,
+            " The claim's time to live was {} ms and the work took {} ms: Redis forgot the \
+             claim while its owner still worked and said OK to {}, which worked again.",
+            Fact::Setting(Setting::RedisTtlMs, redis.plan.ttl_ms),
+            Fact::Setting(Setting::WorkMs, r.work_ms),
+            who
+        );
+    } else if redis.pressed.is_some_and(|p| !p.claim_kept) {
+        tell!(
+            *t,
+            " The claim was gone before its owner finished: Redis said OK to {}, which \
+             worked again.",
+            who
+        );
+    }
+}
+
+/// With `--redis-fence`: the owners PostgreSQL refused.
+fn fence(r: &RaceResult, t: &mut Told) {
+    let refused = r.reports.iter().filter(|w| Who::FencedOut.is(w)).count();
+    if refused == 0 {
+        return;
+    }
+    tell!(
+        *t,
+        " The fencing token told the owners apart: {} came to write after PostgreSQL had \
+         seen a newer token, and it took none of their rows ({} in the end). Their service \
+         calls were made all the same ({} in all): a token fences what the store checks, \
+         not the world.",
+        Counted(Fact::Requests(refused, Who::FencedOut), "owner"),
+        Counted(Fact::XpRows(r.xp_rows), "XP row"),
+        Counted(Fact::ServiceCalls(r.service_calls), "service call")
+    );
+}
+
+/// With `--redis-pressure`: what the other keys did to the claim.
+fn traffic(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
+    let Some(seen) = redis.pressed else {
+        if redis.plan.pressure > 0 {
+            t.push(" No claim was held for the other traffic to press on: it did not run.");
+        }
+        return;
+    };
+    tell!(
+        *t,
+        " While the owner worked, other traffic wrote {} of 1 KiB into the 1 MiB \
+         Redis had room for ({}):",
+        Counted(Fact::Pressed(Pressed::Written, seen.written), "key"),
+        redis.plan.eviction.name()
+    );
+    if seen.refused > 0 {
+        tell!(
+            *t,
+            " Redis refused {} for want of memory",
+            Counted(Fact::Pressed(Pressed::Refused, seen.refused), "write")
+        );
+    } else {
+        t.push(" Redis took every write");
+    }
+    tell!(
+        *t,
+        " and evicted {}, {}.",
+        Counted(Fact::Pressed(Pressed::Evicted, seen.evicted), "key"),
+        match (seen.claim_kept, redis.plan.eviction) {
+            (false, Eviction::VolatileLru) => {
+                "the claim among them: volatile-lru evicts only keys with a time to live, and \
+                 a claim always has one"
+            }
+            (false, _) => "the claim among them",
+            (true, _) => "but kept the claim",
+        }
+    );
+    if r.count(Outcome::Duplicate) > 0 && !seen.claim_kept {
+        t.push(" A claim in a cache that evicts is a claim that can vanish.");
+    }
+}
+
+fn took(w: &crate::race::WorkerReport, step: Step) -> bool {
+    w.steps.iter().any(|e| e.step == step)
+}

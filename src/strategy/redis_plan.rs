@@ -1,0 +1,73 @@
+//! How a race sets its claims in Redis (`--redis-*`), and what it measured there: one struct the options build, the strategy follows and `--json` shows.
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::db::redis_server::{Eviction, PressureSeen};
+
+/// How the claim is set: as it should be, or as a store that overwrites.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum RedisClaim {
+    /// `SET key value NX PX ttl`: set only when the key is not there.
+    #[default]
+    Nx,
+    /// `SET key value PX ttl`: set whatever is there (every request wins).
+    Overwrite,
+}
+
+impl RedisClaim {
+    /// The claim as the trace shows it.
+    pub fn shown(self) -> &'static str {
+        match self {
+            RedisClaim::Nx => "SET key pending NX PX ttl",
+            RedisClaim::Overwrite => "SET key pending PX ttl",
+        }
+    }
+}
+
+/// Everything `--store redis` is told about its claims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RedisPlan {
+    /// `nx` or `overwrite`.
+    pub claim: RedisClaim,
+    /// The claim's time to live (`PX`), in milliseconds.
+    pub ttl_ms: u64,
+    /// Whether the claim hands out a fencing token that PostgreSQL checks
+    /// before the work's rows go in.
+    pub fence: bool,
+    /// What Redis drops once full, with `pressure`.
+    pub eviction: Eviction,
+    /// Other keys (1 KiB each, no time to live) written while the first
+    /// claim's owner works, into a Redis with 1 MiB to spare.
+    pub pressure: u64,
+}
+
+impl Default for RedisPlan {
+    fn default() -> Self {
+        Self {
+            claim: RedisClaim::default(),
+            ttl_ms: crate::limits::REDIS_TTL_MS.default(),
+            fence: false,
+            eviction: Eviction::default(),
+            pressure: crate::limits::REDIS_PRESSURE.default(),
+        }
+    }
+}
+
+impl RedisPlan {
+    /// The claim's time to live.
+    pub fn ttl(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.ttl_ms)
+    }
+}
+
+/// `--store redis` in a race's result: how the claims were set, and what
+/// the cache traffic did to them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RedisFigures {
+    #[serde(flatten)]
+    pub plan: RedisPlan,
+    /// With `pressure`: what it did in this run; `null` if no claim was
+    /// set for it to press on.
+    pub pressed: Option<PressureSeen>,
+}
