@@ -11,6 +11,7 @@ pub mod races;
 pub mod release;
 pub mod replication;
 pub mod script;
+pub mod stores;
 pub mod throughput;
 pub mod versus_pgbench;
 
@@ -50,6 +51,9 @@ pub struct BenchReport {
     pub replication: Vec<replication::ReplicationFigure>,
     /// MariaDB beside PostgreSQL (`null` without a `mariadbd` here).
     pub engines: Option<engines::EngineFigures>,
+    /// Claims in Redis beside claims in the key table (`null` without a
+    /// `redis-server` here).
+    pub stores: Option<stores::StoreFigures>,
     /// The idem process's peak resident memory over the whole benchmark.
     pub peak_rss_mb: f64,
 }

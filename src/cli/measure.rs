@@ -62,4 +62,6 @@ pub enum BenchSection {
     Replication,
     /// MariaDB beside PostgreSQL: server start and stop, whole races, lesson 1's figure.
     Engines,
+    /// Claims in Redis beside the key table: whole races, and the claim's round trip.
+    Stores,
 }

@@ -76,7 +76,7 @@ pub struct Plan {
 }
 
 /// Every section, in the order the report shows them.
-const ALL: [BenchSection; 11] = [
+const ALL: [BenchSection; 12] = [
     BenchSection::Cluster,
     BenchSection::Races,
     BenchSection::Process,
@@ -88,6 +88,7 @@ const ALL: [BenchSection; 11] = [
     BenchSection::Scale,
     BenchSection::Replication,
     BenchSection::Engines,
+    BenchSection::Stores,
 ];
 
 pub fn plan(args: &BenchArgs) -> Result<Plan> {
@@ -154,6 +155,7 @@ fn steps(plan: &Plan) -> u64 {
             let e = &plan.engines;
             (e.cold + e.warm + 2 * e.processes + 2) as u64
         }),
+        (BenchSection::Stores, 3),
     ]
     .iter()
     .filter(|(s, _)| plan.sections.contains(s))
@@ -233,6 +235,8 @@ impl OnDatabase for Plan {
         let replication = measure::replication::measure(db, self.replicated, tick);
         let replication = when(on(S::Replication), replication).await?;
         let engines = when(on(S::Engines), engines_section(&self, &progress)).await?;
+        let stores = measure::stores::measure(db, self.processes, self.hot_key_requests, tick);
+        let stores = when(on(S::Stores), stores).await?;
         progress.finish_and_clear();
 
         let bench = BenchReport {
@@ -255,6 +259,7 @@ impl OnDatabase for Plan {
             scale: scale.unwrap_or_default(),
             replication: replication.unwrap_or_default(),
             engines: engines.flatten(),
+            stores: stores.flatten(),
             peak_rss_mb: peak_rss_mb(),
         };
         self.out.record(&bench, report::bench::render)

@@ -124,7 +124,7 @@ impl std::fmt::Debug for Redis {
 }
 
 /// `redis-server`: on the PATH, or where Debian's package puts it.
-fn locate() -> Result<PathBuf> {
+pub fn locate() -> Result<PathBuf> {
     let on_path = std::env::var_os("PATH")
         .into_iter()
         .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())

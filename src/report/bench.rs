@@ -33,6 +33,7 @@ pub fn render(b: &BenchReport) -> String {
     scale(&mut out, b);
     replication(&mut out, b);
     engines(&mut out, b);
+    stores(&mut out, b);
     let _ = writeln!(
         out,
         "\npeak memory of the idem process: {:.1} MB  {}",
@@ -531,6 +532,41 @@ fn engines(out: &mut String, b: &BenchReport) {
         "engines: MariaDB {} beside PostgreSQL ({} cold, {} warm starts; {} pairs of each \
          command)",
         m.version, m.cold_samples, m.warm_samples, p.runs
+    );
+    section(out, &title, &["", "median", "target", "met"], rows, &[1]);
+    out.push_str("\n\n");
+}
+
+/// Claims in Redis beside claims in the key table.
+fn stores(out: &mut String, b: &BenchReport) {
+    let Some(s) = &b.stores else {
+        return;
+    };
+    let mut rows = vec![
+        vec![
+            "idem race -s claim-work-complete --store table, whole process".into(),
+            ms(s.table_process_ms),
+            String::new(),
+            String::new(),
+        ],
+        row(
+            "the same with --store redis (its redis-server included)",
+            format!("{} ({:.2}×)", ms(s.redis_process_ms), s.process_ratio),
+            s.process_ratio <= 1.5,
+            "≤ 1.5× the table's",
+        ),
+    ];
+    for c in &s.claims {
+        rows.push(vec![
+            format!("the claim, {} ({} requests)", c.claim, c.requests),
+            format!("{:.3} / {:.3} ms", c.p50_ms, c.p99_ms),
+            String::new(),
+            String::new(),
+        ]);
+    }
+    let title = format!(
+        "stores: a claim in Redis beside the key table ({} pairs of processes; claims p50 / p99)",
+        s.processes
     );
     section(out, &title, &["", "median", "target", "met"], rows, &[1]);
     out.push_str("\n\n");
