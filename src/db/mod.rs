@@ -24,6 +24,7 @@ pub mod pgbouncer;
 pub mod pool;
 pub mod pooled;
 pub mod redis_server;
+pub mod redis_url;
 pub mod run_schema;
 pub mod said;
 pub mod secret;

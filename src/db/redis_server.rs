@@ -21,6 +21,7 @@ use crate::db::child::check_stop;
 use crate::db::cluster::runs_parent;
 use crate::db::leftovers;
 use crate::db::os_user::{chown_tree, server_user};
+use crate::db::redis_url::RedisUrl;
 use crate::db::supervised::{Launch, Supervised};
 use crate::db::template::private_dir;
 use crate::files::owners::alive;
@@ -109,9 +110,45 @@ pub struct PressureSeen {
 pub struct Redis {
     /// The connection every request of a race shares (multiplexed).
     pub conn: redis::aio::MultiplexedConnection,
-    /// Every key of this run starts with it: `idem:<run dir's hex>:`.
+    /// Every key of this run starts with it: `idem:<8 hex digits>:`.
     pub prefix: String,
-    server: Supervised,
+    server: Server,
+}
+
+/// Whose Redis it is.
+enum Server {
+    /// idem's own, killed and removed when the run ends.
+    Own(Supervised),
+    /// A user's (`--redis-url`): the run's keys are removed when it ends.
+    User(RedisUrl),
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Server::Own(server) => server.fmt(f),
+            Server::User(url) => url.fmt(f),
+        }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let Server::User(url) = &self.server else {
+            return;
+        };
+        // A blocking cleanup, bounded in time: the run is over, and its
+        // keys must go before idem exits.
+        if let Err(err) = url.remove_prefix(&self.prefix) {
+            eprintln!(
+                "idem: warning: could not remove the run's keys under {} from Redis at {} ({}); \
+                 each expires on its own within a day",
+                self.prefix,
+                url.shown(),
+                crate::controls::escaped(&crate::db::secret::scrub(&err.to_string()))
+            );
+        }
+    }
 }
 
 impl std::fmt::Debug for Redis {
@@ -197,8 +234,24 @@ impl Redis {
         Ok(Self {
             conn,
             prefix: format!("idem:{hex}:"),
-            server,
+            server: Server::Own(server),
         })
+    }
+
+    /// A user's Redis: every key under a prefix drawn for this run.
+    pub async fn reach(url: &RedisUrl) -> Result<Self> {
+        let conn = url.connect().await?;
+        let hex = uuid::Uuid::new_v4().simple().to_string();
+        Ok(Self {
+            conn,
+            prefix: format!("idem:{}:", &hex[..8]),
+            server: Server::User(url.clone()),
+        })
+    }
+
+    /// Whether this is idem's own server, whose settings it may change.
+    pub fn is_own(&self) -> bool {
+        matches!(self.server, Server::Own(_))
     }
 }
 
@@ -206,6 +259,9 @@ impl Redis {
     /// Leaves [`PRESSURE_ROOM`] above what the server holds now, and tells
     /// it what to drop once that is full. Only ever on idem's own server.
     pub async fn limit_memory(&self, eviction: Eviction) -> Result<()> {
+        if !self.is_own() {
+            bail!("idem changes no setting of a Redis it did not start");
+        }
         let mut conn = self.conn.clone();
         let used = info_number(&mut conn, "memory", "used_memory").await?;
         let config = |name: &str, value: String| {
@@ -227,6 +283,9 @@ impl Redis {
     /// `tag`, with no time to live. Then whether `claim` is still there, and
     /// the keys removed again (`DEL` is taken even when memory is full).
     pub async fn press(&self, tag: &str, n: u64, claim: &str) -> Result<PressureSeen> {
+        if !self.is_own() {
+            bail!("idem fills no Redis it did not start");
+        }
         let mut conn = self.conn.clone();
         let evicted_before = info_number(&mut conn, "stats", "evicted_keys").await?;
         let value = "x".repeat(OTHER_KEY_BYTES);

@@ -227,6 +227,16 @@ impl RaceSettings {
                  --redis-pressure set the claim in Redis: add --store redis"
             );
         }
+        if self.redis_url.is_some() && self.store.kind() != StoreKind::Redis {
+            bail!("--redis-url names the Redis for the claims: add --store redis");
+        }
+        if self.redis_url.is_some() && plan.pressure > 0 {
+            bail!(
+                "{} fills Redis and sets its maxmemory, a change idem makes only to a Redis \
+                 of its own: drop --redis-url",
+                origin.name("--redis-pressure", "race.redis_pressure")
+            );
+        }
         if plan.eviction != Eviction::default() && plan.pressure == 0 {
             bail!(
                 "{} decides what a full Redis drops, and nothing fills it: add --redis-pressure",

@@ -66,7 +66,10 @@ impl<'db> Race<'db> {
             // The claims live in a redis-server of the race's own, which
             // goes with the strategy when the race ends.
             crate::store::StoreKind::Redis => {
-                let redis = crate::db::redis_server::Redis::start().await?;
+                let redis = match &settings.redis_url {
+                    Some(url) => crate::db::redis_server::Redis::reach(url).await?,
+                    None => crate::db::redis_server::Redis::start().await?,
+                };
                 let plan = settings.store.redis();
                 if plan.pressure > 0 {
                     redis.limit_memory(plan.eviction).await?;

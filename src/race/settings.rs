@@ -32,6 +32,8 @@ pub struct RaceSettings {
     pub(super) requests: Requests,
     pub(super) app: App,
     pub(super) store: Store,
+    /// `--redis-url`: the user's Redis for `--store redis`, never printed.
+    pub(super) redis_url: Option<crate::db::redis_url::RedisUrl>,
     pub(super) faults: Faults,
 }
 

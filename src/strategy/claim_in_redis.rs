@@ -27,7 +27,9 @@ use crate::db::statements::Sends;
 use crate::request::{Answer, Failure, Lease, Request, Trace};
 
 /// The claim and its fencing token in one step: `SET`, then `INCR` of the
-/// key's token only if the `SET` said OK. `ARGV[3]` is `NX` or empty.
+/// key's token only if the `SET` said OK. `ARGV[3]` is `NX` or empty;
+/// the token lives as long as a completed response (`ARGV[4]` ms), as
+/// every key idem writes has a time to live.
 const CLAIM_WITH_TOKEN: &str = "\
 local set
 if ARGV[3] == 'NX' then
@@ -36,7 +38,9 @@ else
   set = redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 end
 if not set then return false end
-return redis.call('INCR', KEYS[2])";
+local token = redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return token";
 
 /// What a request whose token the store refused saw: a newer owner's.
 pub const FENCED_OUT: &str = "a newer owner's token";
@@ -133,7 +137,8 @@ impl ClaimInRedis {
             .arg(self.key("token:", &req.key))
             .arg(serde_json::to_string(&pending).unwrap_or_default())
             .arg(self.plan.ttl_ms.max(1))
-            .arg(if nx { "NX" } else { "" });
+            .arg(if nx { "NX" } else { "" })
+            .arg(self.keep_for.as_millis() as u64);
         let token: Option<i64> = bounded(script.query_async(&mut conn), "EVAL")
             .await
             .map_err(|e| Failure::Store(e.to_string()))?;

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::common::user_redis::{PASSWORD, UserRedis};
 use crate::common::{Sandbox, refused_in_one_line};
 
 #[test]
@@ -134,6 +135,95 @@ fn a_fencing_token_keeps_the_store_of_record_right_when_every_claim_wins() {
             (Some(1), Some(0)),
             "{r}"
         );
+    }
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
+
+/// A user's Redis (`--redis-url`, with a password): the race runs there,
+/// the app's keys (one under another `idem:` prefix) are left as they
+/// were, value and time to live, the run's own keys are gone when it
+/// ends, and the password is printed nowhere.
+#[test]
+fn a_users_redis_keeps_its_own_keys_and_loses_the_runs() {
+    let sandbox = Sandbox::new("redis-user");
+    let Some(user) = UserRedis::start(&std::env::temp_dir()) else {
+        crate::common::runnable("a user's Redis", false, "no redis-server here");
+        return;
+    };
+    user.set("app:session", "hello");
+    user.set("idem:0000beef:not-this-run", "keep");
+    let before = user.keys();
+    let out = sandbox
+        .idem()
+        .args(["race", "-s", "claim-work-complete", "--store", "redis"])
+        .args(["--redis-fence", "--runs", "2", "--json", "--redis-url"])
+        .arg(user.url())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    for line in stdout.lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["xp_rows"].as_u64(), Some(1), "{r}");
+    }
+    assert!(!stdout.contains(PASSWORD) && !stderr.contains(PASSWORD));
+    assert_eq!(
+        user.keys(),
+        before,
+        "only the app's keys are left, as they were"
+    );
+    // A wrong password is one line, without the password given.
+    let wrong = user.url().replace(PASSWORD, "not-the-password");
+    let err = refused_in_one_line(
+        sandbox
+            .idem()
+            .args(["race", "-s", "claim-work-complete", "--store", "redis"])
+            .args(["--redis-url", &wrong]),
+    );
+    assert!(err.contains("could not reach Redis"), "{err}");
+    assert!(!err.contains("not-the-password"), "{err}");
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
+
+/// A run killed with SIGKILL cannot remove its keys from a user's Redis;
+/// each of them has a time to live, so none stays for good.
+#[test]
+fn a_run_killed_on_a_users_redis_leaves_only_keys_that_expire() {
+    let sandbox = Sandbox::new("redis-user-kill");
+    let Some(user) = UserRedis::start(&std::env::temp_dir()) else {
+        crate::common::runnable("a user's Redis", false, "no redis-server here");
+        return;
+    };
+    let url = user.url();
+    let mut idem = sandbox
+        .idem_std()
+        .args(["race", "-s", "claim-work-complete", "--store", "redis"])
+        .args(["--redis-fence", "--work-ms", "3000", "--redis-url", &url])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once its claim and fencing token are set, mid-work.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while user.keys().len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = idem.kill();
+    idem.wait().unwrap();
+    let left = user.keys();
+    assert!(left.len() >= 2, "the run was not caught mid-work: {left:?}");
+    for (key, _, ttl) in &left {
+        assert!(key.starts_with("idem:"), "{key}");
+        assert!(*ttl > 0, "{key} would stay for good");
     }
     assert_eq!(
         sandbox.wait_clean(Duration::from_secs(10)),

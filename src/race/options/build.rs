@@ -218,6 +218,7 @@ impl RaceInput {
                 read_from: self.standby.read_from(),
             },
             store: self.store.resolve(&self.eviction),
+            redis_url: self.store.redis_url()?,
             faults: self.faults.resolve(),
         };
         settings.validate_from(origin)?;

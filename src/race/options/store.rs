@@ -82,6 +82,16 @@ pub struct StoreInput {
                (1 KiB each, no time to live) to a Redis left 1 MiB of room: is the claim \
                evicted?"))]
     pub redis_pressure: Option<u64>,
+
+    /// With --store redis: a Redis of yours (redis://, rediss:// for TLS,
+    /// redis+unix://) instead of one idem starts. idem touches only keys
+    /// under the run's own prefix (idem:<hex>:), each with a time to live,
+    /// and removes them when the run ends; it changes no setting there.
+    /// Never read from a file.
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_name = "URL")]
+    #[serde(skip)]
+    pub redis_url: Option<String>,
 }
 
 /// What the race does to the store afterwards, and what it shows.
@@ -133,6 +143,14 @@ pub struct Store {
 }
 
 impl StoreInput {
+    /// `--redis-url`, read.
+    pub(super) fn redis_url(&self) -> Result<Option<crate::db::redis_url::RedisUrl>> {
+        self.redis_url
+            .as_deref()
+            .map(crate::db::redis_url::RedisUrl::parse)
+            .transpose()
+    }
+
     /// The store, with the eviction after the race.
     pub(super) fn resolve(&self, eviction: &EvictionInput) -> Store {
         Store {

@@ -10,6 +10,7 @@ pub mod memory;
 pub mod races;
 pub mod segments;
 pub mod server;
+pub mod user_redis;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
