@@ -39,6 +39,8 @@ enum On {
     Postgres { meta: PgPool, schema: String },
     /// MariaDB: the run's database, reached through its bookkeeping pool.
     Mariadb(sqlx::MySqlPool),
+    /// Redis (`--store redis`): the claims' time to live runs out.
+    Redis(std::sync::Arc<super::redis_server::Redis>),
 }
 
 impl Clock {
@@ -65,6 +67,32 @@ impl Clock {
         }
     }
 
+    /// The clock of a race whose claims live in `redis`: a jump is their
+    /// time to live running out, whatever it was.
+    pub fn on_redis(redis: std::sync::Arc<super::redis_server::Redis>) -> Self {
+        Self {
+            on: On::Redis(redis),
+            by: MARGIN,
+            heartbeat: false,
+        }
+    }
+
+    /// What a jump that aged `n` claims did, in words.
+    pub fn told(&self, n: u64) -> String {
+        let claims = if n == 1 { "claim" } else { "claims" };
+        match (&self.on, n) {
+            (_, 0) => "the clock jumps: no pending claim to age".into(),
+            (On::Redis(_), 1) => "the clock jumps: 1 pending claim's time to live ran out".into(),
+            (On::Redis(_), _) => {
+                format!("the clock jumps: {n} pending claims' time to live ran out")
+            }
+            _ => format!(
+                "the clock jumps: {n} pending {claims} {} now older than the stale-claim age",
+                if n == 1 { "is" } else { "are" }
+            ),
+        }
+    }
+
     /// The pending claims the clock would age with `running` workers still
     /// running, unlocked; the claim ids.
     fn aging(schema: &str) -> String {
@@ -86,6 +114,13 @@ impl Clock {
                     .await
                     .map(|n| n as usize);
             }
+            On::Redis(redis) => {
+                return redis
+                    .age_claims(false)
+                    .await
+                    .map(|n| n as usize)
+                    .map_err(other);
+            }
         };
         let mut tx = meta.begin().await?;
         let ids: Vec<i64> = book::query_scalar(&Self::aging(schema))
@@ -104,6 +139,7 @@ impl Clock {
             On::Mariadb(admin) => {
                 return crate::db::mariadb::age_claims(admin, Some(self.by)).await;
             }
+            On::Redis(redis) => return redis.age_claims(true).await.map_err(other),
         };
         let sql = format!(
             "WITH aging AS ({})
@@ -124,6 +160,11 @@ impl Clock {
         tx.commit().await?;
         Ok(aged)
     }
+}
+
+/// A Redis error where the clock's callers take sqlx's.
+fn other(err: anyhow::Error) -> sqlx::Error {
+    sqlx::Error::Protocol(err.to_string())
 }
 
 fn owners(running: &[usize]) -> Vec<i32> {

@@ -112,6 +112,9 @@ pub struct Redis {
     pub conn: redis::aio::MultiplexedConnection,
     /// Every key of this run starts with it: `idem:<8 hex digits>:`.
     pub prefix: String,
+    /// Bumped for each race of the run: each race's keys are new ones,
+    /// `<prefix><race>:...`.
+    race: std::sync::atomic::AtomicU64,
     server: Server,
 }
 
@@ -234,6 +237,7 @@ impl Redis {
         Ok(Self {
             conn,
             prefix: format!("idem:{hex}:"),
+            race: Default::default(),
             server: Server::Own(server),
         })
     }
@@ -245,8 +249,20 @@ impl Redis {
         Ok(Self {
             conn,
             prefix: format!("idem:{}:", &hex[..8]),
+            race: Default::default(),
             server: Server::User(url.clone()),
         })
+    }
+
+    /// The prefix of the current race's keys.
+    pub fn race_prefix(&self) -> String {
+        let race = self.race.load(std::sync::atomic::Ordering::SeqCst);
+        format!("{}{race}:", self.prefix)
+    }
+
+    /// Moves on to the next race's keys.
+    pub fn next_race(&self) {
+        self.race.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Whether this is idem's own server, whose settings it may change.
@@ -330,6 +346,47 @@ impl Redis {
             evicted,
             claim_kept: kept,
         })
+    }
+}
+
+impl Redis {
+    /// The stepped race's clock on Redis: every pending claim of the
+    /// current race whose time to live has not run out yet. With `age`, each is given
+    /// `PEXPIRE key 0`, which is its time to live running out now (Redis
+    /// deletes a key whose expiry is not in the future). How many.
+    pub async fn age_claims(&self, age: bool) -> Result<u64> {
+        let mut conn = self.conn.clone();
+        let pattern = format!("{}*", self.race_prefix());
+        let (mut cursor, mut aged) = (0u64, 0u64);
+        loop {
+            let mut scan = redis::cmd("SCAN");
+            scan.arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000);
+            let (next, keys): (u64, Vec<String>) =
+                bounded(scan.query_async(&mut conn), "SCAN").await?;
+            for key in keys {
+                let held: Option<String> =
+                    bounded(redis::cmd("GET").arg(&key).query_async(&mut conn), "GET")
+                        .await
+                        .unwrap_or(None);
+                if !held.is_some_and(|v| v.contains("\"status\":\"pending\"")) {
+                    continue;
+                }
+                aged += 1;
+                if age {
+                    let mut expire = redis::cmd("PEXPIRE");
+                    expire.arg(&key).arg(0);
+                    bounded(expire.query_async::<i64>(&mut conn), "PEXPIRE").await?;
+                }
+            }
+            if next == 0 {
+                return Ok(aged);
+            }
+            cursor = next;
+        }
     }
 }
 

@@ -127,6 +127,9 @@ pub struct Exploration {
     pub nodes: Option<usize>,
     /// The strategy; with a guard file, the built-in of the file's shape.
     pub strategy: StrategyKind,
+    /// Where its claims lived: in Redis, the clock is their time to live
+    /// running out.
+    pub store: crate::store::StoreKind,
     /// The guard file explored in the strategy's place, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strategy_file: Option<&'static str>,
@@ -286,6 +289,7 @@ async fn explore_on(
         nodes: None,
         engine,
         strategy: settings.strategy(),
+        store: settings.store_kind(),
         strategy_file: settings.app().guard_file.map(|f| f.0.name.as_str()),
         workers: first.workers(),
         interleavings: found.runs,

@@ -360,6 +360,9 @@ impl<'db> Race<'db> {
 
     /// The clock of a stepped race: claims aged by the stale-claim age.
     fn clock(&self) -> Clock {
+        if let Some(claims) = &self.redis {
+            return Clock::on_redis(claims.redis.clone());
+        }
         let recovery = &self.settings.app.recovery;
         self.db
             .clock(recovery.stale_after(), recovery.heartbeat().is_some())

@@ -191,6 +191,11 @@ impl RaceSettings {
     }
 
     /// The strategy every worker runs.
+    /// Where the claims live.
+    pub fn store_kind(&self) -> crate::store::StoreKind {
+        self.store.kind()
+    }
+
     pub fn strategy(&self) -> StrategyKind {
         self.app.strategy
     }

@@ -352,11 +352,7 @@ impl Controller {
             return Err("this race has no clock to move".into());
         };
         match clock.jump(&self.running()).await {
-            Ok(0) => Ok("the clock jumps: no pending claim to age".into()),
-            Ok(n) => Ok(format!(
-                "the clock jumps: {n} pending claim{} now older than the stale-claim age",
-                if n == 1 { " is" } else { "s are" }
-            )),
+            Ok(n) => Ok(clock.told(n)),
             Err(e) => Err(format!("the clock could not move: {e}")),
         }
     }

@@ -3,7 +3,7 @@
 use crate::race::RaceResult;
 use crate::race::told::{Counted, Fact, Pressed, Setting, Told, Who, tell};
 use crate::request::{Outcome, Step};
-use crate::strategy::redis_plan::{Eviction, RedisFigures};
+use crate::strategy::redis_plan::{Eviction, RedisClaim, RedisFigures};
 
 /// The whole story: the burst, then what the lease let through, then what
 /// the fence and the traffic did.
@@ -26,11 +26,22 @@ fn burst(r: &RaceResult) -> Told {
         .filter(|w| !w.retry && took(w, Step::Work))
         .count();
     let mut t = Told::new();
-    if worked > 1 {
+    let overwrites = r
+        .redis
+        .is_some_and(|x| x.plan.claim == RedisClaim::Overwrite);
+    if worked > 1 && overwrites {
         tell!(
             t,
             "Redis said OK to every claim, each set over the one before it, and {} did \
              the work.",
+            Counted(Fact::Requests(worked, Who::FirstTryWorked), "worker")
+        );
+    } else if worked > 1 {
+        tell!(
+            t,
+            "SET NX said OK to {}: it refuses a claim only while one is there, and each \
+             time the one before was gone, its time to live run out or evicted, while its \
+             owner still worked.",
             Counted(Fact::Requests(worked, Who::FirstTryWorked), "worker")
         );
     } else if r.workers == 1 {

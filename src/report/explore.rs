@@ -42,7 +42,7 @@ pub fn render(e: &Exploration) -> String {
             e.ms_per_interleaving
         ))
     );
-    if let Some(branches) = branches(e.branches) {
+    if let Some(branches) = branches(e.branches, e.store) {
         let _ = writeln!(out, "  {}", dim(format!("also branched on {branches}")));
     }
     let _ = writeln!(out, "  held           {}", e.held);
@@ -79,20 +79,20 @@ pub fn render(e: &Exploration) -> String {
 }
 
 /// The moves besides steps the walk branched on, in words.
-fn branches(b: crate::explore::Branches) -> Option<&'static str> {
-    match (b.crashes, b.clock) {
-        (true, true) => Some(
-            "a crash before any step (crashN; its request retried once stale) and the clock \
-             (clock: pending claims made older than the stale-claim age)",
-        ),
-        (true, false) => Some(
-            "a crash before any step (crashN: the worker's server process killed; its \
-             request retried once its claim is stale)",
-        ),
-        (false, true) => Some(
+fn branches(b: crate::explore::Branches, store: crate::store::StoreKind) -> Option<String> {
+    let clock = match store {
+        crate::store::StoreKind::Redis => "the clock (clock: pending claims' time to live run out)",
+        _ => {
             "the clock (clock: pending claims made older than the stale-claim age, as if \
-             that much time passed)",
-        ),
+              that much time passed)"
+        }
+    };
+    let crash = "a crash before any step (crashN: the worker's server process killed; its \
+                 request retried once its claim is stale)";
+    match (b.crashes, b.clock) {
+        (true, true) => Some(format!("{crash} and {clock}")),
+        (true, false) => Some(crash.to_string()),
+        (false, true) => Some(clock.to_string()),
         (false, false) => None,
     }
 }

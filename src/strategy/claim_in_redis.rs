@@ -11,7 +11,7 @@
 //! writes other keys while the first claim is held, to see what Redis's
 //! eviction does to it.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -54,8 +54,6 @@ pub struct ClaimInRedis {
     pub plan: RedisPlan,
     /// How long a completed response is kept.
     pub keep_for: Duration,
-    /// Bumped by [`Strategy::forget`]: each race's keys are new ones.
-    generation: AtomicU64,
     /// Set by the first claim of a run that presses on it.
     pressed: AtomicBool,
     /// What the cache traffic did in the last run.
@@ -81,7 +79,6 @@ impl ClaimInRedis {
             redis,
             plan,
             keep_for: Duration::from_secs(24 * 3600),
-            generation: AtomicU64::new(0),
             pressed: AtomicBool::new(false),
             seen: Arc::default(),
         }
@@ -95,8 +92,7 @@ impl ClaimInRedis {
     /// The Redis key of `key` in this race, or of one of its companions
     /// (`token:`, `other:`).
     fn key(&self, kind: &str, key: &str) -> String {
-        let generation = self.generation.load(Ordering::SeqCst);
-        format!("{}{generation}:{kind}{key}", self.redis.prefix)
+        format!("{}{kind}{key}", self.redis.race_prefix())
     }
 
     /// `SET key value [NX] PX ms`: whether Redis said OK.
@@ -274,7 +270,7 @@ async fn stored(
 
 impl Strategy for ClaimInRedis {
     fn forget(&self) {
-        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.redis.next_race();
         self.pressed.store(false, Ordering::SeqCst);
         *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }

@@ -230,3 +230,55 @@ fn a_run_killed_on_a_users_redis_leaves_only_keys_that_expire() {
         Vec::<String>::new()
     );
 }
+
+/// `idem explore` over Redis's commands, the claim's time to live as the
+/// clock: SET NX holds in every order of the steps; let the time to live
+/// run out at any turn and some orders work twice; with the fencing token
+/// no order leaves two XP rows, and the orders that call twice are still
+/// there. Every verdict is on the whole tree, not on a sample of runs.
+#[test]
+fn exploring_a_redis_claim_finds_the_lapsed_lease_and_the_fence_keeps_one_row() {
+    let sandbox = Sandbox::new("redis-explore");
+    let explore = |extra: &[&str]| -> Value {
+        let out = sandbox
+            .idem()
+            .args([
+                "explore",
+                "-s",
+                "claim-work-complete",
+                "--store",
+                "redis",
+                "--json",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        let e: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(e["total"], e["interleavings"], "the whole tree: {e}");
+        e
+    };
+    let steps_alone = explore(&[]);
+    assert_eq!(steps_alone["failing"], 0, "{steps_alone}");
+    let lapsing = explore(&["--clock"]);
+    assert!(
+        lapsing["kinds"]["duplicate_xp_rows"].as_u64() > Some(0),
+        "{lapsing}"
+    );
+    assert_eq!(lapsing["failing_on_steps_alone"], 0, "{lapsing}");
+    let fenced = explore(&["--clock", "--redis-fence"]);
+    let rows = fenced["xp_rows"].as_object().unwrap();
+    assert_eq!(rows.keys().collect::<Vec<_>>(), ["1"], "{fenced}");
+    assert!(
+        fenced["kinds"].get("duplicate_xp_rows").is_none(),
+        "{fenced}"
+    );
+    assert!(
+        fenced["kinds"]["duplicate_service_calls"].as_u64() > Some(0),
+        "{fenced}"
+    );
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
