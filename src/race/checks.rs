@@ -10,7 +10,7 @@ use crate::limits::{self, Limit, Origin};
 use crate::request::key::{self, KeyError};
 use crate::store::StoreKind;
 use crate::strategy::orm::Orm;
-use crate::strategy::redis_plan::{Eviction, RedisPlan};
+use crate::strategy::redis_plan::{Eviction, RedisPlan, RedisRelease};
 use crate::strategy::spec::{Can, TransactionRule};
 use crate::strategy::transaction::Transaction;
 use crate::strategy::{LoserPolicy, StrategyKind};
@@ -223,8 +223,8 @@ impl RaceSettings {
         let said_redis = plan != RedisPlan::default();
         if said_redis && self.store.kind() != StoreKind::Redis {
             bail!(
-                "--redis-claim, --redis-ttl-ms, --redis-fence, --redis-eviction and \
-                 --redis-pressure set the claim in Redis: add --store redis"
+                "--redis-claim, --redis-ttl-ms, --redis-fence, --redis-eviction, \
+                 --redis-pressure and --redis-release set the claim in Redis: add --store redis"
             );
         }
         if self.redis_url.is_some() && self.store.kind() != StoreKind::Redis {
@@ -235,6 +235,12 @@ impl RaceSettings {
                 "{} fills Redis and sets its maxmemory, a change idem makes only to a Redis \
                  of its own: drop --redis-url",
                 origin.name("--redis-pressure", "race.redis_pressure")
+            );
+        }
+        if plan.release != RedisRelease::default() && self.faults.fail_work().is_none() {
+            bail!(
+                "{} is how an owner whose work failed lets its claim go: add --fail-work N",
+                origin.name("--redis-release", "race.redis_release")
             );
         }
         if plan.eviction != Eviction::default() && plan.pressure == 0 {
@@ -420,10 +426,11 @@ impl RaceSettings {
             .app
             .guard_file
             .is_some_and(|f| f.shape == crate::strategy::guard_file::Shape::ClaimWorkComplete);
-        if !self.app.strategy.spec().can.rescue && !file_claims {
+        let redis = self.store.kind() == StoreKind::Redis;
+        if !self.app.strategy.spec().can.rescue && !file_claims && !redis {
             bail!(
                 "{} needs {} {} (or a claim-work-complete guard file, whose release \
-                 step lets the claim go): only those rescue failed work",
+                 step lets the claim go, or --store redis): only those rescue failed work",
                 name(&limits::FAIL_WORK),
                 origin.name("--strategy", "race.strategy ="),
                 able(|c| c.rescue)

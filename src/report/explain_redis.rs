@@ -3,7 +3,7 @@
 use crate::race::RaceResult;
 use crate::race::told::{Counted, Fact, Pressed, Setting, Told, Who, tell};
 use crate::request::{Outcome, Step};
-use crate::strategy::redis_plan::{Eviction, RedisClaim, RedisFigures};
+use crate::strategy::redis_plan::{Eviction, RedisClaim, RedisFigures, RedisRelease};
 
 /// The whole story: the burst, then what the lease let through, then what
 /// the fence and the traffic did.
@@ -13,6 +13,7 @@ pub fn claims_in_redis(r: &RaceResult) -> Told {
         return t;
     };
     lease(r, &redis, &mut t);
+    release(r, &redis, &mut t);
     fence(r, &mut t);
     traffic(r, &redis, &mut t);
     t
@@ -40,7 +41,7 @@ fn burst(r: &RaceResult) -> Told {
         tell!(
             t,
             "SET NX said OK to {}: it refuses a claim only while one is there, and each \
-             time the one before was gone, its time to live run out or evicted, while its \
+             time the one before was gone, its time to live run out, evicted or deleted, while its \
              owner still worked.",
             Counted(Fact::Requests(worked, Who::FirstTryWorked), "worker")
         );
@@ -88,6 +89,42 @@ fn lease(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
              worked again.",
             who
         );
+    }
+}
+
+/// With `--fail-work`: how the failed owner let its claim go.
+fn release(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
+    let failed = r
+        .reports
+        .iter()
+        .find(|w| !w.retry && w.outcome == Outcome::Failed && took(w, Step::Complete));
+    let Some(w) = failed else {
+        return;
+    };
+    let kept = w
+        .steps
+        .iter()
+        .any(|e| e.note.starts_with("nothing deleted"));
+    let worker = Fact::Worker(w.worker, Who::Ended(Outcome::Failed));
+    match (redis.plan.release, kept) {
+        (RedisRelease::Del, _) => tell!(
+            *t,
+            " Worker {}'s work failed, and it let its claim go with a plain DEL: DEL deletes \
+             the key whoever's claim it holds by then, and a claim that is not there lets \
+             the next SET NX in.",
+            worker
+        ),
+        (RedisRelease::OwnerChecked, true) => tell!(
+            *t,
+            " Worker {}'s work failed; its release deletes the key only while it holds its \
+             own claim, and it held another's by then, so it was left.",
+            worker
+        ),
+        (RedisRelease::OwnerChecked, false) => tell!(
+            *t,
+            " Worker {}'s work failed, and it deleted its own claim so that a retry may work.",
+            worker
+        ),
     }
 }
 

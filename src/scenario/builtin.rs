@@ -175,6 +175,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/5-redis-fencing-token.toml"),
     ),
     (
+        "5-redis-release-by-del.toml",
+        include_str!("../../scenarios/5-redis-release-by-del.toml"),
+    ),
+    (
+        "5-redis-release-owner-checked.toml",
+        include_str!("../../scenarios/5-redis-release-owner-checked.toml"),
+    ),
+    (
         "5-redis-set-without-nx.toml",
         include_str!("../../scenarios/5-redis-set-without-nx.toml"),
     ),

@@ -20,11 +20,11 @@ use serde_json::Value;
 use super::answers::{completed, conflict, mismatch, replay};
 use super::claim_work_complete::READ;
 use super::redis_fence;
-use super::redis_plan::{PressureSeen, RedisClaim, RedisPlan};
+use super::redis_plan::{PressureSeen, RedisClaim, RedisPlan, RedisRelease};
 use super::{Handled, Step, Strategy, fingerprint, work};
 use crate::db::redis_server::{Redis, bounded};
 use crate::db::statements::Sends;
-use crate::request::{Answer, Failure, Lease, Request, Trace};
+use crate::request::{Answer, Failure, Lease, Outcome, Request, Trace};
 
 /// The claim and its fencing token in one step: `SET`, then `INCR` of the
 /// key's token only if the `SET` said OK. `ARGV[3]` is `NX` or empty;
@@ -60,16 +60,29 @@ pub struct ClaimInRedis {
     seen: Arc<Mutex<Option<PressureSeen>>>,
 }
 
-/// What a key holds: its status, the request's fingerprint, the response.
+/// What a key holds: its status, the request's fingerprint, the response,
+/// and while pending, which request's claim it is.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Held {
     status: String,
     fingerprint: Option<String>,
     response: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owner: Option<String>,
 }
 
-/// A claim Redis said OK to, with its fencing token if one was asked for.
+/// Deletes the key only while it holds `ARGV[1]`, this owner's claim as
+/// it was set: compare and delete in one step.
+const RELEASE_OWN: &str = "\
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0";
+
+/// A claim Redis said OK to: the value it set, and its fencing token if
+/// one was asked for.
 struct Won {
+    value: String,
     token: Option<i64>,
 }
 
@@ -97,8 +110,19 @@ impl ClaimInRedis {
 
     /// `SET key value [NX] PX ms`: whether Redis said OK.
     async fn set(&self, key: &str, held: &Held, nx: bool, ttl: Duration) -> Result<bool, Failure> {
-        let mut conn = self.redis.conn.clone();
         let value = serde_json::to_string(held).unwrap_or_default();
+        self.set_value(key, &value, nx, ttl).await
+    }
+
+    /// The same with the value as text.
+    async fn set_value(
+        &self,
+        key: &str,
+        value: &str,
+        nx: bool,
+        ttl: Duration,
+    ) -> Result<bool, Failure> {
+        let mut conn = self.redis.conn.clone();
         let mut cmd = redis::cmd("SET");
         cmd.arg(key).arg(value);
         if nx {
@@ -118,11 +142,17 @@ impl ClaimInRedis {
             status: "pending".into(),
             fingerprint: req.fingerprint.clone(),
             response: None,
+            owner: Some(format!(
+                "worker {} {}",
+                req.worker,
+                uuid::Uuid::new_v4().simple()
+            )),
         };
+        let value = serde_json::to_string(&pending).unwrap_or_default();
         let nx = self.plan.claim == RedisClaim::Nx;
         if !self.plan.fence {
-            let won = self.set(key, &pending, nx, self.plan.ttl()).await?;
-            return Ok(won.then_some(Won { token: None }));
+            let won = self.set_value(key, &value, nx, self.plan.ttl()).await?;
+            return Ok(won.then_some(Won { value, token: None }));
         }
         let mut conn = self.redis.conn.clone();
         let mut script = redis::cmd("EVAL");
@@ -131,14 +161,17 @@ impl ClaimInRedis {
             .arg(2)
             .arg(key)
             .arg(self.key("token:", &req.key))
-            .arg(serde_json::to_string(&pending).unwrap_or_default())
+            .arg(&value)
             .arg(self.plan.ttl_ms.max(1))
             .arg(if nx { "NX" } else { "" })
             .arg(self.keep_for.as_millis() as u64);
         let token: Option<i64> = bounded(script.query_async(&mut conn), "EVAL")
             .await
             .map_err(|e| Failure::Store(e.to_string()))?;
-        Ok(token.map(|token| Won { token: Some(token) }))
+        Ok(token.map(|token| Won {
+            value,
+            token: Some(token),
+        }))
     }
 
     /// `GET key`, read as what a key holds.
@@ -244,6 +277,50 @@ impl ClaimInRedis {
     }
 }
 
+impl ClaimInRedis {
+    /// The work failed (`--fail-work`): the service call was made and
+    /// failed, and the owner lets its claim go so that a retry may work
+    /// again: by a plain `DEL`, or only while the claim is still its own.
+    async fn fail(
+        &self,
+        key: &str,
+        won: &Won,
+        req: &Request,
+        trace: &mut Trace,
+    ) -> Result<Answer, Failure> {
+        trace.query(Step::Work, "", work::service_call(req)).await;
+        trace.note("the award service failed");
+        let release = self.plan.release;
+        let mut conn = self.redis.conn.clone();
+        let mut cmd = match release {
+            RedisRelease::Del => redis::cmd("DEL"),
+            RedisRelease::OwnerChecked => redis::cmd("EVAL"),
+        };
+        match release {
+            RedisRelease::Del => cmd.arg(key),
+            RedisRelease::OwnerChecked => cmd.arg(RELEASE_OWN).arg(1).arg(key).arg(&won.value),
+        };
+        let deleted = bounded(cmd.query_async::<u64>(&mut conn), "the release");
+        let deleted = trace.query(Step::Complete, release.shown(), deleted).await;
+        let deleted = deleted.map_err(|e| Failure::Store(e.to_string()))?;
+        trace.note(match deleted {
+            0 => "nothing deleted: the key was not this claim any more",
+            _ => "the key deleted",
+        });
+        Ok(Answer {
+            replayed: false,
+            outcome: Outcome::Failed,
+            saw: "claim won".into(),
+            did: "work failed, released the claim".into(),
+            made_xp: None,
+            body: Some(serde_json::json!({
+                "error": { "type": "api_error", "message": "the award service failed" }
+            })),
+            waited: None,
+        })
+    }
+}
+
 /// What the store of record holds for a key whose token was refused
 /// before the work: the completed response, or 409.
 async fn stored(
@@ -295,6 +372,9 @@ impl Strategy for ClaimInRedis {
                 Some(token) => format!("OK: claim won, token {token}"),
                 None => "OK: claim won".into(),
             });
+            if req.work_fails {
+                return self.fail(&key, &won, req, trace).await;
+            }
             let traffic = self.press_once(&key);
             let xp = match won.token {
                 Some(token) => self.fenced_work(lease, req, token, trace).await?,
@@ -312,6 +392,7 @@ impl Strategy for ClaimInRedis {
                 status: "completed".into(),
                 fingerprint: req.fingerprint.clone(),
                 response: Some(body.clone()),
+                owner: None,
             };
             let complete = self.set(&key, &done, false, self.keep_for);
             trace

@@ -4,6 +4,29 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::db::redis_server::{Eviction, PressureSeen};
 
+/// How an owner whose work failed lets its claim go, so that a retry may
+/// work again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum RedisRelease {
+    /// A script that deletes the key only while it still holds this
+    /// owner's claim (compare, then delete, in one step).
+    #[default]
+    OwnerChecked,
+    /// `DEL key`, whoever holds it now.
+    Del,
+}
+
+impl RedisRelease {
+    /// The release as the trace shows it.
+    pub fn shown(self) -> &'static str {
+        match self {
+            RedisRelease::OwnerChecked => "if GET key = my claim then DEL key (one script)",
+            RedisRelease::Del => "DEL key",
+        }
+    }
+}
+
 /// How the claim is set: as it should be, or as a store that overwrites.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -40,6 +63,8 @@ pub struct RedisPlan {
     /// Other keys (1 KiB each, no time to live) written while the first
     /// claim's owner works, into a Redis with 1 MiB to spare.
     pub pressure: u64,
+    /// How an owner whose work failed (`--fail-work`) lets its claim go.
+    pub release: RedisRelease,
 }
 
 impl Default for RedisPlan {
@@ -50,6 +75,7 @@ impl Default for RedisPlan {
             fence: false,
             eviction: Eviction::default(),
             pressure: crate::limits::REDIS_PRESSURE.default(),
+            release: RedisRelease::default(),
         }
     }
 }

@@ -62,7 +62,11 @@ fn a_run_killed_mid_race_leaves_no_redis_server() {
 #[test]
 fn what_a_redis_claim_cannot_be_is_refused_in_one_line() {
     let sandbox = Sandbox::new("redis-refused");
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["--store", "redis", "--redis-release", "del"],
+            "add --fail-work",
+        ),
         (&["--redis-ttl-ms", "100"], "add --store redis"),
         (&["--redis-fence"], "add --store redis"),
         (

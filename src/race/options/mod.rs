@@ -200,6 +200,7 @@ mod tests {
         "race.redis_claim",
         "race.redis_fence",
         "race.redis_eviction",
+        "race.redis_release",
         "race.cache_max_age",
         "race.audit",
         "race.on_failure",

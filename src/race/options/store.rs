@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::limits::{self, help_with_default as with_default};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
-use crate::strategy::redis_plan::{Eviction, RedisClaim, RedisPlan};
+use crate::strategy::redis_plan::{Eviction, RedisClaim, RedisPlan, RedisRelease};
 
 /// Where claims live unless told otherwise.
 pub const DEFAULT_STORE: StoreKind = StoreKind::Table;
@@ -73,6 +73,13 @@ pub struct StoreInput {
     #[arg(help_heading = "Lesson 5: where claims live")]
     #[arg(long, value_enum, value_name = "POLICY")]
     pub redis_eviction: Option<Eviction>,
+
+    /// With --store redis and --fail-work: how the owner whose work failed
+    /// lets its claim go, by a script that deletes it only while it is
+    /// still the owner's, or by a plain DEL [default: owner-checked].
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub redis_release: Option<RedisRelease>,
 
     #[arg(help_heading = "Lesson 5: where claims live")]
     #[arg(long, value_name = "N", allow_negative_numbers = true,
@@ -172,6 +179,7 @@ impl StoreInput {
                 pressure: self
                     .redis_pressure
                     .unwrap_or(limits::REDIS_PRESSURE.default()),
+                release: self.redis_release.unwrap_or_default(),
             },
         }
     }
