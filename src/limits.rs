@@ -191,6 +191,12 @@ pub const REDIS_PRESSURE: Limit = with_default(
     limit("--redis-pressure", "race.redis_pressure", 0, 100_000),
     0,
 );
+pub const REDIS_HEARTBEAT_MS: Limit = limit(
+    "--redis-heartbeat-ms",
+    "race.redis_heartbeat_ms",
+    1,
+    3_600_000,
+);
 pub const STALE_AFTER_MS: Limit = with_default(
     limit("--stale-after-ms", "race.stale_after_ms", 1, 3_600_000),
     1000,
@@ -235,7 +241,7 @@ pub const LOCK_TIMEOUT_MS: Limit = limit(
 /// stands, and the race builder checks whatever an input said (a flag's
 /// own parser is the same [`Limit`]). A key whose value is no number is
 /// listed as such by a test that holds every key to one of the two.
-pub const RACE: [Limit; 26] = [
+pub const RACE: [Limit; 27] = [
     WORKERS,
     POOL_SIZE,
     WORK_MS,
@@ -250,6 +256,7 @@ pub const RACE: [Limit; 26] = [
     CACHE_PRESSURE,
     REDIS_TTL_MS,
     REDIS_PRESSURE,
+    REDIS_HEARTBEAT_MS,
     STALE_AFTER_MS,
     LOCK_TIMEOUT_MS,
     HEARTBEAT_MS,

@@ -224,7 +224,8 @@ impl RaceSettings {
         if said_redis && self.store.kind() != StoreKind::Redis {
             bail!(
                 "--redis-claim, --redis-ttl-ms, --redis-fence, --redis-eviction, \
-                 --redis-pressure and --redis-release set the claim in Redis: add --store redis"
+                 --redis-pressure, --redis-release and --redis-heartbeat-ms set the claim in \
+                 Redis: add --store redis"
             );
         }
         if self.redis_url.is_some() && self.store.kind() != StoreKind::Redis {

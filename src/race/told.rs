@@ -83,6 +83,8 @@ pub enum Setting {
     WorkMs,
     /// A Redis claim's time to live, in milliseconds.
     RedisTtlMs,
+    /// How often a Redis claim's owner renews it, in milliseconds.
+    RedisHeartbeatMs,
 }
 
 impl Setting {
@@ -96,6 +98,10 @@ impl Setting {
             Setting::CachePressure => r.cache_pressure,
             Setting::WorkMs => r.work_ms,
             Setting::RedisTtlMs => r.redis.map_or(0, |redis| redis.plan.ttl_ms),
+            Setting::RedisHeartbeatMs => r
+                .redis
+                .and_then(|redis| redis.plan.heartbeat_ms)
+                .unwrap_or(0),
         }
     }
 }

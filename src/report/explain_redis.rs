@@ -69,7 +69,25 @@ fn lease(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
         .iter()
         .filter(|w| w.retry && took(w, Step::Work))
         .count();
+    let ttl = Fact::Setting(Setting::RedisTtlMs, redis.plan.ttl_ms);
+    let work = Fact::Setting(Setting::WorkMs, r.work_ms);
+    let beat = redis
+        .plan
+        .heartbeat_ms
+        .map(|ms| Fact::Setting(Setting::RedisHeartbeatMs, ms));
     if retried == 0 {
+        if let Some(beat) = beat
+            && redis.plan.ttl_ms < r.work_ms
+        {
+            tell!(
+                *t,
+                " Its owner renewed the claim every {} ms while it worked, so its {} ms time \
+                 to live never ran out against {} ms of work.",
+                beat,
+                ttl,
+                work
+            );
+        }
         return;
     }
     let who = Counted(Fact::Requests(retried, Who::Retry), "retry");
@@ -78,10 +96,13 @@ fn lease(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
             *t,
             " The claim's time to live was {} ms and the work took {} ms: Redis forgot the \
              claim while its owner still worked and said OK to {}, which worked again.",
-            Fact::Setting(Setting::RedisTtlMs, redis.plan.ttl_ms),
-            Fact::Setting(Setting::WorkMs, r.work_ms),
+            ttl,
+            work,
             who
         );
+        if let Some(beat) = beat {
+            tell!(*t, " A heartbeat every {} ms came too late for it.", beat);
+        }
     } else if redis.pressed.is_some_and(|p| !p.claim_kept) {
         tell!(
             *t,

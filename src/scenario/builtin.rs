@@ -175,6 +175,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/5-redis-fencing-token.toml"),
     ),
     (
+        "5-redis-heartbeat-keeps-the-lease.toml",
+        include_str!("../../scenarios/5-redis-heartbeat-keeps-the-lease.toml"),
+    ),
+    (
         "5-redis-release-by-del.toml",
         include_str!("../../scenarios/5-redis-release-by-del.toml"),
     ),

@@ -79,6 +79,27 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0";
 
+/// Renews the key's time to live (`ARGV[2]` ms) only while it holds
+/// `ARGV[1]`, this owner's claim: a heartbeat that cannot revive a claim
+/// another request holds now.
+const RENEW_OWN: &str = "\
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0";
+
+/// The owner's heartbeat, stopped when the work ends, however it ends
+/// (the request's future dropped included).
+struct Heartbeat(Option<tokio::task::JoinHandle<()>>);
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        if let Some(beating) = self.0.take() {
+            beating.abort();
+        }
+    }
+}
+
 /// A claim Redis said OK to: the value it set, and its fencing token if
 /// one was asked for.
 struct Won {
@@ -182,6 +203,27 @@ impl ClaimInRedis {
                 .await
                 .map_err(|e| Failure::Store(e.to_string()))?;
         Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
+    /// With `--redis-heartbeat-ms`: renews the owner's claim every so often
+    /// until the returned guard is dropped.
+    fn beat(&self, key: &str, won: &Won) -> Heartbeat {
+        let Some(every) = self.plan.heartbeat_ms else {
+            return Heartbeat(None);
+        };
+        let (mut conn, key, value) = (self.redis.conn.clone(), key.to_string(), won.value.clone());
+        let ttl = self.plan.ttl_ms.max(1);
+        Heartbeat(Some(tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(Duration::from_millis(every));
+            ticks.tick().await;
+            loop {
+                ticks.tick().await;
+                let mut renew = redis::cmd("EVAL");
+                renew.arg(RENEW_OWN).arg(1).arg(&key).arg(&value).arg(ttl);
+                // A beat that fails is a beat missed, as a real one would be.
+                let _ = bounded(renew.query_async::<i64>(&mut conn), "the heartbeat").await;
+            }
+        })))
     }
 
     /// The first claim of a run with `--redis-pressure` sets the other
@@ -376,10 +418,12 @@ impl Strategy for ClaimInRedis {
                 return self.fail(&key, &won, req, trace).await;
             }
             let traffic = self.press_once(&key);
+            let beating = self.beat(&key, &won);
             let xp = match won.token {
                 Some(token) => self.fenced_work(lease, req, token, trace).await?,
                 None => Ok(self.work(lease, req, trace).await?),
             };
+            drop(beating);
             if let Some(traffic) = traffic {
                 let _ = traffic.await;
             }

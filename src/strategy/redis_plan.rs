@@ -65,6 +65,9 @@ pub struct RedisPlan {
     pub pressure: u64,
     /// How an owner whose work failed (`--fail-work`) lets its claim go.
     pub release: RedisRelease,
+    /// While it works, the owner renews its claim's time to live this
+    /// often (ms), by a script that renews it only while it is its own.
+    pub heartbeat_ms: Option<u64>,
 }
 
 impl Default for RedisPlan {
@@ -76,6 +79,7 @@ impl Default for RedisPlan {
             eviction: Eviction::default(),
             pressure: crate::limits::REDIS_PRESSURE.default(),
             release: RedisRelease::default(),
+            heartbeat_ms: None,
         }
     }
 }

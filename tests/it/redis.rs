@@ -286,3 +286,35 @@ fn exploring_a_redis_claim_finds_the_lapsed_lease_and_the_fence_keeps_one_row() 
         Vec::<String>::new()
     );
 }
+
+/// A request dropped mid-work (its client hung up, `--on-hangup cancel`)
+/// takes its heartbeat with it: the claim it can no longer complete lapses
+/// within its time to live and a retry does the work, once. A heartbeat
+/// that outlived its request would keep the claim alive for nobody, and
+/// every retry would be told 409 until the client gave up: no XP row.
+#[test]
+fn a_dropped_request_stops_renewing_its_redis_claim() {
+    let sandbox = Sandbox::new("redis-heartbeat-drop");
+    let out = sandbox
+        .idem()
+        .args(["race", "-s", "claim-work-complete", "--store", "redis"])
+        .args(["--redis-ttl-ms", "100", "--redis-heartbeat-ms", "30"])
+        .args(["--http", "--work-ms", "600", "--hang-up", "at=during-work"])
+        .args(["--on-hangup", "cancel", "--runs", "3", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["xp_rows"].as_u64(), Some(1), "{r}");
+        assert_eq!(r["outcomes"]["hung_up"].as_u64(), Some(1), "{r}");
+    }
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}

@@ -25,8 +25,8 @@ pub struct StoreInput {
     #[arg(help_heading = "Lesson 5: where claims live")]
     #[arg(long, value_enum,
           help = with_default(
-              "Where claim-work-complete keeps its claims: the key table, or a \
-               Solid-Cache-like store (lesson 5).",
+              "Where claim-work-complete keeps its claims: the key table, a \
+               Solid-Cache-like store, or Redis (lesson 5).",
               DEFAULT_STORE.name()))]
     pub store: Option<StoreKind>,
 
@@ -73,6 +73,13 @@ pub struct StoreInput {
     #[arg(help_heading = "Lesson 5: where claims live")]
     #[arg(long, value_enum, value_name = "POLICY")]
     pub redis_eviction: Option<Eviction>,
+
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = limits::REDIS_HEARTBEAT_MS.parser(),
+          help = "With --store redis: while it works, the owner renews its claim's time to \
+                  live this often, in ms, by a script that renews only its own claim (PEXPIRE)")]
+    pub redis_heartbeat_ms: Option<u64>,
 
     /// With --store redis and --fail-work: how the owner whose work failed
     /// lets its claim go, by a script that deletes it only while it is
@@ -180,6 +187,7 @@ impl StoreInput {
                     .redis_pressure
                     .unwrap_or(limits::REDIS_PRESSURE.default()),
                 release: self.redis_release.unwrap_or_default(),
+                heartbeat_ms: self.redis_heartbeat_ms,
             },
         }
     }
