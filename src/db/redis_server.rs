@@ -21,16 +21,13 @@ use crate::db::child::check_stop;
 use crate::db::cluster::runs_parent;
 use crate::db::leftovers;
 use crate::db::os_user::{chown_tree, server_user};
-use crate::db::redis_url::RedisUrl;
+pub use crate::db::redis_url::{COMMAND_LIMIT, RedisUrl, bounded};
 use crate::db::supervised::{Launch, Supervised};
 use crate::db::template::private_dir;
 use crate::files::owners::alive;
 
 /// How long the server may take to answer its first PING.
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// How long one command may take before the request gives up on it.
-pub const COMMAND_LIMIT: Duration = Duration::from_secs(5);
 
 /// Run directories of the servers idem starts: `idem-redis-<pid>-<hex>`.
 const RUN_PREFIX: &str = "idem-redis";
@@ -401,24 +398,6 @@ async fn info_number(
         .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
         .and_then(|value| value.trim().parse().ok())
         .with_context(|| format!("Redis's INFO {section} has no {name}"))
-}
-
-/// `command` with [`COMMAND_LIMIT`], its error one line naming it.
-pub async fn bounded<T>(
-    command: impl std::future::Future<Output = redis::RedisResult<T>>,
-    name: &str,
-) -> Result<T> {
-    match tokio::time::timeout(COMMAND_LIMIT, command).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(err)) => bail!(
-            "Redis refused {name}: {}",
-            crate::controls::escaped(&err.to_string())
-        ),
-        Err(_) => bail!(
-            "Redis did not answer {name} within {} s",
-            COMMAND_LIMIT.as_secs()
-        ),
-    }
 }
 
 /// Connects once the socket answers PING; stops at a signal, a dead

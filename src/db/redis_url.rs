@@ -13,8 +13,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::redis_server::{COMMAND_LIMIT, bounded};
 use super::secret::redact;
+
+/// How long one command may take before the request gives up on it.
+pub const COMMAND_LIMIT: Duration = Duration::from_secs(5);
 
 /// How long the cleanup at the run's end may take in all.
 const CLEANUP_LIMIT: Duration = Duration::from_secs(5);
@@ -108,6 +110,24 @@ impl RedisUrl {
             }
             cursor = next;
         }
+    }
+}
+
+/// `command` with [`COMMAND_LIMIT`], its error one line naming it.
+pub async fn bounded<T>(
+    command: impl std::future::Future<Output = redis::RedisResult<T>>,
+    name: &str,
+) -> Result<T> {
+    match tokio::time::timeout(COMMAND_LIMIT, command).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(err)) => bail!(
+            "Redis refused {name}: {}",
+            crate::controls::escaped(&err.to_string())
+        ),
+        Err(_) => bail!(
+            "Redis did not answer {name} within {} s",
+            COMMAND_LIMIT.as_secs()
+        ),
     }
 }
 
