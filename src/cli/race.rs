@@ -38,6 +38,18 @@ pub struct CompareArgs {
     #[arg(long)]
     pub losers: bool,
 
+    /// Compare where claim-work-complete keeps its claims instead of the
+    /// strategies, a row per store: `--stores table,cache,redis` (lesson 5).
+    /// The Redis options (--redis-ttl-ms, ...) apply to the redis row.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "STORES",
+        conflicts_with = "losers"
+    )]
+    pub stores: Vec<crate::store::StoreKind>,
+
     /// Explore every interleaving of each strategy's requests (two unless
     /// --workers says otherwise) instead of racing them: held in K of N.
     #[arg(long, conflicts_with_all = ["losers", "runs"])]

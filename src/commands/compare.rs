@@ -17,6 +17,8 @@ use crate::strategy::{LoserKind, StrategyKind};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compared {
     Strategies,
+    /// Where claim-work-complete keeps its claims (`--stores`).
+    Stores,
     Losers,
     /// The strategies, each under every interleaving (`--explore`).
     Interleavings,
@@ -32,6 +34,8 @@ pub struct Plan {
     pub(crate) out: Output,
     /// The course's strategies left out of the table, and why.
     left_out: Option<String>,
+    /// What an explored row is: a strategy, or a store.
+    explored_row: &'static str,
 }
 
 /// A comparison on PostgreSQL alone, or engine by engine.
@@ -69,6 +73,12 @@ fn on_postgres(args: &CompareArgs) -> Result<Plan> {
             })
             .collect::<Result<Vec<_>>>()?;
         (Compared::Losers, rows)
+    } else if !args.stores.is_empty() {
+        let rows = stores(args)?;
+        match args.explore {
+            true => (Compared::Interleavings, rows),
+            false => (Compared::Stores, rows),
+        }
     } else {
         let course = args
             .race
@@ -111,7 +121,45 @@ fn on_postgres(args: &CompareArgs) -> Result<Plan> {
         runs: args.race.runs(),
         out: Output::from_json_flag(args.race.show.json),
         left_out,
+        explored_row: match args.stores.is_empty() {
+            true => "strategy",
+            false => "store",
+        },
     })
+}
+
+/// `--stores`: claim-work-complete with its claims in each store, the
+/// Redis options on the Redis row alone.
+fn stores(args: &CompareArgs) -> Result<Vec<(String, RaceSettings)>> {
+    use crate::store::StoreKind;
+    if args.race.input.store.store.is_some() {
+        bail!("--stores compares the stores, a row each; drop --store");
+    }
+    let mut kinds = args.stores.clone();
+    kinds.dedup();
+    kinds
+        .into_iter()
+        .map(|kind| {
+            let input = args
+                .race
+                .input(Some(StrategyKind::ClaimWorkComplete))
+                .with(|r| {
+                    if kind != StoreKind::Redis {
+                        r.store = crate::race::options::StoreInput {
+                            cache_max_entries: r.store.cache_max_entries,
+                            cache_max_age: r.store.cache_max_age,
+                            ..Default::default()
+                        };
+                    }
+                    r.store.store = Some(kind);
+                });
+            let settings = match args.explore {
+                true => crate::explore::settings(&input)?,
+                false => input.build(Origin::Flags)?,
+            };
+            Ok((kind.name().to_string(), settings))
+        })
+        .collect()
 }
 
 impl OnDatabase for Plan {
@@ -121,7 +169,7 @@ impl OnDatabase for Plan {
 
     async fn run_on(self, db: &Database) -> Result<()> {
         if self.compared == Compared::Interleavings {
-            return explore_each(db, self.rows, self.out).await;
+            return explore_each(db, self.rows, self.out, self.explored_row).await;
         }
         let total = self.runs * self.rows.len() as u64;
         let out = self.out;
@@ -149,7 +197,7 @@ impl OnDatabase for Plan {
         }
         progress.finish_and_clear();
         out.text(|| match self.compared {
-            Compared::Strategies => {
+            Compared::Strategies | Compared::Stores => {
                 let rows: Vec<(String, RunsSummary)> = results
                     .iter()
                     .map(|(label, races)| {
@@ -158,7 +206,11 @@ impl OnDatabase for Plan {
                         (label.clone(), summary)
                     })
                     .collect();
-                let mut text = render_compare(&rows, &line);
+                let row = match self.compared {
+                    Compared::Stores => "store",
+                    _ => "strategy",
+                };
+                let mut text = render_compare(&rows, &line, row);
                 if let Some(note) = &self.left_out {
                     text.push_str(&format!("{}\n", report::style::dim(note)));
                 }
@@ -178,14 +230,19 @@ impl OnDatabase for Plan {
 
 /// `compare --explore`: each row explored whole (or reduced, past the
 /// bound), one JSON object per row, then the table.
-async fn explore_each(db: &Database, rows: Vec<(String, RaceSettings)>, out: Output) -> Result<()> {
+async fn explore_each(
+    db: &Database,
+    rows: Vec<(String, RaceSettings)>,
+    out: Output,
+    row: &str,
+) -> Result<()> {
     let progress = report::progress::counter(!out.for_people(), "interleavings");
     let mut found = Vec::new();
     let mut done = 0;
     for (label, settings) in rows {
         let guard = match settings.app().guard_file {
             Some(file) => format!("--strategy-file {}", file.0.name),
-            None => format!("-s {label}"),
+            None => format!("-s {}", settings.strategy().name()),
         };
         let replay = crate::explore::replay_for(&guard, &settings);
         let e = crate::explore::explore(
@@ -200,5 +257,5 @@ async fn explore_each(db: &Database, rows: Vec<(String, RaceSettings)>, out: Out
         found.push((label, e));
     }
     progress.finish_and_clear();
-    out.text(|| report::explore::render_compare(&found))
+    out.text(|| report::explore::render_compare(&found, row))
 }

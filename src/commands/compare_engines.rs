@@ -96,7 +96,12 @@ async fn explore_each(
         found.push((label, e));
     }
     progress.finish_and_clear();
-    out.text(|| format!("{}{left}", report::explore::render_compare(&found)))
+    out.text(|| {
+        format!(
+            "{}{left}",
+            report::explore::render_compare(&found, "strategy")
+        )
+    })
 }
 
 impl OnDatabase for Plan {

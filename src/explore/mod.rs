@@ -48,7 +48,15 @@ pub const WORK_MS: u64 = 0;
 /// The settings of an exploration: a stepped race of [`WORKERS`] requests
 /// whose work takes [`WORK_MS`], unless the input says otherwise.
 pub fn settings(input: &crate::race::options::RaceInput) -> Result<RaceSettings> {
-    input_of(input).build_stepped()
+    let settings = input_of(input).build_stepped()?;
+    if settings.store_kind() == crate::store::StoreKind::Cache {
+        bail!(
+            "--store cache writes its claim in one step here (BEGIN, SELECT ... FOR UPDATE, the \
+             upsert and COMMIT), so no walk can put another request between them and every \
+             order would hold: race it instead (idem race --store cache)"
+        );
+    }
+    Ok(settings)
 }
 
 /// `input` with an exploration's defaults: [`WORKERS`] requests whose work

@@ -194,7 +194,7 @@ pub fn render_shortest(e: &Exploration) -> String {
 }
 
 /// `compare --explore`: a row per strategy, held in K of N.
-pub fn render_compare(rows: &[(String, Exploration)]) -> String {
+pub fn render_compare(rows: &[(String, Exploration)], row: &str) -> String {
     let Some((_, first)) = rows.first() else {
         return String::new();
     };
@@ -228,12 +228,7 @@ pub fn render_compare(rows: &[(String, Exploration)]) -> String {
         })
         .collect();
     out.push_str(&super::table::render(
-        &[
-            "strategy",
-            "held in",
-            "failed by",
-            "shortest failing schedule",
-        ],
+        &[row, "held in", "failed by", "shortest failing schedule"],
         lines,
         &[],
     ));

@@ -124,8 +124,9 @@ pub fn render_summary(s: &RunsSummary, settings_line: &str, strategy: &str) -> S
     out
 }
 
-/// `idem compare`: one row per strategy.
-pub fn render_compare(rows: &[(String, RunsSummary)], settings_line: &str) -> String {
+/// `idem compare`: one row per strategy, or per store (`row`, the first
+/// column's title, names which).
+pub fn render_compare(rows: &[(String, RunsSummary)], settings_line: &str, row: &str) -> String {
     let mut out = String::new();
     let runs = rows.first().map_or(1, |(_, s)| s.runs);
     let title = if runs == 1 {
@@ -165,7 +166,7 @@ pub fn render_compare(rows: &[(String, RunsSummary)], settings_line: &str) -> St
         .collect();
     out.push_str(&table::render(
         &[
-            "strategy",
+            row,
             "key rows",
             "XP rows",
             // Calls to the award service: what no rollback undoes.

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::user_redis::{PASSWORD, UserRedis};
-use crate::common::{Sandbox, refused_in_one_line};
+use crate::common::{Sandbox, refused_in_one_line, refused_in_one_line_with};
 
 #[test]
 fn a_claim_in_redis_holds_and_its_server_goes_with_the_run() {
@@ -313,6 +313,47 @@ fn a_dropped_request_stops_renewing_its_redis_claim() {
         assert_eq!(r["xp_rows"].as_u64(), Some(1), "{r}");
         assert_eq!(r["outcomes"]["hung_up"].as_u64(), Some(1), "{r}");
     }
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
+
+/// `idem compare --stores`: claim-work-complete with its claims in each
+/// store, a row each, the Redis options on the Redis row alone; and a
+/// walk that cannot see inside the cache store's claim is refused rather
+/// than said to hold.
+#[test]
+fn compare_races_the_stores_side_by_side() {
+    let sandbox = Sandbox::new("redis-compare");
+    let out = sandbox
+        .idem()
+        .args(["compare", "--stores", "table,cache,redis", "--runs", "2"])
+        .args(["--redis-ttl-ms", "30000", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let races: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let stores: Vec<&str> = races.iter().map(|r| r["store"].as_str().unwrap()).collect();
+    assert_eq!(
+        stores,
+        ["table", "table", "cache", "cache", "redis", "redis"]
+    );
+    for r in races.iter().filter(|r| r["store"] != "cache") {
+        assert_eq!(r["xp_rows"].as_u64(), Some(1), "{r}");
+    }
+    assert_eq!(races[4]["redis"]["ttl_ms"], 30000);
+    // Refused as a command line is (exit 2), before anything starts.
+    let explore = ["explore", "-s", "claim-work-complete", "--store", "cache"];
+    let err = refused_in_one_line_with(sandbox.idem().args(explore), 2);
+    assert!(err.contains("race it instead"), "{err}");
     assert_eq!(
         sandbox.wait_clean(Duration::from_secs(10)),
         Vec::<String>::new()

@@ -166,7 +166,9 @@ fn a_comparison_renders_a_row_per_strategy() {
         ("claim-work-complete".to_string(), sound),
     ];
     let line = report::race::settings_line(&lesson_one(1));
-    insta::assert_snapshot!(shown(report::runs::render_compare(&rows, &line)));
+    insta::assert_snapshot!(shown(report::runs::render_compare(
+        &rows, &line, "strategy"
+    )));
 }
 
 #[test]
