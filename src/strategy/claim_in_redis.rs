@@ -227,8 +227,11 @@ impl ClaimInRedis {
     }
 
     /// The first claim of a run with `--redis-pressure` sets the other
-    /// traffic going, on a task of its own: it is no part of the request,
-    /// and runs to its end (its keys removed) whatever becomes of it.
+    /// traffic going, on a task of its own, so that it runs to its end (its
+    /// keys removed) whatever becomes of the request; the owner waits for
+    /// it before its work. So the traffic passes while the claim is held
+    /// and is over before any retry comes: a retry never meets a Redis
+    /// still full, and what it finds is the eviction's doing alone.
     fn press_once(&self, claim: &str) -> Option<tokio::task::JoinHandle<()>> {
         if self.plan.pressure == 0 || self.pressed.swap(true, Ordering::SeqCst) {
             return None;
@@ -417,16 +420,15 @@ impl Strategy for ClaimInRedis {
             if req.work_fails {
                 return self.fail(&key, &won, req, trace).await;
             }
-            let traffic = self.press_once(&key);
+            if let Some(traffic) = self.press_once(&key) {
+                let _ = traffic.await;
+            }
             let beating = self.beat(&key, &won);
             let xp = match won.token {
                 Some(token) => self.fenced_work(lease, req, token, trace).await?,
                 None => Ok(self.work(lease, req, trace).await?),
             };
             drop(beating);
-            if let Some(traffic) = traffic {
-                let _ = traffic.await;
-            }
             let xp = match xp {
                 Ok(xp) => xp,
                 Err(answer) => return Ok(answer),
