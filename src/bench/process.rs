@@ -41,21 +41,7 @@ pub fn measure(opts: &ClusterOptions, runs: usize, tick: impl Fn()) -> Result<Pr
         if let Some(bin) = &opts.pg_bin {
             race.arg("--pg-bin").arg(bin);
         }
-        let began = Instant::now();
-        let status = race
-            .env_remove("DATABASE_URL")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
-            .context("could not run idem race")?;
-        times.push(began.elapsed());
-        if !status.status.success() {
-            bail!(
-                "idem race failed: {}",
-                String::from_utf8_lossy(&status.stderr).trim()
-            );
-        }
+        times.push(timed(&mut race, "idem race")?);
         let began = Instant::now();
         Cluster::start(opts)?.stop()?;
         clusters.push(began.elapsed());
@@ -73,4 +59,25 @@ pub fn measure(opts: &ClusterOptions, runs: usize, tick: impl Fn()) -> Result<Pr
         cluster_median_ms: cluster,
         ratio: median / cluster,
     })
+}
+
+/// Runs `command` (an idem process on its own disposable servers) and
+/// times it; its failure is one line naming `what`.
+pub(super) fn timed(command: &mut Command, what: &str) -> Result<Duration> {
+    let began = Instant::now();
+    let out = command
+        .env_remove("DATABASE_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .with_context(|| format!("could not run {what}"))?;
+    let took = began.elapsed();
+    if !out.status.success() {
+        bail!(
+            "{what} failed: {}",
+            crate::controls::escaped(String::from_utf8_lossy(&out.stderr).trim())
+        );
+    }
+    Ok(took)
 }

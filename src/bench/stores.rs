@@ -7,10 +7,10 @@
 //! ON CONFLICT (key) DO NOTHING` on the key table), one request at a time
 //! with no work, timed by the request's own trace.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::meter::median_ms;
@@ -90,22 +90,12 @@ fn alternate(pairs: usize) -> Result<(Vec<Duration>, Vec<Duration>)> {
     let (mut table, mut redis) = (Vec::new(), Vec::new());
     for _ in 0..pairs {
         for (store, times) in [("table", &mut table), ("redis", &mut redis)] {
-            let began = Instant::now();
-            let out = Command::new(&idem)
-                .args(["race", "-s", "claim-work-complete", "--store", store])
-                .env_remove("DATABASE_URL")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .output()
-                .context("could not run idem race")?;
-            times.push(began.elapsed());
-            if !out.status.success() {
-                bail!(
-                    "idem race --store {store} failed: {}",
-                    crate::controls::escaped(String::from_utf8_lossy(&out.stderr).trim())
-                );
-            }
+            let mut race = Command::new(&idem);
+            race.args(["race", "-s", "claim-work-complete", "--store", store]);
+            times.push(super::process::timed(
+                &mut race,
+                &format!("idem race --store {store}"),
+            )?);
         }
     }
     Ok((table, redis))

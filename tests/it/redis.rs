@@ -7,33 +7,40 @@ use serde_json::Value;
 use crate::common::user_redis::{PASSWORD, UserRedis};
 use crate::common::{Sandbox, refused_in_one_line, refused_in_one_line_with};
 
+/// `idem ARGS --json` in `sandbox`, which must succeed: each JSON line it
+/// printed (one per race).
+fn json_lines(sandbox: &Sandbox, args: &[&str]) -> Vec<Value> {
+    let out = sandbox.idem().args(args).arg("--json").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// Nothing of the run left in `sandbox`: no server, no directory.
+fn left_clean(sandbox: &Sandbox) {
+    assert_eq!(
+        sandbox.wait_clean(Duration::from_secs(10)),
+        Vec::<String>::new()
+    );
+}
+
 #[test]
 fn a_claim_in_redis_holds_and_its_server_goes_with_the_run() {
     let sandbox = Sandbox::new("redis-race");
-    let out = sandbox
-        .idem()
-        .args([
-            "race",
-            "-s",
-            "claim-work-complete",
-            "--store",
-            "redis",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let races = json_lines(
+        &sandbox,
+        &["race", "-s", "claim-work-complete", "--store", "redis"],
+    );
+    let r = &races[0];
     assert_eq!(
         (r["xp_rows"].as_u64(), r["service_calls"].as_u64()),
         (Some(1), Some(1)),
         "{r}"
     );
-    assert_eq!(
-        sandbox.wait_clean(Duration::from_secs(10)),
-        Vec::<String>::new()
-    );
+    left_clean(&sandbox);
 }
 
 #[test]
@@ -53,10 +60,7 @@ fn a_run_killed_mid_race_leaves_no_redis_server() {
         1,
     );
     assert!(caught, "idem was not caught with its redis-server up");
-    assert_eq!(
-        sandbox.wait_clean(Duration::from_secs(10)),
-        Vec::<String>::new()
-    );
+    left_clean(&sandbox);
 }
 
 #[test]
@@ -101,28 +105,21 @@ fn what_a_redis_claim_cannot_be_is_refused_in_one_line() {
 #[test]
 fn a_fencing_token_keeps_the_store_of_record_right_when_every_claim_wins() {
     let sandbox = Sandbox::new("redis-fence");
-    let out = sandbox
-        .idem()
-        .args(["race", "-s", "claim-work-complete", "--store", "redis"])
-        .args([
+    let runs = json_lines(
+        &sandbox,
+        &[
+            "race",
+            "-s",
+            "claim-work-complete",
+            "--store",
+            "redis",
             "--redis-claim",
             "overwrite",
             "--redis-fence",
             "--runs",
             "3",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
-    let runs: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
     assert_eq!(runs.len(), 3);
     for r in &runs {
         assert_eq!(
@@ -140,10 +137,7 @@ fn a_fencing_token_keeps_the_store_of_record_right_when_every_claim_wins() {
             "{r}"
         );
     }
-    assert_eq!(
-        sandbox.wait_clean(Duration::from_secs(10)),
-        Vec::<String>::new()
-    );
+    left_clean(&sandbox);
 }
 
 /// A user's Redis (`--redis-url`, with a password): the race runs there,
@@ -192,10 +186,7 @@ fn a_users_redis_keeps_its_own_keys_and_loses_the_runs() {
     );
     assert!(err.contains("could not reach Redis"), "{err}");
     assert!(!err.contains("not-the-password"), "{err}");
-    assert_eq!(
-        sandbox.wait_clean(Duration::from_secs(10)),
-        Vec::<String>::new()
-    );
+    left_clean(&sandbox);
 }
 
 /// A run killed with SIGKILL cannot remove its keys from a user's Redis;
@@ -229,10 +220,7 @@ fn a_run_killed_on_a_users_redis_leaves_only_keys_that_expire() {
         assert!(key.starts_with("idem:"), "{key}");
         assert!(*ttl > 0, "{key} would stay for good");
     }
-    assert_eq!(
-        sandbox.wait_clean(Duration::from_secs(10)),
-        Vec::<String>::new()
-    );
+    left_clean(&sandbox);
 }
 
 /// `idem explore` over Redis's commands, the claim's time to live as the
@@ -281,10 +269,7 @@ fn exploring_a_redis_claim_finds_the_lapsed_lease_and_the_fence_keeps_one_row() 
         fenced["kinds"]["duplicate_service_calls"].as_u64() > Some(0),
         "{fenced}"
     );
-    assert_eq!(
-        sandbox.wait_clean(Duration::from_secs(10)),
-        Vec::<String>::new()
-    );
+    left_clean(&sandbox);
 }
 
 /// A request dropped mid-work (its client hung up, `--on-hangup cancel`)
@@ -295,28 +280,34 @@ fn exploring_a_redis_claim_finds_the_lapsed_lease_and_the_fence_keeps_one_row() 
 #[test]
 fn a_dropped_request_stops_renewing_its_redis_claim() {
     let sandbox = Sandbox::new("redis-heartbeat-drop");
-    let out = sandbox
-        .idem()
-        .args(["race", "-s", "claim-work-complete", "--store", "redis"])
-        .args(["--redis-ttl-ms", "100", "--redis-heartbeat-ms", "30"])
-        .args(["--http", "--work-ms", "600", "--hang-up", "at=during-work"])
-        .args(["--on-hangup", "cancel", "--runs", "3", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let races = json_lines(
+        &sandbox,
+        &[
+            "race",
+            "-s",
+            "claim-work-complete",
+            "--store",
+            "redis",
+            "--redis-ttl-ms",
+            "100",
+            "--redis-heartbeat-ms",
+            "30",
+            "--http",
+            "--work-ms",
+            "600",
+            "--hang-up",
+            "at=during-work",
+            "--on-hangup",
+            "cancel",
+            "--runs",
+            "3",
+        ],
     );
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let r: Value = serde_json::from_str(line).unwrap();
+    for r in &races {
         assert_eq!(r["xp_rows"].as_u64(), Some(1), "{r}");
         assert_eq!(r["outcomes"]["hung_up"].as_u64(), Some(1), "{r}");
     }
-    assert_eq!(
-        sandbox.wait_clean(Duration::from_secs(10)),
-        Vec::<String>::new()
-    );
+    left_clean(&sandbox);
 }
 
 /// `idem compare --stores`: claim-work-complete with its claims in each
@@ -326,21 +317,18 @@ fn a_dropped_request_stops_renewing_its_redis_claim() {
 #[test]
 fn compare_races_the_stores_side_by_side() {
     let sandbox = Sandbox::new("redis-compare");
-    let out = sandbox
-        .idem()
-        .args(["compare", "--stores", "table,cache,redis", "--runs", "2"])
-        .args(["--redis-ttl-ms", "30000", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let races = json_lines(
+        &sandbox,
+        &[
+            "compare",
+            "--stores",
+            "table,cache,redis",
+            "--runs",
+            "2",
+            "--redis-ttl-ms",
+            "30000",
+        ],
     );
-    let races: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
     let stores: Vec<&str> = races.iter().map(|r| r["store"].as_str().unwrap()).collect();
     assert_eq!(
         stores,
@@ -354,8 +342,5 @@ fn compare_races_the_stores_side_by_side() {
     let explore = ["explore", "-s", "claim-work-complete", "--store", "cache"];
     let err = refused_in_one_line_with(sandbox.idem().args(explore), 2);
     assert!(err.contains("race it instead"), "{err}");
-    assert_eq!(
-        sandbox.wait_clean(Duration::from_secs(10)),
-        Vec::<String>::new()
-    );
+    left_clean(&sandbox);
 }
