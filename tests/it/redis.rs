@@ -7,10 +7,11 @@ use serde_json::Value;
 use crate::common::user_redis::{PASSWORD, UserRedis};
 use crate::common::{Sandbox, refused_in_one_line, refused_in_one_line_with};
 
-/// `idem ARGS --json` in `sandbox`, which must succeed: each JSON line it
-/// printed (one per race).
-fn json_lines(sandbox: &Sandbox, args: &[&str]) -> Vec<Value> {
-    let out = sandbox.idem().args(args).arg("--json").output().unwrap();
+/// `idem COMMAND --json` in `sandbox` (its words split at spaces), which
+/// must succeed: each JSON line it printed (one per race).
+fn json_lines(sandbox: &Sandbox, command: &str) -> Vec<Value> {
+    let args: Vec<&str> = command.split_whitespace().collect();
+    let out = sandbox.idem().args(&args).arg("--json").output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{args:?}: {stderr}");
     String::from_utf8_lossy(&out.stdout)
@@ -30,10 +31,7 @@ fn left_clean(sandbox: &Sandbox) {
 #[test]
 fn a_claim_in_redis_holds_and_its_server_goes_with_the_run() {
     let sandbox = Sandbox::new("redis-race");
-    let races = json_lines(
-        &sandbox,
-        &["race", "-s", "claim-work-complete", "--store", "redis"],
-    );
+    let races = json_lines(&sandbox, "race -s claim-work-complete --store redis");
     let r = &races[0];
     assert_eq!(
         (r["xp_rows"].as_u64(), r["service_calls"].as_u64()),
@@ -107,18 +105,7 @@ fn a_fencing_token_keeps_the_store_of_record_right_when_every_claim_wins() {
     let sandbox = Sandbox::new("redis-fence");
     let runs = json_lines(
         &sandbox,
-        &[
-            "race",
-            "-s",
-            "claim-work-complete",
-            "--store",
-            "redis",
-            "--redis-claim",
-            "overwrite",
-            "--redis-fence",
-            "--runs",
-            "3",
-        ],
+        "race -s claim-work-complete --store redis --redis-claim overwrite --redis-fence --runs 3",
     );
     assert_eq!(runs.len(), 3);
     for r in &runs {
@@ -282,26 +269,8 @@ fn a_dropped_request_stops_renewing_its_redis_claim() {
     let sandbox = Sandbox::new("redis-heartbeat-drop");
     let races = json_lines(
         &sandbox,
-        &[
-            "race",
-            "-s",
-            "claim-work-complete",
-            "--store",
-            "redis",
-            "--redis-ttl-ms",
-            "100",
-            "--redis-heartbeat-ms",
-            "30",
-            "--http",
-            "--work-ms",
-            "600",
-            "--hang-up",
-            "at=during-work",
-            "--on-hangup",
-            "cancel",
-            "--runs",
-            "3",
-        ],
+        "race -s claim-work-complete --store redis --redis-ttl-ms 100 --redis-heartbeat-ms 30 \
+         --http --work-ms 600 --hang-up at=during-work --on-hangup cancel --runs 3",
     );
     for r in &races {
         assert_eq!(r["xp_rows"].as_u64(), Some(1), "{r}");
@@ -319,15 +288,7 @@ fn compare_races_the_stores_side_by_side() {
     let sandbox = Sandbox::new("redis-compare");
     let races = json_lines(
         &sandbox,
-        &[
-            "compare",
-            "--stores",
-            "table,cache,redis",
-            "--runs",
-            "2",
-            "--redis-ttl-ms",
-            "30000",
-        ],
+        "compare --stores table,cache,redis --runs 2 --redis-ttl-ms 30000",
     );
     let stores: Vec<&str> = races.iter().map(|r| r["store"].as_str().unwrap()).collect();
     assert_eq!(
