@@ -61,7 +61,7 @@ const PLACES: [&str; 2] = ["/usr/bin/redis-server", "/usr/local/bin/redis-server
     serde::Deserialize,
     clap::ValueEnum,
 )]
-pub enum Eviction {
+pub enum MaxmemoryPolicy {
     /// Drop nothing: a write that needs more memory is refused (OOM).
     #[default]
     #[value(name = "noeviction")]
@@ -78,13 +78,13 @@ pub enum Eviction {
     VolatileLru,
 }
 
-impl Eviction {
+impl MaxmemoryPolicy {
     /// The policy as `CONFIG SET maxmemory-policy` takes it.
     pub fn name(self) -> &'static str {
         match self {
-            Eviction::NoEviction => "noeviction",
-            Eviction::AllkeysLru => "allkeys-lru",
-            Eviction::VolatileLru => "volatile-lru",
+            MaxmemoryPolicy::NoEviction => "noeviction",
+            MaxmemoryPolicy::AllkeysLru => "allkeys-lru",
+            MaxmemoryPolicy::VolatileLru => "volatile-lru",
         }
     }
 }
@@ -271,7 +271,7 @@ impl Redis {
 impl Redis {
     /// Leaves [`PRESSURE_ROOM`] above what the server holds now, and tells
     /// it what to drop once that is full. Only ever on idem's own server.
-    pub async fn limit_memory(&self, eviction: Eviction) -> Result<()> {
+    pub async fn limit_memory(&self, eviction: MaxmemoryPolicy) -> Result<()> {
         if !self.is_own() {
             bail!("idem changes no setting of a Redis it did not start");
         }

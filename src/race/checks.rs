@@ -10,7 +10,7 @@ use crate::limits::{self, Limit, Origin};
 use crate::request::key::{self, KeyError};
 use crate::store::StoreKind;
 use crate::strategy::orm::Orm;
-use crate::strategy::redis_plan::{Eviction, RedisPlan, RedisRelease};
+use crate::strategy::redis_plan::{MaxmemoryPolicy, RedisPlan, RedisRelease};
 use crate::strategy::spec::{Can, TransactionRule};
 use crate::strategy::transaction::Transaction;
 use crate::strategy::{LoserPolicy, StrategyKind};
@@ -244,7 +244,7 @@ impl RaceSettings {
                 origin.name("--redis-release", "race.redis_release")
             );
         }
-        if plan.eviction != Eviction::default() && plan.pressure == 0 {
+        if plan.eviction != MaxmemoryPolicy::default() && plan.pressure == 0 {
             bail!(
                 "{} decides what a full Redis drops, and nothing fills it: add --redis-pressure",
                 origin.name("--redis-eviction", "race.redis_eviction")

@@ -3,7 +3,7 @@
 use crate::race::RaceResult;
 use crate::race::told::{Counted, Fact, Pressed, Setting, Told, Who, tell};
 use crate::request::{Outcome, Step};
-use crate::strategy::redis_plan::{Eviction, RedisClaim, RedisFigures, RedisRelease};
+use crate::strategy::redis_plan::{MaxmemoryPolicy, RedisClaim, RedisFigures, RedisRelease};
 
 /// The whole story: the burst, then what the lease let through, then what
 /// the fence and the traffic did.
@@ -196,7 +196,7 @@ fn traffic(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
         " and evicted {}, {}.",
         Counted(Fact::Pressed(Pressed::Evicted, seen.evicted), "key"),
         match (seen.claim_kept, redis.plan.eviction) {
-            (false, Eviction::VolatileLru) => {
+            (false, MaxmemoryPolicy::VolatileLru) => {
                 "the claim among them: volatile-lru evicts only keys with a time to live, and \
                  a claim always has one"
             }

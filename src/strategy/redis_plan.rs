@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::db::redis_server::{Eviction, PressureSeen};
+pub use crate::db::redis_server::{MaxmemoryPolicy, PressureSeen};
 
 /// How an owner whose work failed lets its claim go, so that a retry may
 /// work again.
@@ -59,7 +59,7 @@ pub struct RedisPlan {
     /// before the work's rows go in.
     pub fence: bool,
     /// What Redis drops once full, with `pressure`.
-    pub eviction: Eviction,
+    pub eviction: MaxmemoryPolicy,
     /// Other keys (1 KiB each, no time to live) written while the first
     /// claim's owner works, into a Redis with 1 MiB to spare.
     pub pressure: u64,
@@ -76,7 +76,7 @@ impl Default for RedisPlan {
             claim: RedisClaim::default(),
             ttl_ms: crate::limits::REDIS_TTL_MS.default(),
             fence: false,
-            eviction: Eviction::default(),
+            eviction: MaxmemoryPolicy::default(),
             pressure: crate::limits::REDIS_PRESSURE.default(),
             release: RedisRelease::default(),
             heartbeat_ms: None,

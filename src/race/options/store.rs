@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::limits::{self, help_with_default as with_default};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
-use crate::strategy::redis_plan::{Eviction, RedisClaim, RedisPlan, RedisRelease};
+use crate::strategy::redis_plan::{MaxmemoryPolicy, RedisClaim, RedisPlan, RedisRelease};
 
 /// Where claims live unless told otherwise.
 pub const DEFAULT_STORE: StoreKind = StoreKind::Table;
@@ -72,7 +72,7 @@ pub struct StoreInput {
     /// memory is full (its maxmemory-policy) [default: noeviction].
     #[arg(help_heading = "Lesson 5: where claims live")]
     #[arg(long, value_enum, value_name = "POLICY")]
-    pub redis_eviction: Option<Eviction>,
+    pub redis_eviction: Option<MaxmemoryPolicy>,
 
     #[arg(help_heading = "Lesson 5: where claims live")]
     #[arg(long, value_name = "MS", allow_negative_numbers = true,
