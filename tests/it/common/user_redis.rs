@@ -1,6 +1,7 @@
 //! A Redis that stands for a user's: a `redis-server` the test starts on a TCP port of loopback with a password, seeded with keys of "the app's", killed when the test ends.
 
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -26,7 +27,17 @@ impl UserRedis {
             .local_addr()
             .unwrap()
             .port();
-        let child = Command::new(program)
+        let mut command = Command::new(program);
+        // SAFETY: prctl is async-signal-safe, and only sets this child's
+        // parent-death signal: a test process that aborts (a stack
+        // overflow, a panic in a drop) takes its server with it.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = command
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args([
                 "--requirepass",
