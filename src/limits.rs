@@ -197,6 +197,9 @@ pub const REDIS_HEARTBEAT_MS: Limit = limit(
     1,
     3_600_000,
 );
+/// `WAIT`'s own time limit, below the 5 s every Redis command gets: 0,
+/// which would wait for ever, is not taken.
+pub const REDIS_WAIT_MS: Limit = limit("--redis-wait-ms", "race.redis_wait_ms", 1, 4_000);
 pub const STALE_AFTER_MS: Limit = with_default(
     limit("--stale-after-ms", "race.stale_after_ms", 1, 3_600_000),
     1000,
@@ -241,7 +244,7 @@ pub const LOCK_TIMEOUT_MS: Limit = limit(
 /// stands, and the race builder checks whatever an input said (a flag's
 /// own parser is the same [`Limit`]). A key whose value is no number is
 /// listed as such by a test that holds every key to one of the two.
-pub const RACE: [Limit; 27] = [
+pub const RACE: [Limit; 28] = [
     WORKERS,
     POOL_SIZE,
     WORK_MS,
@@ -257,6 +260,7 @@ pub const RACE: [Limit; 27] = [
     REDIS_TTL_MS,
     REDIS_PRESSURE,
     REDIS_HEARTBEAT_MS,
+    REDIS_WAIT_MS,
     STALE_AFTER_MS,
     LOCK_TIMEOUT_MS,
     HEARTBEAT_MS,

@@ -23,6 +23,8 @@ pub mod ownership;
 pub mod pgbouncer;
 pub mod pool;
 pub mod pooled;
+pub mod redis_node;
+pub mod redis_replica;
 pub mod redis_server;
 pub mod redis_url;
 pub mod run_schema;

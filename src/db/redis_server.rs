@@ -11,29 +11,15 @@
 //! socket serves every request of a race at once, and each command is
 //! sent with a time limit of idem's.
 
-use std::fs;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::sync::RwLock;
 
 use anyhow::{Context, Result, bail};
+use redis::aio::MultiplexedConnection;
 
-use crate::db::child::check_stop;
-use crate::db::cluster::runs_parent;
-use crate::db::leftovers;
-use crate::db::os_user::{chown_tree, server_user};
-pub use crate::db::redis_url::{COMMAND_LIMIT, RedisUrl, bounded};
-use crate::db::supervised::{Launch, Supervised};
-use crate::db::template::private_dir;
-use crate::files::owners::alive;
-
-/// How long the server may take to answer its first PING.
-const READY_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// Run directories of the servers idem starts: `idem-redis-<pid>-<hex>`.
-const RUN_PREFIX: &str = "idem-redis";
-
-/// The most memory the server may use: a race writes a few hundred keys.
-const MAX_MEMORY: &str = "64mb";
+pub use crate::db::redis_node::locate;
+use crate::db::redis_replica::{self as replica, Nodes};
+pub use crate::db::redis_replica::{FailoverSeen, RedisFailover, ReplicaLink};
+pub use crate::db::redis_url::{RedisUrl, bounded};
 
 /// The room a race with cache traffic (`--redis-pressure`) leaves above
 /// what the server holds when the race starts.
@@ -44,9 +30,6 @@ const OTHER_KEY_BYTES: usize = 1024;
 
 /// How many of those keys go in one round trip.
 const PIPELINE: u64 = 256;
-
-/// Where `redis-server` is looked for when it is not on the PATH.
-const PLACES: [&str; 2] = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"];
 
 /// What Redis drops once it holds `maxmemory` (its `maxmemory-policy`),
 /// as Redis spells each.
@@ -102,11 +85,12 @@ pub struct PressureSeen {
     pub claim_kept: bool,
 }
 
-/// A running disposable Redis and a connection to it. Dropping it kills
-/// the server and removes its directory.
+/// A running Redis and a connection to it: idem's own, killed and removed
+/// when this is dropped, or a user's, whose run keys are removed then.
 pub struct Redis {
-    /// The connection every request of a race shares (multiplexed).
-    pub conn: redis::aio::MultiplexedConnection,
+    /// The connection every request of a race shares (multiplexed), to
+    /// the primary: after a failover, the new one's.
+    conn: RwLock<MultiplexedConnection>,
     /// Every key of this run starts with it: `idem:<8 hex digits>:`.
     pub prefix: String,
     /// Bumped for each race of the run: each race's keys are new ones,
@@ -117,16 +101,17 @@ pub struct Redis {
 
 /// Whose Redis it is.
 enum Server {
-    /// idem's own, killed and removed when the run ends.
-    Own(Supervised),
+    /// idem's own, killed and removed when the run ends: one node, or a
+    /// primary and its replica.
+    Own(Box<tokio::sync::Mutex<Nodes>>),
     /// A user's (`--redis-url`): the run's keys are removed when it ends.
-    User(RedisUrl),
+    User(Box<RedisUrl>),
 }
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Server::Own(server) => server.fmt(f),
+            Server::Own(nodes) => nodes.fmt(f),
             Server::User(url) => url.fmt(f),
         }
     }
@@ -160,82 +145,16 @@ impl std::fmt::Debug for Redis {
     }
 }
 
-/// `redis-server`: on the PATH, or where Debian's package puts it.
-pub fn locate() -> Result<PathBuf> {
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|dir| dir.join("redis-server"));
-    on_path
-        .chain(PLACES.iter().map(PathBuf::from))
-        .find(|p| p.is_file())
-        .context("no redis-server found (install redis-server) for --store redis")
-}
-
-/// The server's settings: a socket in `run_dir` only its user may reach,
-/// no TCP port, no snapshot and no append-only file, a memory limit that
-/// refuses writes rather than evict claims.
-fn server_args(run_dir: &Path) -> Vec<std::ffi::OsString> {
-    let socket = run_dir.join("redis.sock");
-    [
-        "--port".into(),
-        "0".into(),
-        "--unixsocket".into(),
-        socket.display().to_string(),
-        "--unixsocketperm".into(),
-        "700".into(),
-        "--dir".into(),
-        run_dir.display().to_string(),
-        "--save".into(),
-        String::new(),
-        "--appendonly".into(),
-        "no".into(),
-        "--maxmemory".into(),
-        MAX_MEMORY.into(),
-        "--maxmemory-policy".into(),
-        "noeviction".into(),
-        "--daemonize".into(),
-        "no".into(),
-    ]
-    .into_iter()
-    .map(Into::into)
-    .collect()
-}
-
 impl Redis {
-    /// Starts the server and connects to it.
-    pub async fn start() -> Result<Self> {
-        let program = locate()?;
-        let user = server_user("redis", "Redis")?;
-        let parent = runs_parent();
-        leftovers::sweep(&parent, RUN_PREFIX);
-        let run_dir = private_dir(&parent, RUN_PREFIX)?;
-        if let Some(user) = user
-            && let Err(err) = chown_tree(&run_dir, user)
-        {
-            let _ = fs::remove_dir_all(&run_dir);
-            return Err(err);
-        }
-        let launch = Launch {
-            program: &program,
-            log: "redis.log",
-            stop_signal: "KILL",
-            with_children: false,
-            args: server_args(&run_dir),
-        };
-        let server = Supervised::spawn(&launch, &run_dir, user)?;
-        let conn = connected(&server, &run_dir.join("redis.sock")).await?;
-        let hex = run_dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.rsplit('-').next())
-            .unwrap_or("run")
-            .to_string();
+    /// Starts idem's own server, with a replica standing as `replica`
+    /// says if it says, and connects to it.
+    pub async fn start(replica: Option<ReplicaLink>) -> Result<Self> {
+        let nodes = Nodes::start(replica).await?;
         Ok(Self {
-            conn,
-            prefix: format!("idem:{hex}:"),
+            conn: RwLock::new(nodes.primary.conn.clone()),
+            prefix: format!("idem:{}:", nodes.primary.hex()),
             race: Default::default(),
-            server: Server::Own(server),
+            server: Server::Own(Box::new(tokio::sync::Mutex::new(nodes))),
         })
     }
 
@@ -244,11 +163,16 @@ impl Redis {
         let conn = url.connect().await?;
         let hex = uuid::Uuid::new_v4().simple().to_string();
         Ok(Self {
-            conn,
+            conn: RwLock::new(conn),
             prefix: format!("idem:{}:", &hex[..8]),
             race: Default::default(),
-            server: Server::User(url.clone()),
+            server: Server::User(Box::new(url.clone())),
         })
+    }
+
+    /// The shared connection to the primary.
+    pub fn conn(&self) -> MultiplexedConnection {
+        self.conn.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The prefix of the current race's keys.
@@ -269,13 +193,49 @@ impl Redis {
 }
 
 impl Redis {
+    /// Before each run: the replica, if there is one, as it should stand.
+    pub async fn ready(&self) -> Result<()> {
+        match &self.server {
+            Server::Own(nodes) => nodes.lock().await.ready().await,
+            Server::User(_) => Ok(()),
+        }
+    }
+
+    /// A connection of its own to the primary, for a claim and its `WAIT`.
+    pub async fn dedicated(&self) -> Result<MultiplexedConnection> {
+        match &self.server {
+            Server::Own(nodes) => nodes.lock().await.dedicated().await,
+            Server::User(url) => url.connect().await,
+        }
+    }
+
+    /// `WAIT 1 ms` on `conn`: whether the replica acknowledged what `conn`
+    /// wrote (0 or 1).
+    pub async fn wait_for_replica(&self, conn: &mut MultiplexedConnection, ms: u64) -> Result<u64> {
+        replica::wait(conn, 1, ms).await
+    }
+
+    /// The failover (only ever of idem's own pair): the primary killed, the
+    /// replica promoted; the requests' commands go to it from now on.
+    pub async fn fail_over(&self, claim: &str) -> Result<FailoverSeen> {
+        let Server::Own(nodes) = &self.server else {
+            bail!("idem fails over no Redis it did not start");
+        };
+        let mut nodes = nodes.lock().await;
+        let (seen, conn) = nodes.fail_over(claim).await?;
+        *self.conn.write().unwrap_or_else(|e| e.into_inner()) = conn;
+        Ok(seen)
+    }
+}
+
+impl Redis {
     /// Leaves [`PRESSURE_ROOM`] above what the server holds now, and tells
     /// it what to drop once that is full. Only ever on idem's own server.
     pub async fn limit_memory(&self, eviction: MaxmemoryPolicy) -> Result<()> {
         if !self.is_own() {
             bail!("idem changes no setting of a Redis it did not start");
         }
-        let mut conn = self.conn.clone();
+        let mut conn = self.conn();
         let used = info_number(&mut conn, "memory", "used_memory").await?;
         let config = |name: &str, value: String| {
             let mut cmd = redis::cmd("CONFIG");
@@ -299,7 +259,7 @@ impl Redis {
         if !self.is_own() {
             bail!("idem fills no Redis it did not start");
         }
-        let mut conn = self.conn.clone();
+        let mut conn = self.conn();
         let evicted_before = info_number(&mut conn, "stats", "evicted_keys").await?;
         let value = "x".repeat(OTHER_KEY_BYTES);
         let mut refused = 0;
@@ -352,7 +312,7 @@ impl Redis {
     /// `PEXPIRE key 0`, which is its time to live running out now (Redis
     /// deletes a key whose expiry is not in the future). How many.
     pub async fn age_claims(&self, age: bool) -> Result<u64> {
-        let mut conn = self.conn.clone();
+        let mut conn = self.conn();
         let pattern = format!("{}*", self.race_prefix());
         let (mut cursor, mut aged) = (0u64, 0u64);
         loop {
@@ -388,48 +348,10 @@ impl Redis {
 }
 
 /// One number from a section of `INFO`, as `name:value` lines give it.
-async fn info_number(
-    conn: &mut redis::aio::MultiplexedConnection,
-    section: &str,
-    name: &str,
-) -> Result<u64> {
+async fn info_number(conn: &mut MultiplexedConnection, section: &str, name: &str) -> Result<u64> {
     let text: String = bounded(redis::cmd("INFO").arg(section).query_async(conn), "INFO").await?;
     text.lines()
         .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
         .and_then(|value| value.trim().parse().ok())
         .with_context(|| format!("Redis's INFO {section} has no {name}"))
-}
-
-/// Connects once the socket answers PING; stops at a signal, a dead
-/// server, or the time limit.
-async fn connected(
-    server: &Supervised,
-    socket: &Path,
-) -> Result<redis::aio::MultiplexedConnection> {
-    let url = format!("redis+unix://{}", socket.display());
-    let client = redis::Client::open(url.as_str())?;
-    let deadline = Instant::now() + READY_TIMEOUT;
-    loop {
-        check_stop()?;
-        if socket.exists()
-            && let Ok(Ok(mut conn)) =
-                tokio::time::timeout(COMMAND_LIMIT, client.get_multiplexed_async_connection()).await
-            && bounded(redis::cmd("PING").query_async::<String>(&mut conn), "PING")
-                .await
-                .is_ok()
-        {
-            return Ok(conn);
-        }
-        if !alive(server.pid()) {
-            bail!("Redis did not start: {}", server.log_tail());
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "Redis did not answer within {} s: {}",
-                READY_TIMEOUT.as_secs(),
-                server.log_tail()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }

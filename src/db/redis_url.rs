@@ -59,7 +59,7 @@ impl RedisUrl {
 
     /// A connection, within [`COMMAND_LIMIT`], that has answered PING.
     pub async fn connect(&self) -> Result<redis::aio::MultiplexedConnection> {
-        let connecting = self.client.get_multiplexed_async_connection();
+        let connecting = open(&self.client);
         let mut conn = match tokio::time::timeout(COMMAND_LIMIT, connecting).await {
             Ok(Ok(conn)) => conn,
             Ok(Err(err)) => bail!(
@@ -111,6 +111,18 @@ impl RedisUrl {
             cursor = next;
         }
     }
+}
+
+/// A multiplexed connection from `client` whose commands wait for their
+/// answer as long as idem's own limit, [`COMMAND_LIMIT`] (the crate's own
+/// default, half a second, would cut a `WAIT` short).
+pub async fn open(client: &redis::Client) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(COMMAND_LIMIT))
+        .set_response_timeout(Some(COMMAND_LIMIT));
+    client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
 }
 
 /// `command` with [`COMMAND_LIMIT`], its error one line naming it.

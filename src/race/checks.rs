@@ -215,6 +215,42 @@ impl RaceSettings {
         Ok(())
     }
 
+    /// A replica beside Redis is idem's to start, and its failover and
+    /// `WAIT` need one.
+    fn check_redis_replica(&self, origin: Origin) -> Result<()> {
+        let plan = self.store.redis();
+        let name = |flag, key| origin.name(flag, key);
+        if plan.failover.is_some() && plan.replica.is_none() {
+            bail!(
+                "{} promotes Redis's replica: add --redis-replica in-step (or behind)",
+                name("--redis-failover", "race.redis_failover")
+            );
+        }
+        if plan.wait_ms.is_some() && plan.replica.is_none() {
+            bail!(
+                "{} waits for Redis's replica to acknowledge the claim: add --redis-replica \
+                 in-step (or behind)",
+                name("--redis-wait-ms", "race.redis_wait_ms")
+            );
+        }
+        if plan.replica.is_some() && self.redis_url.is_some() {
+            bail!(
+                "{} starts a replica beside a Redis of idem's own, and idem kills its primary \
+                 to fail over: drop --redis-url",
+                name("--redis-replica", "race.redis_replica")
+            );
+        }
+        if plan.replica.is_some() && plan.pressure > 0 {
+            bail!(
+                "{} and {} are two lessons: a replica's memory is its own, and the traffic \
+                 would fill one server of two; race them apart",
+                name("--redis-replica", "race.redis_replica"),
+                name("--redis-pressure", "race.redis_pressure")
+            );
+        }
+        Ok(())
+    }
+
     /// The cache store and Redis take claim-work-complete's fail-fast
     /// claims only, with no request transaction (Redis is no part of one),
     /// and Redis's settings need Redis.
@@ -224,8 +260,8 @@ impl RaceSettings {
         if said_redis && self.store.kind() != StoreKind::Redis {
             bail!(
                 "--redis-claim, --redis-ttl-ms, --redis-fence, --redis-eviction, \
-                 --redis-pressure, --redis-release and --redis-heartbeat-ms set the claim in \
-                 Redis: add --store redis"
+                 --redis-pressure, --redis-release, --redis-heartbeat-ms, --redis-replica, \
+                 --redis-failover and --redis-wait-ms set the claim in Redis: add --store redis"
             );
         }
         if self.redis_url.is_some() && self.store.kind() != StoreKind::Redis {
@@ -244,6 +280,7 @@ impl RaceSettings {
                 origin.name("--redis-release", "race.redis_release")
             );
         }
+        self.check_redis_replica(origin)?;
         if plan.eviction != MaxmemoryPolicy::default() && plan.pressure == 0 {
             bail!(
                 "{} decides what a full Redis drops, and nothing fills it: add --redis-pressure",

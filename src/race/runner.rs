@@ -68,7 +68,10 @@ impl<'db> Race<'db> {
             crate::store::StoreKind::Redis => {
                 let redis = match &settings.redis_url {
                     Some(url) => crate::db::redis_server::Redis::reach(url).await?,
-                    None => crate::db::redis_server::Redis::start().await?,
+                    None => {
+                        crate::db::redis_server::Redis::start(settings.store.redis().replica)
+                            .await?
+                    }
                 };
                 let plan = settings.store.redis();
                 if plan.pressure > 0 {
@@ -254,6 +257,9 @@ impl<'db> Race<'db> {
         }
         // What the strategy keeps outside the tables goes with them.
         self.strategy.forget();
+        if let Some(claims) = &self.redis {
+            claims.redis.ready().await?;
+        }
         if let Some(replicas) = self.replicas() {
             replicas.forget().await?;
         }
@@ -411,6 +417,8 @@ impl<'db> Race<'db> {
         result.redis = self.redis.as_ref().map(|claims| RedisFigures {
             plan: claims.plan,
             pressed: claims.pressed(),
+            acknowledged: claims.acknowledged(),
+            failed_over: claims.failed_over(),
         });
         Ok(result)
     }

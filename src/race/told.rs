@@ -38,6 +38,9 @@ pub enum Who {
     /// Its work ran, but the store of record had seen a newer fencing
     /// token and wrote none of its rows (`--redis-fence`).
     FencedOut,
+    /// A Redis claim's owner whose `WAIT` heard no replica, and which let
+    /// its claim go without working.
+    Unreplicated,
 }
 
 impl Who {
@@ -60,6 +63,10 @@ impl Who {
             Who::GotAnotherAnswer => w.wrong_replay.is_some(),
             // Read off the answer, not the steps: a request whose client
             // hung up keeps its answer's words but not its steps.
+            Who::Unreplicated => {
+                use crate::strategy::claim_in_redis::NOT_REPLICATED;
+                w.saw == NOT_REPLICATED
+            }
             Who::FencedOut => {
                 use crate::strategy::claim_in_redis::{FENCED_OUT, WORKED_FOR_NOTHING};
                 w.saw == FENCED_OUT && w.did.ends_with(WORKED_FOR_NOTHING)
@@ -85,6 +92,8 @@ pub enum Setting {
     RedisTtlMs,
     /// How often a Redis claim's owner renews it, in milliseconds.
     RedisHeartbeatMs,
+    /// How long a Redis claim's owner waits for the replica (`WAIT`).
+    RedisWaitMs,
 }
 
 impl Setting {
@@ -102,30 +111,36 @@ impl Setting {
                 .redis
                 .and_then(|redis| redis.plan.heartbeat_ms)
                 .unwrap_or(0),
+            Setting::RedisWaitMs => r.redis.and_then(|redis| redis.plan.wait_ms).unwrap_or(0),
         }
     }
 }
 
-/// A figure of the cache traffic a Redis race measured.
+/// A figure a Redis race measured: what the cache traffic did, and what
+/// `WAIT` heard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pressed {
+pub enum InRedis {
     /// Other keys written.
     Written,
     /// Writes refused for want of memory.
     Refused,
     /// Keys Redis evicted.
     Evicted,
+    /// Replicas that acknowledged the first claim (`WAIT`).
+    Acknowledged,
 }
 
-impl Pressed {
+impl InRedis {
     fn of(self, r: &RaceResult) -> u64 {
-        let Some(seen) = r.redis.and_then(|redis| redis.pressed) else {
+        let Some(redis) = r.redis else {
             return 0;
         };
+        let pressed = redis.pressed.unwrap_or_default();
         match self {
-            Pressed::Written => seen.written,
-            Pressed::Refused => seen.refused,
-            Pressed::Evicted => seen.evicted,
+            InRedis::Written => pressed.written,
+            InRedis::Refused => pressed.refused,
+            InRedis::Evicted => pressed.evicted,
+            InRedis::Acknowledged => redis.acknowledged.unwrap_or(0),
         }
     }
 }
@@ -145,8 +160,9 @@ pub enum Fact {
     /// This worker (its number in the table) is so.
     Worker(usize, Who),
     Setting(Setting, u64),
-    /// What other cache traffic did in Redis (`--redis-pressure`).
-    Pressed(Pressed, u64),
+    /// What a Redis race measured there: the cache traffic
+    /// (`--redis-pressure`), the replica's acknowledgement (`WAIT`).
+    InRedis(InRedis, u64),
     /// A part of a total that the same sentence states as a fact of its
     /// own (the replays that waited, of all the replays): shown, and
     /// checked through its total.
@@ -163,7 +179,7 @@ impl Fact {
             | Fact::ServiceCalls(n)
             | Fact::Answered(_, n)
             | Fact::Setting(_, n)
-            | Fact::Pressed(_, n)
+            | Fact::InRedis(_, n)
             | Fact::Share(n) => n,
             Fact::Requests(n, _) | Fact::Worker(n, _) => n as u64,
         }
@@ -185,7 +201,7 @@ impl Fact {
                 };
             }
             Fact::Setting(s, _) => s.of(r),
-            Fact::Pressed(p, _) => p.of(r),
+            Fact::InRedis(p, _) => p.of(r),
             Fact::Share(n) => n,
         };
         (found != self.value()).then(|| format!("the race shows {found}"))

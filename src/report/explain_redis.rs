@@ -1,9 +1,11 @@
 //! What a race with its claims in Redis did (`--store redis`), told from its own figures: who Redis said OK to, what its time to live let through, what the fencing token refused, and what the cache traffic evicted.
 
 use crate::race::RaceResult;
-use crate::race::told::{Counted, Fact, Pressed, Setting, Told, Who, tell};
+use crate::race::told::{Counted, Fact, InRedis, Setting, Told, Who, tell};
 use crate::request::{Outcome, Step};
-use crate::strategy::redis_plan::{MaxmemoryPolicy, RedisClaim, RedisFigures, RedisRelease};
+use crate::strategy::redis_plan::{
+    MaxmemoryPolicy, RedisClaim, RedisFigures, RedisRelease, ReplicaLink,
+};
 
 /// The whole story: the burst, then what the lease let through, then what
 /// the fence and the traffic did.
@@ -12,6 +14,7 @@ pub fn claims_in_redis(r: &RaceResult) -> Told {
     let Some(redis) = r.redis else {
         return t;
     };
+    replica(r, &redis, &mut t);
     lease(r, &redis, &mut t);
     release(r, &redis, &mut t);
     fence(r, &mut t);
@@ -103,7 +106,9 @@ fn lease(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
         if let Some(beat) = beat {
             tell!(*t, " A heartbeat every {} ms came too late for it.", beat);
         }
-    } else if redis.pressed.is_some_and(|p| !p.claim_kept) {
+    } else if redis.pressed.is_some_and(|p| !p.claim_kept)
+        || redis.failed_over.is_some_and(|f| !f.claim_kept)
+    {
         tell!(
             *t,
             " The claim was gone before its owner finished: Redis said OK to {}, which \
@@ -111,6 +116,53 @@ fn lease(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
             who
         );
     }
+}
+
+/// With `--redis-replica`: what `WAIT` heard, and what the failover kept.
+fn replica(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
+    let Some(link) = redis.plan.replica else {
+        return;
+    };
+    if let Some(n) = redis.acknowledged {
+        let heard = Fact::InRedis(InRedis::Acknowledged, n);
+        let ms = Fact::Setting(Setting::RedisWaitMs, redis.plan.wait_ms.unwrap_or(0));
+        tell!(
+            *t,
+            " Its owner sent WAIT 1 {} after the claim (wait for 1 replica, at most {} ms), \
+             and {} of 1 acknowledged it",
+            ms,
+            ms,
+            heard
+        );
+        let gave_up = r.reports.iter().filter(|w| Who::Unreplicated.is(w)).count();
+        if gave_up > 0 {
+            tell!(
+                *t,
+                ": the claim stood on the primary alone, so {} let it go and answered 409 \
+                 without working. WAIT cannot take a write back; it only tells.",
+                Counted(Fact::Requests(gave_up, Who::Unreplicated), "owner")
+            );
+        } else {
+            t.push(", so the replica held the claim before its owner worked.");
+        }
+    }
+    let Some(failover) = redis.failed_over else {
+        return;
+    };
+    let stood = match link {
+        ReplicaLink::InStep => "in step with it",
+        ReplicaLink::Behind => "behind (its link cut before the run)",
+    };
+    tell!(
+        *t,
+        " Right after the claim the primary was killed and its replica promoted \
+         (REPLICAOF NO ONE). The replica was {}, and {}.",
+        stood,
+        match failover.claim_kept {
+            true => "the new primary held the claim",
+            false => "the new primary had never heard of the claim",
+        }
+    );
 }
 
 /// With `--fail-work`: how the failed owner let its claim go.
@@ -179,14 +231,14 @@ fn traffic(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
         *t,
         " While the owner worked, other traffic wrote {} of 1 KiB into the 1 MiB \
          Redis had room for ({}):",
-        Counted(Fact::Pressed(Pressed::Written, seen.written), "key"),
+        Counted(Fact::InRedis(InRedis::Written, seen.written), "key"),
         redis.plan.eviction.name()
     );
     if seen.refused > 0 {
         tell!(
             *t,
             " Redis refused {} for want of memory",
-            Counted(Fact::Pressed(Pressed::Refused, seen.refused), "write")
+            Counted(Fact::InRedis(InRedis::Refused, seen.refused), "write")
         );
     } else {
         t.push(" Redis took every write");
@@ -194,7 +246,7 @@ fn traffic(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
     tell!(
         *t,
         " and evicted {}, {}.",
-        Counted(Fact::Pressed(Pressed::Evicted, seen.evicted), "key"),
+        Counted(Fact::InRedis(InRedis::Evicted, seen.evicted), "key"),
         match (seen.claim_kept, redis.plan.eviction) {
             (false, MaxmemoryPolicy::VolatileLru) => {
                 "the claim among them: volatile-lru evicts only keys with a time to live, and \

@@ -15,12 +15,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use redis::aio::MultiplexedConnection;
+
 use serde_json::Value;
 
 use super::answers::{completed, conflict, mismatch, replay};
 use super::claim_work_complete::READ;
 use super::redis_fence;
-use super::redis_plan::{PressureSeen, RedisClaim, RedisPlan, RedisRelease};
+use super::redis_plan::{FailoverSeen, PressureSeen, RedisClaim, RedisPlan, RedisRelease};
 use super::{Handled, Step, Strategy, fingerprint, work};
 use crate::db::redis_server::{Redis, bounded};
 use crate::db::statements::Sends;
@@ -48,16 +50,31 @@ pub const FENCED_OUT: &str = "a newer owner's token";
 /// What such a request did, when it had already worked.
 pub const WORKED_FOR_NOTHING: &str = "worked, but the store refused its token: wrote nothing";
 
+/// What an owner whose `WAIT` heard no replica saw.
+pub const NOT_REPLICATED: &str = "its claim on the primary only";
+
+/// What it did then.
+pub const LET_GO_UNREPLICATED: &str = "let its claim go without working, answered 409";
+
 /// Claim in Redis, work in PostgreSQL, complete in Redis.
 pub struct ClaimInRedis {
     pub redis: Arc<Redis>,
     pub plan: RedisPlan,
     /// How long a completed response is kept.
     pub keep_for: Duration,
-    /// Set by the first claim of a run that presses on it.
-    pressed: AtomicBool,
-    /// What the cache traffic did in the last run.
-    seen: Arc<Mutex<Option<PressureSeen>>>,
+    /// Set by the first claim won in a run: the one the cache traffic
+    /// presses on and the failover follows.
+    first_won: AtomicBool,
+    /// What the last run measured in Redis.
+    seen: Arc<Mutex<Seen>>,
+}
+
+/// What a run measured in Redis, for its result.
+#[derive(Debug, Clone, Copy, Default)]
+struct Seen {
+    pressed: Option<PressureSeen>,
+    acknowledged: Option<u64>,
+    failed_over: Option<FailoverSeen>,
 }
 
 /// What a key holds: its status, the request's fingerprint, the response,
@@ -113,14 +130,30 @@ impl ClaimInRedis {
             redis,
             plan,
             keep_for: Duration::from_secs(24 * 3600),
-            pressed: AtomicBool::new(false),
+            first_won: AtomicBool::new(false),
             seen: Arc::default(),
         }
     }
 
+    /// What the last run measured in Redis.
+    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// What the cache traffic did in the last run, if it ran.
     pub fn pressed(&self) -> Option<PressureSeen> {
-        *self.seen.lock().unwrap_or_else(|e| e.into_inner())
+        self.seen().pressed
+    }
+
+    /// How many replicas acknowledged the last run's first claim, if its
+    /// owner asked (`WAIT`).
+    pub fn acknowledged(&self) -> Option<u64> {
+        self.seen().acknowledged
+    }
+
+    /// What the last run's failover did to the claim it followed.
+    pub fn failed_over(&self) -> Option<FailoverSeen> {
+        self.seen().failed_over
     }
 
     /// The Redis key of `key` in this race, or of one of its companions
@@ -132,33 +165,17 @@ impl ClaimInRedis {
     /// `SET key value [NX] PX ms`: whether Redis said OK.
     async fn set(&self, key: &str, held: &Held, nx: bool, ttl: Duration) -> Result<bool, Failure> {
         let value = serde_json::to_string(held).unwrap_or_default();
-        self.set_value(key, &value, nx, ttl).await
-    }
-
-    /// The same with the value as text.
-    async fn set_value(
-        &self,
-        key: &str,
-        value: &str,
-        nx: bool,
-        ttl: Duration,
-    ) -> Result<bool, Failure> {
-        let mut conn = self.redis.conn.clone();
-        let mut cmd = redis::cmd("SET");
-        cmd.arg(key).arg(value);
-        if nx {
-            cmd.arg("NX");
-        }
-        cmd.arg("PX").arg(ttl.as_millis().max(1) as u64);
-        let said: Option<String> = bounded(cmd.query_async(&mut conn), "SET")
-            .await
-            .map_err(|e| Failure::Store(e.to_string()))?;
-        Ok(said.is_some())
+        set_value(&mut self.redis.conn(), key, &value, nx, ttl).await
     }
 
     /// The claim: `SET`, or with a fence the script that also hands out
     /// the key's next token. `None`: Redis said nothing (the key is set).
-    async fn claim(&self, key: &str, req: &Request) -> Result<Option<Won>, Failure> {
+    async fn claim(
+        &self,
+        conn: &mut MultiplexedConnection,
+        key: &str,
+        req: &Request,
+    ) -> Result<Option<Won>, Failure> {
         let pending = Held {
             status: "pending".into(),
             fingerprint: req.fingerprint.clone(),
@@ -172,10 +189,9 @@ impl ClaimInRedis {
         let value = serde_json::to_string(&pending).unwrap_or_default();
         let nx = self.plan.claim == RedisClaim::Nx;
         if !self.plan.fence {
-            let won = self.set_value(key, &value, nx, self.plan.ttl()).await?;
+            let won = set_value(conn, key, &value, nx, self.plan.ttl()).await?;
             return Ok(won.then_some(Won { value, token: None }));
         }
-        let mut conn = self.redis.conn.clone();
         let mut script = redis::cmd("EVAL");
         script
             .arg(CLAIM_WITH_TOKEN)
@@ -186,7 +202,7 @@ impl ClaimInRedis {
             .arg(self.plan.ttl_ms.max(1))
             .arg(if nx { "NX" } else { "" })
             .arg(self.keep_for.as_millis() as u64);
-        let token: Option<i64> = bounded(script.query_async(&mut conn), "EVAL")
+        let token: Option<i64> = bounded(script.query_async(conn), "EVAL")
             .await
             .map_err(|e| Failure::Store(e.to_string()))?;
         Ok(token.map(|token| Won {
@@ -197,7 +213,7 @@ impl ClaimInRedis {
 
     /// `GET key`, read as what a key holds.
     async fn get(&self, key: &str) -> Result<Option<Held>, Failure> {
-        let mut conn = self.redis.conn.clone();
+        let mut conn = self.redis.conn();
         let text: Option<String> =
             bounded(redis::cmd("GET").arg(key).query_async(&mut conn), "GET")
                 .await
@@ -211,7 +227,7 @@ impl ClaimInRedis {
         let Some(every) = self.plan.heartbeat_ms else {
             return Heartbeat(None);
         };
-        let (mut conn, key, value) = (self.redis.conn.clone(), key.to_string(), won.value.clone());
+        let (mut conn, key, value) = (self.redis.conn(), key.to_string(), won.value.clone());
         let ttl = self.plan.ttl_ms.max(1);
         Heartbeat(Some(tokio::spawn(async move {
             let mut ticks = tokio::time::interval(Duration::from_millis(every));
@@ -232,8 +248,8 @@ impl ClaimInRedis {
     /// it before its work. So the traffic passes while the claim is held
     /// and is over before any retry comes: a retry never meets a Redis
     /// still full, and what it finds is the eviction's doing alone.
-    fn press_once(&self, claim: &str) -> Option<tokio::task::JoinHandle<()>> {
-        if self.plan.pressure == 0 || self.pressed.swap(true, Ordering::SeqCst) {
+    fn press_once(&self, first: bool, claim: &str) -> Option<tokio::task::JoinHandle<()>> {
+        if self.plan.pressure == 0 || !first {
             return None;
         }
         let (redis, seen) = (self.redis.clone(), self.seen.clone());
@@ -246,7 +262,7 @@ impl ClaimInRedis {
             // An error leaves `seen` empty: the result then says nothing
             // was measured rather than guess.
             if let Ok(pressed) = redis.press(&tag, n, &claim).await {
-                *seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(pressed);
+                seen.lock().unwrap_or_else(|e| e.into_inner()).pressed = Some(pressed);
             }
         }))
     }
@@ -335,8 +351,52 @@ impl ClaimInRedis {
     ) -> Result<Answer, Failure> {
         trace.query(Step::Work, "", work::service_call(req)).await;
         trace.note("the award service failed");
-        let release = self.plan.release;
-        let mut conn = self.redis.conn.clone();
+        self.release(key, won, self.plan.release, trace).await?;
+        Ok(Answer {
+            replayed: false,
+            outcome: Outcome::Failed,
+            saw: "claim won".into(),
+            did: "work failed, released the claim".into(),
+            made_xp: None,
+            body: Some(serde_json::json!({
+                "error": { "type": "api_error", "message": "the award service failed" }
+            })),
+            waited: None,
+        })
+    }
+}
+
+/// `SET key value [NX] PX ms` on `conn`: whether Redis said OK.
+async fn set_value(
+    conn: &mut MultiplexedConnection,
+    key: &str,
+    value: &str,
+    nx: bool,
+    ttl: Duration,
+) -> Result<bool, Failure> {
+    let mut cmd = redis::cmd("SET");
+    cmd.arg(key).arg(value);
+    if nx {
+        cmd.arg("NX");
+    }
+    cmd.arg("PX").arg(ttl.as_millis().max(1) as u64);
+    let said: Option<String> = bounded(cmd.query_async(conn), "SET")
+        .await
+        .map_err(|e| Failure::Store(e.to_string()))?;
+    Ok(said.is_some())
+}
+
+impl ClaimInRedis {
+    /// The owner lets its claim go: by a plain `DEL`, or only while the
+    /// claim is still its own.
+    async fn release(
+        &self,
+        key: &str,
+        won: &Won,
+        release: RedisRelease,
+        trace: &mut Trace,
+    ) -> Result<(), Failure> {
+        let mut conn = self.redis.conn();
         let mut cmd = match release {
             RedisRelease::Del => redis::cmd("DEL"),
             RedisRelease::OwnerChecked => redis::cmd("EVAL"),
@@ -352,17 +412,55 @@ impl ClaimInRedis {
             0 => "nothing deleted: the key was not this claim any more",
             _ => "the key deleted",
         });
-        Ok(Answer {
-            replayed: false,
-            outcome: Outcome::Failed,
-            saw: "claim won".into(),
-            did: "work failed, released the claim".into(),
-            made_xp: None,
-            body: Some(serde_json::json!({
-                "error": { "type": "api_error", "message": "the award service failed" }
-            })),
-            waited: None,
-        })
+        Ok(())
+    }
+
+    /// With a replica, after a claim won on `conn`: its `WAIT`, if asked,
+    /// then after the run's first claim its failover, if asked. An answer
+    /// if the owner must not work: `WAIT` heard no replica, so the claim is
+    /// on the primary alone, and the owner lets it go and answers 409.
+    async fn replicate(
+        &self,
+        conn: &mut MultiplexedConnection,
+        first: bool,
+        key: &str,
+        won: &Won,
+        req: &Request,
+        trace: &mut Trace,
+    ) -> Result<Option<Answer>, Failure> {
+        let store = |e: anyhow::Error| Failure::Store(e.to_string());
+        let mut acknowledged = None;
+        if let Some(ms) = self.plan.wait_ms {
+            let waited = self.redis.wait_for_replica(conn, ms);
+            let waited = trace.query(Step::Claim, "WAIT 1 ms", waited);
+            let n = waited.await.map_err(store)?;
+            trace.note(format!("{n} of 1 replica acknowledged the claim"));
+            acknowledged = Some(n);
+            if first {
+                self.seen().acknowledged = Some(n);
+            }
+        }
+        if first && self.plan.failover.is_some() {
+            let text = "the primary killed (SIGKILL), then REPLICAOF NO ONE on the replica";
+            let seen = trace.query(Step::Claim, text, self.redis.fail_over(key));
+            let seen = seen.await.map_err(store)?;
+            trace.note(match seen.claim_kept {
+                true => "failed over: the new primary holds the claim",
+                false => "failed over: the new primary has no claim",
+            });
+            self.seen().failed_over = Some(seen);
+        }
+        if acknowledged != Some(0) {
+            return Ok(None);
+        }
+        self.release(key, won, RedisRelease::OwnerChecked, trace)
+            .await?;
+        Ok(Some(conflict(
+            req,
+            NOT_REPLICATED,
+            LET_GO_UNREPLICATED,
+            None,
+        )))
     }
 }
 
@@ -393,8 +491,8 @@ async fn stored(
 impl Strategy for ClaimInRedis {
     fn forget(&self) {
         self.redis.next_race();
-        self.pressed.store(false, Ordering::SeqCst);
-        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.first_won.store(false, Ordering::SeqCst);
+        *self.seen() = Seen::default();
     }
 
     fn handle<'a>(
@@ -405,7 +503,16 @@ impl Strategy for ClaimInRedis {
     ) -> Handled<'a> {
         Box::pin(async move {
             let key = self.key("", &req.key);
-            let claim = self.claim(&key, req);
+            // `WAIT` counts what its own connection wrote, and blocks it.
+            let mut conn = match self.plan.wait_ms {
+                Some(_) => self
+                    .redis
+                    .dedicated()
+                    .await
+                    .map_err(|e| Failure::Store(e.to_string()))?,
+                None => self.redis.conn(),
+            };
+            let claim = self.claim(&mut conn, &key, req);
             let shown = match self.plan.fence {
                 true => "SET key pending NX PX ttl, then INCR token (one script)",
                 false => self.plan.claim.shown(),
@@ -417,10 +524,15 @@ impl Strategy for ClaimInRedis {
                 Some(token) => format!("OK: claim won, token {token}"),
                 None => "OK: claim won".into(),
             });
+            let first = !self.first_won.swap(true, Ordering::SeqCst);
+            let replicated = self.replicate(&mut conn, first, &key, &won, req, trace);
+            if let Some(answer) = replicated.await? {
+                return Ok(answer);
+            }
             if req.work_fails {
                 return self.fail(&key, &won, req, trace).await;
             }
-            if let Some(traffic) = self.press_once(&key) {
+            if let Some(traffic) = self.press_once(first, &key) {
                 let _ = traffic.await;
             }
             let beating = self.beat(&key, &won);

@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::db::redis_server::{MaxmemoryPolicy, PressureSeen};
+pub use crate::db::redis_server::{
+    FailoverSeen, MaxmemoryPolicy, PressureSeen, RedisFailover, ReplicaLink,
+};
 
 /// How an owner whose work failed lets its claim go, so that a retry may
 /// work again.
@@ -68,6 +70,14 @@ pub struct RedisPlan {
     /// While it works, the owner renews its claim's time to live this
     /// often (ms), by a script that renews it only while it is its own.
     pub heartbeat_ms: Option<u64>,
+    /// A replica beside idem's Redis, and where it stands when a run
+    /// starts: in step, or behind (its link cut).
+    pub replica: Option<ReplicaLink>,
+    /// When the replica is promoted and the primary killed.
+    pub failover: Option<RedisFailover>,
+    /// After its claim, the owner asks `WAIT 1 ms` and works only if the
+    /// replica acknowledged the claim.
+    pub wait_ms: Option<u64>,
 }
 
 impl Default for RedisPlan {
@@ -80,6 +90,9 @@ impl Default for RedisPlan {
             pressure: crate::limits::REDIS_PRESSURE.default(),
             release: RedisRelease::default(),
             heartbeat_ms: None,
+            replica: None,
+            failover: None,
+            wait_ms: None,
         }
     }
 }
@@ -100,4 +113,10 @@ pub struct RedisFigures {
     /// With `pressure`: what it did in this run; `null` if no claim was
     /// set for it to press on.
     pub pressed: Option<PressureSeen>,
+    /// With `wait_ms`: how many replicas acknowledged the run's first
+    /// claim (`WAIT`'s answer).
+    pub acknowledged: Option<u64>,
+    /// With `failover`: what it did to the claim it followed; `null` if no
+    /// claim was won for it to follow.
+    pub failed_over: Option<FailoverSeen>,
 }

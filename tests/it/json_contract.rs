@@ -28,7 +28,6 @@ fn json_lines(args: &[&str]) -> Vec<Value> {
 
 #[test]
 fn race_and_compare_output_matches_the_published_schema() {
-    let validator = validator();
     let runs: [&[&str]; 11] = [
         &["race", "--json", "--work-ms", "1", "--runs", "2"],
         &[
@@ -95,6 +94,47 @@ fn race_and_compare_output_matches_the_published_schema() {
         &["compare", "--json", "--work-ms", "1"],
         &["compare", "--losers", "--json", "--work-ms", "20"],
     ];
+    matches_the_schema(&runs);
+}
+
+#[test]
+fn redis_races_match_the_published_schema() {
+    let runs: [&[&str]; 2] = [
+        &[
+            "race",
+            "--json",
+            "-s",
+            "claim-work-complete",
+            "--store",
+            "redis",
+            "--redis-pressure",
+            "64",
+            "--work-ms",
+            "1",
+        ],
+        &[
+            "race",
+            "--json",
+            "-s",
+            "claim-work-complete",
+            "--store",
+            "redis",
+            "--redis-replica",
+            "behind",
+            "--redis-failover",
+            "after-claim",
+            "--redis-wait-ms",
+            "50",
+            "--work-ms",
+            "1",
+        ],
+    ];
+    matches_the_schema(&runs);
+}
+
+/// Every JSON line of every run is valid against the published schema.
+fn matches_the_schema(runs: &[&[&str]]) {
+    let validator = validator();
     for args in runs {
         let lines = json_lines(args);
         assert!(!lines.is_empty(), "{args:?}");

@@ -83,6 +83,13 @@ impl RaceInput {
                  for `idem race`"
             );
         }
+        let store = &self.store;
+        if store.redis_replica.is_some() || store.redis_pressure.is_some_and(|n| n > 0) {
+            bail!(
+                "idem step and idem explore drive one plain race; Redis's replica, its failover \
+                 and cache pressure are for `idem race`"
+            );
+        }
         if self.wire.http {
             bail!(
                 "idem step and idem explore pause workers inside idem, between statements; \

@@ -201,6 +201,8 @@ mod tests {
         "race.redis_fence",
         "race.redis_eviction",
         "race.redis_release",
+        "race.redis_replica",
+        "race.redis_failover",
         "race.cache_max_age",
         "race.audit",
         "race.on_failure",

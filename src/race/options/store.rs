@@ -9,7 +9,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::limits::{self, help_with_default as with_default};
 use crate::store::StoreKind;
 use crate::store::cache::CacheLimits;
-use crate::strategy::redis_plan::{MaxmemoryPolicy, RedisClaim, RedisPlan, RedisRelease};
+use crate::strategy::redis_plan::{
+    MaxmemoryPolicy, RedisClaim, RedisFailover, RedisPlan, RedisRelease, ReplicaLink,
+};
 
 /// Where claims live unless told otherwise.
 pub const DEFAULT_STORE: StoreKind = StoreKind::Table;
@@ -96,6 +98,28 @@ pub struct StoreInput {
                (1 KiB each, no time to live) to a Redis left 1 MiB of room: is the claim \
                evicted?"))]
     pub redis_pressure: Option<u64>,
+
+    /// With --store redis: start a replica beside idem's Redis, in step
+    /// with it (each write sent as it is made) or behind it (its link cut
+    /// before each run, so that it gets none of the run's writes).
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_enum, value_name = "WHERE")]
+    pub redis_replica: Option<ReplicaLink>,
+
+    /// With --redis-replica: right after the first claim (and its WAIT),
+    /// kill the primary and promote the replica (REPLICAOF NO ONE); every
+    /// command after it goes to the new primary.
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub redis_failover: Option<RedisFailover>,
+
+    #[arg(help_heading = "Lesson 5: where claims live")]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = limits::REDIS_WAIT_MS.parser(),
+          help = "With --redis-replica: after its claim the owner sends WAIT 1 MS, and works \
+                  only if the replica acknowledged the claim; else it lets the claim go and \
+                  answers 409")]
+    pub redis_wait_ms: Option<u64>,
 
     /// With --store redis: a Redis of yours (redis://, rediss:// for TLS,
     /// redis+unix://) instead of one idem starts. idem touches only keys
@@ -188,6 +212,9 @@ impl StoreInput {
                     .unwrap_or(limits::REDIS_PRESSURE.default()),
                 release: self.redis_release.unwrap_or_default(),
                 heartbeat_ms: self.redis_heartbeat_ms,
+                replica: self.redis_replica,
+                failover: self.redis_failover,
+                wait_ms: self.redis_wait_ms,
             },
         }
     }
