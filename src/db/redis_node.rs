@@ -192,11 +192,14 @@ pub struct PairSettings<'a> {
 impl PairSettings<'_> {
     /// The settings file's text. Diskless sync without delay: a new
     /// replica's first sync sends the data set over the socket at once
-    /// instead of writing it to disk after five seconds.
+    /// instead of writing it to disk after five seconds. The process's
+    /// title names its socket, in its run directory, as a single node's
+    /// does: `ps` shows whose server it is.
     pub fn text(&self) -> String {
         let mut text = format!(
             "requirepass {pw}\nmasterauth {pw}\nrepl-diskless-sync yes\n\
-             repl-diskless-sync-delay 0\n",
+             repl-diskless-sync-delay 0\nproc-title-template \"{{title}} {{unixsocket}} \
+             {{listen-addr}}\"\n",
             pw = self.password
         );
         if let Some(port) = self.replica_of {

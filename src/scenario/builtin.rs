@@ -171,6 +171,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/5-redis-claims-hold.toml"),
     ),
     (
+        "5-redis-failover-loses-the-claim.toml",
+        include_str!("../../scenarios/5-redis-failover-loses-the-claim.toml"),
+    ),
+    (
         "5-redis-fencing-token.toml",
         include_str!("../../scenarios/5-redis-fencing-token.toml"),
     ),
@@ -197,6 +201,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "5-redis-ttl-shorter-than-work.toml",
         include_str!("../../scenarios/5-redis-ttl-shorter-than-work.toml"),
+    ),
+    (
+        "5-redis-wait-hears-no-replica.toml",
+        include_str!("../../scenarios/5-redis-wait-hears-no-replica.toml"),
+    ),
+    (
+        "5-redis-wait-keeps-the-claim.toml",
+        include_str!("../../scenarios/5-redis-wait-keeps-the-claim.toml"),
     ),
     (
         "5-table-survives-eviction.toml",

@@ -64,7 +64,7 @@ fn a_run_killed_mid_race_leaves_no_redis_server() {
 #[test]
 fn what_a_redis_claim_cannot_be_is_refused_in_one_line() {
     let sandbox = Sandbox::new("redis-refused");
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 10] = [
         (
             &["--store", "redis", "--redis-release", "del"],
             "add --fail-work",
@@ -84,6 +84,25 @@ fn what_a_redis_claim_cannot_be_is_refused_in_one_line() {
             "drop --engine mariadb",
         ),
         (&["--store", "redis", "--loser", "block"], "fail-fast"),
+        (
+            &["--store", "redis", "--redis-failover", "after-claim"],
+            "add --redis-replica",
+        ),
+        (
+            &["--store", "redis", "--redis-wait-ms", "100"],
+            "add --redis-replica",
+        ),
+        (
+            &[
+                "--store",
+                "redis",
+                "--redis-replica",
+                "behind",
+                "--redis-url",
+                "redis://127.0.0.1:1/",
+            ],
+            "drop --redis-url",
+        ),
     ];
     for (args, says) in cases {
         let err = refused_in_one_line(
@@ -303,5 +322,79 @@ fn compare_races_the_stores_side_by_side() {
     let explore = ["explore", "-s", "claim-work-complete", "--store", "cache"];
     let err = refused_in_one_line_with(sandbox.idem().args(explore), 2);
     assert!(err.contains("race it instead"), "{err}");
+    left_clean(&sandbox);
+}
+
+/// A replica beside idem's Redis, failed over right after the claim.
+/// Behind (its link cut), it never had the claim: the new primary said OK
+/// to the retry, and the work ran twice. In step, and with the owner's
+/// `WAIT` hearing it, it kept the claim: once. Behind with `WAIT`, the
+/// owner heard no replica and let its claim go without working. Each
+/// verdict is read off what was measured in Redis (`WAIT`'s answer, the
+/// new primary's `EXISTS`), in every run, the second with a new replica;
+/// then nothing of either server is left.
+#[test]
+fn a_failover_loses_the_claim_the_replica_never_had_and_wait_says_so() {
+    let sandbox = Sandbox::new("redis-failover");
+    let race = "race -s claim-work-complete --store redis --workers 1 --http --work-ms 600 \
+                --hang-up at=during-work --on-hangup finish --redis-failover after-claim --runs 2";
+    let lost = json_lines(&sandbox, &format!("{race} --redis-replica behind"));
+    let kept = json_lines(
+        &sandbox,
+        &format!("{race} --redis-replica in-step --redis-wait-ms 100"),
+    );
+    let unheard = json_lines(
+        &sandbox,
+        &format!("{race} --redis-replica behind --redis-wait-ms 100"),
+    );
+    for r in &lost {
+        assert_eq!(r["redis"]["failed_over"]["claim_kept"], false, "{r}");
+        assert_eq!(
+            (r["xp_rows"].as_u64(), r["service_calls"].as_u64()),
+            (Some(2), Some(2)),
+            "{r}"
+        );
+    }
+    for r in &kept {
+        assert_eq!(r["redis"]["acknowledged"].as_u64(), Some(1), "{r}");
+        assert_eq!(r["redis"]["failed_over"]["claim_kept"], true, "{r}");
+        assert_eq!(
+            (r["xp_rows"].as_u64(), r["service_calls"].as_u64()),
+            (Some(1), Some(1)),
+            "{r}"
+        );
+    }
+    for r in &unheard {
+        assert_eq!(r["redis"]["acknowledged"].as_u64(), Some(0), "{r}");
+        assert_eq!(
+            (r["xp_rows"].as_u64(), r["service_calls"].as_u64()),
+            (Some(0), Some(0)),
+            "{r}"
+        );
+        assert_eq!(r["outcomes"]["conflict"].as_u64(), Some(1), "{r}");
+    }
+    left_clean(&sandbox);
+}
+
+/// A run killed while its primary and replica both run leaves neither.
+#[test]
+fn a_run_killed_with_a_replica_up_leaves_no_redis_server() {
+    let sandbox = Sandbox::new("redis-replica-kill");
+    let caught = sandbox.killed_with_servers_up(
+        &[
+            "race",
+            "-s",
+            "claim-work-complete",
+            "--store",
+            "redis",
+            "--redis-replica",
+            "in-step",
+            "--work-ms",
+            "3000",
+        ],
+        "redis-server",
+        2,
+    );
+    assert!(caught, "idem was not caught with both redis-servers up");
     left_clean(&sandbox);
 }
