@@ -263,6 +263,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/7-pgbouncer-prepared-statement.toml"),
     ),
     (
+        "7-redis-lease-crash-after-claim.toml",
+        include_str!("../../scenarios/7-redis-lease-crash-after-claim.toml"),
+    ),
+    (
+        "7-redis-lease-two-takers.toml",
+        include_str!("../../scenarios/7-redis-lease-two-takers.toml"),
+    ),
+    (
         "8-advisory-lock-rc.toml",
         include_str!("../../scenarios/8-advisory-lock-rc.toml"),
     ),
@@ -397,6 +405,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "9-no-runner-connection.toml",
         include_str!("../../scenarios/9-no-runner-connection.toml"),
+    ),
+    (
+        "9-redis-heartbeat-slower-than-the-lease.toml",
+        include_str!("../../scenarios/9-redis-heartbeat-slower-than-the-lease.toml"),
     ),
 ];
 
