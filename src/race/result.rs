@@ -256,13 +256,11 @@ impl RaceResult {
         let dropped = |w: &WorkerReport| {
             w.outcome == Outcome::HungUp && self.on_hangup == crate::http::app::OnHangup::Cancel
         };
-        let took =
-            |w: &WorkerReport, step: crate::request::Step| w.steps.iter().any(|e| e.step == step);
-        let faulted = |w: &WorkerReport| took(w, crate::request::Step::Fault);
+        let faulted = |w: &WorkerReport| w.took(crate::request::Step::Fault);
         // A hang-up strikes only once the work has begun; a crash or a
         // killed connection may strike before it.
         let struck_mid_work = |w: &WorkerReport| {
-            (w.outcome == Outcome::Crashed || faulted(w)) && took(w, crate::request::Step::Work)
+            (w.outcome == Outcome::Crashed || faulted(w)) && w.took(crate::request::Step::Work)
         };
         self.reports
             .iter()

@@ -47,7 +47,7 @@ impl Who {
     /// Whether `w` is so, read off its report.
     pub fn is(self, w: &WorkerReport) -> bool {
         match self {
-            Who::DidWork => w.steps.iter().any(|e| e.step == Step::Work),
+            Who::DidWork => w.took(Step::Work),
             Who::Retry => w.retry,
             Who::TookOver => w
                 .steps

@@ -51,6 +51,11 @@ pub struct WorkerReport {
 }
 
 impl WorkerReport {
+    /// Whether the request took `step` at all.
+    pub fn took(&self, step: crate::request::Step) -> bool {
+        self.steps.iter().any(|e| e.step == step)
+    }
+
     /// The report of a request `answer`ed after `answer_ms`, from its trace.
     pub fn new(req: Request, answer: Answer, trace: Trace, checkouts: u32, answer_ms: f64) -> Self {
         let checkout_wait_ms = trace

@@ -85,7 +85,7 @@ fn worked(r: &RaceResult) -> Fact {
     let n = r
         .reports
         .iter()
-        .filter(|w| took(w, Step::Work) && !(w.retry && r.failover.is_some()))
+        .filter(|w| w.took(Step::Work) && !(w.retry && r.failover.is_some()))
         .count();
     Fact::Requests(n, who)
 }
@@ -97,7 +97,7 @@ fn over_replicas(r: &RaceResult) -> Told {
             .map(|i| {
                 r.reports
                     .iter()
-                    .filter(|w| w.replica == Some(i) && (!made || took(w, Step::Work)))
+                    .filter(|w| w.replica == Some(i) && (!made || w.took(Step::Work)))
                     .count()
             })
             .collect()
@@ -225,7 +225,7 @@ fn in_transaction(r: &RaceResult) -> Told {
             crate::race::told::counted(u64::from(retried), "retry")
         );
     }
-    if r.reports.iter().any(|w| took(w, Step::Lock)) {
+    if r.reports.iter().any(|w| w.took(Step::Lock)) {
         let waited: f64 = r
             .reports
             .iter()
@@ -260,7 +260,7 @@ fn claims_in_the_cache(r: &RaceResult) -> Told {
     let racers = r
         .reports
         .iter()
-        .filter(|w| !w.retry && took(w, Step::Work))
+        .filter(|w| !w.retry && w.took(Step::Work))
         .count();
     let mut t = Told::new();
     if racers > 1 {
@@ -283,7 +283,7 @@ fn claims_in_the_cache(r: &RaceResult) -> Told {
 fn lost_claims(r: &RaceResult) -> usize {
     r.reports
         .iter()
-        .filter(|w| !took(w, Step::Work) && (took(w, Step::Read) || w.waited.is_some()))
+        .filter(|w| !w.took(Step::Work) && (w.took(Step::Read) || w.waited.is_some()))
         .filter(|w| matches!(w.outcome, Outcome::Conflict | Outcome::Replayed))
         .count()
 }
@@ -340,7 +340,7 @@ fn after_the_retry(t: &mut Told, r: &RaceResult) {
         return;
     };
     let writes = Fact::Setting(Setting::CachePressure, r.cache_pressure);
-    match (took(retry, Step::Work), r.store) {
+    match (retry.took(Step::Work), r.store) {
         (true, _) => tell!(
             *t,
             " Then {} other cache writes evicted the completed entry, and the client's retry \
@@ -518,10 +518,6 @@ fn looked_after_the_store(t: &mut Told, r: &RaceResult, late: usize) {
     if late > 0 || looked_late > 0 {
         t.also(Fact::Requests(late + looked_late, Who::FirstTryReplayed));
     }
-}
-
-fn took(w: &WorkerReport, step: Step) -> bool {
-    w.steps.iter().any(|e| e.step == step)
 }
 
 fn note(w: &WorkerReport, needle: &str) -> bool {

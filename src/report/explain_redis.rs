@@ -27,7 +27,7 @@ fn burst(r: &RaceResult) -> Told {
     let worked = r
         .reports
         .iter()
-        .filter(|w| !w.retry && took(w, Step::Work))
+        .filter(|w| !w.retry && w.took(Step::Work))
         .count();
     let mut t = Told::new();
     let overwrites = r
@@ -70,7 +70,7 @@ fn lease(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
     let retried = r
         .reports
         .iter()
-        .filter(|w| w.retry && took(w, Step::Work))
+        .filter(|w| w.retry && w.took(Step::Work))
         .count();
     let ttl = Fact::Setting(Setting::RedisTtlMs, redis.plan.ttl_ms);
     let work = Fact::Setting(Setting::WorkMs, r.work_ms);
@@ -170,7 +170,7 @@ fn release(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
     let failed = r
         .reports
         .iter()
-        .find(|w| !w.retry && w.outcome == Outcome::Failed && took(w, Step::Complete));
+        .find(|w| !w.retry && w.outcome == Outcome::Failed && w.took(Step::Complete));
     let Some(w) = failed else {
         return;
     };
@@ -261,6 +261,3 @@ fn traffic(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
     }
 }
 
-fn took(w: &crate::race::WorkerReport, step: Step) -> bool {
-    w.steps.iter().any(|e| e.step == step)
-}
