@@ -298,6 +298,15 @@ impl RaceSettings {
             );
         }
         if self.store.kind() != StoreKind::Table {
+            if self.app.strategy == crate::strategy::StrategyKind::Guard {
+                bail!(
+                    "{} applies to claim-work-complete; the guard's claim is a row of the key \
+                     table, and its completion commits with its work in one transaction there. \
+                     Its design with the claim in Redis is claim-work-complete --store redis \
+                     --redis-fence (the owner check) --redis-heartbeat-ms MS (the heartbeat)",
+                    origin.name("--store", "race.store")
+                );
+            }
             if !self.app.strategy.spec().can.cache_claims {
                 bail!(
                     "{} applies to {}; {} keeps no claims",
