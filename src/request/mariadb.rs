@@ -32,6 +32,9 @@ pub struct Asked {
     /// What the request asks for, hashed (lesson 4); `None` when the app
     /// checks no fingerprints.
     pub fingerprint: Option<String>,
+    /// Whether its work fails (`--fail-work`): the service call is made
+    /// and answers an error.
+    pub work_fails: bool,
 }
 
 /// A value bound to a statement's `?`.
@@ -192,6 +195,8 @@ pub struct Ctx {
     /// The guard's stale-claim age: a pending claim older than this may be
     /// taken over.
     pub stale_after: Duration,
+    /// What the guard leaves when the work fails (`--on-failure`).
+    pub on_failure: crate::strategy::guard::OnFailure,
     /// The crash planned for the race, and this session's id to kill.
     crash: Option<(Arc<Crash>, u64)>,
     /// Whether this request has crashed (its session killed).
@@ -226,6 +231,7 @@ impl Ctx {
             service_calls: 0,
             held: None,
             stale_after: Duration::ZERO,
+            on_failure: crate::strategy::guard::OnFailure::Store,
             crash: None,
             crashed: false,
             stepper: None,
@@ -517,6 +523,22 @@ impl Ctx {
         let out = bound(sql, binds).execute(&mut *self.conn).await;
         self.record(Step::Work, sql, start_ms, out.as_ref().err());
         out
+    }
+
+    /// The service call that fails (`--fail-work`): made, taking the
+    /// work's time, and answering an error; no statement follows it.
+    pub async fn failed_call(&mut self) -> Result<(), sqlx::Error> {
+        self.turn(Step::Work).await?;
+        if self.strike(FaultPoint::AfterClaim, "before its work").await {
+            return Err(crashed());
+        }
+        let start_ms = self.now_ms();
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.service_calls += 1;
+        pause(self.work).await;
+        self.record(Step::Work, "", start_ms, None);
+        self.note("the award service failed");
+        Ok(())
     }
 
     /// A request ended on a server error: 500, the error kept.

@@ -243,8 +243,16 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/7-guard-crash-on-innodb.toml"),
     ),
     (
+        "7-guard-failure-released-on-innodb.toml",
+        include_str!("../../scenarios/7-guard-failure-released-on-innodb.toml"),
+    ),
+    (
         "7-guard-failure-released.toml",
         include_str!("../../scenarios/7-guard-failure-released.toml"),
+    ),
+    (
+        "7-guard-failure-stored-on-innodb.toml",
+        include_str!("../../scenarios/7-guard-failure-stored-on-innodb.toml"),
     ),
     (
         "7-guard-kill-connection.toml",

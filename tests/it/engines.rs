@@ -344,6 +344,7 @@ fn a_mariadb_race_in_json_matches_its_published_schema() {
             "--stale-after-ms",
             "100",
         ][..],
+        &["-s", "guard", "--workers", "1", "--fail-work", "1"][..],
     ] {
         let head = ["race", "--engine", "mariadb", "--json", "--work-ms", "1"];
         let out = stdout_of(&sandbox, &[&head[..], args].concat());

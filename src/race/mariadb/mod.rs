@@ -58,6 +58,10 @@ pub struct MariadbRace {
     pub crash: Option<CrashPlan>,
     /// The guard's stale-claim age, in ms.
     pub stale_after_ms: u64,
+    /// `--fail-work`: the worker whose work fails, if one does.
+    pub fail_work: Option<usize>,
+    /// With `fail_work`: what the guard leaves then (`--on-failure`).
+    pub on_failure: Option<crate::strategy::guard::OnFailure>,
     /// `--read-back`: the claim as find-or-create, and how a loser reads
     /// the key back after 1062; `null`: the course's `INSERT IGNORE`.
     pub read_back: Option<ReadBack>,
@@ -113,6 +117,14 @@ impl MariadbRace {
         }
         let store = settings.store.kind();
         let file = settings.app().guard_file;
+        if let Some(file) = file
+            && settings.faults().fail_work().is_some()
+        {
+            bail!(
+                "--fail-work needs a release step, and {} on MariaDB has none yet: race -s guard",
+                file.name
+            );
+        }
         let shape = match (file, store, strategy.spec().on_mariadb) {
             (Some(file), _, _) if file.engine != Dialect::Mariadb => bail!(
                 "{} is written for {}; a file for MariaDB says engine = \"mariadb\" and \
@@ -153,6 +165,11 @@ impl MariadbRace {
             isolation,
             crash: settings.faults().crash(),
             stale_after_ms: app.recovery.stale_after().as_millis() as u64,
+            fail_work: settings.faults().fail_work(),
+            on_failure: settings
+                .faults()
+                .fail_work()
+                .map(|_| app.recovery.on_failure()),
             read_back,
             store,
             cache_isolation,
@@ -473,8 +490,9 @@ async fn bounded(
 
 /// Lesson 7's recovery: once a crashed request's claim is older than the
 /// stale-claim age, its client sends it again (`--recovery-retries` at once),
-/// as new workers numbered after the race's. A stepped race's `clock` ages
-/// the claim instead of waiting for it.
+/// as new workers numbered after the race's; a request whose work failed
+/// (`--fail-work`), at once. A stepped race's `clock` ages the claim
+/// instead of waiting for it.
 async fn recover(
     race: &MariadbRace,
     shared: &Shared,
@@ -486,7 +504,13 @@ async fn recover(
         return retried_at_once(race, shared, reports, gate).await;
     }
     let Some(crashed) = reports.iter().find(|w| w.outcome == Outcome::Crashed) else {
-        return Ok(Vec::new());
+        let failed = race
+            .fail_work
+            .and_then(|n| reports.iter().find(|w| w.worker == n));
+        let Some(failed) = failed.filter(|w| w.outcome == Outcome::Failed) else {
+            return Ok(Vec::new());
+        };
+        return sent_again(shared, retries_of(race, failed.worker), gate).await;
     };
     match clock {
         Some(clock) => {
@@ -497,11 +521,20 @@ async fn recover(
             tokio::time::sleep_until((gate + since + shared.stale_after).into()).await;
         }
     }
-    let asks = (1..=race.recovery_retries).map(|i| Asked {
-        worker: race.workers + i,
-        ..asked(race, crashed.worker)
-    });
-    sent_again(shared, asks.collect(), gate).await
+    sent_again(shared, retries_of(race, crashed.worker), gate).await
+}
+
+/// Worker `of`'s request sent again by its client (`--recovery-retries`
+/// at once), as new workers numbered after the race's; a retry's work
+/// does not fail.
+fn retries_of(race: &MariadbRace, of: usize) -> Vec<Asked> {
+    (1..=race.recovery_retries)
+        .map(|i| Asked {
+            worker: race.workers + i,
+            work_fails: false,
+            ..asked(race, of)
+        })
+        .collect()
 }
 
 /// Sends each of `asks` as a client's retry, at once, and waits for them.
@@ -570,6 +603,7 @@ fn asked(race: &MariadbRace, worker: usize) -> Asked {
         amount: p.amount,
         lesson: p.lesson,
         fingerprint: race.settings.app().fingerprint.then(|| p.fingerprint()),
+        work_fails: race.fail_work == Some(worker),
     }
 }
 
@@ -586,6 +620,7 @@ struct Shared {
     read_back: Option<ReadBack>,
     shape: Shaped,
     stale_after: Duration,
+    on_failure: crate::strategy::guard::OnFailure,
     crash: Option<Arc<Crash>>,
 }
 
@@ -605,6 +640,7 @@ impl Shared {
             read_back: race.read_back,
             shape: race.shape,
             stale_after: app.recovery.stale_after(),
+            on_failure: app.recovery.on_failure(),
             crash,
         }
     }
@@ -628,6 +664,7 @@ async fn one_request(
         read_back,
         shape,
         stale_after,
+        on_failure,
         crash,
     } = s;
     let worker = asked.worker;
@@ -649,6 +686,7 @@ async fn one_request(
     };
     let mut ctx = Ctx::new(conn, asked, gate, work, calls, isolation, own_level);
     ctx.stale_after = stale_after;
+    ctx.on_failure = on_failure;
     ctx.read_back = read_back;
     let armed = async {
         if let Some(hook) = hook {

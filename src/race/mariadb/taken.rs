@@ -5,36 +5,46 @@ use serde_json::Value;
 
 use crate::race::options::RaceInput;
 
-/// The options a MariaDB race takes, as the race's inputs name them.
-const TAKES: &[&str] = &[
-    "workers",
-    "key",
-    "strategy",
-    "pool_size",
-    "no_runner_connection",
-    "runner_connection",
-    "runner_holds_connection",
-    "work_ms",
-    "checkout_timeout_ms",
-    "transaction",
-    "isolation",
-    "read_back",
-    "crash",
-    "recovery_retries",
-    "stale_after_ms",
-    "amounts",
-    "lessons",
-    "users",
-    "fingerprint",
-    "store",
-    "strategy_file",
-    "nodes",
-    "spread",
-    "retry_at_once",
-    "sync_wait",
-    "retry_behind",
-    "kill_node",
+/// The options a MariaDB race takes: each as the race's inputs name it,
+/// and the flag a refusal lists for it (none for a key a flag of another
+/// name sets, as `--no-fingerprint` sets `fingerprint`).
+const TAKES: &[(&str, Option<&str>)] = &[
+    ("workers", Some("--workers")),
+    ("key", Some("--key")),
+    ("strategy", None),
+    ("pool_size", Some("--pool-size")),
+    ("no_runner_connection", None),
+    ("runner_connection", None),
+    ("runner_holds_connection", None),
+    ("work_ms", Some("--work-ms")),
+    ("checkout_timeout_ms", Some("--checkout-timeout-ms")),
+    ("transaction", Some("--transaction")),
+    ("isolation", Some("--isolation")),
+    ("read_back", Some("--read-back")),
+    ("crash", Some("--crash")),
+    ("recovery_retries", Some("--recovery-retries")),
+    ("stale_after_ms", Some("--stale-after-ms")),
+    ("fail_work", Some("--fail-work")),
+    ("on_failure", Some("--on-failure")),
+    ("amounts", Some("--amounts")),
+    ("lessons", Some("--lessons")),
+    ("users", Some("--users")),
+    ("fingerprint", Some("--no-fingerprint")),
+    ("store", Some("--store")),
+    ("strategy_file", Some("--strategy-file")),
+    ("nodes", Some("--nodes")),
+    ("spread", Some("--spread")),
+    ("retry_at_once", Some("--retry-at-once")),
+    ("sync_wait", Some("--sync-wait")),
+    ("retry_behind", Some("--retry-behind")),
+    ("kill_node", Some("--kill-node")),
 ];
+
+/// The flags a MariaDB race takes, as a refusal lists them.
+fn taken_flags() -> String {
+    let flags: Vec<&str> = TAKES.iter().filter_map(|(_, flag)| *flag).collect();
+    format!("{}, --runs, --json", flags.join(", "))
+}
 
 /// A group as given and as it defaults, each as JSON.
 fn pair<T: serde::Serialize>(given: &T, default: &T) -> Result<(Value, Value)> {
@@ -66,16 +76,13 @@ pub(super) fn refuse_untaken(input: &RaceInput) -> Result<()> {
             continue;
         };
         for (name, value) in given {
-            if TAKES.contains(&name.as_str()) || default.get(name) == Some(value) {
+            if TAKES.iter().any(|(key, _)| key == name) || default.get(name) == Some(value) {
                 continue;
             }
             bail!(
-                "--engine mariadb does not take --{} yet (it takes --workers, --key, --pool-size, \
-                 --work-ms, --checkout-timeout-ms, --transaction, --isolation, --read-back, --crash, \
-                 --recovery-retries, --stale-after-ms, --amounts, --lessons, --users, \
-                 --no-fingerprint, --store, --strategy-file, --nodes, --spread, --retry-at-once, \
-                 --sync-wait, --retry-behind, --kill-node, --runs, --json)",
-                name.replace('_', "-")
+                "--engine mariadb does not take --{} yet (it takes {})",
+                name.replace('_', "-"),
+                taken_flags()
             );
         }
     }

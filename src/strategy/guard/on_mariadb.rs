@@ -6,8 +6,11 @@
 //! two takers, the row's lock lets one through), any other answers 409.
 //! The owner then works and completes in one transaction, the completion
 //! matching only while the claim is still its own; if it was taken over
-//! meanwhile, the transaction rolls back, the XP row with it. Not here yet:
-//! fingerprints (422), the heartbeat, and the rescue of failed work.
+//! meanwhile, the transaction rolls back, the XP row with it. A claim
+//! first used with other parameters answers 422. Work that failed
+//! (`--fail-work`) is rescued as on PostgreSQL: its 500 stored as the
+//! key's response, or the claim deleted so that a retry works again
+//! (`--on-failure`). Not here yet: the heartbeat.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -18,6 +21,7 @@ use crate::request::mariadb::{Answered, Bind, Ctx};
 use crate::request::{Outcome, Step};
 use crate::strategy::OPERATION;
 use crate::strategy::answers::{body_of, other_parameters, replayed, stored_xp};
+use crate::strategy::guard::OnFailure;
 
 pub const CLAIM: &str = "INSERT IGNORE INTO idempotency_keys \
     (`key`, operation, status, request_fingerprint, worker, locked_at) \
@@ -26,7 +30,7 @@ pub const CLAIM: &str = "INSERT IGNORE INTO idempotency_keys \
 /// A loser reads the claim, and whether it is older than the stale-claim
 /// age (in microseconds).
 pub const READ: &str = "SELECT id, status, worker, response_body, \
-    locked_at < NOW(6) - INTERVAL ? MICROSECOND, request_fingerprint \
+    locked_at < NOW(6) - INTERVAL ? MICROSECOND, request_fingerprint, response_code \
     FROM idempotency_keys WHERE `key` = ?";
 
 /// Take over a stale claim (or resume one's own), checked again under the
@@ -38,6 +42,17 @@ pub const TAKE_OVER: &str = "UPDATE idempotency_keys SET locked_at = NOW(6), wor
 /// Complete the claim only while it is still ours.
 pub const COMPLETE_OWN: &str = "UPDATE idempotency_keys SET status = 'completed', \
     response_code = 201, response_body = ?, completed_at = NOW(6) \
+    WHERE id = ? AND worker = ? AND status = 'pending'";
+
+/// Failed work's 500, stored as the key's response while the claim is
+/// still ours (`--on-failure store`, Stripe's way).
+pub const STORE_FAILURE: &str = "UPDATE idempotency_keys SET status = 'completed', \
+    response_code = 500, response_body = ?, completed_at = NOW(6) \
+    WHERE id = ? AND worker = ? AND status = 'pending'";
+
+/// The claim of failed work deleted while it is still ours, so that a
+/// retry may work again (`--on-failure release`, Powertools' way).
+pub const RELEASE_OWN: &str = "DELETE FROM idempotency_keys \
     WHERE id = ? AND worker = ? AND status = 'pending'";
 
 /// The guard's shape on MariaDB.
@@ -100,6 +115,14 @@ async fn lost(ctx: &mut Ctx, key: &str) -> Result<(i64, String), Answered> {
         return Err(answered);
     }
     ctx.note(status.clone());
+    let code: Option<i32> = row.try_get(6).ok().flatten();
+    if status == "completed" && code == Some(500) {
+        return Err(Answered::new(
+            Outcome::Failed,
+            "claim completed with 500",
+            "replayed the stored 500",
+        ));
+    }
     if status == "completed" {
         let did = replayed(stored_xp(&row, 3));
         return Err(Answered::new(Outcome::Replayed, "claim completed", did));
@@ -139,6 +162,9 @@ async fn lost(ctx: &mut Ctx, key: &str) -> Result<(i64, String), Answered> {
 /// The work and the completion in one transaction, at InnoDB's default
 /// level; the completion matches only while the claim is still ours.
 async fn work_and_complete(ctx: &mut Ctx, id: i64, saw: &str) -> Answered {
+    if ctx.asked.work_fails {
+        return rescue(ctx, id, saw).await;
+    }
     let level = crate::strategy::transaction::Isolation::INNODB_DEFAULT.on_mariadb();
     if let Err(err) = ctx.begin(level).await {
         return ctx.failed(&err, saw, None);
@@ -179,5 +205,42 @@ async fn work_and_complete(ctx: &mut Ctx, id: i64, saw: &str) -> Answered {
             ctx.rollback().await;
             answered
         }
+    }
+}
+
+/// The work failed (`--fail-work`): the service call was made and failed,
+/// and nothing was written. The 500 is stored as the key's response, or
+/// the claim deleted, each only while the claim is still ours.
+async fn rescue(ctx: &mut Ctx, id: i64, saw: &str) -> Answered {
+    if let Err(err) = ctx.failed_call().await {
+        return ctx.failed(&err, saw, None);
+    }
+    let me = ctx.asked.worker as i64;
+    let body = serde_json::json!({
+        "error": { "type": "api_error", "message": "the award service failed" }
+    })
+    .to_string();
+    let (sql, did) = match ctx.on_failure {
+        OnFailure::Store => (STORE_FAILURE, "work failed, stored the 500"),
+        OnFailure::Release => (RELEASE_OWN, "work failed, released the claim"),
+    };
+    let done = match ctx.on_failure {
+        OnFailure::Store => {
+            let binds = [Bind::Text(&body), Bind::Int(id), Bind::Int(me)];
+            ctx.exec(Step::Complete, sql, &binds).await
+        }
+        OnFailure::Release => ctx.exec(Step::Complete, sql, &[Bind::Int(id), Bind::Int(me)]).await,
+    };
+    match done {
+        Ok(done) if done.rows_affected() == 1 => {
+            ctx.note(did);
+            Answered::new(Outcome::Failed, saw, did)
+        }
+        Ok(_) => {
+            ctx.note("not ours any more: left as it is");
+            let did = "work failed; its claim was taken over meanwhile";
+            Answered::new(Outcome::Failed, saw, did)
+        }
+        Err(err) => ctx.failed(&err, saw, None),
     }
 }
