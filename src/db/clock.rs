@@ -57,13 +57,13 @@ impl Clock {
         }
     }
 
-    /// The clock of a race in the MariaDB database `admin` works in. The
-    /// guard on InnoDB beats no heartbeat, so every pending claim ages.
-    pub fn on_mariadb(admin: sqlx::MySqlPool, stale_after: Duration) -> Self {
+    /// The clock of a race in the MariaDB database `admin` works in; with
+    /// a `heartbeat`, running workers' claims do not age.
+    pub fn on_mariadb(admin: sqlx::MySqlPool, stale_after: Duration, heartbeat: bool) -> Self {
         Self {
             on: On::Mariadb(admin),
             by: stale_after + MARGIN,
-            heartbeat: false,
+            heartbeat,
         }
     }
 
@@ -110,7 +110,8 @@ impl Clock {
         let (meta, schema) = match &self.on {
             On::Postgres { meta, schema } => (meta, schema),
             On::Mariadb(admin) => {
-                return crate::db::mariadb::age_claims(admin, None)
+                let beating = self.heartbeat.then_some(running);
+                return crate::db::mariadb::age_claims(admin, None, beating)
                     .await
                     .map(|n| n as usize);
             }
@@ -137,7 +138,8 @@ impl Clock {
         let (meta, schema) = match &self.on {
             On::Postgres { meta, schema } => (meta, schema),
             On::Mariadb(admin) => {
-                return crate::db::mariadb::age_claims(admin, Some(self.by)).await;
+                let beating = self.heartbeat.then_some(running);
+                return crate::db::mariadb::age_claims(admin, Some(self.by), beating).await;
             }
             On::Redis(redis) => return redis.age_claims(true).await.map_err(other),
         };

@@ -260,4 +260,3 @@ fn traffic(r: &RaceResult, redis: &RedisFigures, t: &mut Told) {
         t.push(" A claim in a cache that evicts is a claim that can vanish.");
     }
 }
-

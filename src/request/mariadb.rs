@@ -37,6 +37,21 @@ pub struct Asked {
     pub work_fails: bool,
 }
 
+/// The least time one beat may wait for its renewal.
+const BEAT_LIMIT: Duration = Duration::from_secs(1);
+
+/// An owner's heartbeat: its task is aborted when this is dropped, with
+/// the request's future or at the end of its work.
+pub struct Heartbeat(Option<tokio::task::JoinHandle<()>>);
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        if let Some(beating) = self.0.take() {
+            beating.abort();
+        }
+    }
+}
+
 /// A value bound to a statement's `?`.
 #[derive(Debug, Clone)]
 pub enum Bind<'a> {
@@ -195,8 +210,12 @@ pub struct Ctx {
     /// The guard's stale-claim age: a pending claim older than this may be
     /// taken over.
     pub stale_after: Duration,
-    /// What the guard leaves when the work fails (`--on-failure`).
-    pub on_failure: crate::strategy::guard::OnFailure,
+    /// When the work fails (`--fail-work`), whether the guard deletes its
+    /// claim for a retry (`--on-failure release`) rather than store the 500.
+    pub release_failed: bool,
+    /// `--heartbeat-ms`: how often the owner renews its claim while it
+    /// works, and the beats' own pool.
+    pub heartbeat: Option<(Duration, sqlx::MySqlPool)>,
     /// The crash planned for the race, and this session's id to kill.
     crash: Option<(Arc<Crash>, u64)>,
     /// Whether this request has crashed (its session killed).
@@ -231,7 +250,8 @@ impl Ctx {
             service_calls: 0,
             held: None,
             stale_after: Duration::ZERO,
-            on_failure: crate::strategy::guard::OnFailure::Store,
+            release_failed: false,
+            heartbeat: None,
             crash: None,
             crashed: false,
             stepper: None,
@@ -539,6 +559,26 @@ impl Ctx {
         self.record(Step::Work, "", start_ms, None);
         self.note("the award service failed");
         Ok(())
+    }
+
+    /// With a heartbeat: `renew` (its binds `id`, then this request's
+    /// worker) sent from the beats' own connection every so often, until
+    /// the returned guard is dropped, however the request ends. A beat
+    /// that fails or waits too long is a beat missed, as a real one is.
+    pub fn beat(&self, renew: &'static str, id: i64) -> Heartbeat {
+        let Some((every, pool)) = self.heartbeat.clone() else {
+            return Heartbeat(None);
+        };
+        let me = self.asked.worker as i64;
+        Heartbeat(Some(tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.tick().await;
+            loop {
+                ticks.tick().await;
+                let sent = bound(renew, &[Bind::Int(id), Bind::Int(me)]).execute(&pool);
+                let _ = tokio::time::timeout(every.max(BEAT_LIMIT), sent).await;
+            }
+        })))
     }
 
     /// A request ended on a server error: 500, the error kept.

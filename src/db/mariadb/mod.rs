@@ -95,15 +95,31 @@ impl Mariadb {
 }
 
 /// The stepped race's clock on MariaDB (see [`crate::db::clock`]): the
-/// pending claims no transaction holds locked; moved back `by`, when
-/// given, as that much time passing would. How many.
-pub async fn age_claims(admin: &MySqlPool, by: Option<Duration>) -> sqlx::Result<u64> {
+/// pending claims no transaction holds locked, but for those of the
+/// `beating` workers still running (their heartbeat renews them); moved
+/// back `by`, when given, as that much time passing would. How many.
+pub async fn age_claims(
+    admin: &MySqlPool,
+    by: Option<Duration>,
+    beating: Option<&[usize]>,
+) -> sqlx::Result<u64> {
     let mut tx = admin.begin().await?;
-    let ids: Vec<i64> = sqlx::query_scalar(
-        "SELECT id FROM idempotency_keys WHERE status = 'pending' FOR UPDATE SKIP LOCKED",
+    let pending: Vec<(i64, Option<i32>)> = sqlx::query_as(
+        "SELECT id, worker FROM idempotency_keys WHERE status = 'pending' FOR UPDATE SKIP LOCKED",
     )
     .fetch_all(&mut *tx)
     .await?;
+    // A running owner's heartbeat would have renewed its claim meanwhile.
+    let renewed = |worker: Option<i32>| {
+        beating.is_some_and(|running| {
+            worker.is_some_and(|w| running.iter().any(|r| *r as i64 == i64::from(w)))
+        })
+    };
+    let ids: Vec<i64> = pending
+        .into_iter()
+        .filter(|(_, worker)| !renewed(*worker))
+        .map(|(id, _)| id)
+        .collect();
     let Some(by) = by else {
         tx.rollback().await?;
         return Ok(ids.len() as u64);

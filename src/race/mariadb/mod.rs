@@ -7,9 +7,14 @@
 
 pub mod behind;
 pub mod cluster;
+mod plan;
+mod shared;
 mod taken;
 pub mod two_nodes;
 
+pub use plan::MariadbRace;
+use plan::Shaped;
+use shared::{Shared, one_request};
 use worker::report;
 pub use worker::{EngineWorker, KeyRow, XpRow, rows_now};
 mod worker;
@@ -19,196 +24,21 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::Serialize;
 use sqlx::Row;
 
 use crate::db::clock::Clock;
 use crate::db::mariadb::Mariadb;
-use crate::limits::Origin;
-use crate::race::RaceSettings;
 use crate::race::engine::Engine;
-use crate::race::options::CrashPlan;
-use crate::race::options::RaceInput;
 use crate::race::stepper::{Controller, Watch};
-use crate::request::mariadb::{Answered, Asked, Crash, Ctx, ReadBack};
+use crate::request::mariadb::{Answered, Asked, Crash};
 use crate::request::{Outcome, StepHook};
-use crate::store::StoreKind;
-use crate::strategy::StrategyKind;
-use crate::strategy::guard_file::{self, Dialect, GuardRef};
-use crate::strategy::spec::OnMariadb;
-use crate::strategy::transaction::{Isolation, Transaction};
+use crate::strategy::guard_file::{self};
 
 /// The longest one request may take before the race gives up on it; its
 /// future is then dropped, and its connection closed, not pooled.
 const REQUEST_LIMIT: Duration = Duration::from_secs(60);
-
-/// What a MariaDB race needs of the race's settings.
-#[derive(Debug, Clone, Serialize)]
-pub struct MariadbRace {
-    pub strategy: StrategyKind,
-    pub workers: usize,
-    pub pool_size: usize,
-    pub runner_holds_connection: bool,
-    pub work_ms: u64,
-    /// The request's transaction, at its level; `null`: each statement
-    /// commits on its own.
-    pub isolation: Option<Isolation>,
-    /// `--crash`: where a worker dies, its session killed.
-    pub crash: Option<CrashPlan>,
-    /// The guard's stale-claim age, in ms.
-    pub stale_after_ms: u64,
-    /// `--fail-work`: the worker whose work fails, if one does.
-    pub fail_work: Option<usize>,
-    /// With `fail_work`: what the guard leaves then (`--on-failure`).
-    pub on_failure: Option<crate::strategy::guard::OnFailure>,
-    /// `--read-back`: the claim as find-or-create, and how a loser reads
-    /// the key back after 1062; `null`: the course's `INSERT IGNORE`.
-    pub read_back: Option<ReadBack>,
-    /// `--store`: where claim-work-complete keeps its claims.
-    pub store: StoreKind,
-    /// With `--store cache`, the level of the cache's own transaction
-    /// (its `write(unless_exist: true)`): `--isolation`, else InnoDB's.
-    pub cache_isolation: Option<Isolation>,
-    #[serde(skip)]
-    recovery_retries: usize,
-    #[serde(skip)]
-    settings: RaceSettings,
-    /// `--strategy-file`: the guard file raced in the strategy's place.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub strategy_file: Option<String>,
-    #[serde(skip)]
-    shape: Shaped,
-    /// `--nodes` and `--spread`: the cluster, and how requests reach it.
-    #[serde(flatten)]
-    pub cluster: cluster::Cluster,
-}
-
-/// What each request runs: a built-in strategy's MariaDB shape, or a guard
-/// file written for MariaDB.
-#[derive(Debug, Clone, Copy)]
-enum Shaped {
-    Builtin(crate::request::mariadb::Shape),
-    File(GuardRef),
-}
-
-impl Shaped {
-    async fn answer(self, ctx: &mut Ctx) -> Answered {
-        match self {
-            Shaped::Builtin(shape) => shape(ctx).await,
-            Shaped::File(file) => guard_file::on_mariadb::answer(file, ctx).await,
-        }
-    }
-}
-
-impl MariadbRace {
-    /// The race `settings` describe, on MariaDB; refused in one line when
-    /// the strategy has no MariaDB shape. `isolation` is what the user
-    /// asked for; unasked, a transaction gets InnoDB's REPEATABLE READ.
-    fn new(settings: RaceSettings, input: &RaceInput) -> Result<Self> {
-        let (isolation, read_back) = (input.transaction.isolation, input.transaction.read_back);
-        let strategy = settings.strategy();
-        if read_back.is_some() && strategy != StrategyKind::ClaimWorkComplete {
-            bail!(
-                "--read-back shapes claim-work-complete's claim as find-or-create; {} has no \
-                 such claim",
-                strategy.spec().name
-            );
-        }
-        let store = settings.store.kind();
-        let file = settings.app().guard_file;
-        if let Some(file) = file
-            && settings.faults().fail_work().is_some()
-        {
-            bail!(
-                "--fail-work needs a release step, and {} on MariaDB has none yet: race -s guard",
-                file.name
-            );
-        }
-        let shape = match (file, store, strategy.spec().on_mariadb) {
-            (Some(file), _, _) if file.engine != Dialect::Mariadb => bail!(
-                "{} is written for {}; a file for MariaDB says engine = \"mariadb\" and \
-                 MySQL's SQL",
-                file.name,
-                file.engine.server()
-            ),
-            (Some(file), _, _) => Shaped::File(file),
-            (None, StoreKind::Cache, _) => {
-                Shaped::Builtin(crate::strategy::cache_on_mariadb::shape)
-            }
-            (None, StoreKind::Table, OnMariadb::Runs(shape)) => Shaped::Builtin(shape),
-            (None, StoreKind::Table, OnMariadb::Refused(why)) => {
-                bail!("{} on MariaDB: {why}", strategy.spec().name)
-            }
-            (None, StoreKind::Redis, _) => {
-                bail!(
-                    "--store redis keeps claims beside PostgreSQL's races so far; drop --engine mariadb"
-                )
-            }
-        };
-        let isolation = isolation.or(file.and_then(|f| f.isolation));
-        let cache_isolation = (store == StoreKind::Cache)
-            .then(|| isolation.unwrap_or(Engine::Mariadb.spec().default_isolation));
-        let app = settings.app();
-        let isolation = match app.transaction.scope() {
-            Transaction::None => None,
-            Transaction::Request => {
-                Some(isolation.unwrap_or(Engine::Mariadb.spec().default_isolation))
-            }
-        };
-        Ok(Self {
-            strategy,
-            workers: settings.requests().workers(),
-            pool_size: app.pool.size(),
-            runner_holds_connection: app.pool.runner_holds_connection(),
-            work_ms: settings.work_ms(),
-            isolation,
-            crash: settings.faults().crash(),
-            stale_after_ms: app.recovery.stale_after().as_millis() as u64,
-            fail_work: settings.faults().fail_work(),
-            on_failure: settings
-                .faults()
-                .fail_work()
-                .map(|_| app.recovery.on_failure()),
-            read_back,
-            store,
-            cache_isolation,
-            strategy_file: file.map(|f| f.name.clone()),
-            recovery_retries: settings.faults().recovery_retries(),
-            shape,
-            settings,
-            cluster: cluster::Cluster::of(input)?,
-        })
-    }
-
-    /// The race `input` asks for, on MariaDB: any option a MariaDB race
-    /// does not take yet is refused, naming it, rather than ignored.
-    pub fn from_input(input: &RaceInput, origin: Origin) -> Result<Self> {
-        taken::refuse_untaken(input)?;
-        let settings = for_settings(input).build(origin)?;
-        Self::new(settings, input)
-    }
-
-    /// The stepped race `input` asks for, on MariaDB (`idem step`, `idem
-    /// explore`): 2 to 5 workers, no fault; its schedule is the driver's.
-    pub fn stepped_from_input(input: &RaceInput) -> Result<Self> {
-        let unscheduled = input.clone().with(|r| r.shape.schedule = None);
-        taken::refuse_untaken(&unscheduled)?;
-        let settings = for_settings(input).build_stepped()?;
-        cluster::Cluster::of(&unscheduled)?.stepped(settings.requests().workers())?;
-        Self::new(settings, input)
-    }
-
-    /// The race's settings, as PostgreSQL's race would take them.
-    pub fn settings(&self) -> &RaceSettings {
-        &self.settings
-    }
-
-    /// The XP rows the course predicts, as on PostgreSQL.
-    pub fn lesson_figure(&self) -> u64 {
-        self.settings.lesson_figure()
-    }
-}
 
 /// One race's figures on an engine: one line of `--json`.
 #[derive(Debug, Clone, Serialize)]
@@ -270,7 +100,9 @@ pub async fn run_stepped(
         nodes: db.node_watchers(),
     };
     let (mut controller, hooks) = Controller::new(race.workers, watch);
-    let clock = Clock::on_mariadb(db.admin.clone(), race.settings.app().recovery.stale_after());
+    let recovery = &race.settings.app().recovery;
+    let beats = recovery.heartbeat().is_some();
+    let clock = Clock::on_mariadb(db.admin.clone(), recovery.stale_after(), beats);
     controller.set_clock(clock.clone());
     let started = start(db, race, Some(hooks)).await?;
     let driven = drive(&mut controller).await;
@@ -360,7 +192,7 @@ async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -
     let crash = race
         .crash
         .map(|plan| Crash::new(plan.at, plan.worker, db.admin.clone()));
-    let shared = Shared::new(race, pools.clone(), crash);
+    let shared = Shared::with_heartbeat(db, race, pools.clone(), crash).await?;
     let gate = Arc::new(OnceLock::new());
     let barrier = Arc::new(tokio::sync::Barrier::new(race.workers));
     let began = Instant::now();
@@ -578,21 +410,6 @@ pub async fn one(race: &MariadbRace, pool: sqlx::MySqlPool, worker: usize) -> En
     one_request(shared, asked(race, worker), Instant::now(), None).await
 }
 
-/// `input` as PostgreSQL's settings take it: without `--read-back`, which
-/// they refuse, and with `--store cache` without `--isolation`, which
-/// here names the level of the cache's own transaction, not a request
-/// transaction's.
-fn for_settings(input: &RaceInput) -> RaceInput {
-    let cache = input.store.store == Some(StoreKind::Cache);
-    input.clone().with(|r| {
-        r.transaction.read_back = None;
-        r.cluster = Default::default();
-        if cache {
-            r.transaction.isolation = None;
-        }
-    })
-}
-
 /// What worker `worker` asks for: the race's key, and its own parameters.
 fn asked(race: &MariadbRace, worker: usize) -> Asked {
     let p = race.settings.params(worker);
@@ -605,148 +422,6 @@ fn asked(race: &MariadbRace, worker: usize) -> Asked {
         fingerprint: race.settings.app().fingerprint.then(|| p.fingerprint()),
         work_fails: race.fail_work == Some(worker),
     }
-}
-
-/// What every request of one race shares.
-#[derive(Clone)]
-struct Shared {
-    /// One pool per node the requests reach.
-    pools: Vec<sqlx::MySqlPool>,
-    cluster: cluster::Cluster,
-    work: Duration,
-    calls: Arc<AtomicU64>,
-    isolation: Option<crate::request::mariadb::Level>,
-    own_level: crate::request::mariadb::Level,
-    read_back: Option<ReadBack>,
-    shape: Shaped,
-    stale_after: Duration,
-    on_failure: crate::strategy::guard::OnFailure,
-    crash: Option<Arc<Crash>>,
-}
-
-impl Shared {
-    fn new(race: &MariadbRace, pools: Vec<sqlx::MySqlPool>, crash: Option<Arc<Crash>>) -> Self {
-        let app = race.settings.app();
-        Self {
-            pools,
-            cluster: race.cluster,
-            work: app.work,
-            calls: Arc::new(AtomicU64::new(0)),
-            isolation: race.isolation.map(Isolation::on_mariadb),
-            own_level: race
-                .cache_isolation
-                .unwrap_or(Isolation::INNODB_DEFAULT)
-                .on_mariadb(),
-            read_back: race.read_back,
-            shape: race.shape,
-            stale_after: app.recovery.stale_after(),
-            on_failure: app.recovery.on_failure(),
-            crash,
-        }
-    }
-}
-
-/// One worker: its checkout, then the strategy's shape on its connection;
-/// step by step when it has a hook.
-async fn one_request(
-    s: Shared,
-    asked: Asked,
-    gate: Instant,
-    mut hook: Option<StepHook>,
-) -> EngineWorker {
-    let Shared {
-        pools,
-        cluster,
-        work,
-        calls,
-        isolation,
-        own_level,
-        read_back,
-        shape,
-        stale_after,
-        on_failure,
-        crash,
-    } = s;
-    let worker = asked.worker;
-    let since = |at: Instant| at.duration_since(gate).as_secs_f64() * 1000.0;
-    // A retry is sent after the gate: its wait runs from its own sending.
-    if let Some(hook) = hook.as_mut() {
-        hook.pause(crate::request::Step::Checkout, None).await;
-    }
-    let sent = Instant::now();
-    let pool = &pools[cluster.node_of(worker).min(pools.len() - 1)];
-    let conn = pool.acquire().await;
-    let checkout_wait_ms = sent.elapsed().as_secs_f64() * 1000.0;
-    let conn = match conn {
-        Ok(conn) => conn,
-        Err(_) => {
-            let answered = Answered::new(Outcome::CheckoutTimeout, "no connection", "503");
-            return report(worker, checkout_wait_ms, answered, None, checkout_wait_ms);
-        }
-    };
-    let mut ctx = Ctx::new(conn, asked, gate, work, calls, isolation, own_level);
-    ctx.stale_after = stale_after;
-    ctx.on_failure = on_failure;
-    ctx.read_back = read_back;
-    let armed = async {
-        if let Some(hook) = hook {
-            ctx.stepped(hook).await?;
-        }
-        match crash {
-            Some(crash) => ctx.arm(crash).await,
-            None => Ok(()),
-        }
-    };
-    if let Err(err) = armed.await {
-        let answered = ctx.failed(&err, "—", None);
-        return report(
-            worker,
-            checkout_wait_ms,
-            answered,
-            ctx.met(),
-            since(Instant::now()),
-        );
-    }
-    let mut answered = answer(&mut ctx, shape).await;
-    if ctx.crashed {
-        let when = ctx
-            .steps
-            .iter()
-            .rfind(|e| e.step == crate::request::Step::Fault);
-        let did = when.map_or("crashed".to_string(), |e| e.note.clone());
-        answered = Answered::new(Outcome::Crashed, answered.saw, format!("{did}; no answer"));
-    }
-    ctx.release_held().await;
-    let answer_ms = since(Instant::now());
-    let mut r = report(worker, checkout_wait_ms, answered, ctx.met(), answer_ms);
-    r.service_calls = ctx.service_calls;
-    r.steps = std::mem::take(&mut ctx.steps);
-    r
-}
-
-/// The shape's answer; in the request's transaction when it runs in one,
-/// which a server error rolls back, as an app's transaction block does
-/// when a statement raises (a 1062 caught by the shape included).
-async fn answer(ctx: &mut Ctx, shape: Shaped) -> Answered {
-    let Some(level) = ctx.transaction else {
-        return shape.answer(ctx).await;
-    };
-    if let Err(err) = ctx.begin(level).await {
-        return ctx.failed(&err, "—", None);
-    }
-    let answered = shape.answer(ctx).await;
-    if ctx.error.is_none() && ctx.commit().await.is_ok() {
-        ctx.note("committed");
-        return answered;
-    }
-    ctx.rollback().await;
-    ctx.note("rolled back");
-    let did = match (answered.outcome, &ctx.error) {
-        (Outcome::Error, _) => format!("{}; rolled back", answered.did),
-        (_, Some(e)) => format!("{}; {}: rolled back, 500", answered.did, e.shown()),
-        (_, None) => format!("{}; rolled back, 500", answered.did),
-    };
-    Answered::new(Outcome::Error, answered.saw, did)
 }
 
 fn gave_up(worker: usize, gate: Instant) -> EngineWorker {

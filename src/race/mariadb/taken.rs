@@ -26,6 +26,7 @@ const TAKES: &[(&str, Option<&str>)] = &[
     ("stale_after_ms", Some("--stale-after-ms")),
     ("fail_work", Some("--fail-work")),
     ("on_failure", Some("--on-failure")),
+    ("heartbeat_ms", Some("--heartbeat-ms")),
     ("amounts", Some("--amounts")),
     ("lessons", Some("--lessons")),
     ("users", Some("--users")),

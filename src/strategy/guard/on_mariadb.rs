@@ -10,7 +10,10 @@
 //! first used with other parameters answers 422. Work that failed
 //! (`--fail-work`) is rescued as on PostgreSQL: its 500 stored as the
 //! key's response, or the claim deleted so that a retry works again
-//! (`--on-failure`). Not here yet: the heartbeat.
+//! (`--on-failure`). With `--heartbeat-ms` the owner renews its claim's
+//! `locked_at` while it works, from the beats' own connection (the
+//! renewal must commit while the work's transaction is open), so that only
+//! a silent owner's claim goes stale.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,7 +24,6 @@ use crate::request::mariadb::{Answered, Bind, Ctx};
 use crate::request::{Outcome, Step};
 use crate::strategy::OPERATION;
 use crate::strategy::answers::{body_of, other_parameters, replayed, stored_xp};
-use crate::strategy::guard::OnFailure;
 
 pub const CLAIM: &str = "INSERT IGNORE INTO idempotency_keys \
     (`key`, operation, status, request_fingerprint, worker, locked_at) \
@@ -53,6 +55,10 @@ pub const STORE_FAILURE: &str = "UPDATE idempotency_keys SET status = 'completed
 /// The claim of failed work deleted while it is still ours, so that a
 /// retry may work again (`--on-failure release`, Powertools' way).
 pub const RELEASE_OWN: &str = "DELETE FROM idempotency_keys \
+    WHERE id = ? AND worker = ? AND status = 'pending'";
+
+/// Renews the claim's `locked_at` while it is still pending and ours.
+pub const RENEW: &str = "UPDATE idempotency_keys SET locked_at = NOW(6) \
     WHERE id = ? AND worker = ? AND status = 'pending'";
 
 /// The guard's shape on MariaDB.
@@ -162,6 +168,7 @@ async fn lost(ctx: &mut Ctx, key: &str) -> Result<(i64, String), Answered> {
 /// The work and the completion in one transaction, at InnoDB's default
 /// level; the completion matches only while the claim is still ours.
 async fn work_and_complete(ctx: &mut Ctx, id: i64, saw: &str) -> Answered {
+    let _beating = ctx.beat(RENEW, id);
     if ctx.asked.work_fails {
         return rescue(ctx, id, saw).await;
     }
@@ -220,17 +227,12 @@ async fn rescue(ctx: &mut Ctx, id: i64, saw: &str) -> Answered {
         "error": { "type": "api_error", "message": "the award service failed" }
     })
     .to_string();
-    let (sql, did) = match ctx.on_failure {
-        OnFailure::Store => (STORE_FAILURE, "work failed, stored the 500"),
-        OnFailure::Release => (RELEASE_OWN, "work failed, released the claim"),
+    let binds = [Bind::Text(&body), Bind::Int(id), Bind::Int(me)];
+    let (sql, binds, did) = match ctx.release_failed {
+        false => (STORE_FAILURE, &binds[..], "work failed, stored the 500"),
+        true => (RELEASE_OWN, &binds[1..], "work failed, released the claim"),
     };
-    let done = match ctx.on_failure {
-        OnFailure::Store => {
-            let binds = [Bind::Text(&body), Bind::Int(id), Bind::Int(me)];
-            ctx.exec(Step::Complete, sql, &binds).await
-        }
-        OnFailure::Release => ctx.exec(Step::Complete, sql, &[Bind::Int(id), Bind::Int(me)]).await,
-    };
+    let done = ctx.exec(Step::Complete, sql, binds).await;
     match done {
         Ok(done) if done.rows_affected() == 1 => {
             ctx.note(did);

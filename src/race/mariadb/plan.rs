@@ -1,0 +1,227 @@
+//! What a race on MariaDB is: the race's settings as MariaDB takes them, refused in one line where it cannot run them yet, and the shape each request runs.
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use super::cluster;
+use super::taken;
+use crate::limits::Origin;
+use crate::race::RaceSettings;
+use crate::race::engine::Engine;
+use crate::race::options::{CrashPlan, RaceInput};
+use crate::request::mariadb::{Answered, Ctx, ReadBack};
+use crate::store::StoreKind;
+use crate::strategy::StrategyKind;
+use crate::strategy::guard_file::{self, Dialect, GuardRef};
+use crate::strategy::spec::OnMariadb;
+use crate::strategy::transaction::{Isolation, Transaction};
+
+/// What a MariaDB race needs of the race's settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct MariadbRace {
+    pub strategy: StrategyKind,
+    pub workers: usize,
+    pub pool_size: usize,
+    pub runner_holds_connection: bool,
+    pub work_ms: u64,
+    /// The request's transaction, at its level; `null`: each statement
+    /// commits on its own.
+    pub isolation: Option<Isolation>,
+    /// `--crash`: where a worker dies, its session killed.
+    pub crash: Option<CrashPlan>,
+    /// The guard's stale-claim age, in ms.
+    pub stale_after_ms: u64,
+    /// `--fail-work`: the worker whose work fails, if one does.
+    pub fail_work: Option<usize>,
+    /// With `fail_work`: what the guard leaves then (`--on-failure`).
+    pub on_failure: Option<crate::strategy::guard::OnFailure>,
+    /// `--heartbeat-ms`: how often the guard's owner renews its claim while
+    /// it works; `null`: it does not.
+    pub heartbeat_ms: Option<u64>,
+    /// `--read-back`: the claim as find-or-create, and how a loser reads
+    /// the key back after 1062; `null`: the course's `INSERT IGNORE`.
+    pub read_back: Option<ReadBack>,
+    /// `--store`: where claim-work-complete keeps its claims.
+    pub store: StoreKind,
+    /// With `--store cache`, the level of the cache's own transaction
+    /// (its `write(unless_exist: true)`): `--isolation`, else InnoDB's.
+    pub cache_isolation: Option<Isolation>,
+    #[serde(skip)]
+    pub(super) recovery_retries: usize,
+    #[serde(skip)]
+    pub(super) settings: RaceSettings,
+    /// `--strategy-file`: the guard file raced in the strategy's place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy_file: Option<String>,
+    #[serde(skip)]
+    pub(super) shape: Shaped,
+    /// `--nodes` and `--spread`: the cluster, and how requests reach it.
+    #[serde(flatten)]
+    pub cluster: cluster::Cluster,
+}
+
+/// What each request runs: a built-in strategy's MariaDB shape, or a guard
+/// file written for MariaDB.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Shaped {
+    Builtin(crate::request::mariadb::Shape),
+    File(GuardRef),
+}
+
+impl Shaped {
+    pub(super) async fn answer(self, ctx: &mut Ctx) -> Answered {
+        match self {
+            Shaped::Builtin(shape) => shape(ctx).await,
+            Shaped::File(file) => guard_file::on_mariadb::answer(file, ctx).await,
+        }
+    }
+}
+
+impl MariadbRace {
+    /// The race `settings` describe, on MariaDB; refused in one line when
+    /// the strategy has no MariaDB shape. `isolation` is what the user
+    /// asked for; unasked, a transaction gets InnoDB's REPEATABLE READ.
+    fn new(settings: RaceSettings, input: &RaceInput) -> Result<Self> {
+        let (isolation, read_back) = (input.transaction.isolation, input.transaction.read_back);
+        let strategy = settings.strategy();
+        if read_back.is_some() && strategy != StrategyKind::ClaimWorkComplete {
+            bail!(
+                "--read-back shapes claim-work-complete's claim as find-or-create; {} has no \
+                 such claim",
+                strategy.spec().name
+            );
+        }
+        let store = settings.store.kind();
+        let file = settings.app().guard_file;
+        check_renewal(&settings, file, &cluster::Cluster::of(input)?)?;
+        if let Some(file) = file
+            && settings.faults().fail_work().is_some()
+        {
+            bail!(
+                "--fail-work needs a release step, and {} on MariaDB has none yet: race -s guard",
+                file.name
+            );
+        }
+        let shape = match (file, store, strategy.spec().on_mariadb) {
+            (Some(file), _, _) if file.engine != Dialect::Mariadb => bail!(
+                "{} is written for {}; a file for MariaDB says engine = \"mariadb\" and \
+                 MySQL's SQL",
+                file.name,
+                file.engine.server()
+            ),
+            (Some(file), _, _) => Shaped::File(file),
+            (None, StoreKind::Cache, _) => {
+                Shaped::Builtin(crate::strategy::cache_on_mariadb::shape)
+            }
+            (None, StoreKind::Table, OnMariadb::Runs(shape)) => Shaped::Builtin(shape),
+            (None, StoreKind::Table, OnMariadb::Refused(why)) => {
+                bail!("{} on MariaDB: {why}", strategy.spec().name)
+            }
+            (None, StoreKind::Redis, _) => {
+                bail!(
+                    "--store redis keeps claims beside PostgreSQL's races so far; drop --engine mariadb"
+                )
+            }
+        };
+        let isolation = isolation.or(file.and_then(|f| f.isolation));
+        let cache_isolation = (store == StoreKind::Cache)
+            .then(|| isolation.unwrap_or(Engine::Mariadb.spec().default_isolation));
+        let app = settings.app();
+        let isolation = match app.transaction.scope() {
+            Transaction::None => None,
+            Transaction::Request => {
+                Some(isolation.unwrap_or(Engine::Mariadb.spec().default_isolation))
+            }
+        };
+        Ok(Self {
+            strategy,
+            workers: settings.requests().workers(),
+            pool_size: app.pool.size(),
+            runner_holds_connection: app.pool.runner_holds_connection(),
+            work_ms: settings.work_ms(),
+            isolation,
+            crash: settings.faults().crash(),
+            stale_after_ms: app.recovery.stale_after().as_millis() as u64,
+            fail_work: settings.faults().fail_work(),
+            on_failure: settings
+                .faults()
+                .fail_work()
+                .map(|_| app.recovery.on_failure()),
+            heartbeat_ms: app.recovery.heartbeat().map(|d| d.as_millis() as u64),
+            read_back,
+            store,
+            cache_isolation,
+            strategy_file: file.map(|f| f.name.clone()),
+            recovery_retries: settings.faults().recovery_retries(),
+            shape,
+            settings,
+            cluster: cluster::Cluster::of(input)?,
+        })
+    }
+
+    /// The race `input` asks for, on MariaDB: any option a MariaDB race
+    /// does not take yet is refused, naming it, rather than ignored.
+    pub fn from_input(input: &RaceInput, origin: Origin) -> Result<Self> {
+        taken::refuse_untaken(input)?;
+        let settings = for_settings(input).build(origin)?;
+        Self::new(settings, input)
+    }
+
+    /// The stepped race `input` asks for, on MariaDB (`idem step`, `idem
+    /// explore`): 2 to 5 workers, no fault; its schedule is the driver's.
+    pub fn stepped_from_input(input: &RaceInput) -> Result<Self> {
+        let unscheduled = input.clone().with(|r| r.shape.schedule = None);
+        taken::refuse_untaken(&unscheduled)?;
+        let settings = for_settings(input).build_stepped()?;
+        cluster::Cluster::of(&unscheduled)?.stepped(settings.requests().workers())?;
+        Self::new(settings, input)
+    }
+
+    /// The race's settings, as PostgreSQL's race would take them.
+    pub fn settings(&self) -> &RaceSettings {
+        &self.settings
+    }
+
+    /// The XP rows the course predicts, as on PostgreSQL.
+    pub fn lesson_figure(&self) -> u64 {
+        self.settings.lesson_figure()
+    }
+}
+
+/// `input` as PostgreSQL's settings take it: without `--read-back`, which
+/// they refuse, and with `--store cache` without `--isolation`, which
+/// here names the level of the cache's own transaction, not a request
+/// transaction's.
+fn for_settings(input: &RaceInput) -> RaceInput {
+    let cache = input.store.store == Some(StoreKind::Cache);
+    input.clone().with(|r| {
+        r.transaction.read_back = None;
+        r.cluster = Default::default();
+        if cache {
+            r.transaction.isolation = None;
+        }
+    })
+}
+
+/// `--heartbeat-ms`, refused where a MariaDB race cannot renew yet: a
+/// guard file (it has no renew step there) or a cluster (the beats go to
+/// one node).
+fn check_renewal(
+    settings: &RaceSettings,
+    file: Option<GuardRef>,
+    cluster: &cluster::Cluster,
+) -> Result<()> {
+    if settings.app().recovery.heartbeat().is_none() {
+        return Ok(());
+    }
+    if let Some(file) = file {
+        bail!(
+            "--heartbeat-ms needs a renew step, and {} on MariaDB has none yet: race -s guard",
+            file.name
+        );
+    }
+    if cluster.is_cluster() {
+        bail!("a race on a Galera cluster (--nodes) does not take --heartbeat-ms yet");
+    }
+    Ok(())
+}

@@ -1,0 +1,193 @@
+//! What every request of a MariaDB race shares, and one request's life: its checkout, its shape on its connection, and its answer.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::cluster;
+use super::plan::{MariadbRace, Shaped};
+use super::worker::EngineWorker;
+use super::worker::report;
+use crate::db::mariadb::Mariadb;
+use crate::request::mariadb::{Answered, Asked, Crash, Ctx, ReadBack};
+use crate::request::{Outcome, StepHook};
+use crate::strategy::transaction::Isolation;
+
+/// Connections the heartbeat's pool may open: one owner beats at a time,
+/// two while a takeover's new owner starts.
+const HEARTBEAT_CONNECTIONS: usize = 2;
+
+/// How long a beat waits for one of them.
+const BEAT_CHECKOUT: Duration = Duration::from_secs(5);
+
+/// What every request of one race shares.
+#[derive(Clone)]
+pub(super) struct Shared {
+    /// One pool per node the requests reach.
+    pools: Vec<sqlx::MySqlPool>,
+    cluster: cluster::Cluster,
+    work: Duration,
+    pub(super) calls: Arc<AtomicU64>,
+    isolation: Option<crate::request::mariadb::Level>,
+    own_level: crate::request::mariadb::Level,
+    read_back: Option<ReadBack>,
+    shape: Shaped,
+    pub(super) stale_after: Duration,
+    on_failure: crate::strategy::guard::OnFailure,
+    /// `--heartbeat-ms`: how often, and the beats' own pool.
+    heartbeat: Option<(Duration, sqlx::MySqlPool)>,
+    crash: Option<Arc<Crash>>,
+}
+
+impl Shared {
+    /// The same, with the beats' own pool when the race has a heartbeat
+    /// (the workers' user's: a renewal must commit while the work's
+    /// transaction is open).
+    pub(super) async fn with_heartbeat(
+        db: &Mariadb,
+        race: &MariadbRace,
+        pools: Vec<sqlx::MySqlPool>,
+        crash: Option<Arc<Crash>>,
+    ) -> Result<Self> {
+        let mut shared = Self::new(race, pools, crash);
+        if let Some(every) = race.settings.app().recovery.heartbeat() {
+            let beats = db
+                .workers_pool(HEARTBEAT_CONNECTIONS, BEAT_CHECKOUT)
+                .await?;
+            shared.heartbeat = Some((every, beats));
+        }
+        Ok(shared)
+    }
+
+    pub(super) fn new(
+        race: &MariadbRace,
+        pools: Vec<sqlx::MySqlPool>,
+        crash: Option<Arc<Crash>>,
+    ) -> Self {
+        let app = race.settings.app();
+        Self {
+            pools,
+            cluster: race.cluster,
+            work: app.work,
+            calls: Arc::new(AtomicU64::new(0)),
+            isolation: race.isolation.map(Isolation::on_mariadb),
+            own_level: race
+                .cache_isolation
+                .unwrap_or(Isolation::INNODB_DEFAULT)
+                .on_mariadb(),
+            read_back: race.read_back,
+            shape: race.shape,
+            stale_after: app.recovery.stale_after(),
+            on_failure: app.recovery.on_failure(),
+            heartbeat: None,
+            crash,
+        }
+    }
+}
+
+/// One worker: its checkout, then the strategy's shape on its connection;
+/// step by step when it has a hook.
+pub(super) async fn one_request(
+    s: Shared,
+    asked: Asked,
+    gate: Instant,
+    mut hook: Option<StepHook>,
+) -> EngineWorker {
+    let Shared {
+        pools,
+        cluster,
+        work,
+        calls,
+        isolation,
+        own_level,
+        read_back,
+        shape,
+        stale_after,
+        on_failure,
+        heartbeat,
+        crash,
+    } = s;
+    let worker = asked.worker;
+    let since = |at: Instant| at.duration_since(gate).as_secs_f64() * 1000.0;
+    // A retry is sent after the gate: its wait runs from its own sending.
+    if let Some(hook) = hook.as_mut() {
+        hook.pause(crate::request::Step::Checkout, None).await;
+    }
+    let sent = Instant::now();
+    let pool = &pools[cluster.node_of(worker).min(pools.len() - 1)];
+    let conn = pool.acquire().await;
+    let checkout_wait_ms = sent.elapsed().as_secs_f64() * 1000.0;
+    let conn = match conn {
+        Ok(conn) => conn,
+        Err(_) => {
+            let answered = Answered::new(Outcome::CheckoutTimeout, "no connection", "503");
+            return report(worker, checkout_wait_ms, answered, None, checkout_wait_ms);
+        }
+    };
+    let mut ctx = Ctx::new(conn, asked, gate, work, calls, isolation, own_level);
+    ctx.stale_after = stale_after;
+    ctx.release_failed = on_failure == crate::strategy::guard::OnFailure::Release;
+    ctx.heartbeat = heartbeat;
+    ctx.read_back = read_back;
+    let armed = async {
+        if let Some(hook) = hook {
+            ctx.stepped(hook).await?;
+        }
+        match crash {
+            Some(crash) => ctx.arm(crash).await,
+            None => Ok(()),
+        }
+    };
+    if let Err(err) = armed.await {
+        let answered = ctx.failed(&err, "—", None);
+        return report(
+            worker,
+            checkout_wait_ms,
+            answered,
+            ctx.met(),
+            since(Instant::now()),
+        );
+    }
+    let mut answered = answer(&mut ctx, shape).await;
+    if ctx.crashed {
+        let when = ctx
+            .steps
+            .iter()
+            .rfind(|e| e.step == crate::request::Step::Fault);
+        let did = when.map_or("crashed".to_string(), |e| e.note.clone());
+        answered = Answered::new(Outcome::Crashed, answered.saw, format!("{did}; no answer"));
+    }
+    ctx.release_held().await;
+    let answer_ms = since(Instant::now());
+    let mut r = report(worker, checkout_wait_ms, answered, ctx.met(), answer_ms);
+    r.service_calls = ctx.service_calls;
+    r.steps = std::mem::take(&mut ctx.steps);
+    r
+}
+
+/// The shape's answer; in the request's transaction when it runs in one,
+/// which a server error rolls back, as an app's transaction block does
+/// when a statement raises (a 1062 caught by the shape included).
+async fn answer(ctx: &mut Ctx, shape: Shaped) -> Answered {
+    let Some(level) = ctx.transaction else {
+        return shape.answer(ctx).await;
+    };
+    if let Err(err) = ctx.begin(level).await {
+        return ctx.failed(&err, "—", None);
+    }
+    let answered = shape.answer(ctx).await;
+    if ctx.error.is_none() && ctx.commit().await.is_ok() {
+        ctx.note("committed");
+        return answered;
+    }
+    ctx.rollback().await;
+    ctx.note("rolled back");
+    let did = match (answered.outcome, &ctx.error) {
+        (Outcome::Error, _) => format!("{}; rolled back", answered.did),
+        (_, Some(e)) => format!("{}; {}: rolled back, 500", answered.did, e.shown()),
+        (_, None) => format!("{}; rolled back, 500", answered.did),
+    };
+    Answered::new(Outcome::Error, answered.saw, did)
+}
