@@ -518,12 +518,10 @@ impl Ctx {
         Ok(xp)
     }
 
-    /// The service call, then `sql` as the work's statement: one step.
-    pub async fn work_with(
-        &mut self,
-        sql: &'static str,
-        binds: &[Bind<'_>],
-    ) -> Result<MySqlQueryResult, sqlx::Error> {
+    /// The award service's call, the work's step up to its statement: a
+    /// crash `after-claim` strikes before it, one `during-work` halfway
+    /// through it. When it began, in ms since the gate.
+    async fn call_service(&mut self) -> Result<f64, sqlx::Error> {
         self.turn(Step::Work).await?;
         if self.strike(FaultPoint::AfterClaim, "before its work").await {
             return Err(crashed());
@@ -540,6 +538,16 @@ impl Ctx {
             return Err(crashed());
         }
         pause(self.work - self.work / 2).await;
+        Ok(start_ms)
+    }
+
+    /// The service call, then `sql` as the work's statement: one step.
+    pub async fn work_with(
+        &mut self,
+        sql: &'static str,
+        binds: &[Bind<'_>],
+    ) -> Result<MySqlQueryResult, sqlx::Error> {
+        let start_ms = self.call_service().await?;
         let out = bound(sql, binds).execute(&mut *self.conn).await;
         self.record(Step::Work, sql, start_ms, out.as_ref().err());
         out
@@ -548,14 +556,7 @@ impl Ctx {
     /// The service call that fails (`--fail-work`): made, taking the
     /// work's time, and answering an error; no statement follows it.
     pub async fn failed_call(&mut self) -> Result<(), sqlx::Error> {
-        self.turn(Step::Work).await?;
-        if self.strike(FaultPoint::AfterClaim, "before its work").await {
-            return Err(crashed());
-        }
-        let start_ms = self.now_ms();
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        self.service_calls += 1;
-        pause(self.work).await;
+        let start_ms = self.call_service().await?;
         self.record(Step::Work, "", start_ms, None);
         self.note("the award service failed");
         Ok(())

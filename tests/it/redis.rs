@@ -41,24 +41,22 @@ fn a_claim_in_redis_holds_and_its_server_goes_with_the_run() {
     left_clean(&sandbox);
 }
 
+/// A run killed mid-race leaves no redis-server, with one server or a
+/// primary and its replica.
 #[test]
 fn a_run_killed_mid_race_leaves_no_redis_server() {
     let sandbox = Sandbox::new("redis-kill");
-    let caught = sandbox.killed_with_servers_up(
-        &[
-            "race",
-            "-s",
-            "claim-work-complete",
-            "--store",
-            "redis",
-            "--work-ms",
-            "3000",
-        ],
-        "redis-server",
-        1,
-    );
-    assert!(caught, "idem was not caught with its redis-server up");
-    left_clean(&sandbox);
+    let race = ["race", "-s", "claim-work-complete", "--store", "redis"];
+    let runs: [(&[&str], usize); 2] = [(&[], 1), (&["--redis-replica", "in-step"], 2)];
+    for (more, servers) in runs {
+        let args = [&race[..], more, &["--work-ms", "3000"]].concat();
+        let caught = sandbox.killed_with_servers_up(&args, "redis-server", servers);
+        assert!(
+            caught,
+            "idem {args:?} was not caught with its redis-servers up"
+        );
+        left_clean(&sandbox);
+    }
 }
 
 #[test]
@@ -373,28 +371,5 @@ fn a_failover_loses_the_claim_the_replica_never_had_and_wait_says_so() {
         );
         assert_eq!(r["outcomes"]["conflict"].as_u64(), Some(1), "{r}");
     }
-    left_clean(&sandbox);
-}
-
-/// A run killed while its primary and replica both run leaves neither.
-#[test]
-fn a_run_killed_with_a_replica_up_leaves_no_redis_server() {
-    let sandbox = Sandbox::new("redis-replica-kill");
-    let caught = sandbox.killed_with_servers_up(
-        &[
-            "race",
-            "-s",
-            "claim-work-complete",
-            "--store",
-            "redis",
-            "--redis-replica",
-            "in-step",
-            "--work-ms",
-            "3000",
-        ],
-        "redis-server",
-        2,
-    );
-    assert!(caught, "idem was not caught with both redis-servers up");
     left_clean(&sandbox);
 }
