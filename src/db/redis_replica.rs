@@ -10,9 +10,10 @@
 //! primary is made wrong and its link closed, so that it keeps trying and
 //! is refused, as a replica cut off by a partition, or still in its first
 //! sync, is. A claim then never reaches it, for certain, rather than by a
-//! race of microseconds. A failover is `REPLICAOF NO ONE` on the replica,
-//! then SIGKILL for the primary; every command after it goes to the new
-//! primary, and the next run starts a new replica of that one.
+//! race of microseconds. A failover is SIGKILL for the primary, as a
+//! machine lost, then `REPLICAOF NO ONE` on the replica; every command
+//! after it goes to the new primary, and the next run starts a new
+//! replica of that one.
 
 use std::time::{Duration, Instant};
 
