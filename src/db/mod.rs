@@ -23,6 +23,7 @@ pub mod ownership;
 pub mod pgbouncer;
 pub mod pool;
 pub mod pooled;
+pub mod ports;
 pub mod redis_node;
 pub mod redis_replica;
 pub mod redis_server;

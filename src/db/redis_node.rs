@@ -222,12 +222,6 @@ impl PairSettings<'_> {
     }
 }
 
-/// A loopback port free right now: bound, then let go for the server.
-pub fn free_port() -> Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?.port())
-}
-
 /// A connection to the node at `socket` with `password`, if it asks one.
 pub fn client(socket: &Path, password: Option<&str>) -> Result<redis::Client> {
     let mut url = url::Url::parse("redis+unix:///")?;

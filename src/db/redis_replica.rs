@@ -21,7 +21,8 @@ use anyhow::{Context, Result, bail};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
 
-use crate::db::redis_node::{self, Node, PairSettings, free_port};
+use crate::db::ports::free_port;
+use crate::db::redis_node::{self, Node, PairSettings};
 use crate::db::redis_url::bounded;
 
 /// How long a replica may take to be in step with its primary, or to

@@ -44,12 +44,6 @@ fn provider() -> Result<&'static str> {
         .context("no Galera provider found (install galera-4 beside mariadb-server)")
 }
 
-/// A loopback port free right now: bound, then let go for the node.
-fn free_port() -> Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?.port())
-}
-
 /// One node's three ports among the nodes.
 #[derive(Debug, Clone, Copy)]
 struct Ports {
@@ -105,9 +99,9 @@ pub async fn start(
     let ports: Vec<Ports> = (0..n)
         .map(|_| {
             Ok(Ports {
-                group: free_port()?,
-                ist: free_port()?,
-                sst: free_port()?,
+                group: crate::db::ports::free_port()?,
+                ist: crate::db::ports::free_port()?,
+                sst: crate::db::ports::free_port()?,
             })
         })
         .collect::<Result<_>>()?;
