@@ -16,7 +16,7 @@ use sqlx::mysql::{MySql, MySqlDatabaseError, MySqlQueryResult, MySqlRow};
 use sqlx::pool::PoolConnection;
 
 use crate::request::fault::FaultPoint;
-use crate::request::{Go, Outcome, Step, StepEvent, StepHook};
+use crate::request::{ClaimPart, Go, Outcome, Step, StepEvent, StepHook};
 
 /// A strategy's shape on MariaDB: the request in, its answer out.
 pub type Shape = for<'a> fn(&'a mut Ctx) -> Pin<Box<dyn Future<Output = Answered> + Send + 'a>>;
@@ -562,21 +562,30 @@ impl Ctx {
         Ok(())
     }
 
-    /// With a heartbeat: `renew` (its binds `id`, then this request's
-    /// worker) sent from the beats' own connection every so often, until
-    /// the returned guard is dropped, however the request ends. A beat
-    /// that fails or waits too long is a beat missed, as a real one is.
-    pub fn beat(&self, renew: &'static str, id: i64) -> Heartbeat {
+    /// With a heartbeat: `renew`, its `?`s bound to `parts` of the claim
+    /// (its id `id`, its owner this request's worker), sent from the
+    /// beats' own connection every so often, until the returned guard is
+    /// dropped, however the request ends. A beat that fails or waits too
+    /// long is a beat missed, as a real one is.
+    pub fn beat(&self, renew: &'static str, parts: &[ClaimPart], id: i64) -> Heartbeat {
         let Some((every, pool)) = self.heartbeat.clone() else {
             return Heartbeat(None);
         };
         let me = self.asked.worker as i64;
+        let values: Vec<i64> = parts
+            .iter()
+            .map(|part| match part {
+                ClaimPart::Id => id,
+                ClaimPart::Owner => me,
+            })
+            .collect();
         Heartbeat(Some(tokio::spawn(async move {
+            let binds: Vec<Bind> = values.iter().map(|v| Bind::Int(*v)).collect();
             let mut ticks = tokio::time::interval(every);
             ticks.tick().await;
             loop {
                 ticks.tick().await;
-                let sent = bound(renew, &[Bind::Int(id), Bind::Int(me)]).execute(&pool);
+                let sent = bound(renew, &binds).execute(&pool);
                 let _ = tokio::time::timeout(every.max(BEAT_LIMIT), sent).await;
             }
         })))

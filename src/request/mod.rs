@@ -29,4 +29,13 @@ pub use lease::{Failure, Lease, bounded};
 pub use observer::{Observer, Unobserved};
 pub use params::{MAX_KEY_LEN, Params, Request};
 pub use step::Step;
+
+/// What a parameter of a per-claim renewal stands for, on either engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimPart {
+    /// The claim's id (`$claim_id`).
+    Id,
+    /// Its owner, the worker that won it (`$worker`).
+    Owner,
+}
 pub use trace::{StepEvent, Trace};

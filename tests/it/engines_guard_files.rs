@@ -149,18 +149,52 @@ fn a_guard_file_on_mariadb_may_touch_the_run_s_tables_and_nothing_else() {
         "exercises/2-claim-first.toml",
     ]));
     assert!(err.contains("written for PostgreSQL"), "{err}");
-    let release = sandbox.dir.join("release.toml");
+    let fingerprint = sandbox.dir.join("fingerprint.toml");
     let text = std::fs::read_to_string(CLAIM).unwrap()
-        + "\nrelease = \"DELETE FROM idempotency_keys WHERE id = $claim_id\"\n";
-    std::fs::write(&release, text).unwrap();
+        + "\nfingerprint = \"SELECT SHA2(CONCAT($user_id, ':', $amount), 256)\"\n";
+    std::fs::write(&fingerprint, text).unwrap();
     let err = refused_in_one_line(
         sandbox
             .idem()
             .args(["race", "--engine", "mariadb", "--strategy-file"])
-            .arg(&release),
+            .arg(&fingerprint),
     );
     assert!(
-        err.contains("step release is not run on MariaDB yet"),
+        err.contains("step fingerprint is not run on MariaDB yet"),
         "{err}"
     );
+}
+
+/// A guard file's release step on MariaDB: failed work (`--fail-work`)
+/// lets the claim go, so the client's retry claims the key again, works
+/// and succeeds (1 XP row, 2 calls); without the step the claim stays
+/// pending and the retry is told 409 (0 XP rows, 1 call).
+#[test]
+fn a_guard_files_release_step_lets_failed_works_claim_go_on_mariadb() {
+    let sandbox = Sandbox::new("engines-guard-release");
+    let text = std::fs::read_to_string(CLAIM).unwrap();
+    let release = "release = '''\nDELETE FROM idempotency_keys\n\
+                   WHERE id = $claim_id AND worker = $worker AND status = 'pending'\n'''\n\n";
+    let with_release = text.replacen("replay = '''", &format!("{release}replay = '''"), 1);
+    assert_ne!(with_release, text, "the example's replay step moved");
+    let path = sandbox.dir.join("released.toml");
+    std::fs::write(&path, with_release).unwrap();
+    let failed = ["--workers", "1", "--fail-work", "1", "--runs", "2"];
+    for (file, xp, calls, retried) in [
+        (path.display().to_string(), 1, 2, "created"),
+        (CLAIM.to_string(), 0, 1, "conflict"),
+    ] {
+        for r in runs(
+            &sandbox,
+            &[&["--strategy-file", file.as_str()][..], &failed].concat(),
+        ) {
+            assert_eq!(
+                (r["xp_rows"].as_u64(), r["service_calls"].as_u64()),
+                (Some(xp), Some(calls)),
+                "{file}: {r}"
+            );
+            assert_eq!(r["outcomes"]["failed"], 1, "{file}: {r}");
+            assert_eq!(r["outcomes"][retried], 1, "{file}: {r}");
+        }
+    }
 }

@@ -93,15 +93,7 @@ impl MariadbRace {
         }
         let store = settings.store.kind();
         let file = settings.app().guard_file;
-        check_renewal(&settings, file, &cluster::Cluster::of(input)?)?;
-        if let Some(file) = file
-            && settings.faults().fail_work().is_some()
-        {
-            bail!(
-                "--fail-work needs a release step, and {} on MariaDB has none yet: race -s guard",
-                file.name
-            );
-        }
+        check_renewal(&settings, &cluster::Cluster::of(input)?)?;
         let shape = match (file, store, strategy.spec().on_mariadb) {
             (Some(file), _, _) if file.engine != Dialect::Mariadb => bail!(
                 "{} is written for {}; a file for MariaDB says engine = \"mariadb\" and \
@@ -204,21 +196,11 @@ fn for_settings(input: &RaceInput) -> RaceInput {
 }
 
 /// `--heartbeat-ms`, refused where a MariaDB race cannot renew yet: a
-/// guard file (it has no renew step there) or a cluster (the beats go to
-/// one node).
-fn check_renewal(
-    settings: &RaceSettings,
-    file: Option<GuardRef>,
-    cluster: &cluster::Cluster,
-) -> Result<()> {
+/// cluster (the beats go to one node). A guard file without a renew step
+/// is refused where every race's settings are checked.
+fn check_renewal(settings: &RaceSettings, cluster: &cluster::Cluster) -> Result<()> {
     if settings.app().recovery.heartbeat().is_none() {
         return Ok(());
-    }
-    if let Some(file) = file {
-        bail!(
-            "--heartbeat-ms needs a renew step, and {} on MariaDB has none yet: race -s guard",
-            file.name
-        );
     }
     if cluster.is_cluster() {
         bail!("a race on a Galera cluster (--nodes) does not take --heartbeat-ms yet");

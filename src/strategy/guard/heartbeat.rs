@@ -50,14 +50,7 @@ pub enum Renewal {
     EachClaim(&'static Sql, &'static [ClaimPart]),
 }
 
-/// What a parameter of a per-claim renewal stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClaimPart {
-    /// The claim's id (`$claim_id`).
-    Id,
-    /// Its owner, the worker that won it (`$worker`).
-    Owner,
-}
+pub use crate::request::ClaimPart;
 
 /// Renews the claims of running work, every `interval`, from one
 /// connection of its own. Clones share the same beats; they stop when the

@@ -21,7 +21,7 @@ use std::pin::Pin;
 use sqlx::Row;
 
 use crate::request::mariadb::{Answered, Bind, Ctx};
-use crate::request::{Outcome, Step};
+use crate::request::{ClaimPart, Outcome, Step};
 use crate::strategy::OPERATION;
 use crate::strategy::answers::{body_of, other_parameters, replayed, stored_xp};
 
@@ -168,7 +168,7 @@ async fn lost(ctx: &mut Ctx, key: &str) -> Result<(i64, String), Answered> {
 /// The work and the completion in one transaction, at InnoDB's default
 /// level; the completion matches only while the claim is still ours.
 async fn work_and_complete(ctx: &mut Ctx, id: i64, saw: &str) -> Answered {
-    let _beating = ctx.beat(RENEW, id);
+    let _beating = ctx.beat(RENEW, &[ClaimPart::Id, ClaimPart::Owner], id);
     if ctx.asked.work_fails {
         return rescue(ctx, id, saw).await;
     }

@@ -12,7 +12,7 @@ use sqlx::{Column, Executor, Row, Statement as _, TypeInfo};
 
 use super::{GuardRef, Param, Shape, Statement, StepName};
 use crate::request::mariadb::{Answered, Bind, Ctx, number};
-use crate::request::{Outcome, Step};
+use crate::request::{ClaimPart, Outcome, Step};
 use crate::strategy::OPERATION;
 use crate::strategy::answers::{body_of, replayed, stored_xp};
 
@@ -173,6 +173,14 @@ async fn claim_work_complete(
     };
     ctx.note("claim won");
     values.claim_id = Some(id);
+    // Renewed while the work runs, if the file beats: dropped with this
+    // request, however it ends.
+    let _beating = file
+        .statement(StepName::Renew)
+        .map(|renew| ctx.beat(text(renew), &claim_parts(renew), id));
+    if ctx.asked.work_fails {
+        return failed(file, ctx, values).await;
+    }
     let xp = match ctx.work().await {
         Ok(xp) => xp,
         Err(err) => return ctx.failed(&err, "claim won", None),
@@ -198,6 +206,48 @@ async fn claim_work_complete(
         }
         Err(err) => ctx.failed(&err, "claim won", Some(xp)),
     }
+}
+
+/// The work failed (`--fail-work`): the service was called and errored.
+/// The file's release step, if it has one, lets the claim go; without one
+/// the claim stays pending. Answered 500.
+async fn failed(file: &'static super::GuardFile, ctx: &mut Ctx, values: &Values) -> Answered {
+    if let Err(err) = ctx.failed_call().await {
+        return ctx.failed(&err, "claim won", None);
+    }
+    let Some(release) = file.statement(StepName::Release) else {
+        return Answered::new(
+            Outcome::Failed,
+            "claim won",
+            "work failed, the claim left pending",
+        );
+    };
+    let binds = values.binds(release);
+    match ctx.exec(Step::Complete, text(release), &binds).await {
+        Ok(_) => {
+            ctx.note("released the claim");
+            Answered::new(
+                Outcome::Failed,
+                "claim won",
+                "work failed, released the claim",
+            )
+        }
+        Err(err) => ctx.failed(&err, "claim won", None),
+    }
+}
+
+/// What the renew step's `?`s stand for, in order: the claim's id or its
+/// owner (the only names a renew step may use).
+fn claim_parts(renew: &Statement) -> Vec<ClaimPart> {
+    let params = renew.on_mariadb.as_ref().map_or(&[][..], |(_, p)| p);
+    params
+        .iter()
+        .filter_map(|p| match p {
+            Param::ClaimId => Some(ClaimPart::Id),
+            Param::Worker => Some(ClaimPart::Owner),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A found key or a lost claim's row: other parameters 422 (when the file

@@ -34,7 +34,7 @@ struct Raw {
 pub const SYNCHRONOUS: [&str; 2] = ["off", "remote_apply"];
 
 /// The steps a file for MariaDB may not give yet.
-const NOT_ON_MARIADB: [StepName; 3] = [StepName::Release, StepName::Renew, StepName::Fingerprint];
+const NOT_ON_MARIADB: [StepName; 1] = [StepName::Fingerprint];
 
 /// The statements a step may be: one that reads or writes rows.
 const KEYWORDS: [&str; 5] = ["select", "insert", "update", "delete", "with"];
@@ -59,8 +59,8 @@ pub fn parse(name: &str, text: &str) -> Result<GuardFile> {
         };
         if raw.engine == Dialect::Mariadb && NOT_ON_MARIADB.contains(&step) {
             bail!(
-                "{name} line {line}: step {} is not run on MariaDB yet (failed work, the \
-                 heartbeat and a file's own fingerprint are PostgreSQL's so far)",
+                "{name} line {line}: step {} is not run on MariaDB yet (a file's own \
+                 fingerprint is PostgreSQL's so far; idem's is used there)",
                 step.name()
             );
         }
