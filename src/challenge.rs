@@ -15,6 +15,7 @@ use crate::limits::Origin;
 use crate::probe::conformance::Check;
 use crate::race::fault::FaultPoint;
 use crate::race::options::RaceInput;
+use crate::race::raced::Raced;
 use crate::race::told::{Counted, Fact, Told, Who, tell};
 use crate::race::{CrashPlan, Outcome, Race, RaceResult};
 use crate::strategy::{Strategy, StrategyKind};
@@ -39,12 +40,13 @@ pub async fn judge(db: &Database, guard: Arc<dyn Strategy>) -> Result<Vec<Check>
     Ok(checks)
 }
 
-/// How a case judges the race it ran.
-pub type Judge = fn(&RaceResult) -> Check;
+/// How a case judges the race it ran (on PostgreSQL unless `R` says).
+pub type Judge<R = RaceResult> = fn(&R) -> Check;
 
 /// Each case: the race it runs on top of `base` (which names the guard
-/// and sets [`STALE_AFTER`]), and how its result is judged.
-pub fn cases(base: &RaceInput) -> [(RaceInput, Judge); 4] {
+/// and sets [`STALE_AFTER`]), and how its result is judged, on either
+/// engine's race.
+pub fn cases<R: Raced>(base: &RaceInput) -> [(RaceInput, Judge<R>); 4] {
     let crash = base.clone().with(|r| {
         r.faults.crash = Some(CrashPlan {
             worker: None,
@@ -74,11 +76,11 @@ pub fn cases(base: &RaceInput) -> [(RaceInput, Judge); 4] {
 }
 
 /// The XP rows and every status, as the cases show what they saw.
-pub fn rows_and_statuses(r: &RaceResult) -> String {
+pub fn rows_and_statuses(r: &impl Raced) -> String {
     let mut told = Told::new();
-    tell!(told, "{}; ", Counted(Fact::XpRows(r.xp_rows), "XP row"));
+    tell!(told, "{}; ", Counted(Fact::XpRows(r.xp_rows()), "XP row"));
     told.append(outcomes_told(r));
-    told.finish(r)
+    r.finish(told)
 }
 
 /// "1 XP row, 1 service call", each a fact checked against the race.
@@ -90,13 +92,13 @@ pub fn rows_and_calls(r: &RaceResult) -> String {
 /// error was told (a guard file's step that failed or ran past its limit,
 /// named by its line), so that "error 5" never stands alone: a narrative
 /// whose every count and worker is a fact.
-pub fn outcomes_told(r: &RaceResult) -> Told {
+pub fn outcomes_told(r: &impl Raced) -> Told {
     let mut told = crate::race::told::outcomes(|o| r.count(o));
-    let failed = r.reports.iter().find(|w| w.outcome == Outcome::Error);
-    if let Some(w) = failed {
-        // The server's own SQLSTATE beside its words, where it said one.
+    let replies = r.answers();
+    if let Some(w) = replies.iter().find(|w| w.outcome == Outcome::Error) {
+        // The server's own code beside its words, where it said one.
         let code = match &w.error {
-            Some(e) => format!(" (SQLSTATE {}, {})", e.code, e.name),
+            Some(e) => format!(" ({e})"),
             None => String::new(),
         };
         let worker = Fact::Worker(w.worker, Who::Ended(Outcome::Error));
@@ -105,61 +107,62 @@ pub fn outcomes_told(r: &RaceResult) -> Told {
     told
 }
 
-fn five_workers(r: &RaceResult) -> Check {
+fn five_workers<R: Raced>(r: &R) -> Check {
     Check::judged(
         "five-worker race",
         "exactly 1 XP row when five requests with one key arrive at once",
-        r.xp_rows == 1,
+        r.xp_rows() == 1,
         rows_and_statuses(r),
     )
 }
 
 /// Lesson 4's case: the same key with other amounts.
-pub fn fingerprint(r: &RaceResult) -> Check {
-    let winner = r
-        .reports
+pub fn fingerprint<R: Raced>(r: &R) -> Check {
+    let replies = r.answers();
+    let winner = replies
         .iter()
         .find(|w| w.outcome == Outcome::Created)
-        .map(|w| w.params.amount);
-    let others_rejected = r
-        .reports
+        .map(|w| w.amount);
+    let others_rejected = replies
         .iter()
-        .filter(|w| Some(w.params.amount) != winner)
+        .filter(|w| Some(w.amount) != winner)
         .all(|w| w.status == 422);
     Check::judged(
         "fingerprint",
         "1 XP row, and 422 for every request whose amount differs from the first",
-        r.xp_rows == 1 && winner.is_some() && others_rejected && r.wrong_replays == 0,
+        r.xp_rows() == 1 && winner.is_some() && others_rejected && r.wrong_replays() == 0,
         rows_and_statuses(r),
     )
 }
 
-fn crash_after_claim(r: &RaceResult) -> Check {
-    let retry = r.reports.iter().find(|w| w.retry);
+fn crash_after_claim<R: Raced>(r: &R) -> Check {
+    let replies = r.answers();
+    let retry = replies.iter().find(|w| w.retry);
     Check::judged(
         "crash after claim",
         "after the stale-claim age, the retry answers 201 and there is exactly 1 XP row",
-        r.xp_rows == 1 && retry.is_some_and(|w| w.status == 201),
+        r.xp_rows() == 1 && retry.is_some_and(|w| w.status == 201),
         rows_and_retries(r),
     )
 }
 
-fn two_takers(r: &RaceResult) -> Check {
-    let retries = r.retry_statuses();
+fn two_takers<R: Raced>(r: &R) -> Check {
+    let replies = r.answers();
+    let worked = replies.iter().filter(|w| w.retry && w.status == 201);
     Check::judged(
         "stale claim, two takers",
         "two retries after the stale-claim age: still exactly 1 XP row, and one of them does the work",
-        r.xp_rows == 1 && retries.iter().filter(|s| **s == 201).count() == 1,
+        r.xp_rows() == 1 && worked.count() == 1,
         rows_and_retries(r),
     )
 }
 
 /// "1 XP row; the retry (worker 6) answered 201 created", each retry
 /// named and its answer checked against its report.
-pub fn rows_and_retries(r: &RaceResult) -> String {
+pub fn rows_and_retries(r: &impl Raced) -> String {
     let mut told = Told::new();
-    tell!(told, "{}", Counted(Fact::XpRows(r.xp_rows), "XP row"));
-    let retries: Vec<_> = r.reports.iter().filter(|w| w.retry).collect();
+    tell!(told, "{}", Counted(Fact::XpRows(r.xp_rows()), "XP row"));
+    let retries: Vec<_> = r.answers().into_iter().filter(|w| w.retry).collect();
     if retries.is_empty() {
         told.push("; no retry was sent");
     }
@@ -173,5 +176,5 @@ pub fn rows_and_retries(r: &RaceResult) -> String {
         let answer = format!("{} {}", w.status, w.outcome.name());
         tell!(told, "{lead}{which}worker {}, answered {}", worker, answer);
     }
-    told.finish(r)
+    r.finish(told)
 }

@@ -9,6 +9,7 @@ use crate::db::Database;
 use crate::limits::Origin;
 use crate::probe::conformance::Check;
 use crate::race::options::RaceInput;
+use crate::race::raced::Raced;
 use crate::race::told::{Counted, Fact, Told, Who, tell};
 use crate::race::{Outcome, Race, RaceResult, WorkerReport};
 use crate::request::Step;
@@ -43,17 +44,17 @@ pub async fn races(db: &Database, cases: Vec<Case>) -> Result<Vec<Check>> {
 }
 
 /// "1 XP row, 1 service call; created 1, conflict 4": every figure a
-/// fact, checked against the race before it is shown.
-fn rows_calls_statuses(r: &RaceResult) -> String {
-    let mut told = crate::race::told::rows_and_calls(r.xp_rows, r.service_calls);
+/// fact, checked against the race (on either engine) before it is shown.
+pub(super) fn rows_calls_statuses(r: &impl Raced) -> String {
+    let mut told = crate::race::told::rows_and_calls(r.xp_rows(), r.service_calls());
     told.push("; ");
     told.append(crate::challenge::outcomes_told(r));
-    told.finish(r)
+    r.finish(told)
 }
 
 /// One XP row and one call, and no request answered with an error.
-fn held_once(r: &RaceResult) -> bool {
-    r.xp_rows == 1 && r.service_calls == 1 && r.reports.iter().all(|w| w.status < 500)
+pub(super) fn held_once(r: &impl Raced) -> bool {
+    r.xp_rows() == 1 && r.service_calls() == 1 && r.answers().iter().all(|w| w.status < 500)
 }
 
 pub(super) fn one_call(r: &RaceResult) -> Check {

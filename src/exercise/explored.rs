@@ -5,20 +5,37 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::db::Database;
+use crate::db::mariadb::Mariadb;
 use crate::explore;
 use crate::probe::conformance::Check;
+use crate::race::mariadb::MariadbRace;
 use crate::race::options::RaceInput;
+use crate::strategy::guard_file::Dialect;
 
 const CASE: &str = "every interleaving of two requests";
 const DEMANDS: &str =
     "the guard holds in every order of the two requests' steps, not only in a burst";
 
-/// The file at `file`, explored with two requests.
+/// The file at `file`, explored with two requests on the engine it is
+/// written for.
 pub async fn every_interleaving(db: &Database, file: &Path) -> Result<Check> {
+    if crate::strategy::guard_file::load(file)?.engine == Dialect::Mariadb {
+        return on_mariadb(db.mariadb().await?, file).await;
+    }
     let input = RaceInput::default().with(|r| r.strategy.strategy_file = Some(file.to_path_buf()));
     let settings = explore::settings(&input)?;
     let replay = explore::replay_for(&format!("--strategy-file {}", file.display()), &settings);
     let e = explore::explore(db, settings, &explore::Walking::steps(&replay), |_| {}).await?;
+    judged(&e)
+}
+
+/// The file explored with two requests on MariaDB (`engine = "mariadb"`).
+pub async fn on_mariadb(db: &Mariadb, file: &Path) -> Result<Check> {
+    let input = RaceInput::default().with(|r| r.strategy.strategy_file = Some(file.to_path_buf()));
+    let race = MariadbRace::stepped_from_input(&explore::input_of(&input))?;
+    let guard = format!("--engine mariadb --strategy-file {}", file.display());
+    let replay = explore::replay_for(&guard, race.settings());
+    let e = explore::explore_mariadb(db, &race, &explore::Walking::steps(&replay), |_| {}).await?;
     judged(&e)
 }
 

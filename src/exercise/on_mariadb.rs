@@ -4,15 +4,14 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::cases::{base, held_in_a_race};
+use super::cases::{base, held_in_a_race, held_once, rows_calls_statuses as said};
 use crate::db::mariadb::Mariadb;
-use crate::explore;
+
 use crate::limits::Origin;
 use crate::probe::conformance::Check;
 use crate::race::Outcome;
 use crate::race::mariadb::{self, EngineResult, MariadbRace};
 use crate::race::options::RaceInput;
-use crate::race::told::{Fact, Who, tell};
 
 /// Exercise 2 on MariaDB: five at once, twenty at once (each with a
 /// connection of its own), then every order of two requests' steps.
@@ -46,42 +45,19 @@ pub async fn claim_first(db: &Mariadb, file: &Path) -> Result<Vec<Check>> {
             said(&r),
         ));
     }
-    checks.push(every_interleaving(db, file).await?);
+    checks.push(super::explored::on_mariadb(db, file).await?);
     Ok(checks)
 }
 
-/// One XP row and one call, and no request answered with an error.
-fn held_once(r: &EngineResult) -> bool {
-    r.xp_rows == 1 && r.service_calls == 1 && r.reports.iter().all(|w| w.status < 500)
-}
-
-/// "1 XP row, 1 service call; created 1, conflict 4", each figure a fact
-/// checked against the race before it is shown, the server's error (its
-/// number and SQLSTATE) beside a request that failed.
-fn said(r: &EngineResult) -> String {
-    let mut told = crate::race::told::rows_and_calls(r.xp_rows, r.service_calls);
-    told.push("; ");
-    let count = |o: Outcome| r.reports.iter().filter(|w| w.outcome == o).count() as u64;
-    told.append(crate::race::told::outcomes(count));
-    if let Some(w) = r.reports.iter().find(|w| w.outcome == Outcome::Error) {
-        let code = match &w.error {
-            Some(e) => format!(" (error {})", e.shown()),
-            None => String::new(),
-        };
-        let worker = Fact::Worker(w.worker, Who::Ended(Outcome::Error));
-        tell!(told, " (worker {}: {}{})", worker, w.did.clone(), code);
+/// Exercise 7 on MariaDB: the challenge's four cases, a claim taken over
+/// while its owner works, and every order of two requests' steps.
+pub async fn stale_claim(db: &Mariadb, file: &Path) -> Result<Vec<Check>> {
+    let mut checks = Vec::new();
+    for (input, verdict) in crate::challenge::cases::<EngineResult>(&base(file)) {
+        let r = mariadb::run(db, &MariadbRace::from_input(&input, Origin::Flags)?, 1).await?;
+        checks.push(verdict(&r));
     }
-    told.finish_on_engine(r)
-}
-
-/// The file explored with two requests on MariaDB.
-async fn every_interleaving(db: &Mariadb, file: &Path) -> Result<Check> {
-    let input = RaceInput::default().with(|r| r.strategy.strategy_file = Some(file.to_path_buf()));
-    let race = MariadbRace::stepped_from_input(&explore::input_of(&input))?;
-    let guard = format!("--engine mariadb --strategy-file {}", file.display());
-    let replay = explore::replay_for(&guard, race.settings());
-    let e = explore::explore_mariadb(db, &race, &explore::Walking::steps(&replay), |_| {}).await?;
-    super::explored::judged(&e)
+    Ok(checks)
 }
 
 /// The cluster's settings for exercise 11's cases: `workers` requests

@@ -11,14 +11,17 @@
 use std::path::Path;
 
 use anyhow::Result;
-use serde_json::Value;
 
+use crate::db::mariadb::Mariadb;
 use crate::db::{Database, book};
 use crate::probe::conformance::Check;
 use crate::race::Race;
+use crate::race::mariadb::{self, MariadbRace};
 use crate::race::moves::Move;
 use crate::race::options::RaceInput;
 use crate::race::stepper::Controller;
+use crate::strategy::guard_file::{self, Dialect};
+use crate::strategy::work::xp_id_of;
 
 const CASE: &str = "a claim taken over while its owner works";
 const DEMANDS: &str = "when the owner completes after a takeover, the taker's response stays \
@@ -31,8 +34,17 @@ fn schedule() -> Vec<Move> {
     vec![one, one, one, Move::Clock, two, two, two, two, one]
 }
 
+/// What the order left: the XP row worker 2 made if it took the claim
+/// over (it answered 201 with work of its own; which of the two is
+/// labelled the duplicate depends on who answered first, not on who
+/// owned the claim), and the XP row the stored response names.
+struct Left {
+    taker: Option<i64>,
+    stored: Option<i64>,
+}
+
 /// Runs the case on the guard file at `file`, whose stale-claim age is
-/// `stale_after_ms`.
+/// `stale_after_ms`, on the engine the file is written for.
 pub async fn owner_completes(db: &Database, file: &Path, stale_after_ms: u64) -> Result<Check> {
     let input = RaceInput::default().with(|r| {
         r.strategy.strategy_file = Some(file.to_path_buf());
@@ -41,6 +53,30 @@ pub async fn owner_completes(db: &Database, file: &Path, stale_after_ms: u64) ->
         r.app.work_ms = Some(0);
         r.guard.stale_after_ms = Some(stale_after_ms);
     });
+    let left = match guard_file::load(file)?.engine {
+        Dialect::Mariadb => on_mariadb(db.mariadb().await?, &input).await?,
+        Dialect::Postgres => on_postgres(db, &input).await?,
+    };
+    let left = match left {
+        Ok(left) => left,
+        Err(why) => {
+            let saw = format!("the order could not be run: {why:#}");
+            return Ok(Check::judged(CASE, DEMANDS, false, saw));
+        }
+    };
+    let saw = match (left.taker, left.stored) {
+        (None, _) => "worker 2 did not take the stale claim over",
+        (Some(t), Some(s)) if t == s => "the taker's response is the one stored",
+        (Some(_), Some(_)) => "the owner's late completion overwrote the taker's response",
+        (Some(_), None) => "no response stored",
+    };
+    let held = left.taker.is_some() && left.taker == left.stored;
+    Ok(Check::judged(CASE, DEMANDS, held, saw.to_string()))
+}
+
+/// The order on PostgreSQL; an order that could not be run is the
+/// inner error, a database that failed the outer.
+async fn on_postgres(db: &Database, input: &RaceInput) -> Result<Result<Left>> {
     let settings = input.build_stepped()?;
     let key = settings.requests().key().to_string();
     let race = Race::prepare(db, settings).await?;
@@ -50,43 +86,46 @@ pub async fn owner_completes(db: &Database, file: &Path, stale_after_ms: u64) ->
         .await;
     let r = match run {
         Ok(r) => r,
-        Err(why) => {
-            return Ok(Check::judged(
-                CASE,
-                DEMANDS,
-                false,
-                format!("the order could not be run: {why:#}"),
-            ));
-        }
+        Err(why) => return Ok(Err(why)),
     };
-    let stored = stored_response(db, &key).await?;
-    // Worker 2 took the claim over if it worked: it answered 201 with an
-    // XP row of its own (which of the two is labelled the duplicate
-    // depends on who answered first, not on who owned the claim).
     let taker = r
         .reports
         .iter()
-        .find(|w| w.worker == 2 && w.status == 201 && w.made_xp.is_some());
-    let saw = match (taker, &stored) {
-        (None, _) => "worker 2 did not take the stale claim over".to_string(),
-        (Some(t), Some(s)) if t.body.as_ref() == Some(s) => {
-            "the taker's response is the one stored".to_string()
-        }
-        (Some(_), Some(_)) => "the owner's late completion overwrote the taker's response".into(),
-        (Some(_), None) => "no response stored".into(),
-    };
-    let held = taker.is_some_and(|t| t.body.is_some() && t.body == stored);
-    Ok(Check::judged(CASE, DEMANDS, held, saw))
-}
-
-/// The response stored with `key`, if any.
-async fn stored_response(db: &Database, key: &str) -> Result<Option<Value>> {
+        .find(|w| w.worker == 2 && w.status == 201)
+        .and_then(|w| w.made_xp);
     let mut tx = db.book().await?;
-    let body: Option<Option<Value>> =
+    let body: Option<Option<serde_json::Value>> =
         book::query_scalar(&db.sql("SELECT response_body FROM idempotency_keys WHERE key = $1"))
-            .bind(key)
+            .bind(&key)
             .fetch_optional(&mut *tx)
             .await?;
     tx.commit().await?;
-    Ok(body.flatten())
+    let stored = body.flatten().as_ref().and_then(xp_id_of);
+    Ok(Ok(Left { taker, stored }))
+}
+
+/// The same order on MariaDB.
+async fn on_mariadb(db: &Mariadb, input: &RaceInput) -> Result<Result<Left>> {
+    let race = MariadbRace::stepped_from_input(input)?;
+    let steps = schedule();
+    let run = mariadb::run_stepped(db, &race, async |c: &mut Controller| {
+        c.follow(&steps, |_, _| Ok(())).await
+    })
+    .await;
+    let r = match run {
+        Ok(r) => r,
+        Err(why) => return Ok(Err(why)),
+    };
+    let taker = r
+        .reports
+        .iter()
+        .find(|w| w.worker == 2 && w.status == 201)
+        .and_then(|w| w.made_xp);
+    let key = race.settings().requests().key();
+    let body = mariadb::stored_response(db, key).await?;
+    let stored = body
+        .and_then(|b| serde_json::from_str(&b).ok())
+        .as_ref()
+        .and_then(xp_id_of);
+    Ok(Ok(Left { taker, stored }))
 }

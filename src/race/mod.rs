@@ -10,6 +10,7 @@ pub use crate::db::clock;
 pub mod moves;
 pub mod options;
 mod over_http;
+pub mod raced;
 pub mod replicas;
 mod result;
 mod runner;

@@ -180,6 +180,7 @@ impl RaceResult {
 
     /// What the retries after the race (a crashed or failed request sent
     /// again) were answered, in worker order.
+    #[cfg(feature = "internals")]
     pub fn retry_statuses(&self) -> Vec<u16> {
         self.reports
             .iter()

@@ -94,43 +94,6 @@ async fn exercise_ones_orders_are_replayed_and_a_wrong_order_fails() {
     db.close().await.unwrap();
 }
 
-/// Exercise 7's goal "only its owner completes it" is checked: the
-/// solution with its completion's ownership taken out still passes the
-/// burst cases, and fails the case where the claim is taken over while
-/// its owner works, in that order, every time.
-#[tokio::test]
-async fn exercise_sevens_owner_case_fails_a_completion_that_checks_only_the_id() {
-    let db = Database::open(&ConnectOptions::default()).await.unwrap();
-    let dir = Sandbox::new("exercise-owner");
-    let e = EXERCISES.iter().find(|e| e.lesson == 7).unwrap();
-    let owned = "WHERE id = $claim_id AND worker = $worker AND status = 'pending'";
-    assert!(
-        e.solution.contains(owned),
-        "the solution's completion changed"
-    );
-    let broken = dir.dir.join("owner-broken.toml");
-    std::fs::write(&broken, e.solution.replace(owned, "WHERE id = $claim_id")).unwrap();
-    let case = "a claim taken over while its owner works";
-    for _ in 0..2 {
-        let checks = judge(&db, 7, &broken).await.unwrap();
-        let owner = checks
-            .iter()
-            .find(|c| c.case == case)
-            .expect("the owner case");
-        assert!(!owner.passed(), "{checks:?}");
-        assert!(
-            owner.saw.contains("overwrote the taker's response"),
-            "{owner:?}"
-        );
-        let others = checks
-            .iter()
-            .filter(|c| c.case != case && !c.passed())
-            .count();
-        assert_eq!(others, 0, "only the owner case catches it: {checks:?}");
-    }
-    db.close().await.unwrap();
-}
-
 /// The values a starter's line may be changed to in one token: every
 /// choice its key takes (the strategies a lesson names, the stores, the
 /// levels), a flag flipped, a few sizes and counts. SQL and key templates

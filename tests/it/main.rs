@@ -20,6 +20,7 @@ mod engines_guard_files;
 mod engines_stepped;
 mod engines_sweep;
 mod engines_user_server;
+mod exercise_stale_claim;
 mod exercises;
 mod explore;
 mod explore_branches;

@@ -16,7 +16,7 @@ pub use plan::MariadbRace;
 use plan::Shaped;
 use shared::{Shared, one_request};
 use worker::report;
-pub use worker::{EngineWorker, KeyRow, XpRow, rows_now};
+pub use worker::{EngineWorker, KeyRow, XpRow, rows_now, stored_response};
 mod worker;
 
 use std::collections::BTreeMap;

@@ -41,6 +41,17 @@ pub async fn rows_now(db: &Mariadb) -> Result<(Vec<KeyRow>, Vec<XpRow>)> {
     Ok((keys, xp))
 }
 
+/// The response stored with `key`, if any: what a later retry is replayed.
+pub async fn stored_response(db: &Mariadb, key: &str) -> Result<Option<String>> {
+    use sqlx::Row;
+    let row = sqlx::query("SELECT response_body FROM idempotency_keys WHERE `key` = ?")
+        .bind(key)
+        .fetch_optional(&db.admin)
+        .await?;
+    // The column is JSON, which MariaDB sends as a BLOB of its text.
+    Ok(row.and_then(|r| r.try_get_unchecked::<Option<String>, _>(0).ok().flatten()))
+}
+
 /// A key row as a person stepping sees it: key, status, worker.
 pub type KeyRow = (String, String, Option<i32>);
 /// An XP row as a person stepping sees it: id, amount, worker.

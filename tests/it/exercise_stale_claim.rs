@@ -1,0 +1,74 @@
+//! Exercise 7, the stale claim, on each engine it is written for: the case that catches a completion without its owner, and on MariaDB the takeover's stale condition.
+
+use idem::db::{ConnectOptions, Database};
+use idem::exercise::{EXERCISES, judge};
+
+use crate::common::Sandbox;
+
+/// Exercise 7's goal "only its owner completes it" is checked, on each
+/// engine it is written for: the solution with its completion's
+/// ownership taken out still passes the burst cases, and fails the case
+/// where the claim is taken over while its owner works, in that order,
+/// every time.
+#[tokio::test]
+async fn exercise_sevens_owner_case_fails_a_completion_that_checks_only_the_id() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let dir = Sandbox::new("exercise-owner");
+    let e = EXERCISES.iter().find(|e| e.lesson == 7).unwrap();
+    let on_mariadb = e.mariadb.expect("exercise 7 on MariaDB");
+    let owned = "WHERE id = $claim_id AND worker = $worker AND status = 'pending'";
+    for (engine, solution) in [("postgres", e.solution), ("mariadb", on_mariadb.solution)] {
+        assert!(
+            solution.contains(owned),
+            "the solution's completion changed ({engine})"
+        );
+        let broken = dir.dir.join(format!("owner-broken-{engine}.toml"));
+        std::fs::write(&broken, solution.replace(owned, "WHERE id = $claim_id")).unwrap();
+        let case = "a claim taken over while its owner works";
+        for _ in 0..2 {
+            let checks = judge(&db, 7, &broken).await.unwrap();
+            let owner = checks
+                .iter()
+                .find(|c| c.case == case)
+                .expect("the owner case");
+            assert!(!owner.passed(), "{engine}: {checks:?}");
+            assert!(
+                owner.saw.contains("overwrote the taker's response"),
+                "{engine}: {owner:?}"
+            );
+            let others = checks
+                .iter()
+                .filter(|c| c.case != case && !c.passed())
+                .count();
+            assert_eq!(
+                others, 0,
+                "{engine}: only the owner case catches it: {checks:?}"
+            );
+        }
+    }
+    db.close().await.unwrap();
+}
+
+/// Exercise 7 on MariaDB: the solution with its stale condition left out
+/// fails the five-worker race (every request takes the claim over from
+/// the one before).
+#[tokio::test]
+async fn exercise_sevens_takeover_on_mariadb_needs_the_stale_condition() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let dir = Sandbox::new("exercise-takeover");
+    let e = EXERCISES.iter().find(|e| e.lesson == 7).unwrap();
+    let solution = e.mariadb.expect("exercise 7 on MariaDB").solution;
+    let stale =
+        "\n                AND locked_at < NOW(6) - INTERVAL $stale_after_ms * 1000 MICROSECOND,";
+    assert!(solution.contains(stale), "the solution's takeover changed");
+    let any = dir.dir.join("any-pending.toml");
+    std::fs::write(&any, solution.replace(stale, ",")).unwrap();
+    let checks = judge(&db, 7, &any).await.unwrap();
+    let five = checks
+        .iter()
+        .find(|c| c.case == "five-worker race")
+        .unwrap();
+    assert!(!five.passed(), "{checks:?}");
+    assert!(!five.saw.starts_with("1 XP row"), "{five:?}");
+    db.close().await.unwrap();
+}
