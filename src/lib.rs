@@ -57,6 +57,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Compare(a) => match c::compare::plan(&a)? {
             c::compare::Planned::Postgres(plan) => dispatch(*plan, s).await,
             c::compare::Planned::Engines(plan) => dispatch(*plan, s).await,
+            c::compare::Planned::OnServer(plan) => dispatch(plan, s).await,
         },
         Command::Matrix(a) => match c::matrix::plan(&a)? {
             c::matrix::Planned::Postgres(plan) => dispatch(*plan, s).await,

@@ -42,6 +42,8 @@ pub struct Plan {
 pub enum Planned {
     Postgres(Box<Plan>),
     Engines(Box<super::compare_engines::Plan>),
+    /// `--engine mariadb` on a MySQL or MariaDB server of the user's.
+    OnServer(super::compare_engines::OnServer),
 }
 
 pub fn plan(args: &CompareArgs) -> Result<Planned> {
@@ -50,8 +52,11 @@ pub fn plan(args: &CompareArgs) -> Result<Planned> {
     if engines == [crate::race::engine::Engine::Postgres] {
         return Ok(Planned::Postgres(Box::new(on_postgres(args)?)));
     }
-    let plan = super::compare_engines::plan(args, &engines)?;
-    Ok(Planned::Engines(Box::new(plan)))
+    let plan = Box::new(super::compare_engines::plan(args, &engines)?);
+    Ok(match plan.on_server {
+        Some(_) => Planned::OnServer(super::compare_engines::OnServer(plan)),
+        None => Planned::Engines(plan),
+    })
 }
 
 /// The strategies, or the loser policies, on PostgreSQL.

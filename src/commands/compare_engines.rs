@@ -7,8 +7,9 @@
 
 use anyhow::{Result, bail};
 
-use super::command::OnDatabase;
+use super::command::{Command, Given, Needs, OnDatabase};
 use crate::cli::race::CompareArgs;
+use crate::db::mariadb::{Mariadb, MariadbOptions};
 use crate::db::{ConnectOptions, Database};
 use crate::explore;
 use crate::race::Race;
@@ -22,6 +23,9 @@ use crate::strategy::StrategyKind;
 /// What `idem compare --engine ...` will do, checked before anything starts.
 pub struct Plan {
     db: ConnectOptions,
+    /// A MySQL or MariaDB server of the user's (`--database-url mysql://`):
+    /// every row races there, in a database of the run's own.
+    pub(crate) on_server: Option<MariadbOptions>,
     /// (strategy, engine, its race there), in the table's order.
     rows: Vec<(StrategyKind, Engine, OnEngine)>,
     runs: u64,
@@ -34,12 +38,14 @@ pub fn plan(args: &CompareArgs, engines: &[Engine]) -> Result<Plan> {
     if args.losers {
         bail!("--engine compares the strategies; --losers is PostgreSQL's");
     }
-    if engines.contains(&Engine::Mariadb) && args.connect.database_url.is_some() {
-        bail!(
-            "--engine mariadb races on a MariaDB of idem's own; compare on idem's own \
-             clusters (unset --database-url or DATABASE_URL)"
-        );
-    }
+    let on_server = match &args.connect.database_url {
+        Some(_) if engines.len() > 1 => bail!(
+            "a --database-url names one server: compare --engine mariadb on a MySQL or MariaDB \
+             server of yours, or unset it (and DATABASE_URL) to compare the engines on idem's own"
+        ),
+        Some(_) if engines.contains(&Engine::Mariadb) => Some(args.connect.mariadb()?),
+        _ => None,
+    };
     let mut rows = Vec::new();
     for strategy in StrategyKind::course() {
         let input = args.race.input(None).for_strategy(strategy);
@@ -51,8 +57,16 @@ pub fn plan(args: &CompareArgs, engines: &[Engine]) -> Result<Plan> {
             rows.push((strategy, engine, on));
         }
     }
+    if on_server.is_some()
+        && rows
+            .iter()
+            .any(|r| matches!(&r.2, OnEngine::Mariadb(race) if race.cluster.nodes > 1))
+    {
+        bail!("--nodes races on a Galera cluster of idem's own; drop --database-url");
+    }
     Ok(Plan {
         db: args.connect.options(),
+        on_server,
         rows,
         runs: args.race.runs(),
         explore: args.explore,
@@ -64,7 +78,7 @@ pub fn plan(args: &CompareArgs, engines: &[Engine]) -> Result<Plan> {
 /// engine, whole (or reduced, past the bound), one JSON object per row,
 /// then one table with a row per strategy and engine.
 async fn explore_each(
-    db: &Database,
+    at: Place<'_>,
     rows: Vec<(StrategyKind, Engine, OnEngine)>,
     out: Output,
 ) -> Result<()> {
@@ -82,13 +96,14 @@ async fn explore_each(
             }
             OnEngine::Postgres(settings) => {
                 let replay = explore::replay_for(&format!("-s {name}"), &settings);
-                explore::explore(db, *settings, &explore::Walking::steps(&replay), each).await?
+                let walking = explore::Walking::steps(&replay);
+                explore::explore(at.postgres()?, *settings, &walking, each).await?
             }
             OnEngine::Mariadb(race) => {
                 let guard = format!("--engine mariadb -s {name}");
                 let replay = explore::replay_for(&guard, race.settings());
                 let walking = explore::Walking::steps(&replay);
-                explore::explore_mariadb(db.mariadb().await?, &race, &walking, each).await?
+                explore::explore_mariadb(at.mariadb(1).await?, &race, &walking, each).await?
             }
         };
         done += e.interleavings;
@@ -104,15 +119,62 @@ async fn explore_each(
     })
 }
 
+/// Where a comparison's rows race: idem's own servers, or the user's
+/// MariaDB (every row is MariaDB's there).
+#[derive(Clone, Copy)]
+enum Place<'a> {
+    Own(&'a Database),
+    Users(&'a Mariadb),
+}
+
+impl Place<'_> {
+    fn postgres(&self) -> Result<&Database> {
+        match self {
+            Place::Own(db) => Ok(db),
+            Place::Users(_) => bail!("a PostgreSQL row on a MariaDB server"),
+        }
+    }
+
+    /// The MariaDB of `nodes`: idem's own, started when first needed, or
+    /// the user's.
+    async fn mariadb(&self, nodes: usize) -> Result<&Mariadb> {
+        match self {
+            Place::Own(db) => db.mariadb_on(nodes).await,
+            Place::Users(server) => Ok(server),
+        }
+    }
+}
+
 impl OnDatabase for Plan {
     fn database(&self) -> ConnectOptions {
         self.db.clone()
     }
 
     async fn run_on(self, db: &Database) -> Result<()> {
+        self.run_at(Place::Own(db)).await
+    }
+}
+
+/// The comparison on a MySQL or MariaDB server of the user's.
+pub struct OnServer(pub Box<Plan>);
+
+impl Command for OnServer {
+    type On = Mariadb;
+
+    fn needs(&self) -> Needs<MariadbOptions> {
+        Needs::on(self.0.on_server.clone().unwrap_or_default())
+    }
+
+    async fn run(self, server: &Mariadb, _: Given) -> Result<()> {
+        self.0.run_at(Place::Users(server)).await
+    }
+}
+
+impl Plan {
+    async fn run_at(self, at: Place<'_>) -> Result<()> {
         let out = self.out;
         if self.explore {
-            return explore_each(db, self.rows, out).await;
+            return explore_each(at, self.rows, out).await;
         }
         let raced = self
             .rows
@@ -126,7 +188,7 @@ impl OnDatabase for Plan {
             match raced {
                 OnEngine::Left(why) => row.left_out = Some(why),
                 OnEngine::Postgres(settings) => {
-                    let mut race = Race::prepare(db, *settings).await?;
+                    let mut race = Race::prepare(at.postgres()?, *settings).await?;
                     for run in 1..=self.runs as usize {
                         race = race.again(run).await?;
                         let r = race.run(run).await?;
@@ -140,7 +202,7 @@ impl OnDatabase for Plan {
                     }
                 }
                 OnEngine::Mariadb(race) => {
-                    let mariadb = db.mariadb_on(race.cluster.nodes).await?;
+                    let mariadb = at.mariadb(race.cluster.nodes).await?;
                     for run in 1..=self.runs as usize {
                         let r = on_mariadb::run(mariadb, &race, run).await?;
                         out.record(&r, |_| String::new())?;

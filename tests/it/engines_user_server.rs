@@ -61,6 +61,25 @@ fn idem(sandbox: &Sandbox, db: &Mariadb, user: &str, args: &[&str]) -> (i32, Str
     (out.status.code().unwrap_or(-1), stdout, stderr)
 }
 
+/// The course's strategies side by side on the user's server: one race
+/// each, lesson 1's figure for check-then-store, one XP row for the claim.
+fn compared_there(sandbox: &Sandbox, db: &Mariadb) {
+    let (code, out, err) = idem(sandbox, db, "racer", &["compare", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let raced: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let xp_of = |strategy: &str| {
+        raced
+            .iter()
+            .find(|r| r["strategy"] == strategy)
+            .and_then(|r| r["xp_rows"].as_u64())
+    };
+    assert_eq!(xp_of("check-then-store"), Some(4), "{out}");
+    assert_eq!(xp_of("claim-work-complete"), Some(1), "{out}");
+}
+
 #[test]
 fn races_on_a_users_server_leave_it_as_it_was() {
     let sandbox = Sandbox::new("engines-user-server");
@@ -98,6 +117,7 @@ fn races_on_a_users_server_leave_it_as_it_was() {
     let m: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(m["engine"], "mariadb", "{m}");
     assert!(!m["rows"].as_array().unwrap().is_empty(), "{m}");
+    compared_there(&sandbox, &db);
     assert_eq!(state(&db), before, "a run changed the user's server");
     // A guard file is someone else's code: it runs only on a server idem
     // started, never on the user's, and the refusal leaves nothing.
