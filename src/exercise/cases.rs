@@ -9,13 +9,14 @@ use crate::db::Database;
 use crate::limits::Origin;
 use crate::probe::conformance::Check;
 use crate::race::options::RaceInput;
-use crate::race::raced::Raced;
+use crate::race::raced::{Raced, Reply};
 use crate::race::told::{Counted, Fact, Told, Who, tell};
-use crate::race::{Outcome, Race, RaceResult, WorkerReport};
+use crate::race::{Outcome, Race, RaceResult};
 use crate::request::Step;
 
-/// One race a lesson's file is put through, and how its result is judged.
-pub type Case = (RaceInput, Judge);
+/// One race a lesson's file is put through, and how its result is judged
+/// (on PostgreSQL unless `R` says).
+pub type Case<R = RaceResult> = (RaceInput, Judge<R>);
 
 /// The work each case's requests do: wide enough that five requests
 /// started together overlap in every run.
@@ -57,7 +58,7 @@ pub(super) fn held_once(r: &impl Raced) -> bool {
     r.xp_rows() == 1 && r.service_calls() == 1 && r.answers().iter().all(|w| w.status < 500)
 }
 
-pub(super) fn one_call(r: &RaceResult) -> Check {
+pub(super) fn one_call<R: Raced>(r: &R) -> Check {
     raced(
         r,
         "five at once",
@@ -67,7 +68,7 @@ pub(super) fn one_call(r: &RaceResult) -> Check {
     )
 }
 
-pub(super) fn one_call_of_twenty(r: &RaceResult) -> Check {
+pub(super) fn one_call_of_twenty<R: Raced>(r: &R) -> Check {
     raced(
         r,
         "twenty at once",
@@ -77,41 +78,43 @@ pub(super) fn one_call_of_twenty(r: &RaceResult) -> Check {
     )
 }
 
-pub(super) fn every_answer_201(r: &RaceResult) -> Check {
+pub(super) fn every_answer_201<R: Raced>(r: &R) -> Check {
+    let all_201 = r.answers().iter().all(|w| w.status == 201);
     raced(
         r,
         "five in one transaction each",
         "1 XP row and 1 service call, and every request answered 201",
-        r.xp_rows == 1 && r.service_calls == 1 && r.reports.iter().all(|w| w.status == 201),
+        r.xp_rows() == 1 && r.service_calls() == 1 && all_201,
         rows_calls_statuses(r),
     )
 }
 
-pub(super) fn dropped_then_retried(r: &RaceResult) -> Check {
-    let retry = r.reports.iter().find(|w| w.retry).map(|w| w.status);
+pub(super) fn dropped_then_retried<R: Raced>(r: &R) -> Check {
+    let replies = r.answers();
+    let retry = replies.iter().find(|w| w.retry).map(|w| w.status);
     hung_up(
         r,
         "request dropped mid-work",
         "the app drops the request; its claim is renewed no more, and the client's retry \
          takes it once stale: 201, 1 XP row, nothing pending",
-        retry == Some(201) && r.xp_rows == 1 && r.pending_key_rows == 0,
+        retry == Some(201) && r.xp_rows() == 1 && r.pending_key_rows() == 0,
         {
             let mut told = Told::new();
             tell!(
                 told,
                 "{}, {} pending",
-                Counted(Fact::XpRows(r.xp_rows), "XP row"),
-                Fact::PendingKeyRows(r.pending_key_rows)
+                Counted(Fact::XpRows(r.xp_rows()), "XP row"),
+                Fact::PendingKeyRows(r.pending_key_rows())
             );
-            told.finish(r) + &retried(r)
+            r.finish(told) + &retried(r)
         },
     )
 }
 
 /// "; the retry, worker 6, answered 201 created", or that none came.
-fn retried(r: &RaceResult) -> String {
+fn retried(r: &impl Raced) -> String {
     let mut told = Told::new();
-    match r.reports.iter().find(|w| w.retry) {
+    match r.answers().into_iter().find(|w| w.retry) {
         Some(w) => {
             let worker = Fact::Worker(w.worker, Who::Ended(w.outcome));
             let answer = format!("{} {}", w.status, w.outcome.name());
@@ -119,26 +122,27 @@ fn retried(r: &RaceResult) -> String {
         }
         None => told.push("; no retry came"),
     }
-    told.finish(r)
+    r.finish(told)
 }
 
-pub(super) fn finished_then_replayed(r: &RaceResult) -> Check {
-    let retry = r.reports.iter().find(|w| w.retry).map(|w| w.outcome);
+pub(super) fn finished_then_replayed<R: Raced>(r: &R) -> Check {
+    let replies = r.answers();
+    let retry = replies.iter().find(|w| w.retry).map(|w| w.outcome);
     hung_up(
         r,
         "slow work, retried",
         "the client hangs up while the work outlasts the stale-claim age, the app finishes \
          the request, and the retry replays it: 1 XP row, 1 service call",
-        retry == Some(Outcome::Replayed) && r.xp_rows == 1 && r.service_calls == 1,
+        retry == Some(Outcome::Replayed) && r.xp_rows() == 1 && r.service_calls() == 1,
         {
             let mut told = Told::new();
             tell!(
                 told,
                 "{}, {}",
-                Counted(Fact::XpRows(r.xp_rows), "XP row"),
-                Counted(Fact::ServiceCalls(r.service_calls), "service call")
+                Counted(Fact::XpRows(r.xp_rows()), "XP row"),
+                Counted(Fact::ServiceCalls(r.service_calls()), "service call")
             );
-            told.finish(r) + &retried(r)
+            r.finish(told) + &retried(r)
         },
     )
 }
@@ -147,14 +151,13 @@ pub(super) fn finished_then_replayed(r: &RaceResult) -> Check {
 /// some request began its first statement after the first work had ended,
 /// since the requests then did not meet where the lesson's flaw is.
 pub(super) fn raced(
-    r: &RaceResult,
+    r: &impl Raced,
     case: &'static str,
     demands: &'static str,
     passed: bool,
     saw: String,
 ) -> Check {
-    let requests = r.reports.iter().filter(|w| !w.retry).map(|w| &w.steps[..]);
-    held_in_a_race(requests.collect(), (case, demands), passed, saw)
+    held_in_a_race(r.first_steps(), (case, demands), passed, saw)
 }
 
 /// A pass counts only if the requests (each its steps) raced: every one
@@ -195,16 +198,16 @@ pub(super) fn held_in_a_race(
 
 /// The case's verdict, given only if the client did hang up mid-work.
 fn hung_up(
-    r: &RaceResult,
+    r: &impl Raced,
     case: &'static str,
     demands: &'static str,
     passed: bool,
     saw: String,
 ) -> Check {
-    // Over the wire a retry is sent only after a hang-up; the hung-up
-    // request's own outcome may since have become a duplicate.
-    let hung_up = |w: &&WorkerReport| w.outcome == Outcome::HungUp || w.retry;
-    if !r.reports.iter().any(|w| hung_up(&w)) {
+    // A retry is sent only after a hang-up; the hung-up request's own
+    // outcome may since have become a duplicate.
+    let hung_up = |w: &Reply| w.outcome == Outcome::HungUp || w.retry;
+    if !r.answers().iter().any(hung_up) {
         return Check::not_applicable(
             case,
             demands,

@@ -4,27 +4,33 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::cases::{base, one_call, one_call_of_twenty, races};
+use super::cases::{Case, base, one_call, one_call_of_twenty, races};
 use super::spec::Exercise;
 use crate::db::Database;
 use crate::probe::conformance::Check;
+use crate::race::raced::Raced;
 use crate::strategy::guard_file::Dialect;
 
 /// Five at once, twenty at once (each with a connection of its own), then
 /// every order of two requests' steps: on the engine the file is written
 /// for.
 pub async fn judge(db: &Database, file: &Path) -> Result<Vec<Check>> {
-    if crate::strategy::guard_file::load(file)?.engine == Dialect::Mariadb {
-        return super::on_mariadb::claim_first(db.mariadb().await?, file).await;
-    }
-    let base = base(file);
-    let twenty = base.clone().with(|r| {
+    let mut checks = match crate::strategy::guard_file::load(file)?.engine {
+        Dialect::Mariadb => super::on_mariadb::races(db.mariadb().await?, cases(file)).await?,
+        Dialect::Postgres => races(db, cases(file)).await?,
+    };
+    checks.push(super::explored::every_interleaving(db, file).await?);
+    Ok(checks)
+}
+
+/// The races, on either engine.
+fn cases<R: Raced>(file: &Path) -> Vec<Case<R>> {
+    let five = base(file);
+    let twenty = five.clone().with(|r| {
         r.shape.workers = Some(20);
         r.app.pool_size = Some(21);
     });
-    let mut checks = races(db, vec![(base, one_call), (twenty, one_call_of_twenty)]).await?;
-    checks.push(super::explored::every_interleaving(db, file).await?);
-    Ok(checks)
+    vec![(five, one_call), (twenty, one_call_of_twenty)]
 }
 
 /// Lesson 2's exercise.

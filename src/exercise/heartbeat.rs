@@ -4,28 +4,43 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::cases::{base, dropped_then_retried, finished_then_replayed, one_call, races};
+use super::cases::{Case, base, dropped_then_retried, finished_then_replayed, one_call, races};
 use super::spec::Exercise;
 use crate::db::Database;
 use crate::http::app::OnHangup;
 use crate::probe::conformance::Check;
 use crate::race::CrashPlan;
 use crate::race::fault::FaultPoint;
-use crate::strategy::guard_file::StepName;
+use crate::race::raced::Raced;
+use crate::strategy::guard_file::{Dialect, StepName};
 
 /// Only a renewed claim outlives work three times its age; the heartbeat
-/// beats only where there is a renew step to send.
+/// beats only where there is a renew step to send. On the engine the file
+/// is written for: over HTTP on PostgreSQL, in this process on MariaDB
+/// (whose client gives up by no longer waiting).
 pub async fn judge(db: &Database, file: &Path) -> Result<Vec<Check>> {
-    let renews = crate::strategy::guard_file::load(file)
-        .is_ok_and(|f| f.statement(StepName::Renew).is_some());
-    let wire = base(file).with(|r| {
-        r.wire.http = true;
+    let guard = crate::strategy::guard_file::load(file)?;
+    let renews = guard.statement(StepName::Renew).is_some();
+    match guard.engine {
+        Dialect::Mariadb => {
+            let cases = cases(file, renews, false);
+            super::on_mariadb::races(db.mariadb().await?, cases).await
+        }
+        Dialect::Postgres => races(db, cases(file, renews, true)).await,
+    }
+}
+
+/// A client that hangs up while the work outlasts the stale-claim age,
+/// the app finishing its request and then dropping it, and five at once.
+fn cases<R: Raced>(file: &Path, renews: bool, http: bool) -> Vec<Case<R>> {
+    let slow = base(file).with(|r| {
+        r.wire.http = http;
         r.app.work_ms = Some(600);
         r.guard.stale_after_ms = Some(200);
         r.guard.heartbeat_ms = renews.then_some(50);
     });
     let hang_up = |on_hangup| {
-        wire.clone().with(|r| {
+        slow.clone().with(|r| {
             r.faults.hang_up = Some(CrashPlan {
                 worker: None,
                 at: FaultPoint::DuringWork,
@@ -33,15 +48,11 @@ pub async fn judge(db: &Database, file: &Path) -> Result<Vec<Check>> {
             r.hang_up.on_hangup = Some(on_hangup);
         })
     };
-    races(
-        db,
-        vec![
-            (hang_up(OnHangup::Finish), finished_then_replayed),
-            (hang_up(OnHangup::Cancel), dropped_then_retried),
-            (wire, one_call),
-        ],
-    )
-    .await
+    vec![
+        (hang_up(OnHangup::Finish), finished_then_replayed),
+        (hang_up(OnHangup::Cancel), dropped_then_retried),
+        (slow, one_call),
+    ]
 }
 
 /// Lesson 9's exercise.
@@ -59,7 +70,8 @@ pub const EXERCISE: Exercise = Exercise {
          made it look alive?",
         "Its locked_at was older than the stale-claim age. Add a renew step that \
          moves it forward while the work runs, and race with --heartbeat-ms 50: \
-         UPDATE idempotency_keys SET locked_at = now() WHERE id = $claim_id ...",
+         UPDATE idempotency_keys SET locked_at = now() WHERE id = $claim_id ... \
+         (NOW(6) on MariaDB, whose NOW() drops the fraction of a second).",
         "Renew only what is still this owner's and still pending: WHERE id = \
          $claim_id AND worker = $worker AND status = 'pending'. A renewal of a \
          claim that changed hands would keep the new owner's claim alive for the old.",
@@ -72,5 +84,10 @@ pub const EXERCISE: Exercise = Exercise {
     read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
     engine: crate::race::engine::Engine::Postgres,
-    mariadb: None,
+    mariadb: Some(&super::spec::Starter {
+        try_it: "idem race --engine mariadb --strategy-file {file} --work-ms 600 \
+                 --stale-after-ms 200 --hang-up at=during-work --on-hangup finish",
+        start: include_str!("../../exercises/mariadb/9-heartbeat.toml"),
+        solution: include_str!("../../exercises/solutions/mariadb/9-heartbeat.toml"),
+    }),
 };

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::cases::{base, held_in_a_race, held_once, rows_calls_statuses as said};
+use super::cases::{Case, base, held_in_a_race, held_once, rows_calls_statuses as said};
 use crate::db::mariadb::Mariadb;
 
 use crate::limits::Origin;
@@ -13,47 +13,10 @@ use crate::race::Outcome;
 use crate::race::mariadb::{self, EngineResult, MariadbRace};
 use crate::race::options::RaceInput;
 
-/// Exercise 2 on MariaDB: five at once, twenty at once (each with a
-/// connection of its own), then every order of two requests' steps.
-pub async fn claim_first(db: &Mariadb, file: &Path) -> Result<Vec<Check>> {
-    let five = base(file);
-    let twenty = five.clone().with(|r| {
-        r.shape.workers = Some(20);
-        r.app.pool_size = Some(21);
-    });
-    let cases = [
-        (
-            five,
-            "five at once",
-            "1 XP row and 1 service call; the other four do no work and get no error",
-        ),
-        (
-            twenty,
-            "twenty at once",
-            "the same with twenty requests, each with a connection of its own",
-        ),
-    ];
+/// Races each case once on MariaDB, on fresh tables, and judges it.
+pub async fn races(db: &Mariadb, cases: Vec<Case<EngineResult>>) -> Result<Vec<Check>> {
     let mut checks = Vec::new();
-    for (input, case, demands) in cases {
-        let r = mariadb::run(db, &MariadbRace::from_input(&input, Origin::Flags)?, 1).await?;
-        let requests = r.reports.iter().filter(|w| !w.retry).map(|w| &w.steps[..]);
-        let passed = held_once(&r);
-        checks.push(held_in_a_race(
-            requests.collect(),
-            (case, demands),
-            passed,
-            said(&r),
-        ));
-    }
-    checks.push(super::explored::on_mariadb(db, file).await?);
-    Ok(checks)
-}
-
-/// Exercise 7 on MariaDB: the challenge's four cases, a claim taken over
-/// while its owner works, and every order of two requests' steps.
-pub async fn stale_claim(db: &Mariadb, file: &Path) -> Result<Vec<Check>> {
-    let mut checks = Vec::new();
-    for (input, verdict) in crate::challenge::cases::<EngineResult>(&base(file)) {
+    for (input, verdict) in cases {
         let r = mariadb::run(db, &MariadbRace::from_input(&input, Origin::Flags)?, 1).await?;
         checks.push(verdict(&r));
     }

@@ -14,7 +14,10 @@ use crate::strategy::guard_file::Dialect;
 /// order of two requests' steps.
 pub async fn judge(db: &Database, file: &Path) -> Result<Vec<Check>> {
     let mut checks = match crate::strategy::guard_file::load(file)?.engine {
-        Dialect::Mariadb => super::on_mariadb::stale_claim(db.mariadb().await?, file).await?,
+        Dialect::Mariadb => {
+            let cases = crate::challenge::cases(&base(file)).to_vec();
+            super::on_mariadb::races(db.mariadb().await?, cases).await?
+        }
         Dialect::Postgres => races(db, crate::challenge::cases(&base(file)).to_vec()).await?,
     };
     let stale_after = crate::challenge::STALE_AFTER.as_millis() as u64;

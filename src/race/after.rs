@@ -5,15 +5,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::clock::Clock;
+use super::options::{Retried, until_answered};
 use super::runner::{Crew, Race};
 use super::worker_report::{WorkerReport, abandoned};
 use crate::db::pool;
 use crate::request::Outcome;
 use crate::store::cache;
-
-/// How often a client that hung up sends its request again while it is
-/// answered 409.
-const HANG_UP_RETRY_EVERY: Duration = Duration::from_millis(100);
 
 impl Race<'_> {
     /// Each step after the race, in order; their retries join `reports`.
@@ -119,30 +116,22 @@ impl Race<'_> {
     }
 
     /// The retry of a client that hung up: worker `of`'s request from a
-    /// new worker, sent again every [`HANG_UP_RETRY_EVERY`] while it is
-    /// answered 409, until it gets another answer or `settle` has passed.
-    /// Returns the last answer's report, saying how many 409s came first.
+    /// new worker, until it is answered (see [`until_answered`]).
     async fn retry_until_answered(&self, crew: &Crew, of: usize, settle: Duration) -> WorkerReport {
-        let began = Instant::now();
-        let mut conflicts = 0;
-        loop {
-            let mut report = self.send_again(crew, of).await;
-            report.retry = true;
-            if report.outcome != Outcome::Conflict {
-                if conflicts > 0 {
-                    report.did = format!("after {conflicts} × 409: {}", report.did);
-                }
-                return report;
-            }
-            conflicts += 1;
-            if began.elapsed() >= settle {
-                report.did = format!(
-                    "still 409 after {:.1} s ({conflicts} tries): the key is stuck",
-                    began.elapsed().as_secs_f64()
-                );
-                return report;
-            }
-            tokio::time::sleep(HANG_UP_RETRY_EVERY).await;
-        }
+        until_answered(async || self.send_again(crew, of).await, settle).await
+    }
+}
+
+impl Retried for WorkerReport {
+    fn outcome(&self) -> Outcome {
+        self.outcome
+    }
+
+    fn did(&mut self) -> &mut String {
+        &mut self.did
+    }
+
+    fn mark_retry(&mut self) {
+        self.retry = true;
     }
 }

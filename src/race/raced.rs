@@ -2,7 +2,7 @@
 
 use super::mariadb::EngineResult;
 use super::told::Told;
-use super::{Outcome, RaceResult};
+use super::{Outcome, RaceResult, StepEvent};
 
 /// One request's answer, as a case judges it.
 #[derive(Debug, Clone)]
@@ -25,6 +25,10 @@ pub struct Reply {
 pub trait Raced {
     fn xp_rows(&self) -> u64;
     fn service_calls(&self) -> u64;
+    /// Claims left pending at the end.
+    fn pending_key_rows(&self) -> u64;
+    /// The steps of each first request (no retry), in worker order.
+    fn first_steps(&self) -> Vec<&[StepEvent]>;
     /// Every request's reply, first requests and retries.
     fn answers(&self) -> Vec<Reply>;
     /// A narrative made of this race's facts, checked against it.
@@ -56,6 +60,15 @@ impl Raced for RaceResult {
 
     fn service_calls(&self) -> u64 {
         self.service_calls
+    }
+
+    fn pending_key_rows(&self) -> u64 {
+        self.pending_key_rows
+    }
+
+    fn first_steps(&self) -> Vec<&[StepEvent]> {
+        let first = self.reports.iter().filter(|w| !w.retry);
+        first.map(|w| &w.steps[..]).collect()
     }
 
     fn answers(&self) -> Vec<Reply> {
@@ -96,6 +109,15 @@ impl Raced for EngineResult {
 
     fn service_calls(&self) -> u64 {
         self.service_calls
+    }
+
+    fn pending_key_rows(&self) -> u64 {
+        self.pending_key_rows
+    }
+
+    fn first_steps(&self) -> Vec<&[StepEvent]> {
+        let first = self.reports.iter().filter(|w| !w.retry);
+        first.map(|w| &w.steps[..]).collect()
     }
 
     fn answers(&self) -> Vec<Reply> {

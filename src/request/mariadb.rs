@@ -16,6 +16,7 @@ use sqlx::mysql::{MySql, MySqlDatabaseError, MySqlQueryResult, MySqlRow};
 use sqlx::pool::PoolConnection;
 
 use crate::request::fault::FaultPoint;
+use crate::request::hang_up::HangUps;
 use crate::request::{ClaimPart, Go, Outcome, Step, StepEvent, StepHook};
 
 /// A strategy's shape on MariaDB: the request in, its answer out.
@@ -223,6 +224,9 @@ pub struct Ctx {
     /// Step by step (`idem step`, `idem explore`): the hook it pauses on
     /// before each step.
     stepper: Option<StepHook>,
+    /// Lesson 9's client that gives up: told when this request's work
+    /// begins, if it may be the one (see [`HangUps`]).
+    pub hang_up: Option<Arc<HangUps>>,
 }
 
 impl Ctx {
@@ -255,6 +259,7 @@ impl Ctx {
             crash: None,
             crashed: false,
             stepper: None,
+            hang_up: None,
         }
     }
 
@@ -527,6 +532,9 @@ impl Ctx {
             return Err(crashed());
         }
         let start_ms = self.now_ms();
+        if let Some(hang_ups) = self.hang_up.take() {
+            hang_ups.work_began(self.asked.worker);
+        }
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.service_calls += 1;
         pause(self.work / 2).await;

@@ -391,6 +391,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/8-pgbouncer-session-lock.toml"),
     ),
     (
+        "9-claim-expires-mid-work-on-innodb.toml",
+        include_str!("../../scenarios/9-claim-expires-mid-work-on-innodb.toml"),
+    ),
+    (
         "9-claim-expires-mid-work.toml",
         include_str!("../../scenarios/9-claim-expires-mid-work.toml"),
     ),
@@ -403,8 +407,16 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/9-hang-up-claim-work-complete-finish.toml"),
     ),
     (
+        "9-hang-up-guard-cancel-on-innodb.toml",
+        include_str!("../../scenarios/9-hang-up-guard-cancel-on-innodb.toml"),
+    ),
+    (
         "9-hang-up-guard-cancel.toml",
         include_str!("../../scenarios/9-hang-up-guard-cancel.toml"),
+    ),
+    (
+        "9-heartbeat-on-innodb.toml",
+        include_str!("../../scenarios/9-heartbeat-on-innodb.toml"),
     ),
     (
         "9-heartbeat.toml",

@@ -733,3 +733,50 @@ fn claims_in_the_cache_hold_on_innodb_by_deadlock_and_not_at_read_committed() {
     ]));
     assert!(err.contains("--store cache"), "{err}");
 }
+
+/// Lesson 9 on InnoDB, its client in this process: a request dropped
+/// mid-work inside the guard's transaction (`--on-hangup cancel`) hands
+/// the pool nothing open. The one worker has a pool of one connection, so
+/// the client's retry runs on whatever the pool holds; had the dropped
+/// request's session come back inside its transaction, the retry's claim
+/// and XP row would sit in that transaction, unseen by the count. The
+/// retry takes the claim once stale and works: 1 XP row, 2 calls, nothing
+/// pending; and the line is the published schema's.
+#[test]
+fn a_request_dropped_in_its_transaction_on_innodb_leaves_the_pool_nothing_open() {
+    let sandbox = Sandbox::new("engines-hang-up");
+    let dropped = [
+        ["-s", "guard", "--workers", "1", "--pool-size", "2"],
+        [
+            "--work-ms",
+            "200",
+            "--stale-after-ms",
+            "300",
+            "--on-hangup",
+            "cancel",
+        ],
+    ]
+    .concat();
+    let r = race(
+        &sandbox,
+        &[&dropped[..], &["--hang-up", "at=during-work"]].concat(),
+    );
+    assert_eq!(
+        (
+            n(&r, "xp_rows"),
+            n(&r, "service_calls"),
+            n(&r, "pending_key_rows")
+        ),
+        (1, 2, 0),
+        "{r}"
+    );
+    assert_eq!(r["outcomes"]["hung_up"], 1, "{r}");
+    assert_eq!(r["outcomes"]["created"], 1, "{r}");
+    assert_eq!(
+        r["reports"][0]["did"], "hung up; the app dropped its request",
+        "{r}"
+    );
+    let schema = validator("schemas/engine-race.schema.json");
+    let wrong: Vec<String> = schema.iter_errors(&r).map(|e| e.to_string()).collect();
+    assert!(wrong.is_empty(), "{wrong:?}");
+}

@@ -7,6 +7,7 @@
 
 pub mod behind;
 pub mod cluster;
+mod hang_up;
 mod plan;
 mod shared;
 mod taken;
@@ -14,8 +15,8 @@ pub mod two_nodes;
 
 pub use plan::MariadbRace;
 use plan::Shaped;
-use shared::{Shared, one_request};
-use worker::report;
+use shared::{Shared, asked, bounded, one_request};
+
 pub use worker::{EngineWorker, KeyRow, XpRow, rows_now, stored_response};
 mod worker;
 
@@ -32,13 +33,9 @@ use crate::db::clock::Clock;
 use crate::db::mariadb::Mariadb;
 use crate::race::engine::Engine;
 use crate::race::stepper::{Controller, Watch};
-use crate::request::mariadb::{Answered, Asked, Crash};
+use crate::request::mariadb::{Asked, Crash};
 use crate::request::{Outcome, StepHook};
 use crate::strategy::guard_file::{self};
-
-/// The longest one request may take before the race gives up on it; its
-/// future is then dropped, and its connection closed, not pooled.
-const REQUEST_LIMIT: Duration = Duration::from_secs(60);
 
 /// One race's figures on an engine: one line of `--json`.
 #[derive(Debug, Clone, Serialize)]
@@ -127,6 +124,8 @@ struct Started {
     killer: Option<tokio::task::JoinHandle<()>>,
     /// `--retry-behind`: node 2, held behind since before the burst.
     held: Option<sqlx::MySqlConnection>,
+    /// `--hang-up`: the client that gives up, then retries.
+    client: Option<hang_up::Client>,
 }
 
 /// The race's pools: the workers' on one server (the guard user's, for a
@@ -192,31 +191,12 @@ async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -
     let crash = race
         .crash
         .map(|plan| Crash::new(plan.at, plan.worker, db.admin.clone()));
-    let shared = Shared::with_heartbeat(db, race, pools.clone(), crash).await?;
+    let mut shared = Shared::with_heartbeat(db, race, pools.clone(), crash).await?;
+    let client = hang_up::Client::of(race);
+    shared.hang_up = client.as_ref().map(hang_up::Client::hang_ups);
     let gate = Arc::new(OnceLock::new());
-    let barrier = Arc::new(tokio::sync::Barrier::new(race.workers));
     let began = Instant::now();
-    let mut hooks: BTreeMap<usize, StepHook> =
-        hooks.into_iter().flatten().map(|h| (h.worker, h)).collect();
-    let mut tasks = Vec::new();
-    for worker in 1..=race.workers {
-        let (shared, gate, barrier) = (shared.clone(), gate.clone(), barrier.clone());
-        let asked = asked(race, worker);
-        let hook = hooks.remove(&worker);
-        tasks.push(tokio::spawn(async move {
-            barrier.wait().await;
-            let gate = *gate.get_or_init(Instant::now);
-            match hook {
-                // Step by step, a person may take minutes: no limit, and
-                // the controller is told when the worker is done.
-                Some(hook) => {
-                    let _done = hook.finisher();
-                    one_request(shared, asked, gate, Some(hook)).await
-                }
-                None => bounded(one_request(shared, asked, gate, None), worker, gate).await,
-            }
-        }));
-    }
+    let tasks = send_workers(race, &shared, client.as_ref(), hooks, &gate);
     let killer = race
         .cluster
         .kill_node
@@ -235,7 +215,49 @@ async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -
         counted,
         killer,
         held,
+        client,
     })
+}
+
+/// Sends every worker, each through its gate at once, on its hook when
+/// stepped, and through the client that gives up when there is one.
+fn send_workers(
+    race: &MariadbRace,
+    shared: &Shared,
+    client: Option<&hang_up::Client>,
+    hooks: Option<Vec<StepHook>>,
+    gate: &Arc<OnceLock<Instant>>,
+) -> Vec<tokio::task::JoinHandle<EngineWorker>> {
+    let barrier = Arc::new(tokio::sync::Barrier::new(race.workers));
+    let mut hooks: BTreeMap<usize, StepHook> =
+        hooks.into_iter().flatten().map(|h| (h.worker, h)).collect();
+    let mut tasks = Vec::new();
+    for worker in 1..=race.workers {
+        let (shared, gate, barrier) = (shared.clone(), gate.clone(), barrier.clone());
+        let asked = asked(race, worker);
+        let hook = hooks.remove(&worker);
+        let client = client.cloned();
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let gate = *gate.get_or_init(Instant::now);
+            match hook {
+                // Step by step, a person may take minutes: no limit, and
+                // the controller is told when the worker is done.
+                Some(hook) => {
+                    let _done = hook.finisher();
+                    one_request(shared, asked, gate, Some(hook)).await
+                }
+                None => {
+                    let request = one_request(shared, asked, gate, None);
+                    match client {
+                        Some(client) => client.waits(request, worker, gate).await,
+                        None => bounded(request, worker, gate).await,
+                    }
+                }
+            }
+        }));
+    }
+    tasks
 }
 
 /// Waits for every worker, retries a crashed request as lesson 7's client
@@ -258,6 +280,7 @@ async fn finish(
         counted,
         killer,
         held,
+        client,
     } = started;
     if let Some(killer) = killer {
         killer.await?;
@@ -267,6 +290,9 @@ async fn finish(
         reports.push(task.await?);
     }
     let gate = gate.get().copied().unwrap_or(began);
+    if let Some(client) = &client {
+        client.retry(race, &shared, &mut reports, gate).await;
+    }
     let again = recover(race, &shared, &reports, gate, clock);
     let (retries, retry_behind) = match held {
         Some(mut node2) => match behind::not_behind(db, &mut node2).await? {
@@ -306,18 +332,6 @@ async fn finish(
         result.cluster_after = Some(cluster::After::read(&db.admin).await?);
     }
     Ok(result)
-}
-
-/// A request given [`REQUEST_LIMIT`]: past it, its future is dropped.
-async fn bounded(
-    request: impl std::future::Future<Output = EngineWorker>,
-    worker: usize,
-    gate: Instant,
-) -> EngineWorker {
-    match tokio::time::timeout(REQUEST_LIMIT, request).await {
-        Ok(report) => report,
-        Err(_) => gave_up(worker, gate),
-    }
 }
 
 /// Lesson 7's recovery: once a crashed request's claim is older than the
@@ -408,27 +422,6 @@ async fn retried_at_once(
 pub async fn one(race: &MariadbRace, pool: sqlx::MySqlPool, worker: usize) -> EngineWorker {
     let shared = Shared::new(race, vec![pool], None);
     one_request(shared, asked(race, worker), Instant::now(), None).await
-}
-
-/// What worker `worker` asks for: the race's key, and its own parameters.
-fn asked(race: &MariadbRace, worker: usize) -> Asked {
-    let p = race.settings.params(worker);
-    Asked {
-        key: race.settings.requests().key().to_string(),
-        worker,
-        user_id: p.user_id,
-        amount: p.amount,
-        lesson: p.lesson,
-        fingerprint: race.settings.app().fingerprint.then(|| p.fingerprint()),
-        work_fails: race.fail_work == Some(worker),
-    }
-}
-
-fn gave_up(worker: usize, gate: Instant) -> EngineWorker {
-    let limit = REQUEST_LIMIT.as_secs();
-    let answered = Answered::new(Outcome::Error, "—", format!("no answer within {limit} s"));
-    let at = gate.elapsed().as_secs_f64() * 1000.0;
-    report(worker, 0.0, answered, None, at)
 }
 
 /// The rows the race left, beside what each worker was told.

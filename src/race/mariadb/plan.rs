@@ -9,6 +9,7 @@ use crate::limits::Origin;
 use crate::race::RaceSettings;
 use crate::race::engine::Engine;
 use crate::race::options::{CrashPlan, RaceInput};
+use crate::request::fault::FaultPoint;
 use crate::request::mariadb::{Answered, Ctx, ReadBack};
 use crate::store::StoreKind;
 use crate::strategy::StrategyKind;
@@ -38,6 +39,12 @@ pub struct MariadbRace {
     /// `--heartbeat-ms`: how often the guard's owner renews its claim while
     /// it works; `null`: it does not.
     pub heartbeat_ms: Option<u64>,
+    /// `--hang-up`: the client that gives up halfway through its request's
+    /// work, then retries; `null`: none does.
+    pub hang_up: Option<CrashPlan>,
+    /// With `hang_up`: what the app does with the request then
+    /// (`--on-hangup`).
+    pub on_hangup: Option<crate::http::app::OnHangup>,
     /// `--read-back`: the claim as find-or-create, and how a loser reads
     /// the key back after 1062; `null`: the course's `INSERT IGNORE`.
     pub read_back: Option<ReadBack>,
@@ -140,6 +147,11 @@ impl MariadbRace {
                 .fail_work()
                 .map(|_| app.recovery.on_failure()),
             heartbeat_ms: app.recovery.heartbeat().map(|d| d.as_millis() as u64),
+            hang_up: input.faults.hang_up,
+            on_hangup: input
+                .faults
+                .hang_up
+                .map(|_| input.hang_up.on_hangup.unwrap_or_default()),
             read_back,
             store,
             cache_isolation,
@@ -156,12 +168,24 @@ impl MariadbRace {
     pub fn from_input(input: &RaceInput, origin: Origin) -> Result<Self> {
         taken::refuse_untaken(input)?;
         let settings = for_settings(input).build(origin)?;
-        Self::new(settings, input)
+        let race = Self::new(settings, input)?;
+        match race.hang_up {
+            Some(plan) => check_hang_up(plan, &race)?,
+            None if input.hang_up.on_hangup.is_some() => bail!(
+                "--on-hangup says what the app does with a request whose client gave up: add \
+                 --hang-up"
+            ),
+            None => {}
+        }
+        Ok(race)
     }
 
     /// The stepped race `input` asks for, on MariaDB (`idem step`, `idem
     /// explore`): 2 to 5 workers, no fault; its schedule is the driver's.
     pub fn stepped_from_input(input: &RaceInput) -> Result<Self> {
+        if input.faults.hang_up.is_some() || input.hang_up.on_hangup.is_some() {
+            bail!("a stepped race's steps are the driver's: drop --hang-up and --on-hangup");
+        }
         let unscheduled = input.clone().with(|r| r.shape.schedule = None);
         taken::refuse_untaken(&unscheduled)?;
         let settings = for_settings(input).build_stepped()?;
@@ -189,6 +213,10 @@ fn for_settings(input: &RaceInput) -> RaceInput {
     input.clone().with(|r| {
         r.transaction.read_back = None;
         r.cluster = Default::default();
+        // A client that gives up is in this process here, not over HTTP:
+        // the race checks it itself (see `hang_up::check`).
+        r.faults.hang_up = None;
+        r.hang_up = Default::default();
         if cache {
             r.transaction.isolation = None;
         }
@@ -204,6 +232,32 @@ fn check_renewal(settings: &RaceSettings, cluster: &cluster::Cluster) -> Result<
     }
     if cluster.is_cluster() {
         bail!("a race on a Galera cluster (--nodes) does not take --heartbeat-ms yet");
+    }
+    Ok(())
+}
+
+/// `--hang-up` on MariaDB: during the work only, one of the workers, and
+/// not beside lesson 7's faults or on a cluster (one fault a race).
+fn check_hang_up(plan: CrashPlan, race: &MariadbRace) -> Result<()> {
+    if plan.at != FaultPoint::DuringWork {
+        bail!(
+            "--hang-up at={}: a client hangs up during-work only (it sees no other step)",
+            plan.at.name()
+        );
+    }
+    if let Some(worker) = plan.worker
+        && !(1..=race.workers).contains(&worker)
+    {
+        bail!(
+            "--hang-up worker={worker} is not one of the {} workers",
+            race.workers
+        );
+    }
+    if race.crash.is_some() || race.fail_work.is_some() {
+        bail!("--hang-up is lesson 9's fault: drop --crash and --fail-work");
+    }
+    if race.cluster.is_cluster() {
+        bail!("a race on a Galera cluster (--nodes) does not take --hang-up yet");
     }
     Ok(())
 }

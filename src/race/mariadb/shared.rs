@@ -39,6 +39,8 @@ pub(super) struct Shared {
     /// `--heartbeat-ms`: how often, and the beats' own pool.
     heartbeat: Option<(Duration, sqlx::MySqlPool)>,
     crash: Option<Arc<Crash>>,
+    /// `--hang-up`: who a request tells when its work begins.
+    pub(super) hang_up: Option<Arc<crate::request::hang_up::HangUps>>,
 }
 
 impl Shared {
@@ -83,6 +85,7 @@ impl Shared {
             on_failure: app.recovery.on_failure(),
             heartbeat: None,
             crash,
+            hang_up: None,
         }
     }
 }
@@ -108,6 +111,7 @@ pub(super) async fn one_request(
         on_failure,
         heartbeat,
         crash,
+        hang_up,
     } = s;
     let worker = asked.worker;
     let since = |at: Instant| at.duration_since(gate).as_secs_f64() * 1000.0;
@@ -131,6 +135,7 @@ pub(super) async fn one_request(
     ctx.release_failed = on_failure == crate::strategy::guard::OnFailure::Release;
     ctx.heartbeat = heartbeat;
     ctx.read_back = read_back;
+    ctx.hang_up = hang_up;
     let armed = async {
         if let Some(hook) = hook {
             ctx.stepped(hook).await?;
@@ -190,4 +195,41 @@ async fn answer(ctx: &mut Ctx, shape: Shaped) -> Answered {
         (_, None) => format!("{}; rolled back, 500", answered.did),
     };
     Answered::new(Outcome::Error, answered.saw, did)
+}
+
+/// The longest one request may take before the race gives up on it; its
+/// future is then dropped, and its connection closed, not pooled.
+const REQUEST_LIMIT: Duration = Duration::from_secs(60);
+
+/// A request given [`REQUEST_LIMIT`]: past it, its future is dropped.
+pub(super) async fn bounded(
+    request: impl std::future::Future<Output = EngineWorker>,
+    worker: usize,
+    gate: Instant,
+) -> EngineWorker {
+    match tokio::time::timeout(REQUEST_LIMIT, request).await {
+        Ok(report) => report,
+        Err(_) => gave_up(worker, gate),
+    }
+}
+
+/// What worker `worker` asks for: the race's key, and its own parameters.
+pub(super) fn asked(race: &MariadbRace, worker: usize) -> Asked {
+    let p = race.settings.params(worker);
+    Asked {
+        key: race.settings.requests().key().to_string(),
+        worker,
+        user_id: p.user_id,
+        amount: p.amount,
+        lesson: p.lesson,
+        fingerprint: race.settings.app().fingerprint.then(|| p.fingerprint()),
+        work_fails: race.fail_work == Some(worker),
+    }
+}
+
+fn gave_up(worker: usize, gate: Instant) -> EngineWorker {
+    let limit = REQUEST_LIMIT.as_secs();
+    let answered = Answered::new(Outcome::Error, "—", format!("no answer within {limit} s"));
+    let at = gate.elapsed().as_secs_f64() * 1000.0;
+    report(worker, 0.0, answered, None, at)
 }

@@ -27,6 +27,8 @@ const TAKES: &[(&str, Option<&str>)] = &[
     ("fail_work", Some("--fail-work")),
     ("on_failure", Some("--on-failure")),
     ("heartbeat_ms", Some("--heartbeat-ms")),
+    ("hang_up", Some("--hang-up")),
+    ("on_hangup", Some("--on-hangup")),
     ("amounts", Some("--amounts")),
     ("lessons", Some("--lessons")),
     ("users", Some("--users")),

@@ -38,7 +38,7 @@ pub use faults::{CrashPlan, FaultInput, HangUpPlan};
 pub use fingerprints::{AmountInput, FingerprintInput};
 pub use guard::GuardInput;
 pub use hang_up::HangUpInput;
-pub(crate) use hang_up::settle;
+pub(crate) use hang_up::{Retried, settle, until_answered};
 pub use losers::LoserInput;
 pub use shape::{DEFAULT_KEY, Requests, STEPPED_WORKERS, ShapeInput, Transport, WireInput};
 pub(crate) use standby::{CATCH_UP_SLACK, catch_up_limit, with_setting};

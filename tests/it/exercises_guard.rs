@@ -1,4 +1,4 @@
-//! Exercise 7, the stale claim, on each engine it is written for: the case that catches a completion without its owner, and on MariaDB the takeover's stale condition.
+//! Exercises 7 and 9 on each engine they are written for: the case that catches a completion without its owner, and on MariaDB the takeover's stale condition and a renewal's fraction of a second.
 
 use idem::db::{ConnectOptions, Database};
 use idem::exercise::{EXERCISES, judge};
@@ -70,5 +70,30 @@ async fn exercise_sevens_takeover_on_mariadb_needs_the_stale_condition() {
         .unwrap();
     assert!(!five.passed(), "{checks:?}");
     assert!(!five.saw.starts_with("1 XP row"), "{five:?}");
+    db.close().await.unwrap();
+}
+
+/// Exercise 9 on MariaDB: a renewal to `NOW()`, which MariaDB gives in
+/// whole seconds, sets the claim's time back by up to a second at every
+/// beat, so against a 200 ms stale-claim age the retry finds it stale
+/// while its owner works: the slow-work case fails, as no renewal at all
+/// does.
+#[tokio::test]
+async fn exercise_nines_renewal_on_mariadb_needs_the_fraction_of_a_second() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let dir = Sandbox::new("exercise-renewal");
+    let e = EXERCISES.iter().find(|e| e.lesson == 9).unwrap();
+    let solution = e.mariadb.expect("exercise 9 on MariaDB").solution;
+    let renewed = "SET locked_at = NOW(6)\nWHERE id = $claim_id";
+    assert!(solution.contains(renewed), "the solution's renewal changed");
+    let whole_seconds = dir.dir.join("whole-seconds.toml");
+    let text = solution.replace(renewed, "SET locked_at = NOW()\nWHERE id = $claim_id");
+    std::fs::write(&whole_seconds, text).unwrap();
+    let checks = judge(&db, 9, &whole_seconds).await.unwrap();
+    let slow = checks
+        .iter()
+        .find(|c| c.case == "slow work, retried")
+        .unwrap();
+    assert!(!slow.passed(), "{checks:?}");
     db.close().await.unwrap();
 }
