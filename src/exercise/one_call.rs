@@ -4,14 +4,24 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::cases::{base, every_answer_201, races};
+use super::cases::{Case, base, every_answer_201, races};
 use super::spec::Exercise;
 use crate::db::Database;
 use crate::probe::conformance::Check;
+use crate::race::raced::Raced;
+use crate::strategy::guard_file::Dialect;
 
-/// Five requests, each in one transaction.
+/// Five requests, each in one transaction, on the engine the file is
+/// written for.
 pub async fn judge(db: &Database, file: &Path) -> Result<Vec<Check>> {
-    races(db, vec![(base(file), every_answer_201)]).await
+    match crate::strategy::guard_file::load(file)?.engine {
+        Dialect::Mariadb => super::on_mariadb::races(db.mariadb().await?, cases(file)).await,
+        Dialect::Postgres => races(db, cases(file)).await,
+    }
+}
+
+fn cases<R: Raced>(file: &Path) -> Vec<Case<R>> {
+    vec![(base(file), every_answer_201)]
 }
 
 /// Lesson 8's exercise.
@@ -26,7 +36,8 @@ pub const EXERCISE: Exercise = Exercise {
         "SERIALIZABLE rolls the losers back after their work, when the service has already \
          been called. What would make them wait before the work instead?",
         "Add a lock step, which runs before the find: SELECT \
-         pg_advisory_xact_lock(hashtextextended($key, 0)). Then think about which \
+         pg_advisory_xact_lock(hashtextextended($key, 0)) on PostgreSQL, SELECT \
+         GET_LOCK(CONCAT($operation, ':', $key), 10) on MariaDB. Then think about which \
          isolation level lets the find after the wait see the key stored meanwhile.",
         "The lock makes requests with one key take turns until each transaction ends. At \
          read-committed each statement sees what committed before it began, so the \
@@ -38,5 +49,9 @@ pub const EXERCISE: Exercise = Exercise {
     read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
     engine: crate::race::engine::Engine::Postgres,
-    mariadb: None,
+    mariadb: Some(&super::spec::Starter {
+        try_it: "idem race --engine mariadb --strategy-file {file} --pool-size 6",
+        start: include_str!("../../exercises/mariadb/8-one-call.toml"),
+        solution: include_str!("../../exercises/solutions/mariadb/8-one-call.toml"),
+    }),
 };
