@@ -106,7 +106,10 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             c::challenge::Challenge::InProcess(in_process) => dispatch(*in_process, s).await,
             c::challenge::Challenge::Starter(written) => dispatch(written, s).await,
         },
-        Command::Serve(a) => dispatch(c::serve::plan(&a)?, s).await,
+        Command::Serve(a) => match c::serve::planned(&a)? {
+            c::serve::Planned::Postgres(plan) => dispatch(*plan, s).await,
+            c::serve::Planned::Mariadb(plan) => dispatch(*plan, s).await,
+        },
         Command::Probe(a) => probe(&a, s).await,
         Command::Pooler(a) => dispatch(c::pooler::plan(&a)?, s).await,
         Command::Replica(a) => dispatch(c::replica::plan(&a)?, s).await,

@@ -19,6 +19,11 @@ use crate::strategy::StrategyKind;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// The database engine the app's awards are decided on: PostgreSQL,
+    /// or MariaDB (InnoDB) in a disposable server of idem's own.
+    #[arg(long, value_enum, default_value_t = crate::race::engine::Engine::Postgres)]
+    pub engine: crate::race::engine::Engine,
+
     #[arg(long, short = 's', value_enum,
           help = super::values::with_default("The guard shape the app runs.", DEFAULT_STRATEGY))]
     pub strategy: Option<StrategyKind>,

@@ -31,6 +31,7 @@ pub mod reap;
 pub mod replica;
 pub mod scenario;
 pub mod serve;
+pub mod serve_mariadb;
 pub mod shell;
 pub mod starter;
 pub mod step;

@@ -33,6 +33,21 @@ pub struct Plan {
     write_plan: Option<std::path::PathBuf>,
 }
 
+/// `idem serve` on PostgreSQL, or on MariaDB.
+pub enum Planned {
+    Postgres(Box<Plan>),
+    Mariadb(Box<super::serve_mariadb::Plan>),
+}
+
+pub fn planned(args: &ServeArgs) -> Result<Planned> {
+    Ok(match args.engine {
+        crate::race::engine::Engine::Postgres => Planned::Postgres(Box::new(plan(args)?)),
+        crate::race::engine::Engine::Mariadb => {
+            Planned::Mariadb(Box::new(super::serve_mariadb::plan(args)?))
+        }
+    })
+}
+
 pub fn plan(args: &ServeArgs) -> Result<Plan> {
     let settings = args.input().build(Origin::Flags)?;
     if settings.app().replicas > 1 && args.tls_cert.is_some() {

@@ -122,7 +122,7 @@ async fn on_mariadb(db: &Mariadb, input: &RaceInput) -> Result<Result<Left>> {
         .find(|w| w.worker == 2 && w.status == 201)
         .and_then(|w| w.made_xp);
     let key = race.settings().requests().key();
-    let body = mariadb::stored_response(db, key).await?;
+    let body = mariadb::stored_response(&db.admin, key).await?;
     let stored = body
         .and_then(|b| serde_json::from_str(&b).ok())
         .as_ref()

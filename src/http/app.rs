@@ -96,10 +96,38 @@ pub struct Handled {
     pub status: u16,
 }
 
+/// An app on another engine than PostgreSQL (MariaDB): how it decides an
+/// award and counts its rows. The edges (the key and body read off the
+/// wire, the answer written back, the threads, the log) stay the app's.
+pub trait OnEngine: Send + Sync {
+    /// The award `req` asks for, decided: its answer, its steps in `trace`,
+    /// and how many connections it checked out.
+    fn decide<'a>(&'a self, req: &'a Request, trace: &'a mut Trace) -> Deciding<'a>;
+    /// `GET /counts`: the key rows, the XP rows and the service's calls.
+    fn counts(&self) -> Counting<'_>;
+}
+
+/// What [`OnEngine::decide`] returns.
+pub type Deciding<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = (Answer, u32)> + Send + 'a>>;
+/// What [`OnEngine::counts`] returns.
+pub type Counting<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(i64, i64, i64)>> + Send + 'a>>;
+
+/// Where the app's awards are decided.
+enum Backend {
+    /// A strategy on PostgreSQL's pool.
+    Postgres {
+        pool: Box<Workers>,
+        strategy: Arc<dyn Strategy>,
+    },
+    /// Another engine's app.
+    Other(Arc<dyn OnEngine>),
+}
+
 /// The app: a strategy, a pool, threads, and who watches.
 pub struct App {
-    pool: Workers,
-    strategy: Arc<dyn Strategy>,
+    backend: Backend,
     shape: Shape,
     /// One permit per app server thread: a request, once read, waits here
     /// for a free thread, as it would in Puma's queue.
@@ -169,9 +197,23 @@ impl App {
         threads: usize,
         watch: Option<Watch>,
     ) -> Self {
+        let pool = Box::new(pool);
+        Self::with_backend(Backend::Postgres { pool, strategy }, shape, threads, watch)
+    }
+
+    /// The app on another engine (`idem serve --engine mariadb`).
+    pub fn on_engine(
+        other: Arc<dyn OnEngine>,
+        shape: Shape,
+        threads: usize,
+        watch: Option<Watch>,
+    ) -> Self {
+        Self::with_backend(Backend::Other(other), shape, threads, watch)
+    }
+
+    fn with_backend(backend: Backend, shape: Shape, threads: usize, watch: Option<Watch>) -> Self {
         Self {
-            pool,
-            strategy,
+            backend,
             shape,
             threads: Arc::new(Semaphore::new(threads)),
             numbered: AtomicUsize::new(0),
@@ -318,9 +360,7 @@ impl App {
         let arrived = Instant::now();
         let mut trace = Trace::new(arrived);
         trace.hang_up = self.hang_ups.clone().map(|h| (h, request.worker));
-        let mut lease = Lease::new(self.pool.clone(), self.shape.checkout_timeout)
-            .reading_from(self.reader.clone());
-        let answer = respond(&*self.strategy, &mut lease, &request, &mut trace).await;
+        let (answer, checkouts) = self.decide(&request, &mut trace).await;
         let mut response = answered(&answer, &request);
         // The work called the service but its ledger could not record the
         // call: the app does not answer as if all were well.
@@ -346,11 +386,25 @@ impl App {
                 request,
                 answer,
                 trace,
-                checkouts: lease.checkouts,
+                checkouts,
                 arrived,
             });
         }
         response
+    }
+
+    /// The award decided where the app decides: its answer, and the
+    /// connections it checked out.
+    async fn decide(&self, request: &Request, trace: &mut Trace) -> (Answer, u32) {
+        match &self.backend {
+            Backend::Postgres { pool, strategy } => {
+                let mut lease = Lease::new((**pool).clone(), self.shape.checkout_timeout)
+                    .reading_from(self.reader.clone());
+                let answer = respond(&**strategy, &mut lease, request, trace).await;
+                (answer, lease.checkouts)
+            }
+            Backend::Other(other) => other.decide(request, trace).await,
+        }
     }
 
     /// The award as the strategies take it: its worker is the one the
@@ -392,7 +446,11 @@ impl App {
     /// `GET /counts`: the rows in the app's two tables (see [`COUNTS`]).
     async fn counts(&self) -> Response {
         let counted = async {
-            let conn = pool::checkout(&self.pool, self.shape.checkout_timeout).await?;
+            let pool = match &self.backend {
+                Backend::Postgres { pool, .. } => pool,
+                Backend::Other(other) => return other.counts().await,
+            };
+            let conn = pool::checkout(pool, self.shape.checkout_timeout).await?;
             let row = conn.fetch_one(&COUNTS, &[]).await?;
             anyhow::Ok((
                 row.get::<_, i64>(0),
@@ -403,7 +461,11 @@ impl App {
         match counted.await {
             Ok((keys, xp, calls)) => {
                 let mut counts = json!({ "key_rows": keys, "xp_rows": xp });
-                // The service's calls, where it writes them down.
+                // The service's calls, where they are counted: another
+                // engine's app counts its own.
+                if matches!(self.backend, Backend::Other(_)) {
+                    counts["service_calls"] = json!(calls);
+                }
                 if let Some(ledger) = self.service.ledger() {
                     counts["service_calls"] = json!(calls);
                     if ledger.lost() > 0 {

@@ -17,7 +17,10 @@ pub struct Ready {
     pub url: String,
     /// Where to POST an award.
     pub endpoint: String,
-    /// The database schema holding the app's tables.
+    /// The engine the app's awards are decided on.
+    pub engine: crate::race::engine::Engine,
+    /// The database schema holding the app's tables (on MariaDB, the
+    /// run's database).
     pub schema: String,
     /// The database, reachable by another program (its password hidden).
     pub database_url: String,
@@ -68,6 +71,7 @@ impl Ready {
         Self {
             url: format!("{scheme}://{addr}"),
             endpoint: format!("{scheme}://{addr}/lessons/1/complete"),
+            engine: crate::race::engine::Engine::Postgres,
             schema: schema.to_owned(),
             database_url,
             count_sql: format!("SELECT count(*) FROM {schema}.experience_points"),
@@ -86,6 +90,27 @@ impl Ready {
                 read_from: s.app().read_from,
                 apply_delay_ms: p.apply_delay.as_millis() as u64,
             }),
+        }
+    }
+}
+
+impl Ready {
+    /// The same for an app whose awards are decided on MariaDB, in the
+    /// run's `database` there, reached at `database_url`: its effects are
+    /// counted in its tables, its service's calls by `GET /counts` (they
+    /// are counted in the app, not in a table).
+    pub fn on_mariadb(
+        scheme: &str,
+        addr: SocketAddr,
+        (database, database_url): (&str, String),
+        s: &RaceSettings,
+        max_connections: usize,
+    ) -> Self {
+        Self {
+            engine: crate::race::engine::Engine::Mariadb,
+            count_sql: "SELECT count(*) FROM experience_points".into(),
+            calls_sql: String::new(),
+            ..Self::new(scheme, addr, database, database_url, s, max_connections)
         }
     }
 }
@@ -122,9 +147,13 @@ pub fn render_ready(r: &Ready) -> String {
     let calls = format!(
         "call it:\n  curl{ca} -i -X POST {} \\\n    -H 'Idempotency-Key: \"k1\"' {award}\n  curl{ca} {}/counts\n\
          race it:\n  idem probe {}{ca} \\\n    {award} \\\n    --count-sql '{}' \\\n    --count-database-url \\\n    '{}'\n\
-         count the service's calls instead (the work that ran, even if rolled back):\n    --count-sql '{}'\n\
-         probe it from a plan (for CI): --write-plan FILE writes one, then\n  idem probe --plan FILE",
-        r.endpoint, r.url, r.endpoint, r.count_sql, r.database_url, r.calls_sql
+         {}",
+        r.endpoint,
+        r.url,
+        r.endpoint,
+        r.count_sql,
+        r.database_url,
+        calls_and_plan(r)
     );
     format!(
         "{} {} on {}\n{}\n{}\n\n{}\n\n",
@@ -135,7 +164,11 @@ pub fn render_ready(r: &Ready) -> String {
         )),
         strong(&r.url),
         dim(format!(
-            "tables in schema {} · {}{pool}{} · {} threads · work {} ms",
+            "tables in {} {} · {}{pool}{} · {} threads · work {} ms",
+            match r.engine {
+                crate::race::engine::Engine::Postgres => "schema",
+                crate::race::engine::Engine::Mariadb => "MariaDB database",
+            },
             r.schema,
             match r.replicas {
                 1 => String::new(),
@@ -151,7 +184,7 @@ pub fn render_ready(r: &Ready) -> String {
         .to_string()
             + &standby_line(r),
         dim(format!(
-            "up to {} connections at once{} · Ctrl-C stops it and drops the schema",
+            "up to {} connections at once{} · Ctrl-C stops it and drops its tables",
             r.max_connections,
             match r.replicas {
                 1 => "",
@@ -161,6 +194,28 @@ pub fn render_ready(r: &Ready) -> String {
         )),
         dim(calls),
     )
+}
+
+/// How to count the service's calls, and a plan for CI, where there is one.
+fn calls_and_plan(r: &Ready) -> String {
+    match r.engine {
+        crate::race::engine::Engine::Postgres => format!(
+            "count the service's calls instead (the work that ran, even if rolled back):\n    \
+             --count-sql '{}'\n\
+             probe it from a plan (for CI): --write-plan FILE writes one, then\n  idem probe \
+             --plan FILE",
+            r.calls_sql
+        ),
+        crate::race::engine::Engine::Mariadb => format!(
+            "the service's calls (the work that ran, even if rolled back) are counted in the \
+             app:\n  curl{} {}/counts",
+            match r.url.starts_with("https:") {
+                true => " --cacert CA.pem",
+                false => "",
+            },
+            r.url
+        ),
+    }
 }
 
 /// One handled award, for the request log.

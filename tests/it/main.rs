@@ -17,6 +17,7 @@ mod docs;
 mod engines;
 mod engines_chosen;
 mod engines_guard_files;
+mod engines_served;
 mod engines_stepped;
 mod engines_sweep;
 mod engines_user_server;

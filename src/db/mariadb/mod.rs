@@ -365,6 +365,22 @@ impl Mariadb {
             .connect_lazy_with(options)
     }
 
+    /// The run's database as another program reaches it: on idem's own
+    /// server, root over its socket (in a directory only idem's user may
+    /// enter); on a user's, the user's URL, its password hidden, and the
+    /// database named beside it.
+    pub fn shown_url(&self) -> String {
+        match (&self.user, &self.server) {
+            (Some(user), _) => format!("{} (database {})", user.shown, self.database),
+            (None, Some(server)) => format!(
+                "mysql://root@localhost/{}?socket={}",
+                self.database,
+                server.socket.display()
+            ),
+            (None, None) => self.database.clone(),
+        }
+    }
+
     /// The server's version, as `mariadbd --version` (or, on a user's
     /// server, `VERSION()`) says it.
     pub fn version(&self) -> &str {

@@ -9,13 +9,15 @@ pub mod behind;
 pub mod cluster;
 mod hang_up;
 mod plan;
+mod served;
 mod shared;
 mod taken;
 pub mod two_nodes;
 
 pub use plan::MariadbRace;
 use plan::Shaped;
-use shared::{Shared, asked, bounded, one_request};
+pub use served::Served;
+use shared::{Shared, asked, bounded, one_request, pools};
 
 pub use worker::{EngineWorker, KeyRow, XpRow, rows_now, stored_response};
 mod worker;
@@ -126,30 +128,6 @@ struct Started {
     held: Option<sqlx::MySqlConnection>,
     /// `--hang-up`: the client that gives up, then retries.
     client: Option<hang_up::Client>,
-}
-
-/// The race's pools: the workers' on one server (the guard user's, for a
-/// guard file), or one on each node a cluster's requests reach, of the
-/// same size, as each app server behind a balancer would have.
-async fn pools(db: &Mariadb, race: &MariadbRace) -> Result<Vec<sqlx::MySqlPool>> {
-    let app = race.settings.app();
-    let checkout = app.pool.checkout_timeout();
-    let sized = (race.pool_size, checkout);
-    let nodes = race.cluster.nodes_used();
-    match race.shape {
-        Shaped::File(file) => {
-            let stale_after = app.recovery.stale_after();
-            let limit = guard_file::step_limit(race.workers, app.work, stale_after);
-            let session = race.cluster.session_with(file.0.sync_wait);
-            db.guard_pools(nodes, sized, limit, (&file.name, session))
-                .await
-        }
-        Shaped::Builtin(_) if race.cluster.is_cluster() => {
-            let on = |node| db.workers_pool_on(node, sized, race.cluster.session());
-            Ok((0..nodes).map(on).collect())
-        }
-        Shaped::Builtin(_) => Ok(vec![db.workers_pool(race.pool_size, checkout).await?]),
-    }
 }
 
 /// Empties the tables, opens the pool, takes the runner's connection, and

@@ -233,3 +233,28 @@ fn gave_up(worker: usize, gate: Instant) -> EngineWorker {
     let at = gate.elapsed().as_secs_f64() * 1000.0;
     report(worker, 0.0, answered, None, at)
 }
+
+/// The race's pools: the workers' on one server (the guard user's, for a
+/// guard file), or one on each node a cluster's requests reach, of the
+/// same size, as each app server behind a balancer would have.
+pub(super) async fn pools(db: &Mariadb, race: &MariadbRace) -> Result<Vec<sqlx::MySqlPool>> {
+    let app = race.settings.app();
+    let checkout = app.pool.checkout_timeout();
+    let sized = (race.pool_size, checkout);
+    let nodes = race.cluster.nodes_used();
+    match race.shape {
+        Shaped::File(file) => {
+            let stale_after = app.recovery.stale_after();
+            let limit =
+                crate::strategy::guard_file::step_limit(race.workers, app.work, stale_after);
+            let session = race.cluster.session_with(file.0.sync_wait);
+            db.guard_pools(nodes, sized, limit, (&file.name, session))
+                .await
+        }
+        Shaped::Builtin(_) if race.cluster.is_cluster() => {
+            let on = |node| db.workers_pool_on(node, sized, race.cluster.session());
+            Ok((0..nodes).map(on).collect())
+        }
+        Shaped::Builtin(_) => Ok(vec![db.workers_pool(race.pool_size, checkout).await?]),
+    }
+}

@@ -41,12 +41,23 @@ pub async fn rows_now(db: &Mariadb) -> Result<(Vec<KeyRow>, Vec<XpRow>)> {
     Ok((keys, xp))
 }
 
+/// The key rows and the XP rows now.
+pub async fn rows_counted(admin: &sqlx::MySqlPool) -> Result<(i64, i64)> {
+    use sqlx::Row;
+    let row = sqlx::query(
+        "SELECT (SELECT count(*) FROM idempotency_keys), (SELECT count(*) FROM experience_points)",
+    )
+    .fetch_one(admin)
+    .await?;
+    Ok((row.try_get(0)?, row.try_get(1)?))
+}
+
 /// The response stored with `key`, if any: what a later retry is replayed.
-pub async fn stored_response(db: &Mariadb, key: &str) -> Result<Option<String>> {
+pub async fn stored_response(admin: &sqlx::MySqlPool, key: &str) -> Result<Option<String>> {
     use sqlx::Row;
     let row = sqlx::query("SELECT response_body FROM idempotency_keys WHERE `key` = ?")
         .bind(key)
-        .fetch_optional(&db.admin)
+        .fetch_optional(admin)
         .await?;
     // The column is JSON, which MariaDB sends as a BLOB of its text.
     Ok(row.and_then(|r| r.try_get_unchecked::<Option<String>, _>(0).ok().flatten()))
