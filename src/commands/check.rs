@@ -93,10 +93,9 @@ pub fn plan(args: &CheckArgs) -> Result<Planned> {
     // has cases on MariaDB.
     let for_mariadb = crate::strategy::guard_file::load(&file)
         .is_ok_and(|g| g.engine == crate::strategy::guard_file::Dialect::Mariadb);
-    let own_engine = exercise.engine == crate::race::engine::Engine::Mariadb;
-    if for_mariadb && !own_engine && exercise.mariadb.is_none() {
+    if let (true, crate::exercise::spec::OnMariadb::Left(why)) = (for_mariadb, &exercise.mariadb) {
         bail!(
-            "{} is written for MariaDB, and exercise {n}'s cases race on PostgreSQL only so far",
+            "{} is written for MariaDB, and exercise {n} has none there: {why}",
             file.display()
         );
     }

@@ -6,6 +6,7 @@ use anyhow::{Result, anyhow, bail};
 
 use super::command::{Command, Given, Needs, Nothing};
 use crate::cli::teaching::ExerciseArgs;
+use crate::exercise::spec::OnMariadb;
 use crate::exercise::{Exercise, for_lesson, none_for};
 use crate::progress::Progress;
 use crate::race::engine::Engine;
@@ -41,12 +42,13 @@ pub fn plan(args: &ExerciseArgs) -> Result<Write> {
     let n = args.number as u8;
     let exercise = for_lesson(n).ok_or_else(|| anyhow!(none_for(n)))?;
     let own = (exercise.try_it, exercise.start, exercise.solution);
-    let files = match (args.engine.unwrap_or(exercise.engine), exercise.mariadb) {
+    let files = match (args.engine.unwrap_or(exercise.engine), &exercise.mariadb) {
         (asked, _) if asked == exercise.engine => own,
-        (Engine::Mariadb, Some(on)) => (on.try_it, on.start, on.solution),
-        (Engine::Mariadb, None) => bail!(
-            "exercise {n} has no file for MariaDB yet: its cases race on PostgreSQL (leave out --engine)"
-        ),
+        (Engine::Mariadb, OnMariadb::Files(on)) => (on.try_it, on.start, on.solution),
+        (Engine::Mariadb, OnMariadb::Left(why)) => {
+            bail!("exercise {n} has no file for MariaDB: {why} (leave out --engine)")
+        }
+        (Engine::Mariadb, OnMariadb::Own) => own,
         (Engine::Postgres, _) => bail!(
             "exercise {n} is judged on a Galera cluster of MariaDB nodes only: its idea is more \
              than one primary, which PostgreSQL has not (leave out --engine)"

@@ -59,7 +59,7 @@ pub const EXERCISE: Exercise = Exercise {
     read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
     engine: crate::race::engine::Engine::Postgres,
-    mariadb: Some(&super::spec::Starter {
+    mariadb: super::spec::OnMariadb::Files(&super::spec::Starter {
         try_it: "idem race --engine mariadb --strategy-file {file} --pool-size 6",
         start: include_str!("../../exercises/mariadb/2-claim-first.toml"),
         solution: include_str!("../../exercises/solutions/mariadb/2-claim-first.toml"),

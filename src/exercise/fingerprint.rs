@@ -168,5 +168,5 @@ pub const EXERCISE: Exercise = Exercise {
     read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
     engine: crate::race::engine::Engine::Postgres,
-    mariadb: None,
+    mariadb: super::spec::NOT_YET,
 };

@@ -84,7 +84,7 @@ pub const EXERCISE: Exercise = Exercise {
     read: super::spec::read_guard_file,
     judge: |db, path| Box::pin(judge(db, path)),
     engine: crate::race::engine::Engine::Postgres,
-    mariadb: Some(&super::spec::Starter {
+    mariadb: super::spec::OnMariadb::Files(&super::spec::Starter {
         try_it: "idem race --engine mariadb --strategy-file {file} --work-ms 600 \
                  --stale-after-ms 200 --hang-up at=during-work --on-hangup finish",
         start: include_str!("../../exercises/mariadb/9-heartbeat.toml"),

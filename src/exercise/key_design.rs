@@ -125,5 +125,7 @@ pub const EXERCISE: Exercise = Exercise {
     read: |path| crate::keys::KeyTemplate::load(path).map(drop),
     judge: |db, path| Box::pin(judge(db, path)),
     engine: crate::race::engine::Engine::Postgres,
-    mariadb: None,
+    mariadb: super::spec::OnMariadb::Left(
+        "its idea is the client's key, which no engine changes: its cases race on PostgreSQL",
+    ),
 };

@@ -18,7 +18,7 @@ pub mod one_call;
 pub mod owner;
 pub mod primaries;
 pub mod scheduler;
-mod spec;
+pub mod spec;
 pub mod stale_claim;
 pub mod standby_choice;
 pub mod store_choice;

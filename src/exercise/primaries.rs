@@ -61,5 +61,5 @@ pub const EXERCISE: Exercise = Exercise {
     read,
     judge: |db, path| Box::pin(judge(db, path)),
     engine: Engine::Mariadb,
-    mariadb: None,
+    mariadb: super::spec::OnMariadb::Own,
 };

@@ -138,5 +138,7 @@ pub const EXERCISE: Exercise = Exercise {
     read: |path| Orders::load(path).map(drop),
     judge: |db, path| Box::pin(judge(db, path)),
     engine: crate::race::engine::Engine::Postgres,
-    mariadb: None,
+    mariadb: super::spec::OnMariadb::Left(
+        "its idea is the order of two requests' steps, which no engine changes: its orders are replayed on PostgreSQL",
+    ),
 };

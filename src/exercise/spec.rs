@@ -35,10 +35,36 @@ pub struct Exercise {
     pub(crate) judge: for<'a> fn(&'a Database, &'a Path) -> Judging<'a>,
     /// The engine its own files are written for, and its cases race on.
     pub engine: crate::race::engine::Engine,
-    /// The same exercise on MariaDB (InnoDB), where it has one: the judge
-    /// races a file that says `engine = "mariadb"` there.
-    pub mariadb: Option<&'static Starter>,
+    /// The same exercise on MariaDB (InnoDB), where it has one (the judge
+    /// races a file that says `engine = "mariadb"` there), or why not.
+    pub mariadb: OnMariadb,
 }
+
+/// An exercise on MariaDB.
+#[derive(Debug)]
+pub enum OnMariadb {
+    /// Its files there.
+    Files(&'static Starter),
+    /// Why it has none, said where one is asked for.
+    Left(&'static str),
+    /// MariaDB is its own engine.
+    Own,
+}
+
+impl OnMariadb {
+    /// Its files on MariaDB, if it has them there.
+    #[cfg(feature = "internals")]
+    pub fn files(&self) -> Option<&'static Starter> {
+        match self {
+            OnMariadb::Files(starter) => Some(starter),
+            OnMariadb::Left(_) | OnMariadb::Own => None,
+        }
+    }
+}
+
+/// Why an exercise whose cases race on PostgreSQL has no files for
+/// MariaDB yet, when nothing more is to be said.
+pub const NOT_YET: OnMariadb = OnMariadb::Left("its cases race on PostgreSQL only so far");
 
 /// An exercise's files on another engine.
 #[derive(Debug)]

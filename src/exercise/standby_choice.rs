@@ -143,5 +143,7 @@ pub const EXERCISE: Exercise = Exercise {
     read: |path| StandbyGuard::load(path).map(drop),
     judge: |db, path| Box::pin(judge(db, path)),
     engine: crate::race::engine::Engine::Postgres,
-    mariadb: None,
+    mariadb: super::spec::OnMariadb::Left(
+        "its idea is a PostgreSQL standby, a copy that applies the primary's commits late; MariaDB's is lesson 11's cluster, whose exercise is idem exercise 11",
+    ),
 };

@@ -20,7 +20,7 @@ fn starters() -> Vec<(
     let on_postgres = EXERCISES.iter().map(|e| (e, e.start, e.solution));
     let on_mariadb = EXERCISES
         .iter()
-        .filter_map(|e| e.mariadb.map(|m| (e, m.start, m.solution)));
+        .filter_map(|e| e.mariadb.files().map(|m| (e, m.start, m.solution)));
     on_postgres.chain(on_mariadb).collect()
 }
 

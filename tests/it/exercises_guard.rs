@@ -15,7 +15,7 @@ async fn exercise_sevens_owner_case_fails_a_completion_that_checks_only_the_id()
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     let dir = Sandbox::new("exercise-owner");
     let e = EXERCISES.iter().find(|e| e.lesson == 7).unwrap();
-    let on_mariadb = e.mariadb.expect("exercise 7 on MariaDB");
+    let on_mariadb = e.mariadb.files().expect("exercise 7 on MariaDB");
     let owned = "WHERE id = $claim_id AND worker = $worker AND status = 'pending'";
     for (engine, solution) in [("postgres", e.solution), ("mariadb", on_mariadb.solution)] {
         assert!(
@@ -57,7 +57,7 @@ async fn exercise_sevens_takeover_on_mariadb_needs_the_stale_condition() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     let dir = Sandbox::new("exercise-takeover");
     let e = EXERCISES.iter().find(|e| e.lesson == 7).unwrap();
-    let solution = e.mariadb.expect("exercise 7 on MariaDB").solution;
+    let solution = e.mariadb.files().expect("exercise 7 on MariaDB").solution;
     let stale =
         "\n                AND locked_at < NOW(6) - INTERVAL $stale_after_ms * 1000 MICROSECOND,";
     assert!(solution.contains(stale), "the solution's takeover changed");
@@ -83,7 +83,7 @@ async fn exercise_nines_renewal_on_mariadb_needs_the_fraction_of_a_second() {
     let db = Database::open(&ConnectOptions::default()).await.unwrap();
     let dir = Sandbox::new("exercise-renewal");
     let e = EXERCISES.iter().find(|e| e.lesson == 9).unwrap();
-    let solution = e.mariadb.expect("exercise 9 on MariaDB").solution;
+    let solution = e.mariadb.files().expect("exercise 9 on MariaDB").solution;
     let renewed = "SET locked_at = NOW(6)\nWHERE id = $claim_id";
     assert!(solution.contains(renewed), "the solution's renewal changed");
     let whole_seconds = dir.dir.join("whole-seconds.toml");
