@@ -154,10 +154,11 @@ fn exercise_two_is_written_for_mariadb_and_judged_there() {
 
     let err = refused_in_one_line(sandbox.idem().current_dir(&sandbox.dir).args([
         "check",
-        "7",
+        "4",
         "2-claim-first.toml",
     ]));
     assert!(err.contains("written for MariaDB"), "{err}");
+    assert!(err.contains("exercise 4 has none there"), "{err}");
     let err = refused_in_one_line_with(
         sandbox
             .idem()
