@@ -147,12 +147,13 @@ impl Nodes {
         &mut self,
         claim: &str,
     ) -> Result<(FailoverSeen, MultiplexedConnection)> {
-        let Some(mut replica) = self.replica.take() else {
+        let Some(replica) = self.replica.as_mut() else {
             bail!("this Redis has no replica to promote");
         };
         crate::db::mariadb::server::kill_now(self.primary.server.pid());
         promote(&mut replica.conn).await?;
-        let old = std::mem::replace(&mut self.primary, replica);
+        let promoted = self.replica.take().expect("the replica checked above");
+        let old = std::mem::replace(&mut self.primary, promoted);
         // Its supervisor removes its directory; waiting for it blocks.
         let _ = tokio::task::spawn_blocking(move || drop(old)).await;
         let mut conn = self.primary.conn.clone();

@@ -11,7 +11,7 @@
 //! socket serves every request of a race at once, and each command is
 //! sent with a time limit of idem's.
 
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use anyhow::{Context, Result, bail};
 use redis::aio::MultiplexedConnection;
@@ -216,15 +216,24 @@ impl Redis {
     }
 
     /// The failover (only ever of idem's own pair): the primary killed, the
-    /// replica promoted; the requests' commands go to it from now on.
-    pub async fn fail_over(&self, claim: &str) -> Result<FailoverSeen> {
-        let Server::Own(nodes) = &self.server else {
-            bail!("idem fails over no Redis it did not start");
-        };
-        let mut nodes = nodes.lock().await;
-        let (seen, conn) = nodes.fail_over(claim).await?;
-        *self.conn.write().unwrap_or_else(|e| e.into_inner()) = conn;
-        Ok(seen)
+    /// replica promoted; the requests' commands go to it from now on. It
+    /// runs on a task of its own, so that the request that asked for it,
+    /// dropped at any await, cannot stop it between the kill and the
+    /// promotion and leave no primary at all.
+    pub async fn fail_over(self: &Arc<Self>, claim: &str) -> Result<FailoverSeen> {
+        let (this, claim) = (self.clone(), claim.to_string());
+        let failing_over = tokio::spawn(async move {
+            let Server::Own(nodes) = &this.server else {
+                bail!("idem fails over no Redis it did not start");
+            };
+            let mut nodes = nodes.lock().await;
+            let (seen, conn) = nodes.fail_over(&claim).await?;
+            *this.conn.write().unwrap_or_else(|e| e.into_inner()) = conn;
+            Ok(seen)
+        });
+        failing_over
+            .await
+            .map_err(|e| anyhow::anyhow!("the failover's task ended: {e}"))?
     }
 }
 

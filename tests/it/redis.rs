@@ -373,3 +373,42 @@ fn a_failover_loses_the_claim_the_replica_never_had_and_wait_says_so() {
     }
     left_clean(&sandbox);
 }
+
+/// A failover whose request is dropped at its first await still ends: it
+/// runs on a task of its own, so the kill of the primary is always
+/// followed by the promotion of the replica, and the pair's commands go
+/// to a primary that takes writes. Run inside the request, a drop between
+/// the kill and the promotion would leave no primary at all.
+#[tokio::test]
+async fn a_failover_whose_request_is_dropped_still_leaves_a_primary() {
+    use idem::db::redis_replica::ReplicaLink;
+    use idem::db::redis_server::Redis;
+    let redis = std::sync::Arc::new(Redis::start(Some(ReplicaLink::InStep)).await.unwrap());
+    redis.ready().await.unwrap();
+    let dropped = tokio::time::timeout(Duration::ZERO, redis.fail_over("idem:dropped"));
+    assert!(
+        dropped.await.is_err(),
+        "the failover's request was not dropped"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut conn = redis.conn();
+        let role: redis::RedisResult<String> = redis::cmd("INFO")
+            .arg("replication")
+            .query_async(&mut conn)
+            .await;
+        let written: redis::RedisResult<()> = redis::cmd("SET")
+            .arg("idem:after-failover")
+            .arg(1)
+            .query_async(&mut conn)
+            .await;
+        if role.is_ok_and(|r| r.contains("role:master")) && written.is_ok() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no primary took a write within 10 s of the dropped failover"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
