@@ -29,7 +29,7 @@ macro_rules! internal {
 internal!(
     app, bench, challenge, cli, commands, controls, db, exercise, explore, files, http, keys,
     lesson, lifeline, limits, matrix, pooler, probe, progress, race, report, request, scenario,
-    signals, store, strategy, trust,
+    signals, store, strategy, tasks, trust,
 );
 
 pub use app::main;

@@ -20,7 +20,6 @@ use std::task::{Context, Poll, ready};
 use anyhow::Result;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 use crate::http::stream::Protocol;
@@ -40,13 +39,8 @@ pub struct Arrival {
 pub struct ArrivalServer {
     pub port: u16,
     arrivals: Arc<Mutex<Vec<Arrival>>>,
-    accept: JoinHandle<()>,
-}
-
-impl Drop for ArrivalServer {
-    fn drop(&mut self) {
-        self.accept.abort();
-    }
+    /// The accepting task, ended with the server.
+    _accept: crate::tasks::AbortOnDrop,
 }
 
 /// HTTP/2's connection preface, sent by the client first.
@@ -86,7 +80,7 @@ impl ArrivalServer {
         let port = listener.local_addr()?.port();
         let arrivals = Arc::new(Mutex::new(Vec::new()));
         let noted = arrivals.clone();
-        let accept = tokio::spawn(async move {
+        let accept = crate::tasks::AbortOnDrop::spawn(async move {
             let mut connection = 0;
             while let Ok((stream, _)) = listener.accept().await {
                 let _ = stream.set_nodelay(true);
@@ -109,7 +103,7 @@ impl ArrivalServer {
         Ok(Self {
             port,
             arrivals,
-            accept,
+            _accept: accept,
         })
     }
 

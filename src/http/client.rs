@@ -12,7 +12,6 @@ use hyper::header::{CONTENT_LENGTH, HOST};
 use hyper_util::rt::TokioIo;
 use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::task::JoinHandle;
 
 pub use super::https::{Offer, Trust};
 pub use super::message::{BodyTooLarge, Outgoing, Received};
@@ -161,15 +160,10 @@ impl Target {
 /// One open HTTP/1.1 connection.
 pub struct Connection {
     sender: SendRequest<Full<Bytes>>,
-    driver: JoinHandle<()>,
+    /// The connection's driver, aborted (the connection closed) with it.
+    _driver: crate::tasks::AbortOnDrop,
     authority: String,
     max_response_bytes: usize,
-}
-
-impl Drop for Connection {
-    fn drop(&mut self) {
-        self.driver.abort();
-    }
 }
 
 /// Opens an HTTP/1.1 connection to `target` within `timeout`.
@@ -188,12 +182,12 @@ impl Connection {
         let (sender, connection) = http1::handshake(TokioIo::new(io))
             .await
             .with_context(|| format!("could not speak HTTP to {place}"))?;
-        let driver = tokio::spawn(async move {
+        let driver = crate::tasks::AbortOnDrop::spawn(async move {
             let _ = connection.await;
         });
         Ok(Connection {
             sender,
-            driver,
+            _driver: driver,
             authority: place,
             max_response_bytes: target.max_response_bytes,
         })

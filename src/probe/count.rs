@@ -288,7 +288,7 @@ impl SqlCounter {
         let driver = tokio::spawn(async move {
             let _ = connection.await;
         });
-        Ok((client, Driver(driver)))
+        Ok((client, Driver::from(driver)))
     }
 
     /// The query parsed by the server as one statement with one
@@ -350,13 +350,7 @@ async fn advisory_locks(client: &Client) -> Result<i64> {
 }
 
 /// Aborts a connection's driver task when dropped, closing the connection.
-struct Driver(tokio::task::JoinHandle<()>);
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
+type Driver = crate::tasks::AbortOnDrop;
 
 /// The server's message when there is one, else the driver's.
 fn db_message(e: &tokio_postgres::Error) -> String {

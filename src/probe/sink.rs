@@ -84,14 +84,7 @@ pub struct SinkCounter {
 }
 
 /// The accepting task, ended when the last counter is dropped.
-#[derive(Debug)]
-struct Serving(tokio::task::JoinHandle<()>);
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
+type Serving = crate::tasks::AbortOnDrop;
 
 impl SinkCounter {
     pub fn new(addr: SocketAddr, status: u16, delay: Duration) -> Self {
@@ -118,7 +111,7 @@ impl SinkCounter {
                     self.status,
                     self.delay,
                 ));
-                anyhow::Ok(Serving(task))
+                anyhow::Ok(Serving::from(task))
             })
             .await?;
         Ok(vec![format!(

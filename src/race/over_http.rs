@@ -17,7 +17,6 @@ use hyper::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
-use tokio::task::JoinHandle;
 
 use super::replicas::Replicas;
 use super::settings::RaceSettings;
@@ -37,7 +36,8 @@ const WIRE_TIMEOUT: Duration = Duration::from_secs(120);
 /// The app as a race runs it, on a loopback port, for as long as the race
 /// lives: in this process, or as replicas behind a front port.
 pub struct Wire {
-    server: Option<JoinHandle<()>>,
+    /// The app's server in this process, ended with the race.
+    _server: crate::tasks::AbortOnDrop,
     pub(crate) replicas: Option<Replicas>,
     pub(crate) end: Arc<WireEnd>,
 }
@@ -55,14 +55,6 @@ impl WireEnd {
     /// What the app did with `worker`'s request, once it told.
     pub fn take_handled(&self, worker: usize) -> Option<Handled> {
         self.handled.lock().ok()?.remove(&worker)
-    }
-}
-
-impl Drop for Wire {
-    fn drop(&mut self) {
-        if let Some(server) = &self.server {
-            server.abort();
-        }
     }
 }
 
@@ -117,12 +109,11 @@ impl Wire {
             app = app.telling(hang_ups.clone());
         }
         let app = Arc::new(app);
-        let server =
-            tokio::spawn(
-                async move { crate::http::listener::serve_with_defaults(app, listener).await },
-            );
+        let server = crate::tasks::AbortOnDrop::spawn(async move {
+            crate::http::listener::serve_with_defaults(app, listener).await
+        });
         Ok(Self {
-            server: Some(server),
+            _server: server,
             replicas: None,
             end,
         })
@@ -145,7 +136,7 @@ impl Wire {
             hang_ups: None,
         });
         Ok(Self {
-            server: None,
+            _server: crate::tasks::AbortOnDrop::none(),
             replicas: Some(replicas),
             end,
         })

@@ -43,15 +43,7 @@ const BEAT_LIMIT: Duration = Duration::from_secs(1);
 
 /// An owner's heartbeat: its task is aborted when this is dropped, with
 /// the request's future or at the end of its work.
-pub struct Heartbeat(Option<tokio::task::JoinHandle<()>>);
-
-impl Drop for Heartbeat {
-    fn drop(&mut self) {
-        if let Some(beating) = self.0.take() {
-            beating.abort();
-        }
-    }
-}
+pub type Heartbeat = crate::tasks::AbortOnDrop;
 
 /// A value bound to a statement's `?`.
 #[derive(Debug, Clone)]
@@ -577,7 +569,7 @@ impl Ctx {
     /// long is a beat missed, as a real one is.
     pub fn beat(&self, renew: &'static str, parts: &[ClaimPart], id: i64) -> Heartbeat {
         let Some((every, pool)) = self.heartbeat.clone() else {
-            return Heartbeat(None);
+            return Heartbeat::none();
         };
         let me = self.asked.worker as i64;
         let values: Vec<i64> = parts
@@ -587,7 +579,7 @@ impl Ctx {
                 ClaimPart::Owner => me,
             })
             .collect();
-        Heartbeat(Some(tokio::spawn(async move {
+        Heartbeat::spawn(async move {
             let binds: Vec<Bind> = values.iter().map(|v| Bind::Int(*v)).collect();
             let mut ticks = tokio::time::interval(every);
             ticks.tick().await;
@@ -596,7 +588,7 @@ impl Ctx {
                 let sent = bound(renew, &binds).execute(&pool);
                 let _ = tokio::time::timeout(every.max(BEAT_LIMIT), sent).await;
             }
-        })))
+        })
     }
 
     /// A request ended on a server error: 500, the error kept.

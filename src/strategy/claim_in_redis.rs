@@ -107,15 +107,7 @@ return 0";
 
 /// The owner's heartbeat, stopped when the work ends, however it ends
 /// (the request's future dropped included).
-struct Heartbeat(Option<tokio::task::JoinHandle<()>>);
-
-impl Drop for Heartbeat {
-    fn drop(&mut self) {
-        if let Some(beating) = self.0.take() {
-            beating.abort();
-        }
-    }
-}
+type Heartbeat = crate::tasks::AbortOnDrop;
 
 /// A claim Redis said OK to: the value it set, and its fencing token if
 /// one was asked for.
@@ -225,11 +217,11 @@ impl ClaimInRedis {
     /// until the returned guard is dropped.
     fn beat(&self, key: &str, won: &Won) -> Heartbeat {
         let Some(every) = self.plan.heartbeat_ms else {
-            return Heartbeat(None);
+            return Heartbeat::none();
         };
         let (mut conn, key, value) = (self.redis.conn(), key.to_string(), won.value.clone());
         let ttl = self.plan.ttl_ms.max(1);
-        Heartbeat(Some(tokio::spawn(async move {
+        Heartbeat::spawn(async move {
             let mut ticks = tokio::time::interval(Duration::from_millis(every));
             ticks.tick().await;
             loop {
@@ -239,7 +231,7 @@ impl ClaimInRedis {
                 // A beat that fails is a beat missed, as a real one would be.
                 let _ = bounded(renew.query_async::<i64>(&mut conn), "the heartbeat").await;
             }
-        })))
+        })
     }
 
     /// The first claim of a run with `--redis-pressure` sets the other

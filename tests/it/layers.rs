@@ -45,6 +45,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "text from a file or a server, made safe to show",
         &["controls"],
     ),
+    ("tasks that end with their handle", &["tasks"]),
 ];
 
 /// Each top-level module's files.
