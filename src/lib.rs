@@ -106,9 +106,9 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             c::challenge::Challenge::InProcess(in_process) => dispatch(*in_process, s).await,
             c::challenge::Challenge::Starter(written) => dispatch(written, s).await,
         },
-        Command::Serve(a) => match c::serve::planned(&a)? {
-            c::serve::Planned::Postgres(plan) => dispatch(*plan, s).await,
-            c::serve::Planned::Mariadb(plan) => dispatch(*plan, s).await,
+        Command::Serve(a) => match a.engine {
+            race::engine::Engine::Postgres => dispatch(c::serve::plan(&a)?, s).await,
+            race::engine::Engine::Mariadb => dispatch(c::serve_mariadb::plan(&a)?, s).await,
         },
         Command::Probe(a) => probe(&a, s).await,
         Command::Pooler(a) => dispatch(c::pooler::plan(&a)?, s).await,

@@ -9,7 +9,7 @@ use tokio::net::TcpListener;
 use super::command::{Command, Given, Needs, OnSignal};
 use crate::cli::wire_commands::ServeArgs;
 use crate::db::{ConnectOptions, Database};
-use crate::http::app::Handled;
+use crate::http::app::{Handled, Watch};
 use crate::http::listener::{self, Limits, Note, descriptor_limit};
 use crate::limits::Origin;
 use crate::race::replicas::Replicas;
@@ -31,21 +31,6 @@ pub struct Plan {
     pub(crate) out: Output,
     /// `--write-plan`: where to write a plan for `idem probe --plan`.
     write_plan: Option<std::path::PathBuf>,
-}
-
-/// `idem serve` on PostgreSQL, or on MariaDB.
-pub enum Planned {
-    Postgres(Box<Plan>),
-    Mariadb(Box<super::serve_mariadb::Plan>),
-}
-
-pub fn planned(args: &ServeArgs) -> Result<Planned> {
-    Ok(match args.engine {
-        crate::race::engine::Engine::Postgres => Planned::Postgres(Box::new(plan(args)?)),
-        crate::race::engine::Engine::Mariadb => {
-            Planned::Mariadb(Box::new(super::serve_mariadb::plan(args)?))
-        }
-    })
 }
 
 pub fn plan(args: &ServeArgs) -> Result<Plan> {
@@ -74,6 +59,47 @@ pub fn plan(args: &ServeArgs) -> Result<Plan> {
             None => None,
         },
     })
+}
+
+/// The listening socket at `listen`, its address, and how many
+/// connections the app may take at once beside a pool of `pooled` (the
+/// descriptor limit's room); a listener reachable from other machines is
+/// warned of.
+pub(super) async fn listening(
+    limits: &Limits,
+    pooled: usize,
+    listen: SocketAddr,
+) -> Result<(TcpListener, SocketAddr, usize)> {
+    let Some(cap) = limits.connections_allowed(pooled) else {
+        bail!(
+            "the descriptor limit (ulimit -n {}) leaves no room for connections beside a pool of {pooled}; raise it",
+            descriptor_limit().unwrap_or(0)
+        );
+    };
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("could not listen on {listen}"))?;
+    let addr = listener.local_addr()?;
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "warning: idem serve listens on {addr}, reachable from other machines; the app has no authentication"
+        );
+    }
+    Ok((listener, addr, cap))
+}
+
+/// For people, the request log: what the app tells it of each award, and
+/// of its own troubles.
+pub(super) fn request_log(out: Output) -> Result<(Option<Watch>, Option<Note>)> {
+    let log = match out.for_people() {
+        true => Some(RequestLog::start(width())?),
+        false => None,
+    };
+    let watch = log.clone().map(|log| {
+        Box::new(move |handled: Handled| log.offer(render_served(&Served::from(&handled)))) as Watch
+    });
+    let note = log.map(|log| Arc::new(move |said: String| log.offer(format!("{said}\n"))) as Note);
+    Ok((watch, note))
 }
 
 /// Writes the plan for this app, if asked, and says where.
@@ -112,35 +138,12 @@ impl Command for Plan {
     async fn run(self, db: &Database, _: Given) -> Result<()> {
         let out = self.out;
         let pooled = self.settings.app().pool.size();
-        let Some(cap) = self.limits.connections_allowed(pooled) else {
-            bail!(
-                "the descriptor limit (ulimit -n {}) leaves no room for connections beside a pool of {pooled}; raise it",
-                descriptor_limit().unwrap_or(0)
-            );
-        };
-        let listener = TcpListener::bind(self.listen)
-            .await
-            .with_context(|| format!("could not listen on {}", self.listen))?;
-        let addr = listener.local_addr()?;
-        if !addr.ip().is_loopback() {
-            eprintln!(
-                "warning: idem serve listens on {addr}, reachable from other machines; the app has no authentication"
-            );
-        }
+        let (listener, addr, cap) = listening(&self.limits, pooled, self.listen).await?;
         if self.settings.app().replicas > 1 {
             return serve_replicas(self, listener, db, cap).await;
         }
         let race = Race::prepare(db, self.settings).await?;
-        let log = match out.for_people() {
-            true => Some(RequestLog::start(width())?),
-            false => None,
-        };
-        let watch = log.clone().map(|log| {
-            Box::new(move |handled: Handled| log.offer(render_served(&Served::from(&handled))))
-                as crate::http::app::Watch
-        });
-        let note =
-            log.map(|log| Arc::new(move |said: String| log.offer(format!("{said}\n"))) as Note);
+        let (watch, note) = request_log(out)?;
         let (app, _held) = race.open_app(watch).await?;
         let app = app.finishing_at_most(cap);
         let scheme = if self.tls.is_some() { "https" } else { "http" };

@@ -9,20 +9,17 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
-use tokio::net::TcpListener;
+use anyhow::{Result, bail};
 
 use super::command::{Command, Given, Needs, OnSignal};
 use crate::cli::wire_commands::ServeArgs;
 use crate::db::mariadb::{Mariadb, MariadbOptions};
-use crate::http::app::{App, Handled, Shape};
-use crate::http::listener::{self, Limits, Note, descriptor_limit};
+use crate::http::app::{App, Shape};
+use crate::http::listener::{self, Limits};
 use crate::limits::Origin;
 use crate::race::mariadb::{MariadbRace, Served};
 use crate::report::Output;
-use crate::report::request_log::RequestLog;
-use crate::report::serve::{Ready, Served as Logged, render_ready, render_served};
-use crate::report::width::width;
+use crate::report::serve::{Ready, render_ready};
 
 /// What `idem serve --engine mariadb` will do, checked before the server starts.
 pub struct Plan {
@@ -102,32 +99,10 @@ impl Command for Plan {
     async fn run(self, db: &Mariadb, _: Given) -> Result<()> {
         let out = self.out;
         let pooled = self.race.pool_size;
-        let Some(cap) = self.limits.connections_allowed(pooled) else {
-            bail!(
-                "the descriptor limit (ulimit -n {}) leaves no room for connections beside a pool of {pooled}; raise it",
-                descriptor_limit().unwrap_or(0)
-            );
-        };
-        let listener = TcpListener::bind(self.listen)
-            .await
-            .with_context(|| format!("could not listen on {}", self.listen))?;
-        let addr = listener.local_addr()?;
-        if !addr.ip().is_loopback() {
-            eprintln!(
-                "warning: idem serve listens on {addr}, reachable from other machines; the app has no authentication"
-            );
-        }
+        let (listener, addr, cap) =
+            super::serve::listening(&self.limits, pooled, self.listen).await?;
         let served = Served::open(db, &self.race).await?;
-        let log = match out.for_people() {
-            true => Some(RequestLog::start(width())?),
-            false => None,
-        };
-        let watch = log.clone().map(|log| {
-            Box::new(move |handled: Handled| log.offer(render_served(&Logged::from(&handled))))
-                as crate::http::app::Watch
-        });
-        let note =
-            log.map(|log| Arc::new(move |said: String| log.offer(format!("{said}\n"))) as Note);
+        let (watch, note) = super::serve::request_log(out)?;
         let threads = self.race.settings().app().threads;
         let app = App::on_engine(Arc::new(served), self.shape, threads, watch);
         let app = app.finishing_at_most(cap);

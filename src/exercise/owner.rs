@@ -19,6 +19,7 @@ use crate::race::Race;
 use crate::race::mariadb::{self, MariadbRace};
 use crate::race::moves::Move;
 use crate::race::options::RaceInput;
+use crate::race::raced::Raced;
 use crate::race::stepper::Controller;
 use crate::strategy::guard_file::{self, Dialect};
 use crate::strategy::work::xp_id_of;
@@ -74,6 +75,13 @@ pub async fn owner_completes(db: &Database, file: &Path, stale_after_ms: u64) ->
     Ok(Check::judged(CASE, DEMANDS, held, saw.to_string()))
 }
 
+/// The XP row worker 2 made, if it answered 201: the taker's.
+fn taker(r: &impl Raced) -> Option<i64> {
+    let replies = r.answers();
+    let taker = replies.iter().find(|w| w.worker == 2 && w.status == 201);
+    taker.and_then(|w| w.made_xp)
+}
+
 /// The order on PostgreSQL; an order that could not be run is the
 /// inner error, a database that failed the outer.
 async fn on_postgres(db: &Database, input: &RaceInput) -> Result<Result<Left>> {
@@ -88,11 +96,7 @@ async fn on_postgres(db: &Database, input: &RaceInput) -> Result<Result<Left>> {
         Ok(r) => r,
         Err(why) => return Ok(Err(why)),
     };
-    let taker = r
-        .reports
-        .iter()
-        .find(|w| w.worker == 2 && w.status == 201)
-        .and_then(|w| w.made_xp);
+    let taker = taker(&r);
     let mut tx = db.book().await?;
     let body: Option<Option<serde_json::Value>> =
         book::query_scalar(&db.sql("SELECT response_body FROM idempotency_keys WHERE key = $1"))
@@ -116,11 +120,7 @@ async fn on_mariadb(db: &Mariadb, input: &RaceInput) -> Result<Result<Left>> {
         Ok(r) => r,
         Err(why) => return Ok(Err(why)),
     };
-    let taker = r
-        .reports
-        .iter()
-        .find(|w| w.worker == 2 && w.status == 201)
-        .and_then(|w| w.made_xp);
+    let taker = taker(&r);
     let key = race.settings().requests().key();
     let body = mariadb::stored_response(&db.admin, key).await?;
     let stored = body

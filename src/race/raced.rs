@@ -16,6 +16,8 @@ pub struct Reply {
     pub amount: i32,
     /// What it did, in the race's words.
     pub did: String,
+    /// The XP row it made, if it made one.
+    pub made_xp: Option<i64>,
     /// The server's error in its own terms (`SQLSTATE 23505,
     /// unique_violation`, `error 1062 (23000, ER_DUP_ENTRY)`), if one ended it.
     pub error: Option<String>,
@@ -81,6 +83,7 @@ impl Raced for RaceResult {
                 status: w.status,
                 amount: w.params.amount,
                 did: w.did.clone(),
+                made_xp: w.made_xp,
                 error: w
                     .error
                     .as_ref()
@@ -130,6 +133,7 @@ impl Raced for EngineResult {
                 status: w.status,
                 amount: self.race.settings().params(w.worker).amount,
                 did: w.did.clone(),
+                made_xp: w.made_xp,
                 error: w.error.as_ref().map(|e| format!("error {}", e.shown())),
             })
             .collect()
