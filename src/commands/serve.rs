@@ -120,7 +120,7 @@ fn write_plan(to: Option<&std::path::Path>, ready: &Ready, out: Output) -> Resul
 /// goes with it, then the run's schema.
 /// What `idem serve` says when Ctrl-C or SIGTERM stops it, the way a
 /// server is stopped: by then its schema is gone, a clean end.
-fn stopped() -> String {
+pub(super) fn stopped() -> String {
     let dropped = match crate::report::request_log::dropped() {
         0 => String::new(),
         n => format!(" ({n} log lines dropped: stdout did not keep up)"),

@@ -83,17 +83,11 @@ pub fn plan(args: &ServeArgs) -> Result<Plan> {
     })
 }
 
-/// What `idem serve` says when Ctrl-C or SIGTERM stops it: by then its
-/// database is gone, a clean end.
-fn stopped() -> String {
-    "idem serve: stopped; its tables are gone".to_string()
-}
-
 impl Command for Plan {
     type On = Mariadb;
 
     fn needs(&self) -> Needs<MariadbOptions> {
-        Needs::on(self.options.clone()).on_signal(OnSignal::Ends(stopped))
+        Needs::on(self.options.clone()).on_signal(OnSignal::Ends(super::serve::stopped))
     }
 
     async fn run(self, db: &Mariadb, _: Given) -> Result<()> {
