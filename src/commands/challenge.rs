@@ -131,8 +131,18 @@ impl Command for InProcess {
             out.record(case, |_| String::new())?;
         }
         out.text(|| render("idem's guard (src/strategy/guard/)", &cases))?;
-        if cases.iter().any(|c| !c.passed()) {
-            bail!("the guard failed a case");
+        let failed: Vec<String> = cases
+            .iter()
+            .filter(|c| !c.passed())
+            .map(|c| format!("{} ({})", c.case, c.saw))
+            .collect();
+        if !failed.is_empty() {
+            bail!(
+                "the guard failed {} of {} cases: {}",
+                failed.len(),
+                cases.len(),
+                failed.join("; ")
+            );
         }
         Ok(())
     }
