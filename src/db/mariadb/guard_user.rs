@@ -27,6 +27,14 @@ use super::Mariadb;
 /// How long the last run's sessions of the guard user may take to end.
 const SESSIONS_GONE_LIMIT: Duration = Duration::from_secs(5);
 
+/// The pools a guard file's statements run on, all as the run's guard
+/// user: one per node the requests reach, and the heartbeat's, whose renew
+/// step is the file's too.
+pub struct GuardPools {
+    pub nodes: Vec<MySqlPool>,
+    pub beats: Option<MySqlPool>,
+}
+
 impl Mariadb {
     /// Waits until no session of `user` is left on the server, at most
     /// [`SESSIONS_GONE_LIMIT`]. The last run closed its pool, but the
@@ -64,7 +72,8 @@ impl Mariadb {
         (size, checkout): (usize, Duration),
         step_limit: Duration,
         (name, session): (&str, Option<&'static str>),
-    ) -> Result<Vec<MySqlPool>> {
+        beats: Option<(usize, Duration)>,
+    ) -> Result<GuardPools> {
         if self.user.is_some() {
             bail!(
                 "{name} runs only on a MariaDB server idem started: idem cannot prove what its \
@@ -78,7 +87,7 @@ impl Mariadb {
             "CREATE OR REPLACE USER '{user}'@'localhost' IDENTIFIED BY '{password}' \
              WITH MAX_USER_CONNECTIONS {connections} MAX_STATEMENT_TIME {seconds:.3}; \
              GRANT SELECT, INSERT, UPDATE, DELETE ON `{db}`.* TO '{user}'@'localhost'",
-            connections = size + 1,
+            connections = size + 1 + beats.map_or(0, |(n, _)| n),
             seconds = step_limit.as_secs_f64(),
             db = self.database,
         );
@@ -90,15 +99,18 @@ impl Mariadb {
         for node in 1..nodes {
             self.user_seen_on(node, &user).await?;
         }
-        Ok((0..nodes)
-            .map(|node| {
-                let as_guard = self.node_workers[node]
-                    .clone()
-                    .username(&user)
-                    .password(&password);
-                self.pool_setting(as_guard, (size, checkout), session)
-            })
-            .collect())
+        let as_guard = |node: usize| {
+            self.node_workers[node]
+                .clone()
+                .username(&user)
+                .password(&password)
+        };
+        Ok(GuardPools {
+            nodes: (0..nodes)
+                .map(|node| self.pool_setting(as_guard(node), (size, checkout), session))
+                .collect(),
+            beats: beats.map(|sized| self.pool_setting(as_guard(0), sized, session)),
+        })
     }
 
     /// Waits until node `node` (0-based) of the cluster has applied the

@@ -138,7 +138,10 @@ async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -
             .execute(&db.admin)
             .await?;
     }
-    let pools = pools(db, race).await?;
+    let shared::Pools {
+        nodes: pools,
+        beats,
+    } = pools(db, race).await?;
     let counted = match race.cluster.is_cluster() {
         true => Some(cluster::Counters::read_all(&pools, race.cluster.kill_node).await?),
         false => None,
@@ -169,7 +172,7 @@ async fn start(db: &Mariadb, race: &MariadbRace, hooks: Option<Vec<StepHook>>) -
     let crash = race
         .crash
         .map(|plan| Crash::new(plan.at, plan.worker, db.admin.clone()));
-    let mut shared = Shared::with_heartbeat(db, race, pools.clone(), crash).await?;
+    let mut shared = Shared::with_heartbeat(race, pools.clone(), beats, crash);
     let client = hang_up::Client::of(race);
     shared.hang_up = client.as_ref().map(hang_up::Client::hang_ups);
     let gate = Arc::new(OnceLock::new());

@@ -32,12 +32,15 @@ impl Served {
                 .execute(&db.admin)
                 .await?;
         }
-        let pools = pools(db, race).await?;
+        let super::shared::Pools {
+            nodes: pools,
+            beats,
+        } = pools(db, race).await?;
         if let (Shaped::File(file), Some(pool)) = (race.shape, pools.first()) {
             let mut conn = pool.acquire().await?;
             crate::strategy::guard_file::on_mariadb::verify(file, &mut conn).await?;
         }
-        let shared = Shared::with_heartbeat(db, race, pools, None).await?;
+        let shared = Shared::with_heartbeat(race, pools, beats, None);
         let admin = db.admin.clone();
         let work = race.settings().app().work;
         Ok(Self {

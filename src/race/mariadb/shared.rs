@@ -45,22 +45,16 @@ pub(super) struct Shared {
 
 impl Shared {
     /// The same, with the beats' own pool when the race has a heartbeat
-    /// (the workers' user's: a renewal must commit while the work's
-    /// transaction is open).
-    pub(super) async fn with_heartbeat(
-        db: &Mariadb,
+    /// (see [`Pools`]).
+    pub(super) fn with_heartbeat(
         race: &MariadbRace,
         pools: Vec<sqlx::MySqlPool>,
+        beats: Option<sqlx::MySqlPool>,
         crash: Option<Arc<Crash>>,
-    ) -> Result<Self> {
+    ) -> Self {
         let mut shared = Self::new(race, pools, crash);
-        if let Some(every) = race.settings.app().recovery.heartbeat() {
-            let beats = db
-                .workers_pool(HEARTBEAT_CONNECTIONS, BEAT_CHECKOUT)
-                .await?;
-            shared.heartbeat = Some((every, beats));
-        }
-        Ok(shared)
+        shared.heartbeat = race.settings.app().recovery.heartbeat().zip(beats);
+        shared
     }
 
     pub(super) fn new(
@@ -236,25 +230,53 @@ fn gave_up(worker: usize, gate: Instant) -> EngineWorker {
 
 /// The race's pools: the workers' on one server (the guard user's, for a
 /// guard file), or one on each node a cluster's requests reach, of the
-/// same size, as each app server behind a balancer would have.
-pub(super) async fn pools(db: &Mariadb, race: &MariadbRace) -> Result<Vec<sqlx::MySqlPool>> {
+/// same size, as each app server behind a balancer would have; and with a
+/// heartbeat, the beats' own pool (a renewal must commit while the work's
+/// transaction is open): the guard user's for a guard file, whose renew
+/// step is the file's SQL, held to that user's rights and statement limit.
+pub(super) struct Pools {
+    pub(super) nodes: Vec<sqlx::MySqlPool>,
+    pub(super) beats: Option<sqlx::MySqlPool>,
+}
+
+/// Opens the race's [`Pools`].
+pub(super) async fn pools(db: &Mariadb, race: &MariadbRace) -> Result<Pools> {
     let app = race.settings.app();
     let checkout = app.pool.checkout_timeout();
     let sized = (race.pool_size, checkout);
     let nodes = race.cluster.nodes_used();
+    let beats = app
+        .recovery
+        .heartbeat()
+        .map(|_| (HEARTBEAT_CONNECTIONS, BEAT_CHECKOUT));
     match race.shape {
         Shaped::File(file) => {
             let stale_after = app.recovery.stale_after();
             let limit =
                 crate::strategy::guard_file::step_limit(race.workers, app.work, stale_after);
             let session = race.cluster.session_with(file.0.sync_wait);
-            db.guard_pools(nodes, sized, limit, (&file.name, session))
-                .await
+            let guard = db
+                .guard_pools(nodes, sized, limit, (&file.name, session), beats)
+                .await?;
+            Ok(Pools {
+                nodes: guard.nodes,
+                beats: guard.beats,
+            })
         }
+        // A cluster takes no heartbeat (refused where the race is made).
         Shaped::Builtin(_) if race.cluster.is_cluster() => {
             let on = |node| db.workers_pool_on(node, sized, race.cluster.session());
-            Ok((0..nodes).map(on).collect())
+            Ok(Pools {
+                nodes: (0..nodes).map(on).collect(),
+                beats: None,
+            })
         }
-        Shaped::Builtin(_) => Ok(vec![db.workers_pool(race.pool_size, checkout).await?]),
+        Shaped::Builtin(_) => Ok(Pools {
+            nodes: vec![db.workers_pool(race.pool_size, checkout).await?],
+            beats: match beats {
+                Some((size, checkout)) => Some(db.workers_pool(size, checkout).await?),
+                None => None,
+            },
+        }),
     }
 }
