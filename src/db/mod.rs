@@ -517,12 +517,7 @@ impl Database {
         if nodes <= 1 {
             return self.mariadb().await;
         }
-        let options = crate::db::mariadb::MariadbOptions {
-            bin: self.mariadb_bin.clone(),
-            nodes,
-            ..Default::default()
-        };
-        let open = || crate::db::mariadb::Mariadb::open(&options);
+        let open = || self.mariadb_alone(nodes);
         let cluster = self.galera.get_or_try_init(open).await?;
         match cluster.nodes() == nodes {
             true => Ok(cluster),
@@ -531,6 +526,19 @@ impl Database {
                 cluster.nodes()
             ),
         }
+    }
+
+    /// A disposable MariaDB of `nodes` for one use, not shared with the
+    /// run's other scenarios (a race that kills a node leaves a cluster no
+    /// other race should meet): the caller closes it, and dropping it stops
+    /// its servers.
+    pub async fn mariadb_alone(&self, nodes: usize) -> Result<crate::db::mariadb::Mariadb> {
+        let options = crate::db::mariadb::MariadbOptions {
+            bin: self.mariadb_bin.clone(),
+            nodes,
+            ..Default::default()
+        };
+        crate::db::mariadb::Mariadb::open(&options).await
     }
 
     /// The PgBouncer in front of the disposable cluster, started on first use.

@@ -49,6 +49,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/11-claim-work-complete-on-galera.toml"),
     ),
     (
+        "11-node-killed-mid-burst-on-galera.toml",
+        include_str!("../../scenarios/11-node-killed-mid-burst-on-galera.toml"),
+    ),
+    (
         "11-retry-on-another-primary-on-galera.toml",
         include_str!("../../scenarios/11-retry-on-another-primary-on-galera.toml"),
     ),

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::Serialize;
 
 use super::file::Scenario;
@@ -11,6 +11,7 @@ use crate::db::via::Via;
 use crate::keys::{KeysResult, simulate};
 use crate::limits::Origin;
 use crate::race::engine::Engine;
+use crate::race::mariadb::cluster::After;
 use crate::race::mariadb::{self as on_mariadb, EngineResult, MariadbRace};
 use crate::race::options::RaceInput;
 use crate::race::stepper::Controller;
@@ -119,16 +120,22 @@ async fn on_another_engine(db: &Database, scenario: &Scenario) -> Result<Verdict
         .as_ref()
         .ok_or_else(|| anyhow::anyhow!("{}: a MariaDB scenario is a [race]", scenario.source))?;
     let race = MariadbRace::from_input(spec, Origin::File)?;
-    if race.cluster.kill_node.is_some() {
-        bail!(
-            "{}: a scenario's cluster serves every scenario of the run, so none kills a node",
-            scenario.source
-        );
-    }
-    let mariadb = db.mariadb_on(race.cluster.nodes).await?;
+    let runs = 1..=scenario.expect.runs.unwrap_or(1).max(1) as usize;
     let mut results = Vec::new();
-    for run in 1..=scenario.expect.runs.unwrap_or(1).max(1) as usize {
-        results.push(on_mariadb::run(mariadb, &race, run).await?);
+    if race.cluster.kill_node.is_some() {
+        // A killed node is gone for good, and the run's shared cluster
+        // serves its other scenarios: each run has a cluster of its own.
+        for run in runs {
+            let cluster = db.mariadb_alone(race.cluster.nodes).await?;
+            let result = on_mariadb::run(&cluster, &race, run).await;
+            cluster.close().await?;
+            results.push(result?);
+        }
+    } else {
+        let mariadb = db.mariadb_on(race.cluster.nodes).await?;
+        for run in runs {
+            results.push(on_mariadb::run(mariadb, &race, run).await?);
+        }
     }
     Ok(Verdict {
         source: scenario.source.clone(),
@@ -355,7 +362,29 @@ fn engine_checks(scenario: &Scenario, results: &[EngineResult]) -> Vec<Check> {
     if let Some(expected) = &e.server_errors {
         checks.push(server_errors_check(results, expected));
     }
+    if let Some(expected) = &e.cluster_after {
+        let seen: Vec<_> = results.iter().map(|r| r.cluster_after.as_ref()).collect();
+        checks.push(cluster_after_check(&seen, expected));
+    }
     checks
+}
+
+/// Every run left the cluster as the file says (`seen`, a run's each): its
+/// size and status as node 1 sees them. A run with no cluster shows "no
+/// cluster".
+fn cluster_after_check(seen: &[Option<&After>], expected: &After) -> Check {
+    let show = |a: Option<&After>| match a {
+        Some(a) => format!("{} nodes, {}", a.size, a.status),
+        None => "no cluster".to_string(),
+    };
+    let differing = seen.iter().find(|a| **a != Some(expected));
+    let shown = differing.or(seen.first()).copied().flatten();
+    check(
+        "cluster after",
+        format!("{}{}", show(Some(expected)), in_all(seen)),
+        show(shown),
+        differing.is_none() && !seen.is_empty(),
+    )
 }
 
 /// Every run met each of the server errors the file names, by number, and
@@ -456,4 +485,32 @@ fn outcomes_check<T>(
         show(&seen),
         differing.is_none(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn after(size: u64, status: &str) -> After {
+        After {
+            size,
+            status: status.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_cluster_left_otherwise_in_any_run_fails_its_check() {
+        let (two, three) = (after(2, "Primary"), after(3, "Primary"));
+        let held = cluster_after_check(&[Some(&two), Some(&two)], &two);
+        assert!(held.ok, "{held:?}");
+        assert_eq!(held.expected, "2 nodes, Primary in all 2 runs");
+        let one_differs = cluster_after_check(&[Some(&two), Some(&three)], &two);
+        assert!(!one_differs.ok);
+        assert_eq!(one_differs.actual, "3 nodes, Primary");
+        let split = cluster_after_check(&[Some(&after(2, "non-Primary"))], &two);
+        assert!(!split.ok && split.actual == "2 nodes, non-Primary");
+        let none = cluster_after_check(&[None], &two);
+        assert!(!none.ok && none.actual == "no cluster");
+        assert!(!cluster_after_check(&[], &two).ok, "no run holds nothing");
+    }
 }

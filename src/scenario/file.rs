@@ -85,6 +85,9 @@ pub struct Expect {
     /// On MariaDB: the server errors every run meets, by number (1213,
     /// 1062), and no other.
     pub server_errors: Option<Vec<u16>>,
+    /// On a Galera cluster: its size and status after every run, as node 1
+    /// sees them (`{ size = 2, status = "Primary" }` once a node is killed).
+    pub cluster_after: Option<crate::race::mariadb::cluster::After>,
     /// Lesson 10: whether the failover lost the key a 201 was answered for.
     pub acknowledged_key_lost: Option<bool>,
     /// Key-design simulations.
@@ -165,7 +168,12 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario> {
         }
         (Some(race), crate::race::engine::Engine::Mariadb) => {
             let race = crate::race::mariadb::MariadbRace::from_input(race, Origin::File);
-            race.map_err(in_file)?;
+            if race.map_err(in_file)?.cluster.nodes < 2 && scenario.expect.cluster_after.is_some() {
+                bail!(
+                    "{name}{}: expect.cluster_after is a Galera cluster's; give race.nodes = 3",
+                    place(text, "cluster_after").unwrap_or_default()
+                );
+            }
         }
         (None, crate::race::engine::Engine::Mariadb) => {
             bail!("{name}: engine = \"mariadb\" runs a [race] only, so far")
@@ -253,6 +261,7 @@ const MARIADB_RACE_FIGURES: &[&str] = &[
     "service_calls_min_rate",
     "service_calls_max_rate",
     "server_errors",
+    "cluster_after",
 ];
 
 /// The figures a `[keys]` simulation produces.
@@ -303,6 +312,7 @@ impl Expect {
             ("held", self.held.is_some()),
             ("failing", self.failing.is_some()),
             ("server_errors", self.server_errors.is_some()),
+            ("cluster_after", self.cluster_after.is_some()),
         ]
         .into_iter()
         .filter_map(|(key, given)| given.then_some(key))

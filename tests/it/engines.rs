@@ -252,6 +252,10 @@ fn a_scenario_file_says_what_it_runs_on_and_checks_only_what_that_engine_shows()
             "engine = \"oracle\"\n[race]\nstrategy = \"guard\"\n[expect]\nxp_rows = 1\n",
             "oracle",
         ),
+        (
+            "engine = \"mariadb\"\n[race]\nstrategy = \"guard\"\n[expect]\ncluster_after = { size = 2, status = \"Primary\" }\n",
+            "a Galera cluster's",
+        ),
     ] {
         std::fs::write(&file, format!("{head}{body}")).unwrap();
         let mut run = sandbox.idem();

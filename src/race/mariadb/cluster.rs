@@ -187,8 +187,10 @@ impl Counters {
 }
 
 /// The cluster as node 1 sees it after a race: its size and its
-/// component's status (`Primary` while a majority is left).
-#[derive(Debug, Clone, Serialize)]
+/// component's status (`Primary` while a majority is left). A scenario's
+/// `[expect]` states it in the same shape (`cluster_after`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct After {
     pub size: u64,
     pub status: String,
