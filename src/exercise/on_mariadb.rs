@@ -38,7 +38,8 @@ const BURST_RUNS: usize = 3;
 
 /// Exercise 11 on a Galera cluster of three nodes: a burst spread over
 /// them (in each of [`BURST_RUNS`] runs), two claims on two nodes before
-/// either works, and a retry on a node that is behind.
+/// either works, a claim refused at its COMMIT, and a retry on a node
+/// that is behind.
 pub async fn more_than_one_primary(db: &Mariadb, file: &Path) -> Result<Vec<Check>> {
     let burst = MariadbRace::from_input(&on_three_primaries(file, 5), Origin::Flags)?;
     let mut last = None;
@@ -70,8 +71,45 @@ pub async fn more_than_one_primary(db: &Mariadb, file: &Path) -> Result<Vec<Chec
         held_once(&r),
         said(&r),
     ));
+    checks.push(refused_at_commit(db, &pair).await?);
     checks.push(retry_behind(db, &pair).await?);
     Ok(checks)
+}
+
+/// Request 2's claim on node 2, made while node 2 has not applied request
+/// 1's: certification refuses it at its COMMIT (1213). It must not work,
+/// nor be told 500. A file that held without any request meeting the
+/// refusal was not judged on it, and the case says so.
+async fn refused_at_commit(db: &Mariadb, pair: &MariadbRace) -> Result<Check> {
+    use crate::race::mariadb::behind::Held;
+    let (case, demands) = (
+        "a claim refused at its COMMIT",
+        "request 2 claims on node 2 before node 2 applied request 1's claim, and is refused \
+         at its COMMIT (1213): still 1 XP row and 1 service call, and request 2 told 409 or \
+         the stored response, not 500",
+    );
+    let b = mariadb::two_nodes::a_claim_refused_at_commit(db, pair).await?;
+    if let Held::NotMade(why) = &b.held {
+        return Ok(Check::not_applicable(case, demands, why.clone()));
+    }
+    let refused = b
+        .result
+        .reports
+        .iter()
+        .any(|w| w.error.as_ref().is_some_and(|e| e.number == 1213));
+    let passed = held_once(&b.result);
+    if passed && !refused {
+        let why = format!("no request's COMMIT was refused; {}", said(&b.result));
+        return Ok(Check::not_applicable(case, demands, why));
+    }
+    let second = b.result.reports.iter().find(|w| w.worker == 2);
+    let told = second.map_or(String::new(), |w| format!("request 2: {}; ", w.did));
+    Ok(Check::judged(
+        case,
+        demands,
+        passed,
+        format!("{told}{}", said(&b.result)),
+    ))
 }
 
 /// The retry on node 2 while node 2 has not applied the first request's

@@ -26,7 +26,8 @@ fn read(path: &Path) -> Result<()> {
 }
 
 /// A burst over three primaries, two claims on two nodes before either
-/// works, and a retry on a node that is behind.
+/// works, a claim refused at its COMMIT, and a retry on a node that is
+/// behind.
 pub async fn judge(db: &Database, file: &Path) -> Result<Vec<Check>> {
     let cluster = db.mariadb_on(NODES).await?;
     super::on_mariadb::more_than_one_primary(cluster, file).await
@@ -47,17 +48,20 @@ pub const EXERCISE: Exercise = Exercise {
          done by then?",
         "A claim inside the request's transaction reaches the other nodes with its COMMIT, \
          after the work. Let the claim commit on its own (transaction = \"none\"): \
-         certification then judges it before anything is done. That is one of two changes; \
-         the retry case needs the other.",
-        "A node applies what the cluster certified in its own time: a read there may not see \
-         a completion that another node already answered for. sync_wait = true makes each \
-         read wait until its node has caught up.",
+         certification then judges it before anything is done. Then some losers' claims are \
+         refused at their COMMIT (1213): what does that say about the key? \
+         refused_commit chooses their answer.",
+        "A refused claim is a lost claim: refused_commit = \"read\" answers it from the key. \
+         And a node applies what the cluster certified in its own time: a read there may not \
+         see a completion that another node already answered for. sync_wait = true makes \
+         each read wait until its node has caught up.",
     ],
     why: "Galera decides between two nodes' writes at COMMIT, so the claim has to commit \
           before the work for the decision to come first; a loser's claim is refused at its \
-          own COMMIT (1213) or finds the winner's row. Certification orders writes, not \
-          reads: a retry on another node reads that node's rows as they are, unless the read \
-          waits for the node to catch up (wsrep_sync_wait).",
+          own COMMIT (1213) or finds the winner's row, and a refusal is a lost claim, to be \
+          answered from the key, not a failure. Certification orders writes, not reads: a \
+          retry on another node reads that node's rows as they are, unless the read waits \
+          for the node to catch up (wsrep_sync_wait).",
     read,
     judge: |db, path| Box::pin(judge(db, path)),
     engine: Engine::Mariadb,

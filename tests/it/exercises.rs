@@ -115,6 +115,7 @@ const ONE_TOKEN: &[(&str, &[&str])] = &[
     ("synchronous", &["\"off\"", "\"remote_apply\""]),
     ("transaction", &["\"request\"", "\"none\""]),
     ("sync_wait", &["true", "false"]),
+    ("refused_commit", &["\"error\"", "\"read\""]),
     (
         "isolation",
         &[
@@ -460,6 +461,44 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 /// What is wrong with a file is one line naming the file's line: bad
 /// TOML, an unknown step, an unknown parameter, and a statement the
 /// database refuses (prepared before the race, on the run's tables).
+/// A Galera cluster's answer to a refused COMMIT is MariaDB's to choose, and
+/// only between its two answers: each refusal one line, naming the file.
+#[test]
+fn a_guard_files_refused_commit_is_mariadbs_and_one_of_two_answers() {
+    let sandbox = Sandbox::new("guard-file-refused");
+    let work = Workdir::beside(&sandbox);
+    let good = EXERCISES[1].solution;
+    let refused = |word: &str| {
+        good.replace(
+            "[steps]",
+            &format!("refused_commit = \"{word}\"\n\n[steps]"),
+        )
+    };
+    let path = write(&work.0, "refused.toml", &refused("read"));
+    let line = refused_in_one_line(sandbox.idem().args(["race", "--strategy-file", &path]));
+    assert!(
+        line.contains("refused_commit answers a Galera cluster's"),
+        "{line}"
+    );
+    let mariadb = EXERCISES[10]
+        .solution
+        .replace("refused_commit = \"read\"", "refused_commit = \"retry\"");
+    let path = write(&work.0, "refused-word.toml", &mariadb);
+    let line = refused_in_one_line(sandbox.idem().args([
+        "race",
+        "--engine",
+        "mariadb",
+        "--strategy-file",
+        &path,
+    ]));
+    let at = 1 + mariadb
+        .lines()
+        .position(|l| l.starts_with("refused_commit"))
+        .unwrap();
+    let said = format!("line {at}: unknown variant `retry`, expected `error` or `read`");
+    assert!(line.contains(&said), "{line}");
+}
+
 #[test]
 fn a_broken_guard_file_is_refused_in_one_line_naming_its_line() {
     let sandbox = Sandbox::new("guard-file-errors");

@@ -85,7 +85,7 @@ async fn committed(conn: &mut MySqlConnection) -> Result<i64> {
 }
 
 /// The same on node 1.
-async fn committed_on_node_1(db: &Mariadb) -> Result<i64> {
+pub async fn committed_on_node_1(db: &Mariadb) -> Result<i64> {
     committed(&mut *db.admin.acquire().await?).await
 }
 

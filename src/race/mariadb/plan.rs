@@ -82,6 +82,16 @@ impl Shaped {
             Shaped::File(file) => guard_file::on_mariadb::answer(file, ctx).await,
         }
     }
+
+    /// What the request answers once the cluster refused its transaction's
+    /// COMMIT (1213) and it was rolled back, if the shape says (a guard
+    /// file's `refused_commit`); otherwise the request's 500 stands.
+    pub(super) async fn after_refused_commit(self, ctx: &mut Ctx) -> Option<Answered> {
+        match self {
+            Shaped::Builtin(_) => None,
+            Shaped::File(file) => guard_file::on_mariadb::after_refused_commit(file, ctx).await,
+        }
+    }
 }
 
 impl MariadbRace {

@@ -183,6 +183,15 @@ async fn answer(ctx: &mut Ctx, shape: Shaped) -> Answered {
     }
     ctx.rollback().await;
     ctx.note("rolled back");
+    // 1213: refused at COMMIT, or aborted for a write of another node's
+    // that the cluster ordered first (or, on one server, a deadlock's
+    // victim). The shape may answer it.
+    if ctx.error.as_ref().is_some_and(|e| e.number == 1213)
+        && let Some(read) = shape.after_refused_commit(ctx).await
+    {
+        let did = format!("{}; rolled back (1213); {}", answered.did, read.did);
+        return Answered { did, ..read };
+    }
     let did = match (answered.outcome, &ctx.error) {
         (Outcome::Error, _) => format!("{}; rolled back", answered.did),
         (_, Some(e)) => format!("{}; {}: rolled back, 500", answered.did, e.shown()),

@@ -1,8 +1,8 @@
-//! Two requests on two nodes of a cluster, stepped: two claims made before either works, and a retry on a node held behind (see [`super::behind`]), as lesson 11's exercise judges them.
+//! Two requests on two nodes of a cluster, stepped: two claims made before either works, a claim refused at its COMMIT, and a retry on a node held behind (see [`super::behind`]), as lesson 11's exercise judges them.
 
 use anyhow::{Result, bail};
 
-use super::behind::{Held, caught_up, held_while, hold, not_behind, release};
+use super::behind::{Held, caught_up, committed_on_node_1, held_while, hold, not_behind, release};
 use super::{EngineResult, MariadbRace, run_stepped};
 use crate::db::mariadb::Mariadb;
 use crate::race::stepper::{Controller, Standing};
@@ -45,6 +45,48 @@ pub async fn two_claims_first(db: &Mariadb, race: &MariadbRace) -> Result<Engine
         Ok(())
     })
     .await
+}
+
+/// Node 2 is held (its applier paused) once it has applied everything;
+/// request 1 claims on node 1; then both run free. Request 2's claim on
+/// node 2 cannot see request 1's, which node 2 has not applied: made
+/// there, it reaches certification after request 1's and is refused at
+/// its COMMIT (1213), the node let go once it has waited there. A claim
+/// that commits with the request's work is refused only after that work.
+pub async fn a_claim_refused_at_commit(db: &Mariadb, race: &MariadbRace) -> Result<Behind> {
+    if db.nodes() < 2 || race.workers != 2 {
+        bail!("a claim refused at its COMMIT needs a cluster and two requests");
+    }
+    let mut held = Held::NotMade("the first request did not get as far as its work".into());
+    let result = run_stepped(db, race, async |c: &mut Controller| {
+        c.settle_all().await;
+        // Request 2 has its connection first: a causal session's first
+        // read would wait on the held node before the claim is made.
+        move_until(c, 2, |s| *s == Standing::Before(Step::Claim)).await?;
+        let mut node2 = db.node_admin(2).await?;
+        caught_up(db, &mut node2).await?;
+        c.let_nodes_lag();
+        let mut node2 = hold(node2).await?;
+        let before = committed_on_node_1(db).await?;
+        if !move_until(c, 1, |s| *s == Standing::Before(Step::Work)).await? {
+            release(&mut node2).await?;
+            held = Held::NotMade("the first request did not win its claim".into());
+            return Ok(());
+        }
+        // A claim in the request's transaction has not committed yet: node
+        // 2 has nothing to be behind on, and the case goes on.
+        if committed_on_node_1(db).await? > before
+            && let Some(not_behind) = not_behind(db, &mut node2).await?
+        {
+            release(&mut node2).await?;
+            held = not_behind;
+            return Ok(());
+        }
+        held = held_while(node2, &db.database, c.run_free()).await?.1;
+        Ok(())
+    })
+    .await?;
+    Ok(Behind { result, held })
 }
 
 /// The moves and the hold, in order; the retry runs free at the end.

@@ -202,7 +202,25 @@ pub struct GuardFile {
     /// node has applied what the cluster certified before them
     /// (`wsrep_sync_wait = 1`): `sync_wait = true`.
     pub(crate) sync_wait: bool,
+    /// What a request answers when a Galera cluster refuses a COMMIT of
+    /// its (1213): `refused_commit`.
+    pub(crate) refused_commit: RefusedCommit,
     pub(crate) statements: Vec<Statement>,
+}
+
+/// What a request answers when a Galera cluster refuses one of its
+/// COMMITs (1213) because another node's write of the same row was
+/// certified first: the claim's own COMMIT, or the request's after its
+/// work. A file for MariaDB chooses with `refused_commit`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RefusedCommit {
+    /// The error goes up, as in an app that does not catch it: 500.
+    #[default]
+    Error,
+    /// Taken as the key lost to another request: the request reads the
+    /// key as a loser does (the stored response, or 409 while pending).
+    Read,
 }
 
 impl GuardFile {

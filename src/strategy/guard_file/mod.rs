@@ -26,7 +26,7 @@ use std::sync::{Mutex, OnceLock};
 use anyhow::Result;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-pub use file::{Dialect, GuardFile, Shape, Statement, StepName};
+pub use file::{Dialect, GuardFile, RefusedCommit, Shape, Statement, StepName};
 pub use named::Param;
 pub use run::{FileGuard, step_limit};
 

@@ -129,6 +129,11 @@ async fn find_then_store(
             ctx.note("key store lost (1062)");
             made(Outcome::Duplicate, format!("made XP #{xp}, key store lost"))
         }
+        Err(err) if refused_alone(file, ctx, &err) => {
+            ctx.caught();
+            ctx.note("key store refused at COMMIT (1213), read as lost");
+            made(Outcome::Duplicate, format!("made XP #{xp}, key store lost"))
+        }
         Err(err) => ctx.failed(&err, "no key", Some(xp)),
     }
 }
@@ -150,16 +155,19 @@ async fn claim_work_complete(
         }
         // A claim that commits alone on a Galera cluster, refused at its
         // COMMIT because another node's claim of the key was certified
-        // first: lost as surely as to the unique key, and before any work.
-        Err(err) if number(&err) == Some(1213) && ctx.transaction.is_none() => {
+        // first: lost as surely as to the unique key, and before any work,
+        // when the file reads it so.
+        Err(err) if refused_alone(file, ctx, &err) => {
             ctx.caught();
-            ctx.note("claim refused at COMMIT (1213): another node's claim was certified first");
+            ctx.note("claim refused at COMMIT (1213), read as lost");
             None
         }
         Err(err) => return ctx.failed(&err, "—", None),
     };
     let Some(id) = won else {
-        ctx.note("claim taken");
+        if ctx.steps.last().is_none_or(|e| e.note.is_empty()) {
+            ctx.note("claim taken");
+        }
         let replay = required(file, StepName::Replay);
         let binds = values.binds(replay);
         return match ctx.fetch_opt(Step::Read, text(replay), &binds).await {
@@ -206,6 +214,47 @@ async fn claim_work_complete(
         }
         Err(err) => ctx.failed(&err, "claim won", Some(xp)),
     }
+}
+
+/// Whether `err` is a statement's own COMMIT refused by a Galera cluster
+/// (1213, outside a request's transaction) that the file reads as lost.
+fn refused_alone(file: &super::GuardFile, ctx: &Ctx, err: &sqlx::Error) -> bool {
+    number(err) == Some(1213)
+        && ctx.transaction.is_none()
+        && file.refused_commit == super::RefusedCommit::Read
+}
+
+/// The request's transaction was refused at its COMMIT (1213) and rolled
+/// back: with `refused_commit = "read"`, the key is read as a loser reads
+/// it (on the file's replay step, or its find step), and answered from
+/// what is there; otherwise nothing, and the request's 500 stands.
+pub async fn after_refused_commit(file: GuardRef, ctx: &mut Ctx) -> Option<Answered> {
+    let file: &'static super::GuardFile = file.0;
+    if file.refused_commit != super::RefusedCommit::Read {
+        return None;
+    }
+    ctx.caught();
+    let read = match file.shape {
+        Shape::ClaimWorkComplete => required(file, StepName::Replay),
+        Shape::FindThenStore => required(file, StepName::Find),
+    };
+    let values = Values {
+        asked: ctx.asked.clone(),
+        stale_after_ms: 0,
+        xp_id: None,
+        response: None,
+        claim_id: None,
+    };
+    let binds = values.binds(read);
+    let saw = "COMMIT refused";
+    Some(match ctx.fetch_opt(Step::Read, text(read), &binds).await {
+        Ok(Some(row)) => found(file, ctx, &row, saw),
+        Ok(None) => {
+            ctx.note("no key yet");
+            Answered::new(Outcome::Conflict, saw, "answered 409")
+        }
+        Err(err) => ctx.failed(&err, saw, None),
+    })
 }
 
 /// The work failed (`--fail-work`): the service was called and errored.

@@ -6,7 +6,7 @@ use anyhow::{Result, anyhow, bail};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::file::{Dialect, GuardFile, Shape, Statement, StepName};
+use super::file::{Dialect, GuardFile, RefusedCommit, Shape, Statement, StepName};
 use super::named::{Style, positional, written};
 use crate::db::statements::Sql;
 use crate::files::{line_at, parse_toml};
@@ -26,6 +26,7 @@ struct Raw {
     synchronous: Option<String>,
     #[serde(default)]
     sync_wait: bool,
+    refused_commit: Option<RefusedCommit>,
     steps: BTreeMap<Spanned<String>, Spanned<String>>,
 }
 
@@ -66,15 +67,7 @@ pub fn parse(name: &str, text: &str) -> Result<GuardFile> {
         }
         statements.push(statement(name, text, step, sql, raw.engine)?);
     }
-    if raw.sync_wait && raw.engine != Dialect::Mariadb {
-        bail!(
-            "{name}: sync_wait asks a Galera cluster's nodes for causal reads; it needs \
-             engine = \"mariadb\" (on PostgreSQL, synchronous waits for a standby)"
-        );
-    }
-    if raw.engine == Dialect::Mariadb && raw.synchronous.is_some() {
-        bail!("{name}: synchronous waits for a PostgreSQL standby; MariaDB has none here");
-    }
+    engines_own(name, &raw)?;
     if let Some(missing) = required.iter().find(|s| !raw.steps.contains_key(s.name())) {
         bail!(
             "{name}: {} needs a {} step under [steps]",
@@ -105,8 +98,29 @@ pub fn parse(name: &str, text: &str) -> Result<GuardFile> {
         isolation: raw.isolation,
         synchronous: raw.synchronous,
         sync_wait: raw.sync_wait,
+        refused_commit: raw.refused_commit.unwrap_or_default(),
         statements,
     })
+}
+
+/// Refuses a key of one engine's in a file for the other.
+fn engines_own(name: &str, raw: &Raw) -> Result<()> {
+    if raw.sync_wait && raw.engine != Dialect::Mariadb {
+        bail!(
+            "{name}: sync_wait asks a Galera cluster's nodes for causal reads; it needs \
+             engine = \"mariadb\" (on PostgreSQL, synchronous waits for a standby)"
+        );
+    }
+    if raw.refused_commit.is_some() && raw.engine != Dialect::Mariadb {
+        bail!(
+            "{name}: refused_commit answers a Galera cluster's refused COMMIT (1213); it \
+             needs engine = \"mariadb\""
+        );
+    }
+    if raw.engine == Dialect::Mariadb && raw.synchronous.is_some() {
+        bail!("{name}: synchronous waits for a PostgreSQL standby; MariaDB has none here");
+    }
+    Ok(())
 }
 
 /// One step's statement, checked and given positional parameters.
