@@ -44,11 +44,6 @@ pub fn plan(args: &ExploreArgs) -> Result<Planned> {
     let out = Output::from_json_flag(args.json);
     if args.engine == Engine::Mariadb {
         let race = MariadbRace::stepped_from_input(&explore::input_of(&input))?;
-        if race.cluster.is_cluster() && (args.crashes || args.clock) {
-            bail!(
-                "on a cluster, idem explore branches on the order of steps only: no --crashes or --clock yet"
-            );
-        }
         let walking = walking(args, race.settings());
         return Ok(Planned::Mariadb(Box::new(OnMariadb {
             options: args.connect.mariadb_for(race.cluster.nodes)?,

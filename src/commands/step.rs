@@ -91,10 +91,6 @@ fn on_mariadb(args: &StepArgs, input: &RaceInput) -> Result<OnMariadb> {
         bail!("idem step --engine mariadb does not take --timeline and --trace-json yet");
     }
     let race = MariadbRace::stepped_from_input(input)?;
-    let moves = args.schedule.iter().flatten();
-    if race.cluster.is_cluster() && moves.clone().any(|m| !matches!(m, Move::Step(_))) {
-        bail!("on a cluster, idem step moves workers only: no clock or crash yet");
-    }
     Ok(OnMariadb {
         options: args.connect.mariadb_for(race.cluster.nodes)?,
         race,

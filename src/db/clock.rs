@@ -37,8 +37,13 @@ pub struct Clock {
 enum On {
     /// PostgreSQL: the run's schema, reached through the bookkeeping pool.
     Postgres { meta: PgPool, schema: String },
-    /// MariaDB: the run's database, reached through its bookkeeping pool.
-    Mariadb(sqlx::MySqlPool),
+    /// MariaDB: the run's database, reached through its bookkeeping pool
+    /// (node 1's, on a cluster), and on a cluster the other nodes, where a
+    /// claim may be locked too.
+    Mariadb {
+        admin: sqlx::MySqlPool,
+        others: Vec<sqlx::MySqlPool>,
+    },
     /// Redis (`--store redis`): the claims' time to live runs out.
     Redis(std::sync::Arc<super::redis_server::Redis>),
 }
@@ -59,9 +64,13 @@ impl Clock {
 
     /// The clock of a race in the MariaDB database `admin` works in; with
     /// a `heartbeat`, running workers' claims do not age.
-    pub fn on_mariadb(admin: sqlx::MySqlPool, stale_after: Duration, heartbeat: bool) -> Self {
+    pub fn on_mariadb(
+        (admin, others): (sqlx::MySqlPool, Vec<sqlx::MySqlPool>),
+        stale_after: Duration,
+        heartbeat: bool,
+    ) -> Self {
         Self {
-            on: On::Mariadb(admin),
+            on: On::Mariadb { admin, others },
             by: stale_after + MARGIN,
             heartbeat,
         }
@@ -109,9 +118,9 @@ impl Clock {
     pub async fn would_age(&self, running: &[usize]) -> sqlx::Result<usize> {
         let (meta, schema) = match &self.on {
             On::Postgres { meta, schema } => (meta, schema),
-            On::Mariadb(admin) => {
+            On::Mariadb { admin, others } => {
                 let beating = self.heartbeat.then_some(running);
-                return crate::db::mariadb::age_claims(admin, None, beating)
+                return crate::db::mariadb::age_claims((admin, others), None, beating)
                     .await
                     .map(|n| n as usize);
             }
@@ -137,9 +146,10 @@ impl Clock {
     pub async fn jump(&self, running: &[usize]) -> sqlx::Result<u64> {
         let (meta, schema) = match &self.on {
             On::Postgres { meta, schema } => (meta, schema),
-            On::Mariadb(admin) => {
+            On::Mariadb { admin, others } => {
                 let beating = self.heartbeat.then_some(running);
-                return crate::db::mariadb::age_claims(admin, Some(self.by), beating).await;
+                let nodes = (admin, &others[..]);
+                return crate::db::mariadb::age_claims(nodes, Some(self.by), beating).await;
             }
             On::Redis(redis) => return redis.age_claims(true).await.map_err(other),
         };

@@ -27,6 +27,9 @@ pub enum Watch {
         /// step the controller waits until every node has applied every
         /// commit (see [`crate::db::mariadb::watch::all_applied`]).
         nodes: Vec<sqlx::MySqlPool>,
+        /// On a cluster, the node (its place in `nodes`) each worker's
+        /// session is on, in the workers' order: a crash is killed there.
+        node_of: Vec<usize>,
     },
 }
 
@@ -67,13 +70,26 @@ impl Watch {
         }
     }
 
-    /// Kills session `pid`, and waits until the server has let it go.
-    async fn kill(&self, pid: i32) -> Result<(), String> {
+    /// Kills `worker`'s session `pid` (on its node, on a cluster), and
+    /// waits until the server has let it go.
+    async fn kill(&self, worker: usize, pid: i32) -> Result<(), String> {
         match self {
             Watch::Postgres(meta) => terminate(meta, pid).await.map_err(|e| e.to_string()),
-            Watch::Mariadb { admin, .. } => crate::db::mariadb::watch::kill(admin, pid)
-                .await
-                .map_err(|e| e.to_string()),
+            Watch::Mariadb {
+                admin,
+                nodes,
+                node_of,
+                ..
+            } => {
+                let on = worker
+                    .checked_sub(1)
+                    .and_then(|w| node_of.get(w))
+                    .and_then(|n| nodes.get(*n))
+                    .unwrap_or(admin);
+                crate::db::mariadb::watch::kill(on, pid)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
         }
     }
 }
@@ -229,9 +245,7 @@ impl Controller {
             }
         }
         self.wait_for(worker).await?;
-        if self.nodes_in_step {
-            self.watch.all_applied().await?;
-        }
+        self.nodes_applied().await?;
         Ok(self.said(worker))
     }
 
@@ -351,9 +365,21 @@ impl Controller {
         let Some(clock) = &self.clock else {
             return Err("this race has no clock to move".into());
         };
-        match clock.jump(&self.running()).await {
-            Ok(n) => Ok(clock.told(n)),
-            Err(e) => Err(format!("the clock could not move: {e}")),
+        let told = match clock.jump(&self.running()).await {
+            Ok(n) => clock.told(n),
+            Err(e) => return Err(format!("the clock could not move: {e}")),
+        };
+        self.nodes_applied().await?;
+        Ok(told)
+    }
+
+    /// On a cluster walked in step, waits until every node has applied
+    /// what the last move committed (a step's, a crash's rollback, the
+    /// clock's ageing on node 1), so that the next step meets it on any node.
+    async fn nodes_applied(&self) -> Result<(), String> {
+        match self.nodes_in_step {
+            true => self.watch.all_applied().await,
+            false => Ok(()),
         }
     }
 
@@ -378,7 +404,7 @@ impl Controller {
         else {
             return Err(format!("worker {worker} is not paused"));
         };
-        if let Err(e) = self.watch.kill(pid).await {
+        if let Err(e) = self.watch.kill(worker, pid).await {
             return Err(format!(
                 "could not kill worker {worker}'s server process: {e}"
             ));
@@ -389,6 +415,7 @@ impl Controller {
             let _ = go.send(Go::Crashed);
         }
         self.wait_for(worker).await?;
+        self.nodes_applied().await?;
         Ok(format!(
             "worker {worker} crashed before its {} step; its server process is gone",
             step.name()

@@ -107,13 +107,33 @@ fn on_a_cluster(e: &Exploration) -> String {
     );
     let caveat = "each step was taken once every node had applied the others' commits, so \
                   none read a node that was behind (lesson 11's --retry-behind shows one)";
+    let besides = match (e.failing_on_steps_alone, besides_steps(e.branches)) {
+        (0, Some(moves)) => {
+            format!(", each with {moves} in it (on the requests' steps alone it held)")
+        }
+        _ => String::new(),
+    };
     match e.failing {
         0 => warn(format!(
             "The guard held in all {} interleavings of this walk; {caveat}.",
             e.interleavings
         ))
         .to_string(),
-        _ => bad(format!("The guard {counted} of this walk; {caveat}.")).to_string(),
+        _ => bad(format!(
+            "The guard {counted} of this walk{besides}; {caveat}."
+        ))
+        .to_string(),
+    }
+}
+
+/// The moves besides steps a walk branched on, as a failing order's
+/// cause: "a crash", "the clock", or both.
+fn besides_steps(b: crate::explore::Branches) -> Option<&'static str> {
+    match (b.crashes, b.clock) {
+        (true, true) => Some("a crash or the clock"),
+        (true, false) => Some("a crash"),
+        (false, true) => Some("the clock"),
+        (false, false) => None,
     }
 }
 
@@ -144,11 +164,7 @@ fn verdict(e: &Exploration) -> String {
             "The guard failed in {n} of {} interleavings, each with {} in it: on the \
              requests' steps alone it held.",
             e.interleavings,
-            match (e.branches.crashes, e.branches.clock) {
-                (true, true) => "a crash or the clock",
-                (true, false) => "a crash",
-                _ => "the clock",
-            }
+            besides_steps(e.branches).unwrap_or("a move besides the steps")
         ))
         .to_string(),
         (n, _) => bad(format!(

@@ -95,14 +95,23 @@ impl Mariadb {
 }
 
 /// The stepped race's clock on MariaDB (see [`crate::db::clock`]): the
-/// pending claims no transaction holds locked, but for those of the
-/// `beating` workers still running (their heartbeat renews them); moved
-/// back `by`, when given, as that much time passing would. How many.
+/// pending claims no transaction holds locked, on `admin`'s node or on any
+/// of the `others` of a cluster, but for those of the `beating` workers
+/// still running (their heartbeat renews them); moved back `by`, when
+/// given, as that much time passing would. How many.
+///
+/// On a cluster the ageing is a write on node 1 that every node applies:
+/// had it touched a row that a transaction on another node holds, it
+/// would abort that transaction there, which time passing never does.
 pub async fn age_claims(
-    admin: &MySqlPool,
+    (admin, others): (&MySqlPool, &[MySqlPool]),
     by: Option<Duration>,
     beating: Option<&[usize]>,
 ) -> sqlx::Result<u64> {
+    let mut held_elsewhere = std::collections::BTreeSet::new();
+    for node in others {
+        held_elsewhere.extend(locked_claims(node).await?);
+    }
     let mut tx = admin.begin().await?;
     let pending: Vec<(i64, Option<i32>)> = sqlx::query_as(
         "SELECT id, worker FROM idempotency_keys WHERE status = 'pending' FOR UPDATE SKIP LOCKED",
@@ -117,7 +126,7 @@ pub async fn age_claims(
     };
     let ids: Vec<i64> = pending
         .into_iter()
-        .filter(|(_, worker)| !renewed(*worker))
+        .filter(|(id, worker)| !renewed(*worker) && !held_elsewhere.contains(id))
         .map(|(id, _)| id)
         .collect();
     let Some(by) = by else {
@@ -138,6 +147,20 @@ pub async fn age_claims(
     }
     tx.commit().await?;
     Ok(aged)
+}
+
+/// The pending claims a transaction holds locked on `node`: those a
+/// locking read that skips locked rows does not return. The read's own
+/// locks go with its rollback, and a read is not replicated.
+async fn locked_claims(node: &MySqlPool) -> sqlx::Result<Vec<i64>> {
+    const PENDING: &str = "SELECT id FROM idempotency_keys WHERE status = 'pending'";
+    let mut tx = node.begin().await?;
+    let all: Vec<i64> = sqlx::query_scalar(PENDING).fetch_all(&mut *tx).await?;
+    let free: Vec<i64> = sqlx::query_scalar(&format!("{PENDING} FOR UPDATE SKIP LOCKED"))
+        .fetch_all(&mut *tx)
+        .await?;
+    tx.rollback().await?;
+    Ok(all.into_iter().filter(|id| !free.contains(id)).collect())
 }
 
 /// Clears away the databases of gone runs on the server, saying what it

@@ -89,6 +89,7 @@ pub async fn run_stepped(
     drive: impl AsyncFnOnce(&mut Controller) -> Result<()>,
 ) -> Result<EngineResult> {
     crate::db::mariadb::watch::can_watch(&db.admin).await?;
+    let nodes = db.node_watchers();
     let watch = Watch::Mariadb {
         admin: db.admin.clone(),
         lock: format!(
@@ -96,12 +97,16 @@ pub async fn run_stepped(
             race.settings.requests().key(),
             crate::strategy::OPERATION
         ),
-        nodes: db.node_watchers(),
+        nodes: nodes.clone(),
+        node_of: (1..=race.workers)
+            .map(|w| race.cluster.node_of(w))
+            .collect(),
     };
     let (mut controller, hooks) = Controller::new(race.workers, watch);
     let recovery = &race.settings.app().recovery;
     let beats = recovery.heartbeat().is_some();
-    let clock = Clock::on_mariadb(db.admin.clone(), recovery.stale_after(), beats);
+    let others = nodes.iter().skip(1).cloned().collect();
+    let clock = Clock::on_mariadb((db.admin.clone(), others), recovery.stale_after(), beats);
     controller.set_clock(clock.clone());
     let started = start(db, race, Some(hooks)).await?;
     let driven = drive(&mut controller).await;
