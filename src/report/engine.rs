@@ -7,7 +7,7 @@ use super::style::{dim, strong, warn};
 use super::table;
 use crate::race::engine::Engine;
 use crate::race::mariadb::EngineResult;
-use crate::race::options::Spread;
+use crate::race::options::{RetryNode, Spread};
 use crate::request::Outcome;
 use crate::strategy::StrategyKind;
 
@@ -229,12 +229,17 @@ pub fn settings_line(r: &EngineResult) -> String {
         Some(n) => format!(", node {n} killed halfway through the work"),
         None => String::new(),
     };
-    let cluster = match (r.race.cluster.retry_at_once, r.race.cluster.sync_wait) {
-        (false, false) => String::new(),
-        (true, false) => ", each client retrying at once".into(),
-        (false, true) => ", causal reads (wsrep_sync_wait = 1)".into(),
-        (true, true) => ", each client retrying at once, causal reads (wsrep_sync_wait = 1)".into(),
+    let c = r.race.cluster;
+    let retrying = match (c.retry_at_once, c.retry_node) {
+        (false, _) => "",
+        (true, RetryNode::Other) => ", each client retrying at once on the next node",
+        (true, RetryNode::Same) => ", each client retrying at once on its first node",
     };
+    let causal = match c.sync_wait {
+        true => ", causal reads (wsrep_sync_wait = 1)",
+        false => "",
+    };
+    let cluster = format!("{retrying}{causal}");
     format!(
         "{}, {pool}, work {} ms, {transaction}{read_back}{crash}{cluster}{killed}",
         crate::race::told::counted(r.race.workers as u64, "worker"),

@@ -123,7 +123,7 @@ fn a_run_killed_while_its_cluster_starts_leaves_nothing() {
 #[test]
 fn what_a_cluster_race_does_not_take_is_refused_in_one_line() {
     let sandbox = Sandbox::new("galera-refused");
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &[
                 "race",
@@ -154,17 +154,31 @@ fn what_a_cluster_race_does_not_take_is_refused_in_one_line() {
         ),
         (
             &[
-                "step",
+                "race",
                 "--engine",
                 "mariadb",
                 "--nodes",
                 "3",
-                "--workers",
-                "2",
-                "--schedule",
-                "1,clock",
+                "--retry-node",
+                "same",
             ],
-            "workers only",
+            "add --retry-at-once",
+        ),
+        (
+            &[
+                "race",
+                "--engine",
+                "mariadb",
+                "--nodes",
+                "3",
+                "-w",
+                "1",
+                "--retry-at-once",
+                "--retry-behind",
+                "--retry-node",
+                "same",
+            ],
+            "it stays on its first node",
         ),
     ];
     for (args, says) in cases {
@@ -308,6 +322,39 @@ fn a_cluster_walk_branches_on_crashes_and_the_clock() {
         sandbox.wait_clean(Duration::from_secs(20)),
         Vec::<String>::new()
     );
+}
+
+/// A client's retry goes to the next node (`--retry-node other`, the
+/// default) or back to its first request's (`same`). On its first node the
+/// retry always finds the key: a node has applied its own commit before
+/// the COMMIT returns.
+#[test]
+fn a_retry_goes_to_the_node_retry_node_names() {
+    let sandbox = Sandbox::new("galera-retry-node");
+    for (which, node) in [("other", 2), ("same", 1)] {
+        let args = [
+            "-s",
+            "check-then-store",
+            "-w",
+            "1",
+            "--retry-at-once",
+            "--retry-node",
+            which,
+            "--runs",
+            "3",
+        ];
+        for r in races(&sandbox, &args) {
+            let retry = r["reports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|w| w["worker"] == 2);
+            assert_eq!(retry.unwrap()["node"], node, "{which}: {r}");
+            if which == "same" {
+                assert_eq!(n(&r, "xp_rows"), 1, "{r}");
+            }
+        }
+    }
 }
 
 /// Ctrl-C and SIGTERM at moments spread over a cluster's races, node 2

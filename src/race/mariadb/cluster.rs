@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use crate::race::options::{RaceInput, Spread};
+use crate::race::options::{RaceInput, RetryNode, Spread};
 
 /// The cluster a race runs on, and how its requests reach the nodes.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -24,6 +24,13 @@ pub struct Cluster {
     pub spread: Spread,
     /// Each client sends its request again as soon as the burst is answered.
     pub retry_at_once: bool,
+    /// The node such a retry reaches: the spread's next, or its first's.
+    pub retry_node: RetryNode,
+    /// The burst's requests, numbered 1 to this; a request numbered past
+    /// them is a client's retry (see [`Cluster::node_of`]). The race's
+    /// `workers` says it already.
+    #[serde(skip)]
+    pub requests: usize,
     /// The requests read causally (`wsrep_sync_wait = 1`).
     pub sync_wait: bool,
     /// `--retry-behind`: node 2, where the one client's retry lands, held
@@ -60,6 +67,15 @@ impl Cluster {
                  and --workers 1 (and leave --spread round-robin)"
             );
         }
+        if c.retry_node.is_some() && !c.retry_at_once {
+            bail!("--retry-node says where a retry goes: add --retry-at-once");
+        }
+        if c.retry_node == Some(RetryNode::Same) && c.retry_behind {
+            bail!(
+                "--retry-behind holds the node the retry moves to; with --retry-node same it \
+                 stays on its first node"
+            );
+        }
         if nodes > 1 && input.faults.crash.is_some() {
             bail!("a race on a Galera cluster (--nodes) does not take --crash yet");
         }
@@ -67,6 +83,8 @@ impl Cluster {
             nodes,
             spread: c.spread.unwrap_or_default(),
             retry_at_once: c.retry_at_once,
+            retry_node: c.retry_node.unwrap_or_default(),
+            requests: 0,
             sync_wait: c.sync_wait,
             retry_behind: c.retry_behind,
             kill_node,
@@ -101,8 +119,21 @@ impl Cluster {
         self.nodes > 1
     }
 
-    /// The node (0-based) worker `worker` (1-based) sends its request to.
+    /// The same cluster, its burst `requests` long: a request numbered
+    /// past them is a retry.
+    pub fn with_requests(self, requests: usize) -> Self {
+        Self { requests, ..self }
+    }
+
+    /// The node (0-based) worker `worker` (1-based) sends its request to; a
+    /// client's retry (`--retry-at-once`, numbered past the burst) with
+    /// `--retry-node same`, to its first request's.
     pub fn node_of(self, worker: usize) -> usize {
+        let same = self.retry_at_once && self.retry_node == RetryNode::Same;
+        let worker = match worker.checked_sub(self.requests) {
+            Some(first) if same && first > 0 => first,
+            _ => worker,
+        };
         match self.spread {
             Spread::OneNode => 0,
             Spread::RoundRobin => (worker - 1) % self.nodes,

@@ -168,8 +168,8 @@ impl MariadbRace {
             strategy_file: file.map(|f| f.name.clone()),
             recovery_retries: settings.faults().recovery_retries(),
             shape,
+            cluster: cluster::Cluster::of(input)?.with_requests(settings.requests().workers()),
             settings,
-            cluster: cluster::Cluster::of(input)?,
         })
     }
 

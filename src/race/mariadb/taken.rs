@@ -38,6 +38,7 @@ const TAKES: &[(&str, Option<&str>)] = &[
     ("nodes", Some("--nodes")),
     ("spread", Some("--spread")),
     ("retry_at_once", Some("--retry-at-once")),
+    ("retry_node", Some("--retry-node")),
     ("sync_wait", Some("--sync-wait")),
     ("retry_behind", Some("--retry-behind")),
     ("kill_node", Some("--kill-node")),

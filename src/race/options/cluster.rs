@@ -29,6 +29,12 @@ pub struct ClusterInput {
     #[arg(long)]
     pub retry_at_once: bool,
 
+    /// With --retry-at-once: the node a retry reaches, the next one the
+    /// spread gives (other) or the one its first request reached (same)
+    /// [default: other].
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub retry_node: Option<RetryNode>,
+
     /// With --nodes: the requests read causally (`wsrep_sync_wait = 1`): a
     /// read waits until its node has applied every write the cluster
     /// certified before it.
@@ -63,12 +69,26 @@ pub enum Spread {
     RoundRobin,
 }
 
+/// The node a client's retry reaches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetryNode {
+    /// The next node the spread gives, as a balancer hands out a new
+    /// connection.
+    #[default]
+    Other,
+    /// The node the first request reached, as a client that keeps its
+    /// connection does.
+    Same,
+}
+
 impl ClusterInput {
     /// Whether anything here was said.
     pub fn said(&self) -> bool {
         self.nodes.is_some()
             || self.spread.is_some()
             || self.retry_at_once
+            || self.retry_node.is_some()
             || self.sync_wait
             || self.retry_behind
             || self.kill_node.is_some()

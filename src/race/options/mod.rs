@@ -32,7 +32,7 @@ use serde::{Deserialize, Deserializer};
 
 pub(crate) use app::Pool;
 pub use app::{AppInput, StrategyInput};
-pub use cluster::{ClusterInput, Spread};
+pub use cluster::{ClusterInput, RetryNode, Spread};
 pub(crate) use faults::Faults;
 pub use faults::{CrashPlan, FaultInput, HangUpPlan};
 pub use fingerprints::{AmountInput, FingerprintInput};
@@ -212,6 +212,7 @@ mod tests {
         "race.standby",
         "race.spread",
         "race.retry_at_once",
+        "race.retry_node",
         "race.sync_wait",
         "race.retry_behind",
         "race.read_from",
