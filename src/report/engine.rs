@@ -94,8 +94,8 @@ fn figures_of(r: &EngineResult) -> Vec<Vec<String>> {
         figures.push(vec![
             "certification".into(),
             format!(
-                "{} failed at COMMIT, {} brute-force aborts",
-                c.cert_failures, c.bf_aborts
+                "{} failed at COMMIT, {} brute-force aborts, {} replayed",
+                c.cert_failures, c.bf_aborts, c.replays
             ),
         ]);
     }

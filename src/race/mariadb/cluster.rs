@@ -170,6 +170,9 @@ pub struct Counters {
     /// Local transactions rolled back because a replicated one with a
     /// conflicting write had to apply (`wsrep_local_bf_aborts`).
     pub bf_aborts: u64,
+    /// Local transactions so aborted while they committed, and run again
+    /// by the node itself, unseen by the client (`wsrep_local_replays`).
+    pub replays: u64,
 }
 
 impl Counters {
@@ -177,7 +180,7 @@ impl Counters {
     pub async fn read(pool: &sqlx::MySqlPool) -> Result<Self> {
         let rows: Vec<(String, String)> = sqlx::query_as(
             "SHOW GLOBAL STATUS WHERE Variable_name IN \
-             ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')",
+             ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts', 'wsrep_local_replays')",
         )
         .fetch_all(pool)
         .await?;
@@ -190,6 +193,7 @@ impl Counters {
         Ok(Counters {
             cert_failures: value("wsrep_local_cert_failures"),
             bf_aborts: value("wsrep_local_bf_aborts"),
+            replays: value("wsrep_local_replays"),
         })
     }
 
@@ -204,6 +208,7 @@ impl Counters {
             let c = Self::read(pool).await?;
             sum.cert_failures += c.cert_failures;
             sum.bf_aborts += c.bf_aborts;
+            sum.replays += c.replays;
         }
         Ok(sum)
     }
@@ -213,6 +218,7 @@ impl Counters {
         Counters {
             cert_failures: self.cert_failures.saturating_sub(before.cert_failures),
             bf_aborts: self.bf_aborts.saturating_sub(before.bf_aborts),
+            replays: self.replays.saturating_sub(before.replays),
         }
     }
 }
