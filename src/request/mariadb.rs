@@ -93,9 +93,17 @@ impl ServerError {
     }
 
     /// What the error did to the step's request, in a step's note: a
-    /// deadlock says whose transaction the server chose to roll back.
-    pub fn told(&self) -> String {
+    /// deadlock says whose transaction the server chose to roll back. On a
+    /// Galera cluster the same 1213, with the same message, is also a
+    /// COMMIT refused by certification or a transaction aborted for a
+    /// replicated write: the note says both.
+    pub fn told(&self, on_cluster: bool) -> String {
         match self.number {
+            1213 if on_cluster => format!(
+                "rolled back: refused by the cluster (another node's write certified \
+                 first), or a deadlock on its node, error {}",
+                self.shown()
+            ),
             1213 => format!(
                 "deadlock: InnoDB chose this transaction to roll back, error {}",
                 self.shown()
@@ -219,6 +227,9 @@ pub struct Ctx {
     /// Lesson 9's client that gives up: told when this request's work
     /// begins, if it may be the one (see [`HangUps`]).
     pub hang_up: Option<Arc<HangUps>>,
+    /// Whether the session is on a node of a Galera cluster, where a 1213
+    /// may be the cluster's refusal, not a deadlock.
+    pub on_cluster: bool,
 }
 
 impl Ctx {
@@ -252,6 +263,7 @@ impl Ctx {
             crashed: false,
             stepper: None,
             hang_up: None,
+            on_cluster: false,
         }
     }
 
@@ -412,7 +424,7 @@ impl Ctx {
 
     fn record(&mut self, step: Step, sql: &'static str, start_ms: f64, err: Option<&sqlx::Error>) {
         let error = err.and_then(ServerError::of);
-        let note = error.as_ref().map(ServerError::told).unwrap_or_default();
+        let note = error.as_ref().map(|e| e.told(self.on_cluster)).unwrap_or_default();
         if let Some(error) = error {
             self.error = Some(error);
         }

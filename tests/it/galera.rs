@@ -318,6 +318,41 @@ fn a_cluster_walk_branches_on_crashes_and_the_clock() {
     assert_eq!(aged["total"], aged["interleavings"], "{aged}");
     assert_eq!(n(&aged, "failing_on_steps_alone"), 0, "{aged}");
     assert!(n(&aged["kinds"], "error_answered") > 0, "{aged}");
+    // One such order, fixed: the clock ages worker 2's claim, worker 2
+    // completes on node 2 (its row locked there), worker 1 takes the claim
+    // over on node 1 and commits; worker 2's COMMIT is refused after its
+    // service call. Two calls, one XP row.
+    let out = sandbox
+        .idem()
+        .args(["step", "--engine", "mariadb", "--nodes", "3", "-s", "guard"])
+        .args(["--workers", "2", "--work-ms", "0", "--json", "--sql"])
+        .args(["--schedule", "2,2,2,2,clock,2,1,1,1,1,1,1,1,2"])
+        .output()
+        .unwrap();
+    let taken: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(taken["service_calls"], 2, "{taken}");
+    assert_eq!(taken["xp_rows"], 1, "{taken}");
+    let owner = taken["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["worker"] == 2)
+        .unwrap();
+    assert_eq!(owner["error"]["number"], 1213, "{taken}");
+    let commit = owner["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == "commit")
+        .unwrap();
+    assert!(
+        commit["note"]
+            .as_str()
+            .unwrap()
+            .contains("refused by the cluster"),
+        "{taken}"
+    );
     assert_eq!(
         sandbox.wait_clean(Duration::from_secs(20)),
         Vec::<String>::new()

@@ -130,6 +130,7 @@ pub(super) async fn one_request(
     ctx.heartbeat = heartbeat;
     ctx.read_back = read_back;
     ctx.hang_up = hang_up;
+    ctx.on_cluster = cluster.is_cluster();
     let armed = async {
         if let Some(hook) = hook {
             ctx.stepped(hook).await?;
