@@ -424,7 +424,10 @@ impl Ctx {
 
     fn record(&mut self, step: Step, sql: &'static str, start_ms: f64, err: Option<&sqlx::Error>) {
         let error = err.and_then(ServerError::of);
-        let note = error.as_ref().map(|e| e.told(self.on_cluster)).unwrap_or_default();
+        let note = error
+            .as_ref()
+            .map(|e| e.told(self.on_cluster))
+            .unwrap_or_default();
         if let Some(error) = error {
             self.error = Some(error);
         }
