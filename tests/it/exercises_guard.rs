@@ -97,3 +97,34 @@ async fn exercise_nines_renewal_on_mariadb_needs_the_fraction_of_a_second() {
     assert!(!slow.passed(), "{checks:?}");
     db.close().await.unwrap();
 }
+
+/// A guard file's renew step on MariaDB runs as the run's guard user, not
+/// as the workers' (root): a renewal that holds only for the guard user
+/// keeps the working claim (the slow-work case holds), and the same
+/// renewal asked of root renews nothing, so the claim goes stale under
+/// its owner and the retry works again (the case fails).
+#[tokio::test]
+async fn a_renew_step_on_mariadb_runs_as_the_guard_user() {
+    let db = Database::open(&ConnectOptions::default()).await.unwrap();
+    let dir = Sandbox::new("exercise-renewal-user");
+    let e = EXERCISES.iter().find(|e| e.lesson == 9).unwrap();
+    let solution = e.mariadb.files().expect("exercise 9 on MariaDB").solution;
+    let renewed = "WHERE id = $claim_id AND worker = $worker AND status = 'pending'\n'''\n\nreplay";
+    assert!(solution.contains(renewed), "the solution's renewal changed");
+    for (who, holds) in [(r"%\\_guard@localhost", true), ("root@%", false)] {
+        let only_for = renewed.replacen(
+            "'pending'\n",
+            &format!("'pending'\n  AND CURRENT_USER() LIKE '{who}'\n"),
+            1,
+        );
+        let file = dir.dir.join(format!("renew-{holds}.toml"));
+        std::fs::write(&file, solution.replace(renewed, &only_for)).unwrap();
+        let checks = judge(&db, 9, &file).await.unwrap();
+        let slow = checks
+            .iter()
+            .find(|c| c.case == "slow work, retried")
+            .unwrap();
+        assert_eq!(slow.passed(), holds, "renewing only as {who}: {checks:?}");
+    }
+    db.close().await.unwrap();
+}
