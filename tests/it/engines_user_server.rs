@@ -200,3 +200,49 @@ fn a_user_who_may_not_race_there_is_told_in_one_line() {
     assert!(!err.contains(PASSWORD), "{err}");
     assert_eq!(state(&db), before);
 }
+
+/// `idem serve --engine mariadb` on the user's server: the app's awards
+/// decided in a database of the run's own there (201, the stored response
+/// replayed, 422 for the key reused with another amount, one key, one XP
+/// row, one call), the ready line naming the server without its password,
+/// and after Ctrl-C the server as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_served_on_a_users_server_leaves_it_as_it_was() {
+    use crate::common::app::{Served, award, json, send};
+    let sandbox = Sandbox::new("engines-user-served");
+    let db = server(&sandbox);
+    let before = state(&db);
+    let url = format!("mysql://racer:{PASSWORD}@127.0.0.1:{}/", db.port);
+    let mut app = Served::start(
+        "engines-user-served-app",
+        &["--engine", "mariadb", "-s", "guard", "--database-url", &url],
+    );
+    assert!(!app.ready.to_string().contains(PASSWORD), "{}", app.ready);
+    // Its database is the run's own, there, and named.
+    let own = app.field("schema");
+    assert!(own.starts_with("idem_"), "{}", app.ready);
+    let databases = db.sql("SHOW DATABASES").unwrap();
+    assert!(databases.contains(&own), "{databases}");
+    let named = app.field("database_url");
+    assert!(named.contains(&format!(":{}/", db.port)), "{named}");
+    let body = r#"{"user_id": 42, "amount": 10}"#;
+    let first = award(&app.endpoint(), Some("\"k1\""), body).await;
+    assert_eq!(first.status, 201);
+    let again = award(&app.endpoint(), Some("\"k1\""), body).await;
+    assert_eq!((again.status, json(&again)), (201, json(&first)));
+    let amount_20 = r#"{"user_id": 42, "amount": 20}"#;
+    let other = award(&app.endpoint(), Some("\"k1\""), amount_20).await;
+    assert_eq!(other.status, 422);
+    let counts = format!("{}/counts", app.field("url"));
+    let counted = send(hyper::Method::GET, &counts, &[], "").await;
+    assert_eq!(
+        json(&counted),
+        serde_json::json!({ "key_rows": 1, "xp_rows": 1, "service_calls": 1 })
+    );
+    assert_eq!(app.stop(), Some(0));
+    assert_eq!(
+        state(&db),
+        before,
+        "the served app changed the user's server"
+    );
+}
