@@ -8,13 +8,27 @@ use serde_json::Value;
 use crate::common::{Sandbox, refused_in_one_line_with};
 
 /// `idem race --engine mariadb --nodes 3 --json ARGS`: one object per run.
+/// Twice now under the whole suite's load a connection to a node was
+/// closed in the middle of a run ("expected to read 4 bytes, got 0 bytes
+/// at EOF"), not reproduced alone or under CPU load, and not yet
+/// understood (the error now names the node when it is a counter's read).
+/// That one end, and only that one, is raced again once, on a new cluster;
+/// any other fails here, and every figure is asserted on the race that
+/// ran to its end.
 fn races(sandbox: &Sandbox, args: &[&str]) -> Vec<Value> {
-    let out = sandbox
-        .idem()
-        .args(["race", "--engine", "mariadb", "--nodes", "3", "--json"])
-        .args(args)
-        .output()
-        .unwrap();
+    let run = || {
+        sandbox
+            .idem()
+            .args(["race", "--engine", "mariadb", "--nodes", "3", "--json"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let mut out = run();
+    if String::from_utf8_lossy(&out.stderr).contains("got 0 bytes at EOF") {
+        eprintln!("{args:?}: a node closed a connection; raced again once");
+        out = run();
+    }
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{args:?}: {stderr}");
     String::from_utf8_lossy(&out.stdout)

@@ -205,7 +205,9 @@ impl Counters {
             if skip == Some(i + 1) {
                 continue;
             }
-            let c = Self::read(pool).await?;
+            let c = Self::read(pool)
+                .await
+                .map_err(|e| anyhow::anyhow!("node {} of the cluster: {e:#}", i + 1))?;
             sum.cert_failures += c.cert_failures;
             sum.bf_aborts += c.bf_aborts;
             sum.replays += c.replays;
