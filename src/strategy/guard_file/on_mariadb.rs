@@ -28,6 +28,17 @@ struct Values {
 }
 
 impl Values {
+    /// What a request's statements are given before any of them ran.
+    fn of(ctx: &Ctx) -> Self {
+        Values {
+            asked: ctx.asked.clone(),
+            stale_after_ms: ctx.stale_after.as_millis().min(i64::MAX as u128) as i64,
+            xp_id: None,
+            response: None,
+            claim_id: None,
+        }
+    }
+
     fn binds<'a>(&'a self, statement: &Statement) -> Vec<Bind<'a>> {
         let a = &self.asked;
         let params = statement.on_mariadb.as_ref().map_or(&[][..], |(_, p)| p);
@@ -58,13 +69,7 @@ fn text(statement: &'static Statement) -> &'static str {
 
 /// One request, as the file's shape goes.
 pub async fn answer(file: GuardRef, ctx: &mut Ctx) -> Answered {
-    let mut values = Values {
-        asked: ctx.asked.clone(),
-        stale_after_ms: ctx.stale_after.as_millis().min(i64::MAX as u128) as i64,
-        xp_id: None,
-        response: None,
-        claim_id: None,
-    };
+    let mut values = Values::of(ctx);
     let file: &'static super::GuardFile = file.0;
     let answered = match file.shape {
         Shape::FindThenStore => find_then_store(file, ctx, &mut values).await,
@@ -238,13 +243,7 @@ pub async fn after_refused_commit(file: GuardRef, ctx: &mut Ctx) -> Option<Answe
         Shape::ClaimWorkComplete => required(file, StepName::Replay),
         Shape::FindThenStore => required(file, StepName::Find),
     };
-    let values = Values {
-        asked: ctx.asked.clone(),
-        stale_after_ms: 0,
-        xp_id: None,
-        response: None,
-        claim_id: None,
-    };
+    let values = Values::of(ctx);
     let binds = values.binds(read);
     let saw = "COMMIT refused";
     Some(match ctx.fetch_opt(Step::Read, text(read), &binds).await {
